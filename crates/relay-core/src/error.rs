@@ -1,0 +1,82 @@
+//! Every way a request can fail, and the one place that decides its status and error code.
+
+use http::StatusCode;
+
+use crate::intake::IntakeError;
+use crate::notification::PayloadError;
+use crate::verify::VerifyError;
+
+/// A request the relay did not acknowledge.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A method other than GET, HEAD, POST or PUT (405).
+    #[error("method {0} is not allowed; send POST or PUT")]
+    MethodNotAllowed(http::Method),
+    /// A path the relay deliberately does not serve, such as `/favicon.ico` (404).
+    #[error("not found")]
+    NotFound,
+    /// The body, or its declared `Content-Length`, exceeds `RELAY_MAX_BODY_BYTES` (413).
+    #[error("the request body is larger than {limit} bytes")]
+    BodyTooLarge {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// The adapter could not read the body, e.g. the client went away (400).
+    #[error("the request body could not be read")]
+    UnreadableBody,
+    /// The signature check failed (401).
+    #[error(transparent)]
+    Unauthorized(#[from] VerifyError),
+    /// The body has no usable payload (415 or 400).
+    #[error(transparent)]
+    Intake(#[from] IntakeError),
+    /// The payload is not a DSS notification (400).
+    #[error(transparent)]
+    Payload(#[from] PayloadError),
+    /// A sink failed in a way retrying may fix (503 with `Retry-After`).
+    #[error("the destination {sink} is temporarily unavailable; retry later")]
+    SinkRetryable {
+        /// The sink that failed.
+        sink: String,
+    },
+    /// A sink failed in a way only an operator can fix (502).
+    #[error("the destination {sink} rejected the notification")]
+    SinkFailed {
+        /// The sink that failed.
+        sink: String,
+    },
+}
+
+/// Seconds a sender is asked to wait after a 503.
+pub const RETRY_AFTER_SECS: u32 = 5;
+
+impl Error {
+    /// The HTTP status both adapters return. The DSS retries every non-2xx.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnreadableBody | Self::Payload(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Intake(e) => e.status(),
+            Self::SinkRetryable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::SinkFailed { .. } => StatusCode::BAD_GATEWAY,
+        }
+    }
+
+    /// The stable error code in the response body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::NotFound => "not_found",
+            Self::BodyTooLarge { .. } => "body_too_large",
+            Self::UnreadableBody => "unreadable_body",
+            Self::Unauthorized(e) => e.code(),
+            Self::Intake(e) => e.code(),
+            Self::Payload(e) => e.code(),
+            Self::SinkRetryable { .. } => "sink_unavailable",
+            Self::SinkFailed { .. } => "sink_failed",
+        }
+    }
+}

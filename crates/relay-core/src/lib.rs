@@ -1,0 +1,27 @@
+//! The framework-free core of the DSS notification relay.
+//!
+//! A notification enters through [`Relay::accept`], is checked by [`verify`], has its payload
+//! taken out of the body by [`intake`], is parsed into a [`Notification`], and leaves through
+//! every configured [`Sink`]. Platform adapters (Lambda, Cloud Run) only convert their request
+//! into an `http::Request<Bytes>` and copy the [`Outcome`] back.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod error;
+pub mod intake;
+pub mod notification;
+pub mod outcome;
+pub mod relay;
+pub mod sink;
+pub mod telemetry;
+pub mod verify;
+
+pub use config::Config;
+pub use error::Error;
+pub use notification::{Notification, Unverified, Verified};
+pub use outcome::Outcome;
+pub use relay::{Relay, StartError};
+pub use sink::{Message, Receipt, Sink, SinkError};
+
+/// `Result` with the relay's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,391 @@
+//! The DSS notification model: what a payload must hold, its stable deduplication key, and the
+//! attributes every sink carries next to the untouched payload bytes.
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
+
+/// Marker: the notification arrived without a checked signature (for `relay explain` and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unverified;
+
+/// Marker: the request carrying the notification passed verification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// The `keyId` that signed it; `None` for an unsigned request the configuration accepts.
+    pub key_id: Option<String>,
+    _sealed: (),
+}
+
+impl Verified {
+    pub(crate) fn new(key_id: Option<String>) -> Self {
+        Self { key_id, _sealed: () }
+    }
+}
+
+/// Which DSS subscription generation produced a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Elasticsearch subscriptions (`es_query`, no `event_type`).
+    V1,
+    /// JMESPath subscriptions (`event_type`, `dss_api`, `bundle_url`, …).
+    V2,
+}
+
+impl Kind {
+    /// `v1` or `v2`, as carried in the `dss.kind` attribute.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1 => "v1",
+            Self::V2 => "v2",
+        }
+    }
+}
+
+/// Why a payload is not a DSS notification. Every variant answers 400.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PayloadError {
+    /// The payload is empty.
+    #[error("the notification payload is empty")]
+    Empty,
+    /// The payload is not JSON (or not UTF-8).
+    #[error("the notification payload is not valid JSON: {0}")]
+    InvalidJson(String),
+    /// The payload is JSON but not an object.
+    #[error("the notification payload must be a JSON object")]
+    NotAnObject,
+    /// A required field is absent.
+    #[error("the field {0} is required")]
+    MissingField(&'static str),
+    /// A field has the wrong type or an empty value.
+    #[error("the field {field} must be {expected}")]
+    InvalidField {
+        /// The dotted path of the field.
+        field: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
+}
+
+impl PayloadError {
+    /// The stable error code returned in the response body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Empty => "empty_payload",
+            Self::InvalidJson(_) => "invalid_json",
+            Self::NotAnObject => "not_an_object",
+            Self::MissingField(_) => "missing_field",
+            Self::InvalidField { .. } => "invalid_field",
+        }
+    }
+}
+
+/// A parsed DSS notification. The payload bytes are kept exactly as received; the parsed
+/// document is only read, never re-serialized.
+#[derive(Debug, Clone)]
+pub struct Notification<S = Verified> {
+    payload: Bytes,
+    document: Map<String, Value>,
+    subscription_id: String,
+    bundle_uuid: String,
+    bundle_version: String,
+    event_type: Option<String>,
+    transaction_id: Option<String>,
+    kind: Kind,
+    dedup_key: String,
+    state: S,
+}
+
+impl Notification<Unverified> {
+    /// Parses payload bytes. The result can be inspected but not published: only a verified
+    /// request yields a `Notification<Verified>`.
+    pub fn parse(payload: Bytes) -> Result<Self, PayloadError> {
+        if payload.iter().all(u8::is_ascii_whitespace) {
+            return Err(PayloadError::Empty);
+        }
+        let value: Value =
+            serde_json::from_slice(&payload).map_err(|e| PayloadError::InvalidJson(e.to_string()))?;
+        let Value::Object(document) = value else {
+            return Err(PayloadError::NotAnObject);
+        };
+        let subscription_id = required(document.get("subscription_id"), "subscription_id")?;
+        let matched = match document.get("match") {
+            None => return Err(PayloadError::MissingField("match")),
+            Some(Value::Object(m)) => m,
+            Some(_) => {
+                return Err(PayloadError::InvalidField { field: "match", expected: "an object" });
+            }
+        };
+        let bundle_uuid = required(matched.get("bundle_uuid"), "match.bundle_uuid")?;
+        let bundle_version = required(matched.get("bundle_version"), "match.bundle_version")?;
+        let event_type = optional(document.get("event_type"), "event_type")?;
+        let transaction_id = optional(document.get("transaction_id"), "transaction_id")?;
+        let kind = if event_type.is_some() || document.contains_key("dss_api") {
+            Kind::V2
+        } else {
+            Kind::V1
+        };
+        let dedup_key =
+            dedup_key(&subscription_id, &bundle_uuid, &bundle_version, event_type.as_deref());
+        Ok(Self {
+            payload,
+            document,
+            subscription_id,
+            bundle_uuid,
+            bundle_version,
+            event_type,
+            transaction_id,
+            kind,
+            dedup_key,
+            state: Unverified,
+        })
+    }
+
+    pub(crate) fn into_verified(self, proof: Verified) -> Notification<Verified> {
+        Notification {
+            payload: self.payload,
+            document: self.document,
+            subscription_id: self.subscription_id,
+            bundle_uuid: self.bundle_uuid,
+            bundle_version: self.bundle_version,
+            event_type: self.event_type,
+            transaction_id: self.transaction_id,
+            kind: self.kind,
+            dedup_key: self.dedup_key,
+            state: proof,
+        }
+    }
+}
+
+impl Notification<Verified> {
+    /// The key that signed the request, if it was signed.
+    pub fn key_id(&self) -> Option<&str> {
+        self.state.key_id.as_deref()
+    }
+}
+
+impl<S> Notification<S> {
+    /// The exact payload bytes received; this is what every sink forwards.
+    pub fn payload(&self) -> &Bytes {
+        &self.payload
+    }
+
+    /// The parsed payload, for reading fields (routing, templates). Never forward it.
+    pub fn document(&self) -> &Map<String, Value> {
+        &self.document
+    }
+
+    /// `subscription_id`.
+    pub fn subscription_id(&self) -> &str {
+        &self.subscription_id
+    }
+
+    /// `match.bundle_uuid`.
+    pub fn bundle_uuid(&self) -> &str {
+        &self.bundle_uuid
+    }
+
+    /// `match.bundle_version`.
+    pub fn bundle_version(&self) -> &str {
+        &self.bundle_version
+    }
+
+    /// `event_type` (`CREATE`, `TOMBSTONE`, `DELETE`); absent for v1.
+    pub fn event_type(&self) -> Option<&str> {
+        self.event_type.as_deref()
+    }
+
+    /// `transaction_id`: one delivery attempt, never a deduplication key.
+    pub fn transaction_id(&self) -> Option<&str> {
+        self.transaction_id.as_deref()
+    }
+
+    /// The subscription generation.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The stable deduplication key, equal across every DSS retry of the same event.
+    pub fn dedup_key(&self) -> &str {
+        &self.dedup_key
+    }
+}
+
+fn required(value: Option<&Value>, field: &'static str) -> Result<String, PayloadError> {
+    match value {
+        None | Some(Value::Null) => Err(PayloadError::MissingField(field)),
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(_) => Err(PayloadError::InvalidField { field, expected: "a non-empty string" }),
+    }
+}
+
+fn optional(value: Option<&Value>, field: &'static str) -> Result<Option<String>, PayloadError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => required(value, field).map(Some),
+    }
+}
+
+/// The stable deduplication key: the lowercase hex SHA-256 of the four fields that stay the same
+/// across DSS retries, each written as a netstring (`<byte length>:<value>,`) so that no two
+/// different tuples hash the same input. `event_type` is the empty string for v1.
+///
+/// `transaction_id` and `event_timestamp` change on every attempt and are deliberately left out.
+pub fn dedup_key(
+    subscription_id: &str,
+    bundle_uuid: &str,
+    bundle_version: &str,
+    event_type: Option<&str>,
+) -> String {
+    let mut hasher = Sha256::new();
+    for field in [subscription_id, bundle_uuid, bundle_version, event_type.unwrap_or("")] {
+        hasher.update(format!("{}:{field},", field.len()).as_bytes());
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Message attributes in their fixed priority order. Sinks with an attribute cap (SQS allows
+/// ten) keep the first ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attributes(Vec<(String, String)>);
+
+impl Attributes {
+    /// Attribute names in priority order. Names absent for a notification are skipped.
+    pub const ORDER: [&'static str; 9] = [
+        "relay.dedup_key",
+        "dss.subscription_id",
+        "dss.bundle_uuid",
+        "dss.bundle_version",
+        "dss.event_type",
+        "dss.kind",
+        "dss.transaction_id",
+        "dss.notify_attempt",
+        "relay.key_id",
+    ];
+
+    /// Derives the attributes of a verified notification; `notify_attempt` is the DSS v1
+    /// `X-dss-notify-attempt` header when present.
+    pub fn derive(n: &Notification<Verified>, notify_attempt: Option<&str>) -> Self {
+        let values = [
+            Some(n.dedup_key()),
+            Some(n.subscription_id()),
+            Some(n.bundle_uuid()),
+            Some(n.bundle_version()),
+            n.event_type(),
+            Some(n.kind().as_str()),
+            n.transaction_id(),
+            notify_attempt.filter(|a| !a.is_empty()),
+            n.key_id(),
+        ];
+        Self(
+            Self::ORDER
+                .iter()
+                .zip(values)
+                .filter_map(|(name, value)| Some(((*name).to_owned(), value?.to_owned())))
+                .collect(),
+        )
+    }
+
+    /// The value of one attribute.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// All attributes, in priority order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    /// How many attributes there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V2: &str = r#"{"bundle_url": "https://dss.data.humancellatlas.org/v1/bundles/c86309f6-e5b7-4698-abb6-b81644573bff?version=2019-11-15T202303.689105Z", "dss_api": "https://dss.data.humancellatlas.org", "subscription_id": "8a6a7e5c-2f0b-4c39-9c9e-2d1c7c0e7b11", "event_timestamp": "2019-11-15T202411.123456Z", "event_type": "CREATE", "match": {"bundle_uuid": "c86309f6-e5b7-4698-abb6-b81644573bff", "bundle_version": "2019-11-15T202303.689105Z"}, "transaction_id": "4b1b6f1e-86a4-4b9e-9d4c-3f4f8d2a9c10", "labels": {"x": 1}}"#;
+    const V1: &str = r#"{"transaction_id": "9d0eb75c", "subscription_id": "222", "es_query": {"query": {}}, "match": {"bundle_uuid": "u", "bundle_version": "v"}, "attachments": {"_errors": "Attachments too large (131083 > 131072)"}}"#;
+
+    #[test]
+    fn parses_both_generations() {
+        let v2 = Notification::parse(Bytes::from_static(V2.as_bytes())).unwrap();
+        assert_eq!(v2.kind(), Kind::V2);
+        assert_eq!(v2.event_type(), Some("CREATE"));
+        assert_eq!(v2.bundle_uuid(), "c86309f6-e5b7-4698-abb6-b81644573bff");
+        assert_eq!(v2.payload().as_ref(), V2.as_bytes());
+        let v1 = Notification::parse(Bytes::from_static(V1.as_bytes())).unwrap();
+        assert_eq!((v1.kind(), v1.event_type()), (Kind::V1, None));
+        assert_eq!(v1.subscription_id(), "222");
+    }
+
+    #[test]
+    fn dedup_key_ignores_the_transaction_and_timestamp() {
+        let retry = V2
+            .replace("4b1b6f1e-86a4-4b9e-9d4c-3f4f8d2a9c10", "0d6e4f0c-8c8e-4bb0-9f57-2b0a8b1d6c42")
+            .replace("2019-11-15T202411.123456Z", "2019-11-15T203911.000001Z");
+        let a = Notification::parse(Bytes::from_static(V2.as_bytes())).unwrap();
+        let b = Notification::parse(Bytes::from(retry)).unwrap();
+        assert_eq!(a.dedup_key(), b.dedup_key());
+        let tombstone = V2.replace("CREATE", "TOMBSTONE");
+        let c = Notification::parse(Bytes::from(tombstone)).unwrap();
+        assert_ne!(a.dedup_key(), c.dedup_key());
+    }
+
+    #[test]
+    fn dedup_key_is_the_documented_hash() {
+        // sha256("1:s,1:u,1:v,0:,") computed independently with coreutils sha256sum.
+        assert_eq!(
+            dedup_key("s", "u", "v", None),
+            "dd841814f85bebc3e74af20ffde439f8b6e4e67556449d1e9b8ef67f7f1181a5"
+        );
+        // Field boundaries matter: ("ab","c") and ("a","bc") differ.
+        assert_ne!(dedup_key("ab", "c", "v", None), dedup_key("a", "bc", "v", None));
+    }
+
+    #[test]
+    fn attributes_follow_the_priority_order() {
+        let n = Notification::parse(Bytes::from_static(V2.as_bytes()))
+            .unwrap()
+            .into_verified(Verified::new(Some("hca-dss:x".into())));
+        let attrs = Attributes::derive(&n, Some("0"));
+        let names: Vec<&str> = attrs.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, Attributes::ORDER.to_vec());
+        assert_eq!(attrs.get("dss.kind"), Some("v2"));
+        let v1 = Notification::parse(Bytes::from_static(V1.as_bytes()))
+            .unwrap()
+            .into_verified(Verified::new(None));
+        let attrs = Attributes::derive(&v1, None);
+        assert_eq!(attrs.get("dss.event_type"), None);
+        assert_eq!(attrs.get("relay.key_id"), None);
+        assert_eq!(attrs.len(), 6);
+    }
+
+    #[test]
+    fn names_the_offending_field() {
+        let cases: [(&str, PayloadError); 7] = [
+            ("", PayloadError::Empty),
+            ("[1]", PayloadError::NotAnObject),
+            (r#"{"match": {}}"#, PayloadError::MissingField("subscription_id")),
+            (r#"{"subscription_id": 5, "match": {}}"#, PayloadError::InvalidField { field: "subscription_id", expected: "a non-empty string" }),
+            (r#"{"subscription_id": "s"}"#, PayloadError::MissingField("match")),
+            (r#"{"subscription_id": "s", "match": {"bundle_uuid": "u"}}"#, PayloadError::MissingField("match.bundle_version")),
+            (r#"{"subscription_id": "s", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "event_type": 1}"#, PayloadError::InvalidField { field: "event_type", expected: "a non-empty string" }),
+        ];
+        for (body, want) in cases {
+            let got = Notification::parse(Bytes::from(body)).unwrap_err();
+            assert_eq!(got, want, "{body}");
+        }
+    }
+}

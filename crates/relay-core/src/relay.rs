@@ -1,0 +1,270 @@
+//! The relay's one entry point: a request in, an [`Outcome`] out.
+//!
+//! The path of a notification: method and size checks, then [`verify`](crate::verify) over the
+//! raw bytes, then [`intake`](crate::intake) takes the payload out of the body, then
+//! [`Notification`] parses it, then every [`Sink`] publishes it. The answer is 202 only when
+//! every sink acknowledged.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+use http::request::Parts;
+use http::{HeaderMap, Method, StatusCode, header};
+use serde_json::json;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::intake::extract_payload;
+use crate::notification::{Notification, Verified};
+use crate::outcome::Outcome;
+use crate::sink::{FileSink, Message, Sink, SinkError};
+use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
+
+/// The DSS v1 retry-queue index header; forwarded as the `dss.notify_attempt` attribute.
+pub const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
+
+/// Why the relay could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The file sink could not be opened.
+    #[error("RELAY_FILE_SINK: cannot open {target}: {source}")]
+    FileSink {
+        /// The configured target.
+        target: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A configured relay: keys, policy and sinks, built once at start and shared by every request.
+#[derive(Debug)]
+pub struct Relay {
+    config: Config,
+    policy: Policy,
+    sinks: Vec<Arc<dyn Sink>>,
+    clock: Arc<dyn Clock>,
+}
+
+/// What the per-request log line says about the notification.
+#[derive(Default)]
+struct LogFields {
+    subscription_id: Option<String>,
+    bundle_uuid: Option<String>,
+    bundle_version: Option<String>,
+    event_type: Option<String>,
+}
+
+impl Relay {
+    /// Builds the sinks the configuration names (opening files, later building SDK clients).
+    pub async fn from_config(config: Config) -> Result<Self, StartError> {
+        let mut sinks: Vec<Arc<dyn Sink>> = Vec::new();
+        if let Some(target) = &config.file_sink {
+            let sink = FileSink::open(target).await.map_err(|source| StartError::FileSink {
+                target: target.to_string(),
+                source,
+            })?;
+            sinks.push(Arc::new(sink));
+        }
+        Ok(Self::new(config, sinks, Arc::new(SystemClock)))
+    }
+
+    /// Assembles a relay from parts; tests use it to inject sinks and a fixed clock.
+    pub fn new(config: Config, sinks: Vec<Arc<dyn Sink>>, clock: Arc<dyn Clock>) -> Self {
+        if config.allow_unsigned {
+            if config.keys.is_empty() {
+                tracing::warn!(
+                    "Signature verification is OFF (RELAY_ALLOW_UNSIGNED=true, no key): anyone who knows the URL can publish."
+                );
+            } else {
+                tracing::warn!(
+                    "Unsigned notifications are accepted (RELAY_ALLOW_UNSIGNED=true); signed ones are still verified."
+                );
+            }
+        }
+        let policy = Policy {
+            max_clock_skew: config.max_clock_skew,
+            allow_unsigned: config.allow_unsigned,
+        };
+        let names: Vec<&str> = sinks.iter().map(|s| s.name()).collect();
+        tracing::info!(sinks = ?names, max_body_bytes = config.max_body_bytes, "Relay ready.");
+        Self { config, policy, sinks, clock }
+    }
+
+    /// The configuration the relay runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Answers what can be answered before the body is read: health checks, refused methods
+    /// and a declared `Content-Length` over the limit. Adapters call it so that they never
+    /// read an oversized body; [`accept`](Self::accept) applies the same checks again.
+    pub fn answer_before_body(&self, parts: &Parts) -> Option<Outcome> {
+        let started = Instant::now();
+        let answer = match self.check_head(&parts.method, &parts.headers) {
+            Ok(None) => return None,
+            Ok(Some(health)) => health,
+            Err(e) => Outcome::from_error(&e),
+        };
+        self.log(parts, &answer, &LogFields::default(), started);
+        Some(answer)
+    }
+
+    /// The answer for a request whose body could not be read in full: 413 when it exceeded
+    /// the limit, 400 otherwise.
+    pub fn answer_unreadable(&self, parts: &Parts, too_large: bool) -> Outcome {
+        let error = if too_large {
+            Error::BodyTooLarge { limit: self.config.max_body_bytes }
+        } else {
+            Error::UnreadableBody
+        };
+        let outcome = Outcome::from_error(&error);
+        self.log(parts, &outcome, &LogFields::default(), Instant::now());
+        outcome
+    }
+
+    /// Handles one inbound request: method, path, query, headers and the raw body bytes.
+    pub async fn accept(&self, request: http::Request<Bytes>) -> Outcome {
+        let started = Instant::now();
+        let (parts, body) = request.into_parts();
+        let mut fields = LogFields::default();
+        let outcome = match self.process(&parts, body, &mut fields).await {
+            Ok(outcome) => outcome,
+            Err(e) => Outcome::from_error(&e),
+        };
+        self.log(&parts, &outcome, &fields, started);
+        outcome
+    }
+
+    /// `Ok(Some(_))`: answered (health); `Ok(None)`: go on to the body.
+    fn check_head(&self, method: &Method, headers: &HeaderMap) -> Result<Option<Outcome>, Error> {
+        match *method {
+            Method::GET | Method::HEAD => {
+                return Ok(Some(Outcome::json(StatusCode::OK, &json!({"status": "ok"}))));
+            }
+            Method::POST | Method::PUT => {}
+            _ => return Err(Error::MethodNotAllowed(method.clone())),
+        }
+        let limit = self.config.max_body_bytes;
+        let declared = headers
+            .get_all(header::CONTENT_LENGTH)
+            .iter()
+            .filter_map(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+            .max();
+        if declared.is_some_and(|n| n > limit as u64) {
+            return Err(Error::BodyTooLarge { limit });
+        }
+        Ok(None)
+    }
+
+    async fn process(
+        &self,
+        parts: &Parts,
+        body: Bytes,
+        fields: &mut LogFields,
+    ) -> Result<Outcome, Error> {
+        if let Some(answer) = self.check_head(&parts.method, &parts.headers)? {
+            return Ok(answer);
+        }
+        if body.len() > self.config.max_body_bytes {
+            return Err(Error::BodyTooLarge { limit: self.config.max_body_bytes });
+        }
+        let received_at = self.clock.now();
+        let signed = SignedRequest {
+            method: &parts.method,
+            uri: &parts.uri,
+            headers: &parts.headers,
+            body: &body,
+        };
+        let key_id = verify::verify(signed, &self.config.keys, &self.policy, self.clock.as_ref())?;
+        let payload = extract_payload(&parts.headers, body, &self.config.payload_field).await?;
+        let notification = Notification::parse(payload)?.into_verified(Verified::new(key_id));
+        fields.subscription_id = Some(notification.subscription_id().to_owned());
+        fields.bundle_uuid = Some(notification.bundle_uuid().to_owned());
+        fields.bundle_version = Some(notification.bundle_version().to_owned());
+        fields.event_type = notification.event_type().map(str::to_owned);
+
+        let attempt = parts.headers.get(NOTIFY_ATTEMPT).and_then(|v| v.to_str().ok());
+        let message = Message::new(&notification, attempt, received_at);
+        self.publish(&notification, message).await
+    }
+
+    /// Publishes to every sink concurrently; 202 only when all of them acknowledged.
+    async fn publish(
+        &self,
+        notification: &Notification<Verified>,
+        message: Message,
+    ) -> Result<Outcome, Error> {
+        let batch = std::slice::from_ref(&message);
+        let results = join_all(self.sinks.iter().map(|sink| async move {
+            let result = sink.publish(batch).await.into_iter().next().unwrap_or_else(|| {
+                Err(SinkError::Permanent("the sink answered for no message".into()))
+            });
+            (sink.name(), result)
+        }))
+        .await;
+
+        let mut deliveries = Vec::with_capacity(results.len());
+        let mut failure: Option<Error> = None;
+        for (sink, result) in results {
+            match result {
+                Ok(receipt) => deliveries.push(json!({"sink": sink, "message_id": receipt.message_id})),
+                Err(e) => {
+                    let retryable = e.is_retryable();
+                    if retryable {
+                        tracing::warn!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink failed; the sender will retry.");
+                    } else {
+                        tracing::error!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
+                    }
+                    // A permanent failure outranks a retryable one: retrying cannot fix it.
+                    let sink = sink.to_owned();
+                    failure = match failure {
+                        Some(f @ Error::SinkFailed { .. }) => Some(f),
+                        _ if !retryable => Some(Error::SinkFailed { sink }),
+                        Some(f) => Some(f),
+                        None => Some(Error::SinkRetryable { sink }),
+                    };
+                }
+            }
+        }
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+        Ok(Outcome::json(
+            StatusCode::ACCEPTED,
+            &json!({
+                "status": "published",
+                "dedup_key": notification.dedup_key(),
+                "deliveries": deliveries,
+            }),
+        ))
+    }
+
+    fn log(&self, parts: &Parts, outcome: &Outcome, fields: &LogFields, started: Instant) {
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let status = outcome.status.as_u16();
+        macro_rules! line {
+            ($level:ident, $msg:literal) => {
+                tracing::$level!(
+                    method = %parts.method,
+                    path = parts.uri.path(),
+                    status,
+                    code = outcome.code,
+                    subscription_id = fields.subscription_id.as_deref(),
+                    bundle_uuid = fields.bundle_uuid.as_deref(),
+                    bundle_version = fields.bundle_version.as_deref(),
+                    event_type = fields.event_type.as_deref(),
+                    latency_ms,
+                    $msg
+                )
+            };
+        }
+        match status {
+            200..=299 => line!(info, "Request answered."),
+            502 => line!(error, "Notification not delivered."),
+            _ => line!(warn, "Request refused."),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The embedded sink: one JSON line per notification, appended to a file or written to stdout,
+//! flushed before the relay answers.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use tokio::fs::{File, OpenOptions};
+use tokio::io::{AsyncSeekExt, AsyncWriteExt};
+use tokio::sync::Mutex;
+
+use super::{Message, Receipt, Sink, SinkError};
+
+/// Where the file sink writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileTarget {
+    /// Standard output (`-`).
+    Stdout,
+    /// A file, created if missing and appended to.
+    Path(PathBuf),
+}
+
+impl fmt::Display for FileTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdout => f.write_str("-"),
+            Self::Path(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Output {
+    Stdout(tokio::io::Stdout),
+    File(File),
+}
+
+/// Appends `{"received_at", "dedup_key", "attributes", "payload"}` lines. `payload` is the
+/// notification text as a JSON string, so `jq -j .payload` gives back the exact bytes received.
+#[derive(Debug)]
+pub struct FileSink {
+    name: String,
+    out: Mutex<Output>,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    received_at: String,
+    dedup_key: &'a str,
+    attributes: serde_json::Map<String, serde_json::Value>,
+    payload: &'a str,
+}
+
+impl FileSink {
+    /// Opens the target once, at start.
+    pub async fn open(target: &FileTarget) -> std::io::Result<Self> {
+        let out = match target {
+            FileTarget::Stdout => Output::Stdout(tokio::io::stdout()),
+            FileTarget::Path(path) => {
+                Output::File(OpenOptions::new().create(true).append(true).open(path).await?)
+            }
+        };
+        Ok(Self { name: format!("file:{target}"), out: Mutex::new(out) })
+    }
+
+    fn render(message: &Message) -> Result<Vec<u8>, SinkError> {
+        // The payload was parsed as JSON before it got here, so it is valid UTF-8.
+        let payload = std::str::from_utf8(&message.payload)
+            .map_err(|e| SinkError::Permanent(Box::new(e)))?;
+        let line = Line {
+            received_at: humantime::format_rfc3339_millis(message.received_at).to_string(),
+            dedup_key: &message.dedup_key,
+            attributes: message
+                .attributes
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.into()))
+                .collect(),
+            payload,
+        };
+        let mut bytes = serde_json::to_vec(&line).map_err(|e| SinkError::Permanent(Box::new(e)))?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
+#[async_trait::async_trait]
+impl Sink for FileSink {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        let mut out = self.out.lock().await;
+        let mut results = Vec::with_capacity(batch.len());
+        for message in batch {
+            let result = match Self::render(message) {
+                Ok(line) => write_line(&mut out, &line).await.map_err(|e| SinkError::Retryable(Box::new(e))),
+                Err(e) => Err(e),
+            };
+            results.push(result);
+        }
+        results
+    }
+}
+
+/// Writes and flushes one line; the receipt's id is the line's byte offset in the file.
+async fn write_line(out: &mut Output, line: &[u8]) -> std::io::Result<Receipt> {
+    match out {
+        Output::Stdout(stdout) => {
+            stdout.write_all(line).await?;
+            stdout.flush().await?;
+            Ok(Receipt { message_id: None })
+        }
+        Output::File(file) => {
+            let offset = file.seek(std::io::SeekFrom::End(0)).await?;
+            file.write_all(line).await?;
+            file.flush().await?;
+            Ok(Receipt { message_id: Some(format!("offset:{offset}")) })
+        }
+    }
+}
