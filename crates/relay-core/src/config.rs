@@ -194,10 +194,10 @@ impl Config {
     }
 
     /// `RELAY_*` names among `names` that the relay does not know, most likely typos.
-    pub fn unknown_vars<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    pub fn unknown_vars(names: impl IntoIterator<Item = String>) -> Vec<String> {
         names
             .into_iter()
-            .filter(|n| n.starts_with("RELAY_") && !KNOWN_VARS.contains(n))
+            .filter(|n| n.starts_with("RELAY_") && !KNOWN_VARS.contains(&n.as_str()))
             .collect()
     }
 
@@ -357,7 +357,7 @@ mod tests {
 
     #[test]
     fn spots_unknown_relay_variables() {
-        let names = ["RELAY_HMAC_SECERT", "RELAY_FILE_SINK", "PATH"];
+        let names = ["RELAY_HMAC_SECERT", "RELAY_FILE_SINK", "PATH"].map(String::from);
         assert_eq!(Config::unknown_vars(names), ["RELAY_HMAC_SECERT"]);
     }
 }
