@@ -1,1 +1,140 @@
-fn main() {}
+//! `relay`: check a relay's configuration, and sign and send notifications exactly as the DSS did.
+//!
+//! Run with `cargo run -p relay-cli -- --help`.
+
+mod send;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use relay_core::Config;
+
+#[derive(Debug, Parser)]
+#[command(name = "relay", version, about = "DSS notification relay tools")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Load and validate the relay configuration from RELAY_* variables, print it with secrets
+    /// masked, and exit non-zero on any problem.
+    Check,
+    /// Sign a notification file as the DSS did (draft-cavage hmac-sha256 over `date digest`) and
+    /// send it to a relay; print the status and body, and exit non-zero unless it was a 2xx.
+    Send(SendArgs),
+    /// Print a new random HMAC secret (32 bytes, hex).
+    Keygen,
+}
+
+/// How the notification is put in the body, as a DSS subscription's `encoding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Encoding {
+    /// `application/json`: the file is the body.
+    Json,
+    /// `multipart/form-data`: the file is one form field, after the `--form-field`s.
+    Multipart,
+}
+
+/// The subscription's `method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum HttpMethod {
+    Post,
+    Put,
+}
+
+#[derive(Debug, clap::Args)]
+struct SendArgs {
+    /// The notification JSON file; its bytes are sent unchanged.
+    file: PathBuf,
+    /// The relay's URL (the subscription's callback_url).
+    #[arg(long)]
+    url: String,
+    /// HTTP method.
+    #[arg(long, value_enum, default_value = "post")]
+    method: HttpMethod,
+    /// Body encoding.
+    #[arg(long, value_enum, default_value = "json")]
+    encoding: Encoding,
+    /// Multipart form field that carries the notification (the subscription's payload_form_field).
+    #[arg(long, default_value = relay_core::config::DEFAULT_PAYLOAD_FIELD)]
+    payload_field: String,
+    /// Extra static multipart field NAME=VALUE (the subscription's form_fields); repeatable.
+    #[arg(long = "form-field", value_name = "NAME=VALUE", value_parser = parse_pair)]
+    form_fields: Vec<(String, String)>,
+    /// The keyId to sign with (the subscription's hmac_key_id); defaults to the DSS default,
+    /// `hca-dss:<subscription_id>`.
+    #[arg(long)]
+    key_id: Option<String>,
+    /// The HMAC secret (the subscription's hmac_secret_key).
+    #[arg(long, env = "RELAY_SEND_SECRET", hide_env_values = true, conflicts_with = "secret_file")]
+    secret: Option<String>,
+    /// Read the HMAC secret from this file (surrounding whitespace is ignored).
+    #[arg(long)]
+    secret_file: Option<PathBuf>,
+    /// Send without Date, Digest and Authorization, as an unsigned subscription does.
+    #[arg(long, conflicts_with_all = ["secret", "secret_file", "key_id"])]
+    unsigned: bool,
+    /// Extra request header NAME:VALUE, e.g. `X-dss-notify-attempt:0`; repeatable.
+    #[arg(long = "header", value_name = "NAME:VALUE", value_parser = parse_header)]
+    headers: Vec<(String, String)>,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+}
+
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected NAME=VALUE, got {s:?}"))
+}
+
+fn parse_header(s: &str) -> Result<(String, String), String> {
+    s.split_once(':')
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .ok_or_else(|| format!("expected NAME:VALUE, got {s:?}"))
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Check => check(),
+        Command::Send(args) => match send::run(&args) {
+            Ok(code) => code,
+            Err(message) => {
+                eprintln!("relay send: {message}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Keygen => {
+            let mut key = [0u8; 32];
+            if let Err(e) = getrandom::fill(&mut key) {
+                eprintln!("relay keygen: no randomness available: {e}");
+                return ExitCode::from(2);
+            }
+            println!("{}", key.iter().map(|b| format!("{b:02x}")).collect::<String>());
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn check() -> ExitCode {
+    let unknown = Config::unknown_vars(std::env::vars().map(|(name, _)| name));
+    for name in &unknown {
+        eprintln!("warning: {name} is not a variable the relay reads (a typo?)");
+    }
+    match Config::from_env() {
+        Ok(config) => {
+            println!("configuration is valid; effective settings:");
+            for (name, value) in config.effective() {
+                println!("  {name:<27} {value}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            eprintln!("{errors}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! `relay send` against a real relay-gcf server on loopback, and `relay check`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use relay_core::{Config, Relay};
+
+const SECRET: &str = "a-development-secret";
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notifications")
+}
+
+fn relay_cmd() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_relay"));
+    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("RELAY_")) {
+        cmd.env_remove(name);
+    }
+    cmd
+}
+
+/// Starts the relay-gcf app on a free loopback port with a file sink; returns its URL.
+async fn start_relay(sink: &Path) -> String {
+    let vars = [
+        ("RELAY_HMAC_KEYS", format!(r#"{{"dev": "{SECRET}"}}"#)),
+        ("RELAY_FILE_SINK", sink.display().to_string()),
+    ];
+    let config = Config::from_vars(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone()));
+    let relay = Arc::new(Relay::from_config(config.unwrap()).await.unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/dss/notify?replica=aws", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, relay_gcf::app(relay)).await });
+    url
+}
+
+async fn run(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap()
+}
+
+fn sink_payloads(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let line: serde_json::Value = serde_json::from_str(l).unwrap();
+            line["payload"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn send_lands_every_example_byte_identical_in_every_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = dir.path().join("sink.jsonl");
+    let url = start_relay(&sink).await;
+    let mut sent = Vec::new();
+    for entry in std::fs::read_dir(examples()).unwrap() {
+        let file = entry.unwrap().path();
+        if file.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        for (method, encoding) in [("post", "json"), ("put", "multipart")] {
+            let mut cmd = relay_cmd();
+            cmd.args(["send", file.to_str().unwrap(), "--url", &url, "--key-id", "dev"])
+                .args(["--method", method, "--encoding", encoding, "--form-field", "foo=bar"])
+                .env("RELAY_SEND_SECRET", SECRET);
+            let out = run(cmd).await;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{}: {stdout} {}", file.display(), String::from_utf8_lossy(&out.stderr));
+            assert!(stdout.starts_with("202 Accepted"), "{stdout}");
+            assert!(stdout.contains(r#""status":"published""#), "{stdout}");
+            sent.push(std::fs::read_to_string(&file).unwrap());
+        }
+    }
+    assert_eq!(sent.len(), 10);
+    assert_eq!(sink_payloads(&sink), sent);
+}
+
+#[tokio::test]
+async fn send_reports_a_refusal_with_a_failing_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = dir.path().join("sink.jsonl");
+    let url = start_relay(&sink).await;
+    let file = examples().join("v2-create.json");
+    let mut cmd = relay_cmd();
+    cmd.args(["send", file.to_str().unwrap(), "--url", &url, "--key-id", "dev"]).env("RELAY_SEND_SECRET", "wrong");
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("401 Unauthorized") && stdout.contains("bad_signature"), "{stdout}");
+
+    // The default keyId is hca-dss:<subscription_id>, unknown to this relay.
+    let mut cmd = relay_cmd();
+    cmd.args(["send", file.to_str().unwrap(), "--url", &url]).env("RELAY_SEND_SECRET", SECRET);
+    let stdout = String::from_utf8(run(cmd).await.stdout).unwrap();
+    assert!(stdout.contains("unknown_key_id"), "{stdout}");
+
+    let mut cmd = relay_cmd();
+    cmd.args(["send", file.to_str().unwrap(), "--url", &url, "--unsigned"]);
+    let stdout = String::from_utf8(run(cmd).await.stdout).unwrap();
+    assert!(stdout.contains("missing_authorization"), "{stdout}");
+    assert!(sink_payloads(&sink).is_empty());
+}
+
+#[test]
+fn send_without_a_secret_explains_what_to_set() {
+    let out = relay_cmd()
+        .args(["send", examples().join("v2-create.json").to_str().unwrap(), "--url", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RELAY_SEND_SECRET"));
+}
+
+#[test]
+fn check_rejects_a_configuration_without_keys() {
+    let out = relay_cmd().env("RELAY_FILE_SINK", "-").arg("check").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"), "{stderr}");
+}
+
+#[test]
+fn check_prints_the_effective_configuration_with_secrets_masked() {
+    let out = relay_cmd()
+        .env("RELAY_HMAC_KEYS", r#"{"dev": "s3cret-value"}"#)
+        .env("RELAY_FILE_SINK", "target/run/notifications.jsonl")
+        .env("RELAY_MAX_BODY_BYTES", "2048")
+        .env("RELAY_HMAC_SECERT", "typo")
+        .arg("check")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains(r#"{"dev":"****"}"#) && stdout.contains("2048"), "{stdout}");
+    assert!(!stdout.contains("s3cret-value"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RELAY_HMAC_SECERT"));
+}
+
+#[test]
+fn check_reports_bad_values_by_variable() {
+    let out = relay_cmd()
+        .env("RELAY_HMAC_SECRET", "s")
+        .env("RELAY_FILE_SINK", "-")
+        .env("RELAY_MAX_CLOCK_SKEW_SECS", "five minutes")
+        .arg("check")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RELAY_MAX_CLOCK_SKEW_SECS: expected a whole number"));
+}
+
+#[test]
+fn keygen_prints_a_fresh_hex_key() {
+    let a = relay_cmd().arg("keygen").output().unwrap();
+    let b = relay_cmd().arg("keygen").output().unwrap();
+    let a = String::from_utf8(a.stdout).unwrap();
+    assert_eq!(a.trim().len(), 64);
+    assert_ne!(a, String::from_utf8(b.stdout).unwrap());
+}
