@@ -24,7 +24,7 @@ enum Command {
     Check,
     /// Sign a notification file as the DSS did (draft-cavage hmac-sha256 over `date digest`) and
     /// send it to a relay; print the status and body, and exit non-zero unless it was a 2xx.
-    Send(SendArgs),
+    Send(Box<SendArgs>),
     /// Print a new random HMAC secret (32 bytes, hex).
     Keygen,
 }
@@ -69,7 +69,12 @@ struct SendArgs {
     #[arg(long)]
     key_id: Option<String>,
     /// The HMAC secret (the subscription's hmac_secret_key).
-    #[arg(long, env = "RELAY_SEND_SECRET", hide_env_values = true, conflicts_with = "secret_file")]
+    #[arg(
+        long,
+        env = "RELAY_SEND_SECRET",
+        hide_env_values = true,
+        conflicts_with = "secret_file"
+    )]
     secret: Option<String>,
     /// Read the HMAC secret from this file (surrounding whitespace is ignored).
     #[arg(long)]
@@ -113,7 +118,10 @@ fn main() -> ExitCode {
                 eprintln!("relay keygen: no randomness available: {e}");
                 return ExitCode::from(2);
             }
-            println!("{}", key.iter().map(|b| format!("{b:02x}")).collect::<String>());
+            println!(
+                "{}",
+                key.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            );
             ExitCode::SUCCESS
         }
     }

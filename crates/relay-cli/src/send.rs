@@ -32,7 +32,8 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
                 format!("hca-dss:{}", notification.subscription_id())
             }
         };
-        let signature = sign(&key_id, &secret, SystemTime::now(), &body).map_err(|e| e.to_string())?;
+        let signature =
+            sign(&key_id, &secret, SystemTime::now(), &body).map_err(|e| e.to_string())?;
         for (name, value) in [
             ("Date", signature.date),
             ("Digest", signature.digest),
@@ -63,7 +64,11 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
     let text = response.body_mut().read_to_string().unwrap_or_default();
     println!("{status}");
     println!("{text}");
-    Ok(if status.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if status.is_success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn secret(args: &SendArgs) -> Result<Secret, String> {
@@ -74,7 +79,10 @@ fn secret(args: &SendArgs) -> Result<Secret, String> {
             .trim()
             .to_owned(),
         (None, None) => {
-            return Err("no HMAC secret: set RELAY_SEND_SECRET, or pass --secret-file, or --unsigned".into());
+            return Err(
+                "no HMAC secret: set RELAY_SEND_SECRET, or pass --secret-file, or --unsigned"
+                    .into(),
+            );
         }
     };
     if value.is_empty() {
@@ -99,8 +107,10 @@ fn multipart_body(
     payload_field: &str,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut parts: Vec<(&str, &[u8])> =
-        form_fields.iter().map(|(k, v)| (k.as_str(), v.as_bytes())).collect();
+    let mut parts: Vec<(&str, &[u8])> = form_fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_bytes()))
+        .collect();
     match parts.iter_mut().find(|(name, _)| *name == payload_field) {
         Some(part) => part.1 = payload,
         None => parts.push((payload_field, payload)),
@@ -108,7 +118,8 @@ fn multipart_body(
     let mut body = Vec::with_capacity(payload.len() + 256);
     for (name, value) in parts {
         body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
+                .as_bytes(),
         );
         body.extend_from_slice(value);
         body.extend_from_slice(b"\r\n");
@@ -122,7 +133,8 @@ mod tests {
     use super::*;
 
     const V2_JSON: &[u8] = include_bytes!("../../relay-core/tests/data/dss/v2-json-post.http");
-    const V2_MULTIPART: &[u8] = include_bytes!("../../relay-core/tests/data/dss/v2-multipart-put.http");
+    const V2_MULTIPART: &[u8] =
+        include_bytes!("../../relay-core/tests/data/dss/v2-multipart-put.http");
 
     fn body_of(raw: &[u8]) -> &[u8] {
         &raw[raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4..]
@@ -131,13 +143,21 @@ mod tests {
     #[test]
     fn multipart_matches_the_dss_capture_byte_for_byte() {
         let fields = [("foo".to_owned(), "bar".to_owned())];
-        let body = multipart_body("2769baffc4f24cbc83ced26aa0c2f712", &fields, "payload", body_of(V2_JSON));
+        let body = multipart_body(
+            "2769baffc4f24cbc83ced26aa0c2f712",
+            &fields,
+            "payload",
+            body_of(V2_JSON),
+        );
         assert_eq!(body, body_of(V2_MULTIPART));
     }
 
     #[test]
     fn payload_replaces_a_form_field_of_the_same_name_in_place() {
-        let fields = [("payload".to_owned(), "x".to_owned()), ("foo".to_owned(), "bar".to_owned())];
+        let fields = [
+            ("payload".to_owned(), "x".to_owned()),
+            ("foo".to_owned(), "bar".to_owned()),
+        ];
         let body = multipart_body("b", &fields, "payload", b"{}");
         assert_eq!(
             String::from_utf8(body).unwrap(),
@@ -149,7 +169,10 @@ mod tests {
     fn boundaries_are_32_hex_characters() {
         let b = random_boundary().unwrap();
         assert_eq!(b.len(), 32);
-        assert!(b.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            b.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
         assert_ne!(b, random_boundary().unwrap());
     }
 }

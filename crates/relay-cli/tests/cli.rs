@@ -29,13 +29,18 @@ async fn start_relay(sink: &Path) -> String {
     let config = Config::from_vars(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone()));
     let relay = Arc::new(Relay::from_config(config.unwrap()).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/dss/notify?replica=aws", listener.local_addr().unwrap());
+    let url = format!(
+        "http://{}/dss/notify?replica=aws",
+        listener.local_addr().unwrap()
+    );
     tokio::spawn(async move { axum::serve(listener, relay_gcf::app(relay)).await });
     url
 }
 
 async fn run(mut cmd: Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap()
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
 }
 
 fn sink_payloads(path: &Path) -> Vec<String> {
@@ -62,12 +67,31 @@ async fn send_lands_every_example_byte_identical_in_every_encoding() {
         }
         for (method, encoding) in [("post", "json"), ("put", "multipart")] {
             let mut cmd = relay_cmd();
-            cmd.args(["send", file.to_str().unwrap(), "--url", &url, "--key-id", "dev"])
-                .args(["--method", method, "--encoding", encoding, "--form-field", "foo=bar"])
-                .env("RELAY_SEND_SECRET", SECRET);
+            cmd.args([
+                "send",
+                file.to_str().unwrap(),
+                "--url",
+                &url,
+                "--key-id",
+                "dev",
+            ])
+            .args([
+                "--method",
+                method,
+                "--encoding",
+                encoding,
+                "--form-field",
+                "foo=bar",
+            ])
+            .env("RELAY_SEND_SECRET", SECRET);
             let out = run(cmd).await;
             let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(out.status.success(), "{}: {stdout} {}", file.display(), String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}: {stdout} {}",
+                file.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
             assert!(stdout.starts_with("202 Accepted"), "{stdout}");
             assert!(stdout.contains(r#""status":"published""#), "{stdout}");
             sent.push(std::fs::read_to_string(&file).unwrap());
@@ -84,15 +108,27 @@ async fn send_reports_a_refusal_with_a_failing_exit_code() {
     let url = start_relay(&sink).await;
     let file = examples().join("v2-create.json");
     let mut cmd = relay_cmd();
-    cmd.args(["send", file.to_str().unwrap(), "--url", &url, "--key-id", "dev"]).env("RELAY_SEND_SECRET", "wrong");
+    cmd.args([
+        "send",
+        file.to_str().unwrap(),
+        "--url",
+        &url,
+        "--key-id",
+        "dev",
+    ])
+    .env("RELAY_SEND_SECRET", "wrong");
     let out = run(cmd).await;
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.starts_with("401 Unauthorized") && stdout.contains("bad_signature"), "{stdout}");
+    assert!(
+        stdout.starts_with("401 Unauthorized") && stdout.contains("bad_signature"),
+        "{stdout}"
+    );
 
     // The default keyId is hca-dss:<subscription_id>, unknown to this relay.
     let mut cmd = relay_cmd();
-    cmd.args(["send", file.to_str().unwrap(), "--url", &url]).env("RELAY_SEND_SECRET", SECRET);
+    cmd.args(["send", file.to_str().unwrap(), "--url", &url])
+        .env("RELAY_SEND_SECRET", SECRET);
     let stdout = String::from_utf8(run(cmd).await.stdout).unwrap();
     assert!(stdout.contains("unknown_key_id"), "{stdout}");
 
@@ -106,7 +142,12 @@ async fn send_reports_a_refusal_with_a_failing_exit_code() {
 #[test]
 fn send_without_a_secret_explains_what_to_set() {
     let out = relay_cmd()
-        .args(["send", examples().join("v2-create.json").to_str().unwrap(), "--url", "http://127.0.0.1:9/"])
+        .args([
+            "send",
+            examples().join("v2-create.json").to_str().unwrap(),
+            "--url",
+            "http://127.0.0.1:9/",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -115,10 +156,17 @@ fn send_without_a_secret_explains_what_to_set() {
 
 #[test]
 fn check_rejects_a_configuration_without_keys() {
-    let out = relay_cmd().env("RELAY_FILE_SINK", "-").arg("check").output().unwrap();
+    let out = relay_cmd()
+        .env("RELAY_FILE_SINK", "-")
+        .arg("check")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"), "{stderr}");
+    assert!(
+        stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -133,7 +181,10 @@ fn check_prints_the_effective_configuration_with_secrets_masked() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    assert!(stdout.contains(r#"{"dev":"****"}"#) && stdout.contains("2048"), "{stdout}");
+    assert!(
+        stdout.contains(r#"{"dev":"****"}"#) && stdout.contains("2048"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("s3cret-value"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("RELAY_HMAC_SECERT"));
 }
@@ -148,7 +199,10 @@ fn check_reports_bad_values_by_variable() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("RELAY_MAX_CLOCK_SKEW_SECS: expected a whole number"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("RELAY_MAX_CLOCK_SKEW_SECS: expected a whole number")
+    );
 }
 
 #[test]

@@ -100,7 +100,8 @@ impl Config {
     /// Reads variables through `var`, so tests and tools need not touch the process environment.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
         let mut errors = Vec::new();
-        let mut fail = |var: &'static str, message: String| errors.push(ConfigError { var, message });
+        let mut fail =
+            |var: &'static str, message: String| errors.push(ConfigError { var, message });
 
         let named = match var("RELAY_HMAC_KEYS") {
             None => BTreeMap::new(),
@@ -121,12 +122,22 @@ impl Config {
         };
         let keys = KeyRing::new(named, any);
 
-        let allow_unsigned = parse_or("RELAY_ALLOW_UNSIGNED", var("RELAY_ALLOW_UNSIGNED"), false, parse_bool, &mut fail);
+        let allow_unsigned = parse_or(
+            "RELAY_ALLOW_UNSIGNED",
+            var("RELAY_ALLOW_UNSIGNED"),
+            false,
+            parse_bool,
+            &mut fail,
+        );
         let skew_secs = parse_or(
             "RELAY_MAX_CLOCK_SKEW_SECS",
             var("RELAY_MAX_CLOCK_SKEW_SECS"),
             DEFAULT_MAX_CLOCK_SKEW_SECS,
-            |s| s.parse::<u64>().map_err(|_| "expected a whole number of seconds (0 turns the check off)".into()),
+            |s| {
+                s.parse::<u64>().map_err(|_| {
+                    "expected a whole number of seconds (0 turns the check off)".into()
+                })
+            },
             &mut fail,
         );
         let max_body_bytes = parse_or(
@@ -142,7 +153,10 @@ impl Config {
         let payload_field = match var("RELAY_PAYLOAD_FIELD") {
             None => DEFAULT_PAYLOAD_FIELD.to_owned(),
             Some(s) if s.is_empty() || s.contains('"') => {
-                fail("RELAY_PAYLOAD_FIELD", "expected a non-empty form field name without quotes".into());
+                fail(
+                    "RELAY_PAYLOAD_FIELD",
+                    "expected a non-empty form field name without quotes".into(),
+                );
                 DEFAULT_PAYLOAD_FIELD.to_owned()
             }
             Some(s) => s,
@@ -150,7 +164,10 @@ impl Config {
         let file_sink = match var("RELAY_FILE_SINK") {
             None => None,
             Some(s) if s.is_empty() => {
-                fail("RELAY_FILE_SINK", "is set but empty; give a path, or - for stdout".into());
+                fail(
+                    "RELAY_FILE_SINK",
+                    "is set but empty; give a path, or - for stdout".into(),
+                );
                 None
             }
             Some(s) if s == "-" => Some(FileTarget::Stdout),
@@ -160,7 +177,11 @@ impl Config {
         let log_format = parse_or(
             "RELAY_LOG_FORMAT",
             var("RELAY_LOG_FORMAT"),
-            if on_platform { LogFormat::Json } else { LogFormat::Text },
+            if on_platform {
+                LogFormat::Json
+            } else {
+                LogFormat::Text
+            },
             |s| match s {
                 "json" => Ok(LogFormat::Json),
                 "text" => Ok(LogFormat::Text),
@@ -176,7 +197,10 @@ impl Config {
             );
         }
         if file_sink.is_none() {
-            fail("RELAY_FILE_SINK", "no sink is configured: set RELAY_FILE_SINK to a path, or - for stdout".into());
+            fail(
+                "RELAY_FILE_SINK",
+                "no sink is configured: set RELAY_FILE_SINK to a path, or - for stdout".into(),
+            );
         }
 
         if !errors.is_empty() {
@@ -205,16 +229,33 @@ impl Config {
     pub fn effective(&self) -> Vec<(&'static str, String)> {
         let keys: BTreeMap<&str, &str> = self.keys.key_ids().map(|id| (id, "****")).collect();
         vec![
-            ("RELAY_HMAC_KEYS", serde_json::to_string(&keys).unwrap_or_default()),
-            ("RELAY_HMAC_SECRET", if self.keys.has_catch_all() { "****" } else { "(unset)" }.into()),
+            (
+                "RELAY_HMAC_KEYS",
+                serde_json::to_string(&keys).unwrap_or_default(),
+            ),
+            (
+                "RELAY_HMAC_SECRET",
+                if self.keys.has_catch_all() {
+                    "****"
+                } else {
+                    "(unset)"
+                }
+                .into(),
+            ),
             ("RELAY_ALLOW_UNSIGNED", self.allow_unsigned.to_string()),
             (
                 "RELAY_MAX_CLOCK_SKEW_SECS",
-                self.max_clock_skew.map_or("0 (check off)".into(), |d| d.as_secs().to_string()),
+                self.max_clock_skew
+                    .map_or("0 (check off)".into(), |d| d.as_secs().to_string()),
             ),
             ("RELAY_MAX_BODY_BYTES", self.max_body_bytes.to_string()),
             ("RELAY_PAYLOAD_FIELD", self.payload_field.clone()),
-            ("RELAY_FILE_SINK", self.file_sink.as_ref().map_or("(unset)".into(), ToString::to_string)),
+            (
+                "RELAY_FILE_SINK",
+                self.file_sink
+                    .as_ref()
+                    .map_or("(unset)".into(), ToString::to_string),
+            ),
             (
                 "RELAY_LOG_FORMAT",
                 match self.log_format {
@@ -260,8 +301,12 @@ fn parse_keys(raw: &str) -> Result<BTreeMap<String, Secret>, String> {
         .map_err(|_| "expected a JSON object of {\"<keyId>\": \"<secret>\"}".to_owned())?;
     map.into_iter()
         .map(|(id, secret)| match secret {
-            serde_json::Value::String(s) if !s.is_empty() && !id.is_empty() => Ok((id, Secret::new(s))),
-            _ => Err(format!("the key {id:?} must have a non-empty string secret and a non-empty keyId")),
+            serde_json::Value::String(s) if !s.is_empty() && !id.is_empty() => {
+                Ok((id, Secret::new(s)))
+            }
+            _ => Err(format!(
+                "the key {id:?} must have a non-empty string secret and a non-empty keyId"
+            )),
         })
         .collect()
 }
@@ -271,8 +316,10 @@ mod tests {
     use super::*;
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
-        let vars: BTreeMap<String, String> =
-            vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let vars: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         Config::from_vars(|name| vars.get(name).cloned())
     }
 
@@ -324,13 +371,19 @@ mod tests {
                 "RELAY_FILE_SINK",
             ]
         );
-        assert!(!text.contains("not json"), "secrets are never echoed: {text}");
+        assert!(
+            !text.contains("not json"),
+            "secrets are never echoed: {text}"
+        );
     }
 
     #[test]
     fn keys_rotate_and_are_masked() {
         let c = config(&[
-            ("RELAY_HMAC_KEYS", r#"{"old": "s3cret-1", "new": "s3cret-2"}"#),
+            (
+                "RELAY_HMAC_KEYS",
+                r#"{"old": "s3cret-1", "new": "s3cret-2"}"#,
+            ),
             ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
             ("RELAY_FILE_SINK", "/tmp/x.jsonl"),
         ])
@@ -338,20 +391,31 @@ mod tests {
         assert_eq!(c.keys.key_ids().collect::<Vec<_>>(), ["new", "old"]);
         assert_eq!(c.max_clock_skew, None);
         let shown = format!("{:?}", c.effective());
-        assert!(shown.contains(r#"{\"new\":\"****\",\"old\":\"****\"}"#), "{shown}");
+        assert!(
+            shown.contains(r#"{\"new\":\"****\",\"old\":\"****\"}"#),
+            "{shown}"
+        );
         assert!(!shown.contains("s3cret") && !format!("{c:?}").contains("s3cret"));
     }
 
     #[test]
     fn rejects_empty_secrets() {
-        let err = config(&[("RELAY_HMAC_KEYS", r#"{"k": ""}"#), ("RELAY_FILE_SINK", "-")]).unwrap_err();
+        let err = config(&[
+            ("RELAY_HMAC_KEYS", r#"{"k": ""}"#),
+            ("RELAY_FILE_SINK", "-"),
+        ])
+        .unwrap_err();
         assert_eq!(vars_of(err), ["RELAY_HMAC_KEYS", "RELAY_HMAC_KEYS"]);
     }
 
     #[test]
     fn json_logs_on_the_platforms() {
-        let c = config(&[("RELAY_HMAC_SECRET", "s"), ("RELAY_FILE_SINK", "-"), ("K_SERVICE", "relay")])
-            .unwrap();
+        let c = config(&[
+            ("RELAY_HMAC_SECRET", "s"),
+            ("RELAY_FILE_SINK", "-"),
+            ("K_SERVICE", "relay"),
+        ])
+        .unwrap();
         assert_eq!(c.log_format, LogFormat::Json);
     }
 

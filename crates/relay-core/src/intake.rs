@@ -65,15 +65,18 @@ pub async fn extract_payload(
     if values.next().is_some() {
         return Err(IntakeError::DuplicateContentType);
     }
-    let text = value
-        .to_str()
-        .map_err(|_| IntakeError::UnsupportedMediaType(String::from_utf8_lossy(value.as_bytes()).into()))?;
-    let media: mime::Mime =
-        text.parse().map_err(|_| IntakeError::UnsupportedMediaType(text.to_owned()))?;
+    let text = value.to_str().map_err(|_| {
+        IntakeError::UnsupportedMediaType(String::from_utf8_lossy(value.as_bytes()).into())
+    })?;
+    let media: mime::Mime = text
+        .parse()
+        .map_err(|_| IntakeError::UnsupportedMediaType(text.to_owned()))?;
     match (media.type_(), media.subtype()) {
         (mime::APPLICATION, mime::JSON) => Ok(body),
         (mime::MULTIPART, mime::FORM_DATA) => multipart_field(text, body, payload_field).await,
-        _ => Err(IntakeError::UnsupportedMediaType(media.essence_str().to_owned())),
+        _ => Err(IntakeError::UnsupportedMediaType(
+            media.essence_str().to_owned(),
+        )),
     }
 }
 
@@ -106,7 +109,10 @@ mod tests {
 
     fn headers(content_type: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_str(content_type).unwrap(),
+        );
         h
     }
 
@@ -115,27 +121,59 @@ mod tests {
     #[tokio::test]
     async fn json_body_is_the_payload() {
         let body = Bytes::from_static(b"{\"a\": 1}");
-        for ct in ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8"] {
-            assert_eq!(extract_payload(&headers(ct), body.clone(), "payload").await, Ok(body.clone()));
+        for ct in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON;charset=UTF-8",
+        ] {
+            assert_eq!(
+                extract_payload(&headers(ct), body.clone(), "payload").await,
+                Ok(body.clone())
+            );
         }
     }
 
     #[tokio::test]
     async fn multipart_field_is_the_payload() {
-        let got = extract_payload(&headers("multipart/form-data; boundary=b0"), Bytes::from(FORM), "payload")
-            .await;
+        let got = extract_payload(
+            &headers("multipart/form-data; boundary=b0"),
+            Bytes::from(FORM),
+            "payload",
+        )
+        .await;
         assert_eq!(got, Ok(Bytes::from_static(b"{\"a\": 1}")));
-        let got = extract_payload(&headers("multipart/form-data; boundary=b0"), Bytes::from(FORM), "foo").await;
+        let got = extract_payload(
+            &headers("multipart/form-data; boundary=b0"),
+            Bytes::from(FORM),
+            "foo",
+        )
+        .await;
         assert_eq!(got, Ok(Bytes::from_static(b"bar")));
-        let got = extract_payload(&headers("multipart/form-data; boundary=b0"), Bytes::from(FORM), "file").await;
+        let got = extract_payload(
+            &headers("multipart/form-data; boundary=b0"),
+            Bytes::from(FORM),
+            "file",
+        )
+        .await;
         assert_eq!(got, Err(IntakeError::MissingPayloadField("file".into())));
     }
 
     #[tokio::test]
     async fn other_media_types_are_refused() {
-        for ct in ["text/plain", "application/x-www-form-urlencoded", "application/jsonx", "nonsense"] {
-            let err = extract_payload(&headers(ct), Bytes::new(), "payload").await.unwrap_err();
-            assert_eq!(err.status(), http::StatusCode::UNSUPPORTED_MEDIA_TYPE, "{ct}");
+        for ct in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "application/jsonx",
+            "nonsense",
+        ] {
+            let err = extract_payload(&headers(ct), Bytes::new(), "payload")
+                .await
+                .unwrap_err();
+            assert_eq!(
+                err.status(),
+                http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{ct}"
+            );
         }
     }
 }

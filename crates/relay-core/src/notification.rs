@@ -10,16 +10,17 @@ use sha2::{Digest as _, Sha256};
 pub struct Unverified;
 
 /// Marker: the request carrying the notification passed verification.
+/// Only relay-core constructs it, after a successful check.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Verified {
     /// The `keyId` that signed it; `None` for an unsigned request the configuration accepts.
     pub key_id: Option<String>,
-    _sealed: (),
 }
 
 impl Verified {
     pub(crate) fn new(key_id: Option<String>) -> Self {
-        Self { key_id, _sealed: () }
+        Self { key_id }
     }
 }
 
@@ -103,8 +104,8 @@ impl Notification<Unverified> {
         if payload.iter().all(u8::is_ascii_whitespace) {
             return Err(PayloadError::Empty);
         }
-        let value: Value =
-            serde_json::from_slice(&payload).map_err(|e| PayloadError::InvalidJson(e.to_string()))?;
+        let value: Value = serde_json::from_slice(&payload)
+            .map_err(|e| PayloadError::InvalidJson(e.to_string()))?;
         let Value::Object(document) = value else {
             return Err(PayloadError::NotAnObject);
         };
@@ -113,7 +114,10 @@ impl Notification<Unverified> {
             None => return Err(PayloadError::MissingField("match")),
             Some(Value::Object(m)) => m,
             Some(_) => {
-                return Err(PayloadError::InvalidField { field: "match", expected: "an object" });
+                return Err(PayloadError::InvalidField {
+                    field: "match",
+                    expected: "an object",
+                });
             }
         };
         let bundle_uuid = required(matched.get("bundle_uuid"), "match.bundle_uuid")?;
@@ -125,8 +129,12 @@ impl Notification<Unverified> {
         } else {
             Kind::V1
         };
-        let dedup_key =
-            dedup_key(&subscription_id, &bundle_uuid, &bundle_version, event_type.as_deref());
+        let dedup_key = dedup_key(
+            &subscription_id,
+            &bundle_uuid,
+            &bundle_version,
+            event_type.as_deref(),
+        );
         Ok(Self {
             payload,
             document,
@@ -215,7 +223,10 @@ fn required(value: Option<&Value>, field: &'static str) -> Result<String, Payloa
     match value {
         None | Some(Value::Null) => Err(PayloadError::MissingField(field)),
         Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-        Some(_) => Err(PayloadError::InvalidField { field, expected: "a non-empty string" }),
+        Some(_) => Err(PayloadError::InvalidField {
+            field,
+            expected: "a non-empty string",
+        }),
     }
 }
 
@@ -238,7 +249,12 @@ pub fn dedup_key(
     event_type: Option<&str>,
 ) -> String {
     let mut hasher = Sha256::new();
-    for field in [subscription_id, bundle_uuid, bundle_version, event_type.unwrap_or("")] {
+    for field in [
+        subscription_id,
+        bundle_uuid,
+        bundle_version,
+        event_type.unwrap_or(""),
+    ] {
         hasher.update(format!("{}:{field},", field.len()).as_bytes());
     }
     hasher
@@ -292,7 +308,10 @@ impl Attributes {
 
     /// The value of one attribute.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// All attributes, in priority order.
@@ -333,7 +352,10 @@ mod tests {
     #[test]
     fn dedup_key_ignores_the_transaction_and_timestamp() {
         let retry = V2
-            .replace("4b1b6f1e-86a4-4b9e-9d4c-3f4f8d2a9c10", "0d6e4f0c-8c8e-4bb0-9f57-2b0a8b1d6c42")
+            .replace(
+                "4b1b6f1e-86a4-4b9e-9d4c-3f4f8d2a9c10",
+                "0d6e4f0c-8c8e-4bb0-9f57-2b0a8b1d6c42",
+            )
             .replace("2019-11-15T202411.123456Z", "2019-11-15T203911.000001Z");
         let a = Notification::parse(Bytes::from_static(V2.as_bytes())).unwrap();
         let b = Notification::parse(Bytes::from(retry)).unwrap();
@@ -351,7 +373,10 @@ mod tests {
             "dd841814f85bebc3e74af20ffde439f8b6e4e67556449d1e9b8ef67f7f1181a5"
         );
         // Field boundaries matter: ("ab","c") and ("a","bc") differ.
-        assert_ne!(dedup_key("ab", "c", "v", None), dedup_key("a", "bc", "v", None));
+        assert_ne!(
+            dedup_key("ab", "c", "v", None),
+            dedup_key("a", "bc", "v", None)
+        );
     }
 
     #[test]
@@ -377,11 +402,32 @@ mod tests {
         let cases: [(&str, PayloadError); 7] = [
             ("", PayloadError::Empty),
             ("[1]", PayloadError::NotAnObject),
-            (r#"{"match": {}}"#, PayloadError::MissingField("subscription_id")),
-            (r#"{"subscription_id": 5, "match": {}}"#, PayloadError::InvalidField { field: "subscription_id", expected: "a non-empty string" }),
-            (r#"{"subscription_id": "s"}"#, PayloadError::MissingField("match")),
-            (r#"{"subscription_id": "s", "match": {"bundle_uuid": "u"}}"#, PayloadError::MissingField("match.bundle_version")),
-            (r#"{"subscription_id": "s", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "event_type": 1}"#, PayloadError::InvalidField { field: "event_type", expected: "a non-empty string" }),
+            (
+                r#"{"match": {}}"#,
+                PayloadError::MissingField("subscription_id"),
+            ),
+            (
+                r#"{"subscription_id": 5, "match": {}}"#,
+                PayloadError::InvalidField {
+                    field: "subscription_id",
+                    expected: "a non-empty string",
+                },
+            ),
+            (
+                r#"{"subscription_id": "s"}"#,
+                PayloadError::MissingField("match"),
+            ),
+            (
+                r#"{"subscription_id": "s", "match": {"bundle_uuid": "u"}}"#,
+                PayloadError::MissingField("match.bundle_version"),
+            ),
+            (
+                r#"{"subscription_id": "s", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "event_type": 1}"#,
+                PayloadError::InvalidField {
+                    field: "event_type",
+                    expected: "a non-empty string",
+                },
+            ),
         ];
         for (body, want) in cases {
             let got = Notification::parse(Bytes::from(body)).unwrap_err();

@@ -23,8 +23,16 @@ impl Outcome {
     /// A JSON answer with the given status.
     pub fn json(status: StatusCode, body: &serde_json::Value) -> Self {
         let mut headers = HeaderMap::new();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        Self { status, headers, body: Bytes::from(body.to_string()), code: None }
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        Self {
+            status,
+            headers,
+            body: Bytes::from(body.to_string()),
+            code: None,
+        }
     }
 
     /// The answer to a failed request: `{"error": {"code", "message"}}` plus the headers the
@@ -39,11 +47,15 @@ impl Outcome {
                 header::WWW_AUTHENTICATE,
                 r#"Signature realm="dss-relay",headers="date digest""#.to_owned(),
             )),
-            Error::SinkRetryable { .. } => Some((header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())),
+            Error::SinkRetryable { .. } => {
+                Some((header::RETRY_AFTER, RETRY_AFTER_SECS.to_string()))
+            }
             _ => None,
         };
         if let Some((name, value)) = extra {
-            outcome.headers.insert(name, HeaderValue::from_str(&value).expect("static ASCII"));
+            outcome
+                .headers
+                .insert(name, HeaderValue::from_str(&value).expect("static ASCII"));
         }
         outcome
     }

@@ -62,10 +62,12 @@ impl Relay {
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
         let mut sinks: Vec<Arc<dyn Sink>> = Vec::new();
         if let Some(target) = &config.file_sink {
-            let sink = FileSink::open(target).await.map_err(|source| StartError::FileSink {
-                target: target.to_string(),
-                source,
-            })?;
+            let sink = FileSink::open(target)
+                .await
+                .map_err(|source| StartError::FileSink {
+                    target: target.to_string(),
+                    source,
+                })?;
             sinks.push(Arc::new(sink));
         }
         Ok(Self::new(config, sinks, Arc::new(SystemClock)))
@@ -90,7 +92,12 @@ impl Relay {
         };
         let names: Vec<&str> = sinks.iter().map(|s| s.name()).collect();
         tracing::info!(sinks = ?names, max_body_bytes = config.max_body_bytes, "Relay ready.");
-        Self { config, policy, sinks, clock }
+        Self {
+            config,
+            policy,
+            sinks,
+            clock,
+        }
     }
 
     /// The configuration the relay runs with.
@@ -116,7 +123,9 @@ impl Relay {
     /// the limit, 400 otherwise.
     pub fn answer_unreadable(&self, parts: &Parts, too_large: bool) -> Outcome {
         let error = if too_large {
-            Error::BodyTooLarge { limit: self.config.max_body_bytes }
+            Error::BodyTooLarge {
+                limit: self.config.max_body_bytes,
+            }
         } else {
             Error::UnreadableBody
         };
@@ -142,7 +151,10 @@ impl Relay {
     fn check_head(&self, method: &Method, headers: &HeaderMap) -> Result<Option<Outcome>, Error> {
         match *method {
             Method::GET | Method::HEAD => {
-                return Ok(Some(Outcome::json(StatusCode::OK, &json!({"status": "ok"}))));
+                return Ok(Some(Outcome::json(
+                    StatusCode::OK,
+                    &json!({"status": "ok"}),
+                )));
             }
             Method::POST | Method::PUT => {}
             _ => return Err(Error::MethodNotAllowed(method.clone())),
@@ -169,7 +181,9 @@ impl Relay {
             return Ok(answer);
         }
         if body.len() > self.config.max_body_bytes {
-            return Err(Error::BodyTooLarge { limit: self.config.max_body_bytes });
+            return Err(Error::BodyTooLarge {
+                limit: self.config.max_body_bytes,
+            });
         }
         let received_at = self.clock.now();
         let signed = SignedRequest {
@@ -186,7 +200,10 @@ impl Relay {
         fields.bundle_version = Some(notification.bundle_version().to_owned());
         fields.event_type = notification.event_type().map(str::to_owned);
 
-        let attempt = parts.headers.get(NOTIFY_ATTEMPT).and_then(|v| v.to_str().ok());
+        let attempt = parts
+            .headers
+            .get(NOTIFY_ATTEMPT)
+            .and_then(|v| v.to_str().ok());
         let message = Message::new(&notification, attempt, received_at);
         self.publish(&notification, message).await
     }
@@ -199,9 +216,16 @@ impl Relay {
     ) -> Result<Outcome, Error> {
         let batch = std::slice::from_ref(&message);
         let results = join_all(self.sinks.iter().map(|sink| async move {
-            let result = sink.publish(batch).await.into_iter().next().unwrap_or_else(|| {
-                Err(SinkError::Permanent("the sink answered for no message".into()))
-            });
+            let result = sink
+                .publish(batch)
+                .await
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| {
+                    Err(SinkError::Permanent(
+                        "the sink answered for no message".into(),
+                    ))
+                });
             (sink.name(), result)
         }))
         .await;
@@ -210,7 +234,9 @@ impl Relay {
         let mut failure: Option<Error> = None;
         for (sink, result) in results {
             match result {
-                Ok(receipt) => deliveries.push(json!({"sink": sink, "message_id": receipt.message_id})),
+                Ok(receipt) => {
+                    deliveries.push(json!({"sink": sink, "message_id": receipt.message_id}))
+                }
                 Err(e) => {
                     let retryable = e.is_retryable();
                     if retryable {

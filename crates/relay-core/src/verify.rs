@@ -205,7 +205,9 @@ impl<'a> SignatureParams<'a> {
     /// pairs, values double-quoted without escapes. Unknown parameters are ignored; a repeated
     /// parameter is rejected, since it would make the signature ambiguous.
     fn parse(value: &'a str) -> Result<Self, VerifyError> {
-        let rest = value.strip_prefix(SCHEME).ok_or(VerifyError::UnsupportedScheme)?;
+        let rest = value
+            .strip_prefix(SCHEME)
+            .ok_or(VerifyError::UnsupportedScheme)?;
         let (mut key_id, mut algorithm, mut headers, mut signature) = (None, None, None, None);
         let mut rest = rest.trim_start();
         while !rest.is_empty() {
@@ -214,10 +216,14 @@ impl<'a> SignatureParams<'a> {
                 .ok_or(VerifyError::MalformedSignature("a parameter has no value"))?;
             let after = after
                 .strip_prefix('"')
-                .ok_or(VerifyError::MalformedSignature("a parameter value is not quoted"))?;
+                .ok_or(VerifyError::MalformedSignature(
+                    "a parameter value is not quoted",
+                ))?;
             let (val, after) = after
                 .split_once('"')
-                .ok_or(VerifyError::MalformedSignature("a quoted value is not closed"))?;
+                .ok_or(VerifyError::MalformedSignature(
+                    "a quoted value is not closed",
+                ))?;
             let slot = match name.trim() {
                 "keyId" => &mut key_id,
                 "algorithm" => &mut algorithm,
@@ -293,7 +299,9 @@ pub fn verify(
     if !names.iter().any(|n| n == "date") || !names.iter().any(|n| n == "digest") {
         return Err(VerifyError::IncompleteSignedHeaders);
     }
-    let secret = keys.lookup(params.key_id).ok_or(VerifyError::UnknownKeyId)?;
+    let secret = keys
+        .lookup(params.key_id)
+        .ok_or(VerifyError::UnknownKeyId)?;
 
     let signing_string = signing_string(&req, &names)?;
     let expected = BASE64
@@ -301,7 +309,8 @@ pub fn verify(
         .map_err(|_| VerifyError::BadSignature)?;
     let mut mac = HmacSha256::new_from_slice(secret.expose()).expect("HMAC accepts any key size");
     mac.update(signing_string.as_bytes());
-    mac.verify_slice(&expected).map_err(|_| VerifyError::BadSignature)?;
+    mac.verify_slice(&expected)
+        .map_err(|_| VerifyError::BadSignature)?;
 
     let digest = single(req.headers, &DIGEST)?
         .ok_or_else(|| VerifyError::MissingSignedHeader("digest".into()))?;
@@ -334,10 +343,8 @@ fn signing_string(req: &SignedRequest<'_>, names: &[String]) -> Result<String, V
             let target = req.uri.path_and_query().map_or("/", |pq| pq.as_str());
             format!("{} {target}", req.method.as_str().to_ascii_lowercase())
         } else {
-            let header =
-                HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                    VerifyError::MalformedSignature("a signed header name is invalid")
-                })?;
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| VerifyError::MalformedSignature("a signed header name is invalid"))?;
             single(req.headers, &header)?
                 .ok_or_else(|| VerifyError::MissingSignedHeader(name.clone()))?
                 .to_owned()
@@ -421,21 +428,22 @@ pub fn sign(
 mod tests {
     use super::*;
 
-    const BODY: &[u8] = br#"{"subscription_id": "s", "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#;
+    const BODY: &[u8] =
+        br#"{"subscription_id": "s", "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#;
 
     fn at(date: &str) -> SystemTime {
         httpdate::parse_http_date(date).unwrap()
     }
 
     fn keys() -> KeyRing {
-        KeyRing::new(
-            [("k1".to_owned(), Secret::new("ribos0me"))].into(),
-            None,
-        )
+        KeyRing::new([("k1".to_owned(), Secret::new("ribos0me"))].into(), None)
     }
 
     fn policy() -> Policy {
-        Policy { max_clock_skew: Some(Duration::from_secs(300)), allow_unsigned: false }
+        Policy {
+            max_clock_skew: Some(Duration::from_secs(300)),
+            allow_unsigned: false,
+        }
     }
 
     fn signed_headers(key_id: &str, secret: &str, date: &str) -> HeaderMap {
@@ -447,9 +455,19 @@ mod tests {
         headers
     }
 
-    fn check(headers: &HeaderMap, keys: &KeyRing, policy: &Policy, now: &str) -> Result<Option<String>, VerifyError> {
+    fn check(
+        headers: &HeaderMap,
+        keys: &KeyRing,
+        policy: &Policy,
+        now: &str,
+    ) -> Result<Option<String>, VerifyError> {
         let uri = Uri::from_static("/dss/notify?x=1");
-        let req = SignedRequest { method: &Method::POST, uri: &uri, headers, body: BODY };
+        let req = SignedRequest {
+            method: &Method::POST,
+            uri: &uri,
+            headers,
+            body: BODY,
+        };
         verify(req, keys, policy, &FixedClock(at(now)))
     }
 
@@ -458,7 +476,10 @@ mod tests {
     #[test]
     fn sign_then_verify_round_trips() {
         let headers = signed_headers("k1", "ribos0me", DATE);
-        assert_eq!(check(&headers, &keys(), &policy(), DATE), Ok(Some("k1".into())));
+        assert_eq!(
+            check(&headers, &keys(), &policy(), DATE),
+            Ok(Some("k1".into()))
+        );
     }
 
     #[test]
@@ -476,7 +497,10 @@ mod tests {
     fn catch_all_secret_accepts_any_key_id() {
         let headers = signed_headers("hca-dss:anything", "ribos0me", DATE);
         let ring = KeyRing::new(BTreeMap::new(), Some(Secret::new("ribos0me")));
-        assert_eq!(check(&headers, &ring, &policy(), DATE), Ok(Some("hca-dss:anything".into())));
+        assert_eq!(
+            check(&headers, &ring, &policy(), DATE),
+            Ok(Some("hca-dss:anything".into()))
+        );
     }
 
     #[test]
@@ -488,15 +512,24 @@ mod tests {
         );
         assert!(check(&headers, &ring, &policy(), DATE).is_ok());
         let headers = signed_headers("k2", "ribos0me", DATE);
-        assert_eq!(check(&headers, &ring, &policy(), DATE), Err(VerifyError::BadSignature));
+        assert_eq!(
+            check(&headers, &ring, &policy(), DATE),
+            Err(VerifyError::BadSignature)
+        );
     }
 
     #[test]
     fn rejects_the_reversed_key_and_unknown_ids() {
         let headers = signed_headers("k1", "em0sobir", DATE);
-        assert_eq!(check(&headers, &keys(), &policy(), DATE), Err(VerifyError::BadSignature));
+        assert_eq!(
+            check(&headers, &keys(), &policy(), DATE),
+            Err(VerifyError::BadSignature)
+        );
         let headers = signed_headers("k9", "ribos0me", DATE);
-        assert_eq!(check(&headers, &keys(), &policy(), DATE), Err(VerifyError::UnknownKeyId));
+        assert_eq!(
+            check(&headers, &keys(), &policy(), DATE),
+            Err(VerifyError::UnknownKeyId)
+        );
     }
 
     #[test]
@@ -505,22 +538,40 @@ mod tests {
         let later = "Fri, 15 Nov 2019 20:29:11 GMT"; // exactly 300 s
         assert!(check(&headers, &keys(), &policy(), later).is_ok());
         let too_late = "Fri, 15 Nov 2019 20:29:12 GMT";
-        assert_eq!(check(&headers, &keys(), &policy(), too_late), Err(VerifyError::StaleDate));
+        assert_eq!(
+            check(&headers, &keys(), &policy(), too_late),
+            Err(VerifyError::StaleDate)
+        );
         let too_early = "Fri, 15 Nov 2019 20:19:10 GMT";
-        assert_eq!(check(&headers, &keys(), &policy(), too_early), Err(VerifyError::FutureDate));
-        let off = Policy { max_clock_skew: None, ..policy() };
+        assert_eq!(
+            check(&headers, &keys(), &policy(), too_early),
+            Err(VerifyError::FutureDate)
+        );
+        let off = Policy {
+            max_clock_skew: None,
+            ..policy()
+        };
         assert!(check(&headers, &keys(), &off, "Sun, 29 Nov 2026 00:00:00 GMT").is_ok());
     }
 
     #[test]
     fn unsigned_requests_need_the_explicit_opt_in() {
         let empty = HeaderMap::new();
-        assert_eq!(check(&empty, &keys(), &policy(), DATE), Err(VerifyError::MissingAuthorization));
-        let open = Policy { allow_unsigned: true, ..policy() };
+        assert_eq!(
+            check(&empty, &keys(), &policy(), DATE),
+            Err(VerifyError::MissingAuthorization)
+        );
+        let open = Policy {
+            allow_unsigned: true,
+            ..policy()
+        };
         assert_eq!(check(&empty, &keys(), &open, DATE), Ok(None));
         // With keys configured, a signature that is present is still checked.
         let bad = signed_headers("k1", "wrong", DATE);
-        assert_eq!(check(&bad, &keys(), &open, DATE), Err(VerifyError::BadSignature));
+        assert_eq!(
+            check(&bad, &keys(), &open, DATE),
+            Err(VerifyError::BadSignature)
+        );
     }
 
     #[test]
@@ -531,7 +582,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             p,
-            SignatureParams { key_id: "a,b", algorithm: "hmac-sha256", headers: "date digest", signature: "c2ln" }
+            SignatureParams {
+                key_id: "a,b",
+                algorithm: "hmac-sha256",
+                headers: "date digest",
+                signature: "c2ln"
+            }
         );
     }
 
@@ -546,7 +602,10 @@ mod tests {
             r#"Signature keyId"#,
         ] {
             assert!(
-                matches!(SignatureParams::parse(bad), Err(VerifyError::MalformedSignature(_))),
+                matches!(
+                    SignatureParams::parse(bad),
+                    Err(VerifyError::MalformedSignature(_))
+                ),
                 "{bad}"
             );
         }
@@ -563,11 +622,19 @@ mod tests {
         headers.insert(header::HOST, HeaderValue::from_static("relay.example"));
         headers.insert(header::DATE, HeaderValue::from_static(DATE));
         headers.insert(DIGEST, HeaderValue::from_str(&digest_header(BODY)).unwrap());
-        let names: Vec<String> =
-            ["(request-target)", "host", "date", "digest"].map(String::from).to_vec();
-        let req = SignedRequest { method: &Method::PUT, uri: &uri, headers: &headers, body: BODY };
+        let names: Vec<String> = ["(request-target)", "host", "date", "digest"]
+            .map(String::from)
+            .to_vec();
+        let req = SignedRequest {
+            method: &Method::PUT,
+            uri: &uri,
+            headers: &headers,
+            body: BODY,
+        };
         let s = signing_string(&req, &names).unwrap();
-        assert!(s.starts_with("(request-target): put /dss/notify?x=1\nhost: relay.example\ndate: "));
+        assert!(
+            s.starts_with("(request-target): put /dss/notify?x=1\nhost: relay.example\ndate: ")
+        );
         let mut mac = HmacSha256::new_from_slice(b"ribos0me").unwrap();
         mac.update(s.as_bytes());
         let sig = BASE64.encode(mac.finalize().into_bytes());
@@ -578,8 +645,16 @@ mod tests {
             ))
             .unwrap(),
         );
-        let req = SignedRequest { method: &Method::PUT, uri: &uri, headers: &headers, body: BODY };
-        assert_eq!(verify(req, &keys(), &policy(), &FixedClock(at(DATE))), Ok(Some("k1".into())));
+        let req = SignedRequest {
+            method: &Method::PUT,
+            uri: &uri,
+            headers: &headers,
+            body: BODY,
+        };
+        assert_eq!(
+            verify(req, &keys(), &policy(), &FixedClock(at(DATE))),
+            Ok(Some("k1".into()))
+        );
     }
 
     #[test]

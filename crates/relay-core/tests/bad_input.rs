@@ -36,11 +36,17 @@ fn form(parts: &[(&str, &str)]) -> Vec<u8> {
 }
 
 fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
-    headers.insert(HeaderName::from_static(name), HeaderValue::from_str(value).unwrap());
+    headers.insert(
+        HeaderName::from_static(name),
+        HeaderValue::from_str(value).unwrap(),
+    );
 }
 
 fn append(headers: &mut HeaderMap, name: &'static str, value: &str) {
-    headers.append(HeaderName::from_static(name), HeaderValue::from_str(value).unwrap());
+    headers.append(
+        HeaderName::from_static(name),
+        HeaderValue::from_str(value).unwrap(),
+    );
 }
 
 /// Re-signs the current Date and Digest headers with the capture key, as a sender with a
@@ -55,7 +61,11 @@ fn resign(headers: &mut HeaderMap, params: &str, signed: &[&str]) {
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(CAPTURE_SECRET.as_bytes()).unwrap();
     mac.update(lines.join("\n").as_bytes());
     let sig = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
-    set(headers, "authorization", &format!("Signature {params},signature=\"{sig}\""));
+    set(
+        headers,
+        "authorization",
+        &format!("Signature {params},signature=\"{sig}\""),
+    );
 }
 
 const KEY: &str = r#"keyId="hca-dss:s",algorithm="hmac-sha256""#;
@@ -66,110 +76,610 @@ fn json(body: &str) -> (Option<&'static str>, Vec<u8>) {
 
 fn rows() -> Vec<Row> {
     let none: fn(&mut HeaderMap) = |_| {};
-    let row = |name, (content_type, body): (Option<&'static str>, Vec<u8>), tweak, status, code| Row {
-        name,
-        method: Method::POST,
-        content_type,
-        body,
-        tweak,
-        status,
-        code,
-    };
+    let row =
+        |name, (content_type, body): (Option<&'static str>, Vec<u8>), tweak, status, code| Row {
+            name,
+            method: Method::POST,
+            content_type,
+            body,
+            tweak,
+            status,
+            code,
+        };
     let mp = "multipart/form-data; boundary=2769baffc4f24cbc83ced26aa0c2f712";
     vec![
         // Methods.
-        Row { method: Method::DELETE, ..row("DELETE", json(GOOD), none, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed") },
-        Row { method: Method::PATCH, ..row("PATCH", json(GOOD), none, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed") },
-        Row { method: Method::OPTIONS, ..row("OPTIONS", json(GOOD), none, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed") },
-        Row { method: Method::from_bytes(b"PROPFIND").unwrap(), ..row("extension method", json(GOOD), none, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed") },
+        Row {
+            method: Method::DELETE,
+            ..row(
+                "DELETE",
+                json(GOOD),
+                none,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+            )
+        },
+        Row {
+            method: Method::PATCH,
+            ..row(
+                "PATCH",
+                json(GOOD),
+                none,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+            )
+        },
+        Row {
+            method: Method::OPTIONS,
+            ..row(
+                "OPTIONS",
+                json(GOOD),
+                none,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+            )
+        },
+        Row {
+            method: Method::from_bytes(b"PROPFIND").unwrap(),
+            ..row(
+                "extension method",
+                json(GOOD),
+                none,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+            )
+        },
         // Size.
-        row("huge Content-Length", json(GOOD), |h| set(h, "content-length", "10737418240"), StatusCode::PAYLOAD_TOO_LARGE, "body_too_large"),
-        row("body one byte over the limit", json(&format!("{GOOD}{}", " ".repeat(1_048_577 - GOOD.len()))), none, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large"),
+        row(
+            "huge Content-Length",
+            json(GOOD),
+            |h| set(h, "content-length", "10737418240"),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+        ),
+        row(
+            "body one byte over the limit",
+            json(&format!("{GOOD}{}", " ".repeat(1_048_577 - GOOD.len()))),
+            none,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+        ),
         // Authorization.
-        row("no Authorization", json(GOOD), |h| { h.remove("authorization"); }, StatusCode::UNAUTHORIZED, "missing_authorization"),
-        row("lowercase signature scheme", json(GOOD), |h| {
-            let v = h["authorization"].to_str().unwrap().replacen("Signature", "signature", 1);
-            set(h, "authorization", &v);
-        }, StatusCode::UNAUTHORIZED, "unsupported_scheme"),
-        row("Bearer token", json(GOOD), |h| set(h, "authorization", "Bearer abc"), StatusCode::UNAUTHORIZED, "unsupported_scheme"),
-        row("empty Authorization", json(GOOD), |h| set(h, "authorization", ""), StatusCode::UNAUTHORIZED, "unsupported_scheme"),
-        row("unterminated quote", json(GOOD), |h| set(h, "authorization", r#"Signature keyId="k,algorithm="hmac-sha256""#), StatusCode::UNAUTHORIZED, "malformed_signature"),
-        row("unquoted value", json(GOOD), |h| set(h, "authorization", r#"Signature keyId=k,algorithm="hmac-sha256",signature="x""#), StatusCode::UNAUTHORIZED, "malformed_signature"),
-        row("repeated parameter", json(GOOD), |h| {
-            let v = h["authorization"].to_str().unwrap().replacen("Signature ", "Signature keyId=\"other\",", 1);
-            set(h, "authorization", &v);
-        }, StatusCode::UNAUTHORIZED, "malformed_signature"),
-        row("no signature parameter", json(GOOD), |h| set(h, "authorization", &format!("Signature {KEY},headers=\"date digest\"")), StatusCode::UNAUTHORIZED, "malformed_signature"),
-        row("unknown algorithm", json(GOOD), |h| resign(h, r#"keyId="k",algorithm="hmac-sha512",headers="date digest""#, &["date", "digest"]), StatusCode::UNAUTHORIZED, "unsupported_algorithm"),
-        row("rsa algorithm", json(GOOD), |h| resign(h, r#"keyId="k",algorithm="rsa-sha256",headers="date digest""#, &["date", "digest"]), StatusCode::UNAUTHORIZED, "unsupported_algorithm"),
-        row("only date signed", json(GOOD), |h| resign(h, &format!("{KEY},headers=\"date\""), &["date"]), StatusCode::UNAUTHORIZED, "incomplete_signed_headers"),
-        row("only digest signed", json(GOOD), |h| resign(h, &format!("{KEY},headers=\"digest\""), &["digest"]), StatusCode::UNAUTHORIZED, "incomplete_signed_headers"),
-        row("no headers parameter (defaults to date)", json(GOOD), |h| resign(h, KEY, &["date"]), StatusCode::UNAUTHORIZED, "incomplete_signed_headers"),
-        row("signed Date header missing", json(GOOD), |h| { h.remove("date"); }, StatusCode::UNAUTHORIZED, "missing_signed_header"),
-        row("signed Digest header missing", json(GOOD), |h| { h.remove("digest"); }, StatusCode::UNAUTHORIZED, "missing_signed_header"),
-        row("duplicate Authorization", json(GOOD), |h| { let v = h["authorization"].clone(); h.append("authorization", v); }, StatusCode::UNAUTHORIZED, "duplicate_header"),
-        row("duplicate Date", json(GOOD), |h| append(h, "date", CAPTURE_DATE), StatusCode::UNAUTHORIZED, "duplicate_header"),
-        row("duplicate Digest", json(GOOD), |h| { let v = h["digest"].clone(); h.append("digest", v); }, StatusCode::UNAUTHORIZED, "duplicate_header"),
-        row("non-ASCII Date", json(GOOD), |h| { h.insert("date", HeaderValue::from_bytes(b"Fri, 15 Nov 2019 20:24:11 \xc7MT").unwrap()); }, StatusCode::UNAUTHORIZED, "invalid_header"),
-        row("wrong key", json(GOOD), |h| {
-            let sig = sign("hca-dss:s", &Secret::new("em0sobir"), common::capture_time(), GOOD.as_bytes()).unwrap();
-            h.insert("authorization", sig.authorization);
-        }, StatusCode::UNAUTHORIZED, "bad_signature"),
-        row("signature not base64", json(GOOD), |h| set(h, "authorization", &format!("Signature {KEY},headers=\"date digest\",signature=\"***\"")), StatusCode::UNAUTHORIZED, "bad_signature"),
-        row("signature of another date", json(GOOD), |h| set(h, "date", "Fri, 15 Nov 2019 20:24:12 GMT"), StatusCode::UNAUTHORIZED, "bad_signature"),
-        row("SHA-512 digest", json(GOOD), |h| {
-            set(h, "digest", "SHA-512=AAAA");
-            resign(h, &format!("{KEY},headers=\"date digest\""), &["date", "digest"]);
-        }, StatusCode::UNAUTHORIZED, "unsupported_digest"),
-        row("digest of another body", json(GOOD), |h| {
-            set(h, "digest", &relay_core::verify::digest_header(b"{}"));
-            resign(h, &format!("{KEY},headers=\"date digest\""), &["date", "digest"]);
-        }, StatusCode::UNAUTHORIZED, "digest_mismatch"),
-        row("unparseable Date", json(GOOD), |h| {
-            set(h, "date", "yesterday");
-            resign(h, &format!("{KEY},headers=\"date digest\""), &["date", "digest"]);
-        }, StatusCode::UNAUTHORIZED, "invalid_date"),
-        row("stale Date", json(GOOD), |h| {
-            set(h, "date", "Fri, 15 Nov 2019 20:10:00 GMT");
-            resign(h, &format!("{KEY},headers=\"date digest\""), &["date", "digest"]);
-        }, StatusCode::UNAUTHORIZED, "stale_date"),
-        row("Date in the future", json(GOOD), |h| {
-            set(h, "date", "Fri, 15 Nov 2019 20:40:00 GMT");
-            resign(h, &format!("{KEY},headers=\"date digest\""), &["date", "digest"]);
-        }, StatusCode::UNAUTHORIZED, "future_date"),
+        row(
+            "no Authorization",
+            json(GOOD),
+            |h| {
+                h.remove("authorization");
+            },
+            StatusCode::UNAUTHORIZED,
+            "missing_authorization",
+        ),
+        row(
+            "lowercase signature scheme",
+            json(GOOD),
+            |h| {
+                let v = h["authorization"]
+                    .to_str()
+                    .unwrap()
+                    .replacen("Signature", "signature", 1);
+                set(h, "authorization", &v);
+            },
+            StatusCode::UNAUTHORIZED,
+            "unsupported_scheme",
+        ),
+        row(
+            "Bearer token",
+            json(GOOD),
+            |h| set(h, "authorization", "Bearer abc"),
+            StatusCode::UNAUTHORIZED,
+            "unsupported_scheme",
+        ),
+        row(
+            "empty Authorization",
+            json(GOOD),
+            |h| set(h, "authorization", ""),
+            StatusCode::UNAUTHORIZED,
+            "unsupported_scheme",
+        ),
+        row(
+            "unterminated quote",
+            json(GOOD),
+            |h| {
+                set(
+                    h,
+                    "authorization",
+                    r#"Signature keyId="k,algorithm="hmac-sha256""#,
+                )
+            },
+            StatusCode::UNAUTHORIZED,
+            "malformed_signature",
+        ),
+        row(
+            "unquoted value",
+            json(GOOD),
+            |h| {
+                set(
+                    h,
+                    "authorization",
+                    r#"Signature keyId=k,algorithm="hmac-sha256",signature="x""#,
+                )
+            },
+            StatusCode::UNAUTHORIZED,
+            "malformed_signature",
+        ),
+        row(
+            "repeated parameter",
+            json(GOOD),
+            |h| {
+                let v = h["authorization"].to_str().unwrap().replacen(
+                    "Signature ",
+                    "Signature keyId=\"other\",",
+                    1,
+                );
+                set(h, "authorization", &v);
+            },
+            StatusCode::UNAUTHORIZED,
+            "malformed_signature",
+        ),
+        row(
+            "no signature parameter",
+            json(GOOD),
+            |h| {
+                set(
+                    h,
+                    "authorization",
+                    &format!("Signature {KEY},headers=\"date digest\""),
+                )
+            },
+            StatusCode::UNAUTHORIZED,
+            "malformed_signature",
+        ),
+        row(
+            "unknown algorithm",
+            json(GOOD),
+            |h| {
+                resign(
+                    h,
+                    r#"keyId="k",algorithm="hmac-sha512",headers="date digest""#,
+                    &["date", "digest"],
+                )
+            },
+            StatusCode::UNAUTHORIZED,
+            "unsupported_algorithm",
+        ),
+        row(
+            "rsa algorithm",
+            json(GOOD),
+            |h| {
+                resign(
+                    h,
+                    r#"keyId="k",algorithm="rsa-sha256",headers="date digest""#,
+                    &["date", "digest"],
+                )
+            },
+            StatusCode::UNAUTHORIZED,
+            "unsupported_algorithm",
+        ),
+        row(
+            "only date signed",
+            json(GOOD),
+            |h| resign(h, &format!("{KEY},headers=\"date\""), &["date"]),
+            StatusCode::UNAUTHORIZED,
+            "incomplete_signed_headers",
+        ),
+        row(
+            "only digest signed",
+            json(GOOD),
+            |h| resign(h, &format!("{KEY},headers=\"digest\""), &["digest"]),
+            StatusCode::UNAUTHORIZED,
+            "incomplete_signed_headers",
+        ),
+        row(
+            "no headers parameter (defaults to date)",
+            json(GOOD),
+            |h| resign(h, KEY, &["date"]),
+            StatusCode::UNAUTHORIZED,
+            "incomplete_signed_headers",
+        ),
+        row(
+            "signed Date header missing",
+            json(GOOD),
+            |h| {
+                h.remove("date");
+            },
+            StatusCode::UNAUTHORIZED,
+            "missing_signed_header",
+        ),
+        row(
+            "signed Digest header missing",
+            json(GOOD),
+            |h| {
+                h.remove("digest");
+            },
+            StatusCode::UNAUTHORIZED,
+            "missing_signed_header",
+        ),
+        row(
+            "duplicate Authorization",
+            json(GOOD),
+            |h| {
+                let v = h["authorization"].clone();
+                h.append("authorization", v);
+            },
+            StatusCode::UNAUTHORIZED,
+            "duplicate_header",
+        ),
+        row(
+            "duplicate Date",
+            json(GOOD),
+            |h| append(h, "date", CAPTURE_DATE),
+            StatusCode::UNAUTHORIZED,
+            "duplicate_header",
+        ),
+        row(
+            "duplicate Digest",
+            json(GOOD),
+            |h| {
+                let v = h["digest"].clone();
+                h.append("digest", v);
+            },
+            StatusCode::UNAUTHORIZED,
+            "duplicate_header",
+        ),
+        row(
+            "non-ASCII Date",
+            json(GOOD),
+            |h| {
+                h.insert(
+                    "date",
+                    HeaderValue::from_bytes(b"Fri, 15 Nov 2019 20:24:11 \xc7MT").unwrap(),
+                );
+            },
+            StatusCode::UNAUTHORIZED,
+            "invalid_header",
+        ),
+        row(
+            "wrong key",
+            json(GOOD),
+            |h| {
+                let sig = sign(
+                    "hca-dss:s",
+                    &Secret::new("em0sobir"),
+                    common::capture_time(),
+                    GOOD.as_bytes(),
+                )
+                .unwrap();
+                h.insert("authorization", sig.authorization);
+            },
+            StatusCode::UNAUTHORIZED,
+            "bad_signature",
+        ),
+        row(
+            "signature not base64",
+            json(GOOD),
+            |h| {
+                set(
+                    h,
+                    "authorization",
+                    &format!("Signature {KEY},headers=\"date digest\",signature=\"***\""),
+                )
+            },
+            StatusCode::UNAUTHORIZED,
+            "bad_signature",
+        ),
+        row(
+            "signature of another date",
+            json(GOOD),
+            |h| set(h, "date", "Fri, 15 Nov 2019 20:24:12 GMT"),
+            StatusCode::UNAUTHORIZED,
+            "bad_signature",
+        ),
+        row(
+            "SHA-512 digest",
+            json(GOOD),
+            |h| {
+                set(h, "digest", "SHA-512=AAAA");
+                resign(
+                    h,
+                    &format!("{KEY},headers=\"date digest\""),
+                    &["date", "digest"],
+                );
+            },
+            StatusCode::UNAUTHORIZED,
+            "unsupported_digest",
+        ),
+        row(
+            "digest of another body",
+            json(GOOD),
+            |h| {
+                set(h, "digest", &relay_core::verify::digest_header(b"{}"));
+                resign(
+                    h,
+                    &format!("{KEY},headers=\"date digest\""),
+                    &["date", "digest"],
+                );
+            },
+            StatusCode::UNAUTHORIZED,
+            "digest_mismatch",
+        ),
+        row(
+            "unparseable Date",
+            json(GOOD),
+            |h| {
+                set(h, "date", "yesterday");
+                resign(
+                    h,
+                    &format!("{KEY},headers=\"date digest\""),
+                    &["date", "digest"],
+                );
+            },
+            StatusCode::UNAUTHORIZED,
+            "invalid_date",
+        ),
+        row(
+            "stale Date",
+            json(GOOD),
+            |h| {
+                set(h, "date", "Fri, 15 Nov 2019 20:10:00 GMT");
+                resign(
+                    h,
+                    &format!("{KEY},headers=\"date digest\""),
+                    &["date", "digest"],
+                );
+            },
+            StatusCode::UNAUTHORIZED,
+            "stale_date",
+        ),
+        row(
+            "Date in the future",
+            json(GOOD),
+            |h| {
+                set(h, "date", "Fri, 15 Nov 2019 20:40:00 GMT");
+                resign(
+                    h,
+                    &format!("{KEY},headers=\"date digest\""),
+                    &["date", "digest"],
+                );
+            },
+            StatusCode::UNAUTHORIZED,
+            "future_date",
+        ),
         // Content type.
-        row("no Content-Type", (None, GOOD.into()), none, StatusCode::UNSUPPORTED_MEDIA_TYPE, "missing_content_type"),
-        row("text/plain", (Some("text/plain"), GOOD.into()), none, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
-        row("form-urlencoded", (Some("application/x-www-form-urlencoded"), b"payload=%7B%7D".to_vec()), none, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
-        row("garbage Content-Type", (Some("json please"), GOOD.into()), none, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
-        row("duplicate Content-Type", json(GOOD), |h| append(h, "content-type", "application/json"), StatusCode::BAD_REQUEST, "duplicate_header"),
+        row(
+            "no Content-Type",
+            (None, GOOD.into()),
+            none,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "missing_content_type",
+        ),
+        row(
+            "text/plain",
+            (Some("text/plain"), GOOD.into()),
+            none,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
+        row(
+            "form-urlencoded",
+            (
+                Some("application/x-www-form-urlencoded"),
+                b"payload=%7B%7D".to_vec(),
+            ),
+            none,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
+        row(
+            "garbage Content-Type",
+            (Some("json please"), GOOD.into()),
+            none,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
+        row(
+            "duplicate Content-Type",
+            json(GOOD),
+            |h| append(h, "content-type", "application/json"),
+            StatusCode::BAD_REQUEST,
+            "duplicate_header",
+        ),
         // JSON payloads.
-        row("empty body", json(""), none, StatusCode::BAD_REQUEST, "empty_payload"),
-        row("whitespace body", json(" \r\n "), none, StatusCode::BAD_REQUEST, "empty_payload"),
-        row("JSON array instead of object", json(&format!("[{GOOD}]")), none, StatusCode::BAD_REQUEST, "not_an_object"),
-        row("JSON string", json(r#""notification""#), none, StatusCode::BAD_REQUEST, "not_an_object"),
-        row("JSON null", json("null"), none, StatusCode::BAD_REQUEST, "not_an_object"),
-        row("truncated JSON", json(&GOOD[..GOOD.len() - 1]), none, StatusCode::BAD_REQUEST, "invalid_json"),
-        row("trailing garbage", json(&format!("{GOOD}}}")), none, StatusCode::BAD_REQUEST, "invalid_json"),
-        row("non-UTF-8 body", (Some("application/json"), b"{\"subscription_id\": \"\xff\xfe\"}".to_vec()), none, StatusCode::BAD_REQUEST, "invalid_json"),
-        row("byte order mark", (Some("application/json"), [b"\xef\xbb\xbf".as_slice(), GOOD.as_bytes()].concat()), none, StatusCode::BAD_REQUEST, "invalid_json"),
-        row("missing subscription_id", json(r#"{"match": {"bundle_uuid": "u", "bundle_version": "v"}}"#), none, StatusCode::BAD_REQUEST, "missing_field"),
-        row("subscription_id is a number", json(r#"{"subscription_id": 222, "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#), none, StatusCode::BAD_REQUEST, "invalid_field"),
-        row("empty subscription_id", json(r#"{"subscription_id": "", "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#), none, StatusCode::BAD_REQUEST, "invalid_field"),
-        row("missing match", json(r#"{"subscription_id": "s"}"#), none, StatusCode::BAD_REQUEST, "missing_field"),
-        row("match is a string", json(r#"{"subscription_id": "s", "match": "u"}"#), none, StatusCode::BAD_REQUEST, "invalid_field"),
-        row("missing match.bundle_uuid", json(r#"{"subscription_id": "s", "match": {"bundle_version": "v"}}"#), none, StatusCode::BAD_REQUEST, "missing_field"),
-        row("bundle_version is null", json(r#"{"subscription_id": "s", "match": {"bundle_uuid": "u", "bundle_version": null}}"#), none, StatusCode::BAD_REQUEST, "missing_field"),
-        row("event_type is a list", json(r#"{"subscription_id": "s", "event_type": ["CREATE"], "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#), none, StatusCode::BAD_REQUEST, "invalid_field"),
+        row(
+            "empty body",
+            json(""),
+            none,
+            StatusCode::BAD_REQUEST,
+            "empty_payload",
+        ),
+        row(
+            "whitespace body",
+            json(" \r\n "),
+            none,
+            StatusCode::BAD_REQUEST,
+            "empty_payload",
+        ),
+        row(
+            "JSON array instead of object",
+            json(&format!("[{GOOD}]")),
+            none,
+            StatusCode::BAD_REQUEST,
+            "not_an_object",
+        ),
+        row(
+            "JSON string",
+            json(r#""notification""#),
+            none,
+            StatusCode::BAD_REQUEST,
+            "not_an_object",
+        ),
+        row(
+            "JSON null",
+            json("null"),
+            none,
+            StatusCode::BAD_REQUEST,
+            "not_an_object",
+        ),
+        row(
+            "truncated JSON",
+            json(&GOOD[..GOOD.len() - 1]),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+        ),
+        row(
+            "trailing garbage",
+            json(&format!("{GOOD}}}")),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+        ),
+        row(
+            "non-UTF-8 body",
+            (
+                Some("application/json"),
+                b"{\"subscription_id\": \"\xff\xfe\"}".to_vec(),
+            ),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+        ),
+        row(
+            "byte order mark",
+            (
+                Some("application/json"),
+                [b"\xef\xbb\xbf".as_slice(), GOOD.as_bytes()].concat(),
+            ),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+        ),
+        row(
+            "missing subscription_id",
+            json(r#"{"match": {"bundle_uuid": "u", "bundle_version": "v"}}"#),
+            none,
+            StatusCode::BAD_REQUEST,
+            "missing_field",
+        ),
+        row(
+            "subscription_id is a number",
+            json(
+                r#"{"subscription_id": 222, "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#,
+            ),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_field",
+        ),
+        row(
+            "empty subscription_id",
+            json(
+                r#"{"subscription_id": "", "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#,
+            ),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_field",
+        ),
+        row(
+            "missing match",
+            json(r#"{"subscription_id": "s"}"#),
+            none,
+            StatusCode::BAD_REQUEST,
+            "missing_field",
+        ),
+        row(
+            "match is a string",
+            json(r#"{"subscription_id": "s", "match": "u"}"#),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_field",
+        ),
+        row(
+            "missing match.bundle_uuid",
+            json(r#"{"subscription_id": "s", "match": {"bundle_version": "v"}}"#),
+            none,
+            StatusCode::BAD_REQUEST,
+            "missing_field",
+        ),
+        row(
+            "bundle_version is null",
+            json(
+                r#"{"subscription_id": "s", "match": {"bundle_uuid": "u", "bundle_version": null}}"#,
+            ),
+            none,
+            StatusCode::BAD_REQUEST,
+            "missing_field",
+        ),
+        row(
+            "event_type is a list",
+            json(
+                r#"{"subscription_id": "s", "event_type": ["CREATE"], "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#,
+            ),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_field",
+        ),
         // Multipart payloads.
-        row("multipart without boundary", (Some("multipart/form-data"), form(&[("payload", GOOD)])), none, StatusCode::BAD_REQUEST, "invalid_multipart"),
-        row("truncated multipart", (Some(mp), { let f = form(&[("foo", "bar"), ("payload", GOOD)]); f[..f.len() - 40].to_vec() }), none, StatusCode::BAD_REQUEST, "invalid_multipart"),
-        row("multipart with another boundary", (Some("multipart/form-data; boundary=other"), form(&[("payload", GOOD)])), none, StatusCode::BAD_REQUEST, "invalid_multipart"),
-        row("multipart that is not multipart", (Some(mp), GOOD.into()), none, StatusCode::BAD_REQUEST, "invalid_multipart"),
-        row("missing payload field", (Some(mp), form(&[("foo", "bar"), ("file", GOOD)])), none, StatusCode::BAD_REQUEST, "missing_payload_field"),
-        row("payload field twice", (Some(mp), form(&[("payload", GOOD), ("payload", GOOD)])), none, StatusCode::BAD_REQUEST, "duplicate_payload_field"),
-        row("payload field not JSON", (Some(mp), form(&[("payload", "hello")])), none, StatusCode::BAD_REQUEST, "invalid_json"),
-        row("payload field empty", (Some(mp), form(&[("payload", "")])), none, StatusCode::BAD_REQUEST, "empty_payload"),
+        row(
+            "multipart without boundary",
+            (Some("multipart/form-data"), form(&[("payload", GOOD)])),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_multipart",
+        ),
+        row(
+            "truncated multipart",
+            (Some(mp), {
+                let f = form(&[("foo", "bar"), ("payload", GOOD)]);
+                f[..f.len() - 40].to_vec()
+            }),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_multipart",
+        ),
+        row(
+            "multipart with another boundary",
+            (
+                Some("multipart/form-data; boundary=other"),
+                form(&[("payload", GOOD)]),
+            ),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_multipart",
+        ),
+        row(
+            "multipart that is not multipart",
+            (Some(mp), GOOD.into()),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_multipart",
+        ),
+        row(
+            "missing payload field",
+            (Some(mp), form(&[("foo", "bar"), ("file", GOOD)])),
+            none,
+            StatusCode::BAD_REQUEST,
+            "missing_payload_field",
+        ),
+        row(
+            "payload field twice",
+            (Some(mp), form(&[("payload", GOOD), ("payload", GOOD)])),
+            none,
+            StatusCode::BAD_REQUEST,
+            "duplicate_payload_field",
+        ),
+        row(
+            "payload field not JSON",
+            (Some(mp), form(&[("payload", "hello")])),
+            none,
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+        ),
+        row(
+            "payload field empty",
+            (Some(mp), form(&[("payload", "")])),
+            none,
+            StatusCode::BAD_REQUEST,
+            "empty_payload",
+        ),
     ]
 }
 
@@ -179,7 +689,13 @@ fn request(row: &Row) -> http::Request<Bytes> {
         set(&mut headers, "content-type", ct);
     }
     set(&mut headers, "content-length", &row.body.len().to_string());
-    let sig = sign("hca-dss:s", &Secret::new(CAPTURE_SECRET), common::capture_time(), &row.body).unwrap();
+    let sig = sign(
+        "hca-dss:s",
+        &Secret::new(CAPTURE_SECRET),
+        common::capture_time(),
+        &row.body,
+    )
+    .unwrap();
     headers.insert("date", sig.date);
     headers.insert("digest", sig.digest);
     headers.insert("authorization", sig.authorization);
@@ -206,10 +722,23 @@ async fn every_bad_input_gets_its_documented_status_and_code() {
             String::from_utf8_lossy(&outcome.body)
         );
         let body: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
-        assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{}", row.name);
-        assert!(!String::from_utf8_lossy(&outcome.body).contains(CAPTURE_SECRET), "{}", row.name);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{}",
+            row.name
+        );
+        assert!(
+            !String::from_utf8_lossy(&outcome.body).contains(CAPTURE_SECRET),
+            "{}",
+            row.name
+        );
     }
-    assert!(sink.messages.lock().unwrap().is_empty(), "no rejected input reached a sink");
+    assert!(
+        sink.messages.lock().unwrap().is_empty(),
+        "no rejected input reached a sink"
+    );
 }
 
 #[tokio::test]
@@ -221,11 +750,20 @@ async fn unknown_key_id_is_refused_without_a_catch_all_secret() {
         method: Method::POST,
         content_type: Some("application/json"),
         body: GOOD.into(),
-        tweak: |h| resign(h, r#"keyId="stranger",algorithm="hmac-sha256",headers="date digest""#, &["date", "digest"]),
+        tweak: |h| {
+            resign(
+                h,
+                r#"keyId="stranger",algorithm="hmac-sha256",headers="date digest""#,
+                &["date", "digest"],
+            )
+        },
         status: StatusCode::ACCEPTED,
         code: "",
     };
-    assert_eq!(relay.accept(request(&base)).await.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        relay.accept(request(&base)).await.status,
+        StatusCode::ACCEPTED
+    );
     let sink = std::sync::Arc::new(common::RecordingSink::default());
     let named_only = relay_core::Relay::new(
         common::config(&[("RELAY_HMAC_KEYS", r#"{"hca-dss:s": "ribos0me"}"#)]),
@@ -233,7 +771,10 @@ async fn unknown_key_id_is_refused_without_a_catch_all_secret() {
         std::sync::Arc::new(relay_core::verify::FixedClock(common::capture_time())),
     );
     let outcome = named_only.accept(request(&base)).await;
-    assert_eq!((outcome.status, error_code(&outcome).as_str()), (StatusCode::UNAUTHORIZED, "unknown_key_id"));
+    assert_eq!(
+        (outcome.status, error_code(&outcome).as_str()),
+        (StatusCode::UNAUTHORIZED, "unknown_key_id")
+    );
     assert!(outcome.headers.contains_key("www-authenticate"));
 }
 
@@ -254,10 +795,19 @@ async fn good_inputs_in_every_shape_are_published() {
         ok(Method::POST, "application/json", GOOD.into()),
         ok(Method::PUT, "application/json; charset=utf-8", GOOD.into()),
         ok(Method::PUT, mp, form(&[("payload", GOOD)])),
-        ok(Method::POST, mp, form(&[("foo", "bar"), ("payload", GOOD), ("baz", "")])),
+        ok(
+            Method::POST,
+            mp,
+            form(&[("foo", "bar"), ("payload", GOOD), ("baz", "")]),
+        ),
     ] {
         let outcome = relay.accept(request(&row)).await;
-        assert_eq!(outcome.status, StatusCode::ACCEPTED, "{}", String::from_utf8_lossy(&outcome.body));
+        assert_eq!(
+            outcome.status,
+            StatusCode::ACCEPTED,
+            "{}",
+            String::from_utf8_lossy(&outcome.body)
+        );
     }
     let messages = sink.messages.lock().unwrap();
     assert_eq!(messages.len(), 4);

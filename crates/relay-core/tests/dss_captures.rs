@@ -25,20 +25,40 @@ fn expected_payload(raw: &[u8]) -> Bytes {
 #[tokio::test]
 async fn every_capture_verifies_and_publishes_its_exact_payload() {
     for (raw, kind, key_id) in [
-        (V2_JSON, "v2", "hca-dss:8a6a7e5c-2f0b-4c39-9c9e-2d1c7c0e7b11"),
+        (
+            V2_JSON,
+            "v2",
+            "hca-dss:8a6a7e5c-2f0b-4c39-9c9e-2d1c7c0e7b11",
+        ),
         (V1_JSON, "v1", "relay-key-1"),
-        (V2_MULTIPART, "v2", "hca-dss:8a6a7e5c-2f0b-4c39-9c9e-2d1c7c0e7b11"),
+        (
+            V2_MULTIPART,
+            "v2",
+            "hca-dss:8a6a7e5c-2f0b-4c39-9c9e-2d1c7c0e7b11",
+        ),
     ] {
         let (relay, sink) = capture_relay(&[]);
         let outcome = relay.accept(parse_capture(raw)).await;
-        assert_eq!(outcome.status, StatusCode::ACCEPTED, "{}", String::from_utf8_lossy(&outcome.body));
+        assert_eq!(
+            outcome.status,
+            StatusCode::ACCEPTED,
+            "{}",
+            String::from_utf8_lossy(&outcome.body)
+        );
         let messages = sink.messages.lock().unwrap();
         assert_eq!(messages.len(), 1);
         let m = &messages[0];
-        assert_eq!(m.payload, expected_payload(raw), "payload forwarded byte for byte");
+        assert_eq!(
+            m.payload,
+            expected_payload(raw),
+            "payload forwarded byte for byte"
+        );
         assert_eq!(m.attributes.get("dss.kind"), Some(kind));
         assert_eq!(m.attributes.get("relay.key_id"), Some(key_id));
-        assert_eq!(m.attributes.get("relay.dedup_key"), Some(m.dedup_key.as_str()));
+        assert_eq!(
+            m.attributes.get("relay.dedup_key"),
+            Some(m.dedup_key.as_str())
+        );
         let body: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
         assert_eq!(body["status"], "published");
         assert_eq!(body["deliveries"][0]["sink"], "memory");
@@ -60,11 +80,14 @@ async fn keys_are_looked_up_by_key_id() {
     let sink = Arc::new(common::RecordingSink::default());
     let relay = Relay::new(
         config(&[("RELAY_HMAC_KEYS", keys)]),
-        vec![sink.clone()],
+        vec![Arc::clone(&sink) as Arc<dyn relay_core::Sink>],
         Arc::new(relay_core::verify::FixedClock(common::capture_time())),
     );
     for raw in [V2_JSON, V1_JSON, V2_MULTIPART] {
-        assert_eq!(relay.accept(parse_capture(raw)).await.status, StatusCode::ACCEPTED);
+        assert_eq!(
+            relay.accept(parse_capture(raw)).await.status,
+            StatusCode::ACCEPTED
+        );
     }
     // Only relay-key-1 configured: the default hca-dss:<uuid> keyId is unknown.
     let relay = Relay::new(
@@ -72,9 +95,15 @@ async fn keys_are_looked_up_by_key_id() {
         vec![sink],
         Arc::new(relay_core::verify::FixedClock(common::capture_time())),
     );
-    assert_eq!(relay.accept(parse_capture(V1_JSON)).await.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        relay.accept(parse_capture(V1_JSON)).await.status,
+        StatusCode::ACCEPTED
+    );
     let outcome = relay.accept(parse_capture(V2_JSON)).await;
-    assert_eq!((outcome.status, error_code(&outcome).as_str()), (StatusCode::UNAUTHORIZED, "unknown_key_id"));
+    assert_eq!(
+        (outcome.status, error_code(&outcome).as_str()),
+        (StatusCode::UNAUTHORIZED, "unknown_key_id")
+    );
 }
 
 /// Flips the lowest bit of one byte of a header value.
@@ -132,7 +161,10 @@ async fn every_single_byte_change_is_rejected() {
         }
     }
     assert!(checked > 1900, "{checked} changes checked");
-    assert!(sink.messages.lock().unwrap().is_empty(), "nothing tampered was published");
+    assert!(
+        sink.messages.lock().unwrap().is_empty(),
+        "nothing tampered was published"
+    );
 }
 
 #[tokio::test]
@@ -140,10 +172,17 @@ async fn unsigned_parts_may_change() {
     let (relay, sink) = capture_relay(&[]);
     let mut req = parse_capture(V1_JSON);
     *req.uri_mut() = "/another/path?replica=gcp&x=2".parse().unwrap();
-    req.headers_mut().insert("host", HeaderValue::from_static("relay.example"));
-    req.headers_mut().insert("x-dss-notify-attempt", HeaderValue::from_static("3"));
+    req.headers_mut()
+        .insert("host", HeaderValue::from_static("relay.example"));
+    req.headers_mut()
+        .insert("x-dss-notify-attempt", HeaderValue::from_static("3"));
     assert_eq!(relay.accept(req).await.status, StatusCode::ACCEPTED);
-    assert_eq!(sink.messages.lock().unwrap()[0].attributes.get("dss.notify_attempt"), Some("3"));
+    assert_eq!(
+        sink.messages.lock().unwrap()[0]
+            .attributes
+            .get("dss.notify_attempt"),
+        Some("3")
+    );
 }
 
 #[tokio::test]
@@ -159,11 +198,17 @@ async fn captures_are_stale_on_the_real_clock() {
     }
     // With the skew check off they verify again.
     let relay = Relay::new(
-        config(&[("RELAY_HMAC_SECRET", CAPTURE_SECRET), ("RELAY_MAX_CLOCK_SKEW_SECS", "0")]),
+        config(&[
+            ("RELAY_HMAC_SECRET", CAPTURE_SECRET),
+            ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
+        ]),
         vec![Arc::new(common::RecordingSink::default())],
         Arc::new(relay_core::verify::SystemClock),
     );
-    assert_eq!(relay.accept(parse_capture(V2_JSON)).await.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        relay.accept(parse_capture(V2_JSON)).await.status,
+        StatusCode::ACCEPTED
+    );
 }
 
 #[tokio::test]

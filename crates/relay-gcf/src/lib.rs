@@ -32,7 +32,10 @@ async fn deliver(State(relay): State<Arc<Relay>>, request: Request) -> Response 
         return respond(answer);
     }
     // Never buffer more than the limit, whatever Content-Length claimed.
-    let body = match Limited::new(body, relay.config().max_body_bytes).collect().await {
+    let body = match Limited::new(body, relay.config().max_body_bytes)
+        .collect()
+        .await
+    {
         Ok(collected) => collected.to_bytes(),
         Err(e) => {
             let too_large = e.downcast_ref::<LengthLimitError>().is_some();

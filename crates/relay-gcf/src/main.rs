@@ -31,7 +31,11 @@ async fn run() -> Result<(), String> {
         tracing::warn!(variable = %name, "Unknown RELAY_ variable ignored.");
     }
     // Sinks are ready before the port opens, so the first request never waits for them.
-    let relay = Arc::new(Relay::from_config(config).await.map_err(|e| e.to_string())?);
+    let relay = Arc::new(
+        Relay::from_config(config)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -42,7 +46,10 @@ async fn run() -> Result<(), String> {
         let stopping = Arc::clone(&stopping);
         async move {
             shutdown_signal().await;
-            tracing::info!(drain_secs = DRAIN.as_secs(), "Shutting down; draining in-flight requests.");
+            tracing::info!(
+                drain_secs = DRAIN.as_secs(),
+                "Shutting down; draining in-flight requests."
+            );
             stopping.notify_one();
         }
     };
@@ -59,12 +66,14 @@ async fn run() -> Result<(), String> {
 /// `RELAY_LISTEN` (a full address), else `0.0.0.0:$PORT` with `PORT` defaulting to 8080.
 fn listen_addr() -> Result<SocketAddr, String> {
     if let Ok(listen) = std::env::var("RELAY_LISTEN") {
-        return listen
-            .parse()
-            .map_err(|_| format!("RELAY_LISTEN: expected an address such as 127.0.0.1:8080, got {listen:?}"));
+        return listen.parse().map_err(|_| {
+            format!("RELAY_LISTEN: expected an address such as 127.0.0.1:8080, got {listen:?}")
+        });
     }
     let port = match std::env::var("PORT") {
-        Ok(p) => p.parse::<u16>().map_err(|_| format!("PORT: expected a port number, got {p:?}"))?,
+        Ok(p) => p
+            .parse::<u16>()
+            .map_err(|_| format!("PORT: expected a port number, got {p:?}"))?,
         Err(_) => 8080,
     };
     Ok(SocketAddr::from(([0, 0, 0, 0], port)))

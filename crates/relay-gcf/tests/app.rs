@@ -37,22 +37,42 @@ fn capture_request(raw: &[u8]) -> Request<Body> {
     builder.body(Body::from(body_of(raw).to_vec())).unwrap()
 }
 
-async fn relay_with_file(dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> (Arc<Relay>, std::path::PathBuf) {
+async fn relay_with_file(
+    dir: &tempfile::TempDir,
+    extra: &[(&str, &str)],
+) -> (Arc<Relay>, std::path::PathBuf) {
     let path = dir.path().join("sink.jsonl");
     let mut vars = vec![
         ("RELAY_HMAC_SECRET".to_owned(), "ribos0me".to_owned()),
         ("RELAY_FILE_SINK".to_owned(), path.display().to_string()),
     ];
-    vars.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
-    let config = Config::from_vars(|n| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone())).unwrap();
-    let sink = FileSink::open(&FileTarget::Path(path.clone())).await.unwrap();
+    vars.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let config =
+        Config::from_vars(|n| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone())).unwrap();
+    let sink = FileSink::open(&FileTarget::Path(path.clone()))
+        .await
+        .unwrap();
     // The captures' Date: Fri, 15 Nov 2019 20:24:11 GMT.
     let date = std::time::UNIX_EPOCH + Duration::from_secs(1_573_849_451);
-    (Arc::new(Relay::new(config, vec![Arc::new(sink)], Arc::new(FixedClock(date)))), path)
+    (
+        Arc::new(Relay::new(
+            config,
+            vec![Arc::new(sink)],
+            Arc::new(FixedClock(date)),
+        )),
+        path,
+    )
 }
 
 async fn send(relay: &Arc<Relay>, req: Request<Body>) -> (StatusCode, serde_json::Value) {
-    let response = relay_gcf::app(Arc::clone(relay)).oneshot(req).await.unwrap();
+    let response = relay_gcf::app(Arc::clone(relay))
+        .oneshot(req)
+        .await
+        .unwrap();
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     (status, serde_json::from_slice(&bytes).unwrap())
@@ -65,13 +85,24 @@ async fn captures_land_byte_identical_in_the_file_sink() {
     for raw in [V2_JSON, V2_MULTIPART] {
         let (status, body) = send(&relay, capture_request(raw)).await;
         assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-        assert!(body["deliveries"][0]["sink"].as_str().unwrap().starts_with("file:"));
+        assert!(
+            body["deliveries"][0]["sink"]
+                .as_str()
+                .unwrap()
+                .starts_with("file:")
+        );
     }
     let lines = std::fs::read_to_string(path).unwrap();
-    let lines: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 2);
     for line in &lines {
-        assert_eq!(line["payload"].as_str().unwrap().as_bytes(), body_of(V2_JSON));
+        assert_eq!(
+            line["payload"].as_str().unwrap().as_bytes(),
+            body_of(V2_JSON)
+        );
         assert_eq!(line["attributes"]["dss.event_type"], "CREATE");
         assert_eq!(line["attributes"]["relay.dedup_key"], line["dedup_key"]);
     }
@@ -82,10 +113,19 @@ async fn health_any_path_and_crawler_paths() {
     let dir = tempfile::tempdir().unwrap();
     let (relay, _) = relay_with_file(&dir, &[]).await;
     let get = |uri: &str| Request::get(uri).body(Body::empty()).unwrap();
-    assert_eq!(send(&relay, get("/")).await, (StatusCode::OK, serde_json::json!({"status": "ok"})));
-    assert_eq!(send(&relay, get("/some/callback?replica=aws")).await.0, StatusCode::OK);
+    assert_eq!(
+        send(&relay, get("/")).await,
+        (StatusCode::OK, serde_json::json!({"status": "ok"}))
+    );
+    assert_eq!(
+        send(&relay, get("/some/callback?replica=aws")).await.0,
+        StatusCode::OK
+    );
     let (status, body) = send(&relay, get("/favicon.ico")).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
     let (status, _) = send(&relay, Request::delete("/x").body(Body::empty()).unwrap()).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
 }
@@ -96,9 +136,18 @@ async fn declared_oversize_is_refused_without_reading_the_body() {
     let (relay, _) = relay_with_file(&dir, &[]).await;
     // A body that never yields a byte: answering at all proves it was not read.
     let endless = Body::from_stream(Box::into_pin(never_ending()));
-    let req = Request::post("/").header("content-length", "10737418240").header("content-type", "application/json").body(endless).unwrap();
-    let (status, body) = tokio::time::timeout(Duration::from_secs(5), send(&relay, req)).await.unwrap();
-    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large")));
+    let req = Request::post("/")
+        .header("content-length", "10737418240")
+        .header("content-type", "application/json")
+        .body(endless)
+        .unwrap();
+    let (status, body) = tokio::time::timeout(Duration::from_secs(5), send(&relay, req))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large"))
+    );
 }
 
 #[tokio::test]
@@ -107,9 +156,17 @@ async fn undeclared_oversize_is_cut_at_the_limit() {
     let (relay, _) = relay_with_file(&dir, &[("RELAY_MAX_BODY_BYTES", "1000")]).await;
     // Chunked, no Content-Length: an endless stream of bytes, refused after 1000.
     let chunks = Box::into_pin(endless(vec![b' '; 100]));
-    let req = Request::post("/").header("content-type", "application/json").body(Body::from_stream(chunks)).unwrap();
-    let (status, body) = tokio::time::timeout(Duration::from_secs(5), send(&relay, req)).await.unwrap();
-    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large")));
+    let req = Request::post("/")
+        .header("content-type", "application/json")
+        .body(Body::from_stream(chunks))
+        .unwrap();
+    let (status, body) = tokio::time::timeout(Duration::from_secs(5), send(&relay, req))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large"))
+    );
 }
 
 type Chunks = dyn futures_core::Stream<Item = Result<Vec<u8>, std::io::Error>> + Send;
@@ -124,7 +181,11 @@ fn endless(chunk: Vec<u8>) -> Box<Chunks> {
 
 /// A free loopback port.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn spawn_server(port: u16, sink: &std::path::Path) -> Child {
@@ -158,7 +219,9 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
     let port = free_port();
     let mut server = spawn_server(port, &sink);
     let mut stream = connect(port);
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
 
     // Send the headers and half the body, then ask the server to stop.
     let (head, body) = V2_JSON.split_at(V2_JSON.len() - body_of(V2_JSON).len());
@@ -166,7 +229,10 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
     stream.write_all(&body[..300]).unwrap();
     stream.flush().unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let killed = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     std::thread::sleep(Duration::from_millis(200));
 
@@ -181,7 +247,10 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
         if let Some(status) = server.try_wait().unwrap() {
             break status;
         }
-        assert!(started.elapsed() < Duration::from_secs(12), "server did not exit after SIGTERM");
+        assert!(
+            started.elapsed() < Duration::from_secs(12),
+            "server did not exit after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status}");
@@ -202,5 +271,8 @@ fn refuses_to_start_without_a_key() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"), "{stderr}");
+    assert!(
+        stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"),
+        "{stderr}"
+    );
 }

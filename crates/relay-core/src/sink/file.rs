@@ -56,17 +56,24 @@ impl FileSink {
     pub async fn open(target: &FileTarget) -> std::io::Result<Self> {
         let out = match target {
             FileTarget::Stdout => Output::Stdout(tokio::io::stdout()),
-            FileTarget::Path(path) => {
-                Output::File(OpenOptions::new().create(true).append(true).open(path).await?)
-            }
+            FileTarget::Path(path) => Output::File(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .await?,
+            ),
         };
-        Ok(Self { name: format!("file:{target}"), out: Mutex::new(out) })
+        Ok(Self {
+            name: format!("file:{target}"),
+            out: Mutex::new(out),
+        })
     }
 
     fn render(message: &Message) -> Result<Vec<u8>, SinkError> {
         // The payload was parsed as JSON before it got here, so it is valid UTF-8.
-        let payload = std::str::from_utf8(&message.payload)
-            .map_err(|e| SinkError::Permanent(Box::new(e)))?;
+        let payload =
+            std::str::from_utf8(&message.payload).map_err(|e| SinkError::Permanent(Box::new(e)))?;
         let line = Line {
             received_at: humantime::format_rfc3339_millis(message.received_at).to_string(),
             dedup_key: &message.dedup_key,
@@ -94,7 +101,9 @@ impl Sink for FileSink {
         let mut results = Vec::with_capacity(batch.len());
         for message in batch {
             let result = match Self::render(message) {
-                Ok(line) => write_line(&mut out, &line).await.map_err(|e| SinkError::Retryable(Box::new(e))),
+                Ok(line) => write_line(&mut out, &line)
+                    .await
+                    .map_err(|e| SinkError::Retryable(Box::new(e))),
                 Err(e) => Err(e),
             };
             results.push(result);
@@ -115,7 +124,9 @@ async fn write_line(out: &mut Output, line: &[u8]) -> std::io::Result<Receipt> {
             let offset = file.seek(std::io::SeekFrom::End(0)).await?;
             file.write_all(line).await?;
             file.flush().await?;
-            Ok(Receipt { message_id: Some(format!("offset:{offset}")) })
+            Ok(Receipt {
+                message_id: Some(format!("offset:{offset}")),
+            })
         }
     }
 }

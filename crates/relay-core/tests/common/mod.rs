@@ -31,13 +31,14 @@ pub fn parse_capture(raw: &[u8]) -> http::Request<Bytes> {
     for h in req.headers.iter() {
         builder = builder.header(h.name, h.value);
     }
-    builder.body(Bytes::copy_from_slice(&raw[offset..])).unwrap()
+    builder
+        .body(Bytes::copy_from_slice(&raw[offset..]))
+        .unwrap()
 }
 
 /// A configuration from `(variable, value)` pairs, with a file sink that tests replace.
 pub fn config(vars: &[(&str, &str)]) -> Config {
-    let mut all: BTreeMap<String, String> =
-        [("RELAY_FILE_SINK".to_owned(), "-".to_owned())].into();
+    let mut all: BTreeMap<String, String> = [("RELAY_FILE_SINK".to_owned(), "-".to_owned())].into();
     all.extend(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     Config::from_vars(|name| all.get(name).cloned()).expect("valid test configuration")
 }
@@ -60,7 +61,9 @@ impl Sink for RecordingSink {
             .iter()
             .map(|m| {
                 messages.push(m.clone());
-                Ok(Receipt { message_id: Some(messages.len().to_string()) })
+                Ok(Receipt {
+                    message_id: Some(messages.len().to_string()),
+                })
             })
             .collect()
     }
@@ -84,7 +87,11 @@ impl Sink for FailingSink {
             .iter()
             .map(|_| {
                 let cause = "simulated failure".into();
-                Err(if self.retryable { SinkError::Retryable(cause) } else { SinkError::Permanent(cause) })
+                Err(if self.retryable {
+                    SinkError::Retryable(cause)
+                } else {
+                    SinkError::Permanent(cause)
+                })
             })
             .collect()
     }
@@ -105,5 +112,8 @@ pub fn capture_relay(extra: &[(&str, &str)]) -> (Relay, Arc<RecordingSink>) {
 
 pub fn error_code(outcome: &relay_core::Outcome) -> String {
     let body: serde_json::Value = serde_json::from_slice(&outcome.body).expect("JSON body");
-    body["error"]["code"].as_str().unwrap_or_default().to_owned()
+    body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
