@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Starts relay-gcf for local use: file sink under target/run/, a development HMAC key kept in
+# target/run/dev-secret, and prints the `relay send` line that posts a sample notification.
+# RELAY_LISTEN overrides the address (default 127.0.0.1:8080), RUN_DIR the folder (target/run).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+run_dir=${RUN_DIR:-target/run}
+listen=${RELAY_LISTEN:-127.0.0.1:8080}
+mkdir -p "$run_dir"
+if [ ! -s "$run_dir/dev-secret" ]; then
+  ./target/debug/relay keygen > "$run_dir/dev-secret"
+fi
+secret=$(cat "$run_dir/dev-secret")
+
+cat <<EOT
+relay-gcf on http://$listen/  (file sink: $run_dir/notifications.jsonl, key id "dev")
+Development key: $secret
+
+In another terminal, send a sample notification:
+  RELAY_SEND_SECRET=$secret ./target/debug/relay send examples/notifications/v2-create.json --url http://$listen/ --key-id dev
+
+EOT
+
+export RELAY_LISTEN=$listen
+export RELAY_HMAC_KEYS="{\"dev\": \"$secret\"}"
+export RELAY_FILE_SINK=$run_dir/notifications.jsonl
+export RELAY_LOG_FORMAT=${RELAY_LOG_FORMAT:-text}
+exec ./target/debug/relay-gcf
