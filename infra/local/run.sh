@@ -6,10 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 run_dir=${RUN_DIR:-target/run}
+bin=${CARGO_TARGET_DIR:-./target}/debug
 listen=${RELAY_LISTEN:-127.0.0.1:8080}
 mkdir -p "$run_dir"
 if [ ! -s "$run_dir/dev-secret" ]; then
-  ./target/debug/relay keygen > "$run_dir/dev-secret"
+  "$bin/relay" keygen > "$run_dir/dev-secret"
 fi
 secret=$(cat "$run_dir/dev-secret")
 
@@ -18,7 +19,7 @@ relay-gcf on http://$listen/  (file sink: $run_dir/notifications.jsonl, key id "
 Development key: $secret
 
 In another terminal, send a sample notification:
-  RELAY_SEND_SECRET=$secret ./target/debug/relay send examples/notifications/v2-create.json --url http://$listen/ --key-id dev
+  RELAY_SEND_SECRET=$secret $bin/relay send examples/notifications/v2-create.json --url http://$listen/ --key-id dev
 
 EOT
 
@@ -26,4 +27,4 @@ export RELAY_LISTEN=$listen
 export RELAY_HMAC_KEYS="{\"dev\": \"$secret\"}"
 export RELAY_FILE_SINK=$run_dir/notifications.jsonl
 export RELAY_LOG_FORMAT=${RELAY_LOG_FORMAT:-text}
-exec ./target/debug/relay-gcf
+exec "$bin/relay-gcf"

@@ -4,6 +4,7 @@
 # payload byte for byte. The server is stopped by its process id, whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+bin=${CARGO_TARGET_DIR:-./target}/debug
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export RUN_DIR=target/smoke
@@ -31,7 +32,7 @@ bash -c "$send_line"
 secret=$(cat "$RUN_DIR/dev-secret")
 sent=(examples/notifications/v2-create.json)
 for f in examples/notifications/*.json; do
-  RELAY_SEND_SECRET=$secret ./target/debug/relay send "$f" --url "http://127.0.0.1:$port/dss/notify?replica=gcp" \
+  RELAY_SEND_SECRET=$secret "$bin/relay" send "$f" --url "http://127.0.0.1:$port/dss/notify?replica=gcp" \
     --key-id dev --method put --encoding multipart --form-field foo=bar >/dev/null
   sent+=("$f")
 done
