@@ -20,6 +20,14 @@ pub const KNOWN_VARS: &[&str] = &[
     "RELAY_MAX_BODY_BYTES",
     "RELAY_PAYLOAD_FIELD",
     "RELAY_FILE_SINK",
+    "RELAY_SQS_QUEUE_URL",
+    "RELAY_SQS_MAX_MESSAGE_BYTES",
+    "RELAY_SNS_TOPIC_ARN",
+    "RELAY_SNS_MAX_MESSAGE_BYTES",
+    "RELAY_PUBSUB_TOPIC",
+    "RELAY_PUBSUB_ORDERING",
+    "RELAY_PUBSUB_MAX_MESSAGE_BYTES",
+    "RELAY_SINK_TIMEOUT_MS",
     "RELAY_LOG_FORMAT",
     // Read by the relay-gcf server.
     "RELAY_LISTEN",
@@ -33,6 +41,66 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_MAX_CLOCK_SKEW_SECS: u64 = 300;
 /// Default for `RELAY_PAYLOAD_FIELD`, the DSS default `payload_form_field`.
 pub const DEFAULT_PAYLOAD_FIELD: &str = "payload";
+
+/// Default for `RELAY_SQS_MAX_MESSAGE_BYTES`: the SQS limit for body plus attributes.
+pub const DEFAULT_SQS_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+/// Default for `RELAY_SNS_MAX_MESSAGE_BYTES`: the SNS limit for body plus attributes.
+pub const DEFAULT_SNS_MAX_MESSAGE_BYTES: usize = 256 * 1024;
+/// Default for `RELAY_PUBSUB_MAX_MESSAGE_BYTES`: the Pub/Sub limit for data plus attributes.
+pub const DEFAULT_PUBSUB_MAX_MESSAGE_BYTES: usize = 10_000_000;
+/// Default for `RELAY_SINK_TIMEOUT_MS`.
+pub const DEFAULT_SINK_TIMEOUT_MS: u64 = 5000;
+
+/// An SQS queue to publish to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqsTarget {
+    /// `RELAY_SQS_QUEUE_URL`: the queue URL; a name ending in `.fifo` makes it a FIFO queue
+    /// (`MessageGroupId` = subscription_id, `MessageDeduplicationId` = the dedup key).
+    pub queue_url: String,
+    /// `RELAY_SQS_MAX_MESSAGE_BYTES`: body plus attributes larger than this get 413 before any
+    /// call (default 1048576, the SQS limit; older queues may be set lower).
+    pub max_message_bytes: usize,
+}
+
+impl SqsTarget {
+    /// True for a FIFO queue.
+    pub fn is_fifo(&self) -> bool {
+        self.queue_url.ends_with(".fifo")
+    }
+}
+
+/// An SNS topic to publish to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnsTarget {
+    /// `RELAY_SNS_TOPIC_ARN`: the topic ARN; a name ending in `.fifo` makes it a FIFO topic.
+    pub topic_arn: String,
+    /// `RELAY_SNS_MAX_MESSAGE_BYTES`: body plus attributes larger than this get 413 (default
+    /// 262144, the SNS limit).
+    pub max_message_bytes: usize,
+}
+
+impl SnsTarget {
+    /// True for a FIFO topic.
+    pub fn is_fifo(&self) -> bool {
+        self.topic_arn.ends_with(".fifo")
+    }
+}
+
+/// A Pub/Sub topic to publish to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PubSubTarget {
+    /// `RELAY_PUBSUB_TOPIC`: `projects/<project>/topics/<topic>`.
+    pub topic: String,
+    /// `RELAY_PUBSUB_ORDERING`: use the bundle UUID as ordering key (default false). The
+    /// subscription must have message ordering enabled for it to matter.
+    pub ordering: bool,
+    /// `RELAY_PUBSUB_MAX_MESSAGE_BYTES`: data plus attributes larger than this get 413
+    /// (default 10000000, the Pub/Sub limit).
+    pub max_message_bytes: usize,
+    /// `PUBSUB_EMULATOR_HOST` (`host:port`): talk to that emulator with anonymous credentials
+    /// instead of Google with the platform's default credentials.
+    pub emulator_host: Option<String>,
+}
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +131,15 @@ pub struct Config {
     pub payload_field: String,
     /// `RELAY_FILE_SINK`: append one JSON line per notification to this path, or `-` for stdout.
     pub file_sink: Option<FileTarget>,
+    /// The SQS queue, when `RELAY_SQS_QUEUE_URL` is set.
+    pub sqs: Option<SqsTarget>,
+    /// The SNS topic, when `RELAY_SNS_TOPIC_ARN` is set.
+    pub sns: Option<SnsTarget>,
+    /// The Pub/Sub topic, when `RELAY_PUBSUB_TOPIC` is set.
+    pub pubsub: Option<PubSubTarget>,
+    /// `RELAY_SINK_TIMEOUT_MS`: the deadline for each sink to acknowledge, retries included
+    /// (default 5000). Past it the sender gets 503 and retries.
+    pub sink_timeout: Duration,
     /// `RELAY_LOG_FORMAT`: `json` or `text`; defaults to `json` on Lambda and Cloud Run.
     pub log_format: LogFormat,
 }
@@ -173,6 +250,88 @@ impl Config {
             Some(s) if s == "-" => Some(FileTarget::Stdout),
             Some(s) => Some(FileTarget::Path(PathBuf::from(s))),
         };
+        let bytes = |s: &str| match s.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err("expected a positive number of bytes".to_owned()),
+        };
+        let sqs = var("RELAY_SQS_QUEUE_URL").and_then(|url| match check_queue_url(&url) {
+            Ok(()) => Some(SqsTarget {
+                queue_url: url,
+                max_message_bytes: DEFAULT_SQS_MAX_MESSAGE_BYTES,
+            }),
+            Err(message) => {
+                fail("RELAY_SQS_QUEUE_URL", format!("{message}, got {url:?}"));
+                None
+            }
+        });
+        let sqs_max = parse_or(
+            "RELAY_SQS_MAX_MESSAGE_BYTES",
+            var("RELAY_SQS_MAX_MESSAGE_BYTES"),
+            DEFAULT_SQS_MAX_MESSAGE_BYTES,
+            bytes,
+            &mut fail,
+        );
+        let sqs = sqs.map(|t| SqsTarget {
+            max_message_bytes: sqs_max,
+            ..t
+        });
+        let sns = var("RELAY_SNS_TOPIC_ARN").and_then(|arn| match check_topic_arn(&arn) {
+            Ok(()) => Some(arn),
+            Err(message) => {
+                fail("RELAY_SNS_TOPIC_ARN", format!("{message}, got {arn:?}"));
+                None
+            }
+        });
+        let sns_max = parse_or(
+            "RELAY_SNS_MAX_MESSAGE_BYTES",
+            var("RELAY_SNS_MAX_MESSAGE_BYTES"),
+            DEFAULT_SNS_MAX_MESSAGE_BYTES,
+            bytes,
+            &mut fail,
+        );
+        let sns = sns.map(|topic_arn| SnsTarget {
+            topic_arn,
+            max_message_bytes: sns_max,
+        });
+        let topic = var("RELAY_PUBSUB_TOPIC").and_then(|topic| match check_pubsub_topic(&topic) {
+            Ok(()) => Some(topic),
+            Err(message) => {
+                fail("RELAY_PUBSUB_TOPIC", format!("{message}, got {topic:?}"));
+                None
+            }
+        });
+        let ordering = parse_or(
+            "RELAY_PUBSUB_ORDERING",
+            var("RELAY_PUBSUB_ORDERING"),
+            false,
+            parse_bool,
+            &mut fail,
+        );
+        let pubsub_max = parse_or(
+            "RELAY_PUBSUB_MAX_MESSAGE_BYTES",
+            var("RELAY_PUBSUB_MAX_MESSAGE_BYTES"),
+            DEFAULT_PUBSUB_MAX_MESSAGE_BYTES,
+            bytes,
+            &mut fail,
+        );
+        let emulator_host = var("PUBSUB_EMULATOR_HOST").filter(|h| !h.is_empty());
+        let pubsub = topic.map(|topic| PubSubTarget {
+            topic,
+            ordering,
+            max_message_bytes: pubsub_max,
+            emulator_host,
+        });
+        let sink_timeout_ms = parse_or(
+            "RELAY_SINK_TIMEOUT_MS",
+            var("RELAY_SINK_TIMEOUT_MS"),
+            DEFAULT_SINK_TIMEOUT_MS,
+            |s| match s.parse::<u64>() {
+                Ok(n) if (1..=60_000).contains(&n) => Ok(n),
+                _ => Err("expected milliseconds between 1 and 60000".into()),
+            },
+            &mut fail,
+        );
+
         let on_platform = var("AWS_LAMBDA_FUNCTION_NAME").is_some() || var("K_SERVICE").is_some();
         let log_format = parse_or(
             "RELAY_LOG_FORMAT",
@@ -196,10 +355,10 @@ impl Config {
                 "no HMAC key is configured: set RELAY_HMAC_KEYS or RELAY_HMAC_SECRET (or, to accept unsigned notifications, RELAY_ALLOW_UNSIGNED=true)".into(),
             );
         }
-        if file_sink.is_none() {
+        if file_sink.is_none() && sqs.is_none() && sns.is_none() && pubsub.is_none() {
             fail(
                 "RELAY_FILE_SINK",
-                "no sink is configured: set RELAY_FILE_SINK to a path, or - for stdout".into(),
+                "no sink is configured: set RELAY_SQS_QUEUE_URL, RELAY_SNS_TOPIC_ARN, RELAY_PUBSUB_TOPIC or RELAY_FILE_SINK".into(),
             );
         }
 
@@ -213,6 +372,10 @@ impl Config {
             max_body_bytes,
             payload_field,
             file_sink,
+            sqs,
+            sns,
+            pubsub,
+            sink_timeout: Duration::from_millis(sink_timeout_ms),
             log_format,
         })
     }
@@ -228,6 +391,8 @@ impl Config {
     /// The effective settings as `(variable, value)` pairs, secrets masked, for `relay check`.
     pub fn effective(&self) -> Vec<(&'static str, String)> {
         let keys: BTreeMap<&str, &str> = self.keys.key_ids().map(|id| (id, "****")).collect();
+        let show = |value: Option<String>| value.unwrap_or_else(|| UNSET.to_owned());
+        let (sqs, sns, pubsub) = (self.sqs.as_ref(), self.sns.as_ref(), self.pubsub.as_ref());
         vec![
             (
                 "RELAY_HMAC_KEYS",
@@ -235,12 +400,7 @@ impl Config {
             ),
             (
                 "RELAY_HMAC_SECRET",
-                if self.keys.has_catch_all() {
-                    "****"
-                } else {
-                    "(unset)"
-                }
-                .into(),
+                show(self.keys.has_catch_all().then(|| "****".into())),
             ),
             ("RELAY_ALLOW_UNSIGNED", self.allow_unsigned.to_string()),
             (
@@ -252,9 +412,40 @@ impl Config {
             ("RELAY_PAYLOAD_FIELD", self.payload_field.clone()),
             (
                 "RELAY_FILE_SINK",
-                self.file_sink
-                    .as_ref()
-                    .map_or("(unset)".into(), ToString::to_string),
+                show(self.file_sink.as_ref().map(ToString::to_string)),
+            ),
+            (
+                "RELAY_SQS_QUEUE_URL",
+                show(sqs.map(|t| t.queue_url.clone())),
+            ),
+            (
+                "RELAY_SQS_MAX_MESSAGE_BYTES",
+                show(sqs.map(|t| t.max_message_bytes.to_string())),
+            ),
+            (
+                "RELAY_SNS_TOPIC_ARN",
+                show(sns.map(|t| t.topic_arn.clone())),
+            ),
+            (
+                "RELAY_SNS_MAX_MESSAGE_BYTES",
+                show(sns.map(|t| t.max_message_bytes.to_string())),
+            ),
+            ("RELAY_PUBSUB_TOPIC", show(pubsub.map(|t| t.topic.clone()))),
+            (
+                "RELAY_PUBSUB_ORDERING",
+                show(pubsub.map(|t| t.ordering.to_string())),
+            ),
+            (
+                "RELAY_PUBSUB_MAX_MESSAGE_BYTES",
+                show(pubsub.map(|t| t.max_message_bytes.to_string())),
+            ),
+            (
+                "PUBSUB_EMULATOR_HOST",
+                show(pubsub.and_then(|t| t.emulator_host.clone())),
+            ),
+            (
+                "RELAY_SINK_TIMEOUT_MS",
+                self.sink_timeout.as_millis().to_string(),
             ),
             (
                 "RELAY_LOG_FORMAT",
@@ -265,6 +456,42 @@ impl Config {
                 .into(),
             ),
         ]
+    }
+}
+
+const UNSET: &str = "(unset)";
+
+fn check_queue_url(url: &str) -> Result<(), String> {
+    let uri: http::Uri = url.parse().map_err(|_| "expected a queue URL".to_owned())?;
+    let path = uri.path().trim_matches('/');
+    match (uri.scheme_str(), uri.host(), path.split('/').count()) {
+        (Some("https" | "http"), Some(_), 2) => Ok(()),
+        _ => Err(
+            "expected a queue URL such as https://sqs.us-east-1.amazonaws.com/123456789012/name"
+                .into(),
+        ),
+    }
+}
+
+fn check_topic_arn(arn: &str) -> Result<(), String> {
+    let parts: Vec<&str> = arn.split(':').collect();
+    match parts.as_slice() {
+        ["arn", partition, "sns", region, account, name]
+            if partition.starts_with("aws")
+                && !region.is_empty()
+                && !account.is_empty()
+                && !name.is_empty() =>
+        {
+            Ok(())
+        }
+        _ => Err("expected a topic ARN such as arn:aws:sns:us-east-1:123456789012:name".into()),
+    }
+}
+
+fn check_pubsub_topic(topic: &str) -> Result<(), String> {
+    match topic.split('/').collect::<Vec<_>>().as_slice() {
+        ["projects", project, "topics", name] if !project.is_empty() && name.len() >= 3 => Ok(()),
+        _ => Err("expected projects/<project>/topics/<topic>".into()),
     }
 }
 
@@ -417,6 +644,53 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn queue_and_topic_sinks() {
+        let c = config(&[
+            ("RELAY_HMAC_SECRET", "s"),
+            (
+                "RELAY_SQS_QUEUE_URL",
+                "https://sqs.eu-west-1.amazonaws.com/123456789012/dss.fifo",
+            ),
+            (
+                "RELAY_SNS_TOPIC_ARN",
+                "arn:aws:sns:us-east-1:123456789012:dss",
+            ),
+            ("RELAY_PUBSUB_TOPIC", "projects/green/topics/dss-events"),
+            ("RELAY_PUBSUB_ORDERING", "true"),
+            ("RELAY_SINK_TIMEOUT_MS", "2500"),
+        ])
+        .unwrap();
+        assert!(c.sqs.as_ref().unwrap().is_fifo());
+        assert!(!c.sns.as_ref().unwrap().is_fifo());
+        assert_eq!(c.sns.unwrap().max_message_bytes, 262_144);
+        assert!(c.pubsub.unwrap().ordering);
+        assert_eq!(c.sink_timeout, Duration::from_millis(2500));
+        assert_eq!(c.file_sink, None);
+    }
+
+    #[test]
+    fn malformed_destinations_are_named() {
+        let err = config(&[
+            ("RELAY_HMAC_SECRET", "s"),
+            ("RELAY_SQS_QUEUE_URL", "dss-events"),
+            ("RELAY_SNS_TOPIC_ARN", "arn:aws:sqs:us-east-1:1:q"),
+            ("RELAY_PUBSUB_TOPIC", "dss-events"),
+            ("RELAY_SINK_TIMEOUT_MS", "0"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            vars_of(err),
+            [
+                "RELAY_SQS_QUEUE_URL",
+                "RELAY_SNS_TOPIC_ARN",
+                "RELAY_PUBSUB_TOPIC",
+                "RELAY_SINK_TIMEOUT_MS",
+                "RELAY_FILE_SINK",
+            ]
+        );
     }
 
     #[test]

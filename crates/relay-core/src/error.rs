@@ -21,6 +21,14 @@ pub enum Error {
         /// The configured limit.
         limit: usize,
     },
+    /// The message is larger than a destination takes (413), checked before any sink is called.
+    #[error("the notification is larger than {limit} bytes, the limit of {sink}")]
+    MessageTooLarge {
+        /// The sink whose limit it exceeds.
+        sink: String,
+        /// That limit, in bytes (body plus attributes).
+        limit: usize,
+    },
     /// The adapter could not read the body, e.g. the client went away (400).
     #[error("the request body could not be read")]
     UnreadableBody,
@@ -56,7 +64,9 @@ impl Error {
         match self {
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::NotFound => StatusCode::NOT_FOUND,
-            Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTooLarge { .. } | Self::MessageTooLarge { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             Self::UnreadableBody | Self::Payload(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Intake(e) => e.status(),
@@ -71,6 +81,7 @@ impl Error {
             Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::NotFound => "not_found",
             Self::BodyTooLarge { .. } => "body_too_large",
+            Self::MessageTooLarge { .. } => "message_too_large",
             Self::UnreadableBody => "unreadable_body",
             Self::Unauthorized(e) => e.code(),
             Self::Intake(e) => e.code(),

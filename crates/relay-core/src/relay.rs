@@ -37,6 +37,22 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    /// A sink is configured that this build does not include.
+    #[error("{var} is set, but this build has no {feature} support (cargo feature {feature:?})")]
+    NotBuiltIn {
+        /// The variable that asked for it.
+        var: &'static str,
+        /// The cargo feature that provides it.
+        feature: &'static str,
+    },
+    /// A sink's client could not be built (for Pub/Sub: no default credentials).
+    #[error("{var}: cannot build the client: {message}")]
+    Client {
+        /// The variable that configured the sink.
+        var: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// A configured relay: keys, policy and sinks, built once at start and shared by every request.
@@ -46,6 +62,64 @@ pub struct Relay {
     policy: Policy,
     sinks: Vec<Arc<dyn Sink>>,
     clock: Arc<dyn Clock>,
+}
+
+/// Builds the SQS, SNS and Pub/Sub sinks the configuration names, each client once.
+async fn queue_sinks(config: &Config) -> Result<Vec<Arc<dyn Sink>>, StartError> {
+    #[allow(unused_mut)]
+    let mut sinks: Vec<Arc<dyn Sink>> = Vec::new();
+    #[cfg(feature = "aws")]
+    let aws = match config.sqs.is_some() || config.sns.is_some() {
+        true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
+        false => None,
+    };
+    if let Some(target) = &config.sqs {
+        #[cfg(feature = "sqs")]
+        sinks.push(Arc::new(crate::sink::SqsSink::new(
+            aws.as_ref().expect("loaded above"),
+            target,
+        )));
+        #[cfg(not(feature = "sqs"))]
+        let _ = target;
+        #[cfg(not(feature = "sqs"))]
+        return Err(StartError::NotBuiltIn {
+            var: "RELAY_SQS_QUEUE_URL",
+            feature: "sqs",
+        });
+    }
+    if let Some(target) = &config.sns {
+        #[cfg(feature = "sns")]
+        sinks.push(Arc::new(crate::sink::SnsSink::new(
+            aws.as_ref().expect("loaded above"),
+            target,
+        )));
+        #[cfg(not(feature = "sns"))]
+        let _ = target;
+        #[cfg(not(feature = "sns"))]
+        return Err(StartError::NotBuiltIn {
+            var: "RELAY_SNS_TOPIC_ARN",
+            feature: "sns",
+        });
+    }
+    if let Some(target) = &config.pubsub {
+        #[cfg(feature = "pubsub")]
+        sinks.push(Arc::new(
+            crate::sink::PubSubSink::new(target)
+                .await
+                .map_err(|e| StartError::Client {
+                    var: "RELAY_PUBSUB_TOPIC",
+                    message: e.to_string(),
+                })?,
+        ));
+        #[cfg(not(feature = "pubsub"))]
+        let _ = target;
+        #[cfg(not(feature = "pubsub"))]
+        return Err(StartError::NotBuiltIn {
+            var: "RELAY_PUBSUB_TOPIC",
+            feature: "pubsub",
+        });
+    }
+    Ok(sinks)
 }
 
 /// What the per-request log line says about the notification.
@@ -60,7 +134,7 @@ struct LogFields {
 impl Relay {
     /// Builds the sinks the configuration names (opening files, later building SDK clients).
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
-        let mut sinks: Vec<Arc<dyn Sink>> = Vec::new();
+        let mut sinks = queue_sinks(&config).await?;
         if let Some(target) = &config.file_sink {
             let sink = FileSink::open(target)
                 .await
@@ -136,10 +210,26 @@ impl Relay {
 
     /// Handles one inbound request: method, path, query, headers and the raw body bytes.
     pub async fn accept(&self, request: http::Request<Bytes>) -> Outcome {
+        self.accept_until(request, None).await
+    }
+
+    /// Like [`accept`](Self::accept), answering by `deadline` at the latest (a platform's own
+    /// timeout, minus a margin); sinks get the earlier of it and `RELAY_SINK_TIMEOUT_MS`.
+    pub async fn accept_until(
+        &self,
+        request: http::Request<Bytes>,
+        deadline: Option<Instant>,
+    ) -> Outcome {
         let started = Instant::now();
+        let sinks_deadline = deadline.map_or(started + self.config.sink_timeout, |d| {
+            d.min(started + self.config.sink_timeout)
+        });
         let (parts, body) = request.into_parts();
         let mut fields = LogFields::default();
-        let outcome = match self.process(&parts, body, &mut fields).await {
+        let outcome = match self
+            .process(&parts, body, &mut fields, sinks_deadline)
+            .await
+        {
             Ok(outcome) => outcome,
             Err(e) => Outcome::from_error(&e),
         };
@@ -176,6 +266,7 @@ impl Relay {
         parts: &Parts,
         body: Bytes,
         fields: &mut LogFields,
+        deadline: Instant,
     ) -> Result<Outcome, Error> {
         if let Some(answer) = self.check_head(&parts.method, &parts.headers)? {
             return Ok(answer);
@@ -205,7 +296,18 @@ impl Relay {
             .get(NOTIFY_ATTEMPT)
             .and_then(|v| v.to_str().ok());
         let message = Message::new(&notification, attempt, received_at);
-        self.publish(&notification, message).await
+        let size = message.encoded_size();
+        if let Some(sink) = self
+            .sinks
+            .iter()
+            .find(|s| s.max_message_bytes().is_some_and(|max| size > max))
+        {
+            return Err(Error::MessageTooLarge {
+                sink: sink.name().to_owned(),
+                limit: sink.max_message_bytes().unwrap_or_default(),
+            });
+        }
+        self.publish(&notification, message, deadline).await
     }
 
     /// Publishes to every sink concurrently; 202 only when all of them acknowledged.
@@ -213,19 +315,21 @@ impl Relay {
         &self,
         notification: &Notification<Verified>,
         message: Message,
+        deadline: Instant,
     ) -> Result<Outcome, Error> {
         let batch = std::slice::from_ref(&message);
         let results = join_all(self.sinks.iter().map(|sink| async move {
-            let result = sink
-                .publish(batch)
-                .await
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| {
+            let publish = sink.publish(batch);
+            let result = match tokio::time::timeout_at(deadline.into(), publish).await {
+                Ok(results) => results.into_iter().next().unwrap_or_else(|| {
                     Err(SinkError::Permanent(
                         "the sink answered for no message".into(),
                     ))
-                });
+                }),
+                Err(_) => Err(SinkError::Retryable(
+                    "no acknowledgement before the deadline".into(),
+                )),
+            };
             (sink.name(), result)
         }))
         .await;

@@ -1,14 +1,32 @@
 //! Where notifications leave the relay. A [`Sink`] durably accepts a batch of messages and
 //! answers for each one; the relay acknowledges the sender only when every sink did.
 
+#[cfg(feature = "aws")]
+mod aws;
+#[cfg(feature = "aws")]
+mod batch;
 mod file;
+#[cfg(feature = "pubsub")]
+mod pubsub;
+#[cfg(feature = "sns")]
+mod sns;
+#[cfg(feature = "sqs")]
+mod sqs;
 
 use std::fmt;
 use std::time::SystemTime;
 
 use bytes::Bytes;
 
+#[cfg(feature = "aws")]
+pub use aws::load_aws_config;
 pub use file::{FileSink, FileTarget};
+#[cfg(feature = "pubsub")]
+pub use pubsub::PubSubSink;
+#[cfg(feature = "sns")]
+pub use sns::SnsSink;
+#[cfg(feature = "sqs")]
+pub use sqs::SqsSink;
 
 use crate::notification::{Attributes, Notification, Verified};
 
@@ -22,8 +40,12 @@ pub struct Message {
     pub payload: Bytes,
     /// Attributes in priority order.
     pub attributes: Attributes,
-    /// The stable deduplication key.
+    /// The stable deduplication key (FIFO `MessageDeduplicationId`).
     pub dedup_key: String,
+    /// `subscription_id` (FIFO `MessageGroupId`).
+    pub subscription_id: String,
+    /// `match.bundle_uuid` (Pub/Sub ordering key).
+    pub bundle_uuid: String,
     /// When the relay received the request.
     pub received_at: SystemTime,
 }
@@ -39,8 +61,21 @@ impl Message {
             payload: notification.payload().clone(),
             attributes: Attributes::derive(notification, notify_attempt),
             dedup_key: notification.dedup_key().to_owned(),
+            subscription_id: notification.subscription_id().to_owned(),
+            bundle_uuid: notification.bundle_uuid().to_owned(),
             received_at,
         }
+    }
+
+    /// The size queue services count against their limit: the body plus every attribute's
+    /// name, data type (`String`) and value.
+    pub fn encoded_size(&self) -> usize {
+        self.payload.len()
+            + self
+                .attributes
+                .iter()
+                .map(|(name, value)| name.len() + "String".len() + value.len())
+                .sum::<usize>()
     }
 }
 
@@ -67,6 +102,18 @@ impl SinkError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Retryable(_))
     }
+
+    /// The same failure again, for every message of a batch that one error failed.
+    pub fn replicate(&self) -> Self {
+        let detail: BoxError = match self {
+            Self::Retryable(e) | Self::Permanent(e) => e.to_string().into(),
+        };
+        if self.is_retryable() {
+            Self::Retryable(detail)
+        } else {
+            Self::Permanent(detail)
+        }
+    }
 }
 
 /// A destination that durably accepts notifications (the file sink; SQS, SNS, Pub/Sub).
@@ -74,6 +121,12 @@ impl SinkError {
 pub trait Sink: Send + Sync + fmt::Debug {
     /// Short name for logs and responses, e.g. `file:/var/log/dss.jsonl`.
     fn name(&self) -> &str;
+
+    /// The largest [`Message::encoded_size`] the destination takes; larger notifications are
+    /// refused with 413 before any sink is called.
+    fn max_message_bytes(&self) -> Option<usize> {
+        None
+    }
 
     /// Publishes a batch and returns only once the destination has answered, with one result
     /// per message, in order, so a partly accepted batch fails exactly the rejected messages.

@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# Local emulators for the integration tests, run as plain processes (no Docker on these machines):
+# moto for SQS and SNS, and Google's Pub/Sub emulator. Both listen on 127.0.0.1 only.
+#
+#   infra/local/emulators.sh start    start both (or reuse copies this script already started),
+#                                     wait until they answer, print their pids
+#   infra/local/emulators.sh stop     stop exactly the recorded pids; succeeds when nothing runs
+#   infra/local/emulators.sh status   print what runs, by pid; exit 3 when something is missing
+#
+# Then `source infra/local/env.sh` points the AWS SDK and the Pub/Sub clients at them.
+#
+# moto[server] is pinned and installed in the venv .venv-emu at the repo root, once
+# (12–35 s, depending on load; ~315 MB).
+# Logs and pid files: target/emulators/{moto,pubsub}.{log,pid}.
+#
+# Environment:
+#   MOTO_PORT            moto's port (default 5000)
+#   PUBSUB_PORT          the Pub/Sub emulator's port (default 8085)
+#   PUBSUB_EMULATOR_BIN  the emulator launcher (default: the one the machine image ships)
+#   PUBSUB_HEAP_MAX      the emulator JVM's -Xmx (default 512m)
+#   RELAY_SKIP_PUBSUB=1  start moto alone, for machines without the Pub/Sub emulator or java
+#   READY_TIMEOUT        seconds to wait for each emulator to answer (default 30)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+moto_version=5.2.5
+moto_port=${MOTO_PORT:-5000}
+pubsub_port=${PUBSUB_PORT:-8085}
+pubsub_bin=${PUBSUB_EMULATOR_BIN:-/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator}
+pubsub_heap=${PUBSUB_HEAP_MAX:-512m}
+skip_pubsub=${RELAY_SKIP_PUBSUB:-0}
+ready_timeout=${READY_TIMEOUT:-30}
+venv=.venv-emu
+state=target/emulators
+
+say() { echo "emulators: $*"; }
+die() { echo "emulators: $*" >&2; exit 1; }
+
+# A pid counts as alive when it exists and is not a zombie.
+alive() {
+  local s
+  s=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $s != Z* ]]
+}
+
+cmdline() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null || true; }
+
+# The pid recorded for moto or pubsub, if any.
+recorded() {
+  local f=$state/$1.pid pid
+  [ -s "$f" ] || return 1
+  pid=$(cat "$f")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  echo "$pid"
+}
+
+# Whether pid is alive and still the emulator it was recorded as (guards against pid reuse).
+is_ours() {
+  local name=$1 pid=$2
+  alive "$pid" || return 1
+  case $name in
+    moto) [[ $(cmdline "$pid") == *moto_server* ]] ;;
+    pubsub) [[ $(cmdline "$pid") == *cloud-pubsub-emulator* ]] ;;
+  esac
+}
+
+# The port a running emulator was started with, read from its command line.
+port_of() {
+  local name=$1 pid=$2
+  case $name in
+    moto) cmdline "$pid" | sed -n 's/.* -p \([0-9]*\).*/\1/p' ;;
+    pubsub) cmdline "$pid" | sed -n 's/.*--port=\([0-9]*\).*/\1/p' ;;
+  esac
+}
+
+rss_mb() { ps -o rss= -p "$1" 2>/dev/null | awk '{ printf "%d MB", $1 / 1024 }'; }
+
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+port_owner() {
+  command -v ss >/dev/null || return 0
+  ss -ltnpH "sport = :$1" 2>/dev/null | sed 's/^/    /'
+}
+
+# Stops one recorded emulator: SIGTERM, up to 10 s, then SIGKILL. Removes its pid file.
+stop_one() {
+  local name=$1 pid i
+  if ! pid=$(recorded "$name"); then
+    rm -f "$state/$name.pid"
+    say "$name: not running"
+    return 0
+  fi
+  if ! is_ours "$name" "$pid"; then
+    say "$name: pid $pid is not a running $name (removed its pid file)"
+    rm -f "$state/$name.pid"
+    return 0
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 100); do
+    alive "$pid" || break
+    sleep 0.1
+  done
+  if alive "$pid"; then
+    say "$name: pid $pid still running after 10 s, sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    for i in $(seq 50); do
+      alive "$pid" || break
+      sleep 0.1
+    done
+  fi
+  alive "$pid" && die "$name: pid $pid did not exit, even after SIGKILL"
+  rm -f "$state/$name.pid"
+  say "$name: stopped pid $pid"
+}
+
+# Polls url until it answers 200 (exit 0); exit 3 when pid dies first, 4 on timeout.
+wait_http() {
+  python3 - "$1" "$2" "$ready_timeout" <<'PY'
+import sys, time, urllib.request
+pid, url, timeout = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
+def alive():
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+deadline = time.monotonic() + timeout
+while time.monotonic() < deadline:
+    if not alive():
+        sys.exit(3)
+    try:
+        with opener.open(url, timeout=1) as r:
+            if r.status == 200:
+                sys.exit(0)
+    except Exception:
+        pass
+    time.sleep(0.1)
+sys.exit(4)
+PY
+}
+
+wait_ready() {
+  local name=$1 pid=$2 url=$3 rc=0 t0=$SECONDS
+  wait_http "$pid" "$url" || rc=$?
+  case $rc in
+    0) return 0 ;;
+    3) echo "--- tail of $state/$name.log" >&2; tail -n 30 "$state/$name.log" >&2 || true
+       die "$name: pid $pid exited before answering $url" ;;
+    *) echo "--- tail of $state/$name.log" >&2; tail -n 30 "$state/$name.log" >&2 || true
+       die "$name: no 200 from $url within ${ready_timeout} s (waited $((SECONDS - t0)) s)" ;;
+  esac
+}
+
+# Reuses a copy this script started earlier on the same port. Returns 1 when the caller must start one.
+reuse() {
+  local name=$1 port=$2 pid running_port
+  pid=$(recorded "$name") || { rm -f "$state/$name.pid"; return 1; }
+  if ! is_ours "$name" "$pid"; then
+    say "$name: removing stale pid file (pid $pid is not a running $name)"
+    rm -f "$state/$name.pid"
+    return 1
+  fi
+  running_port=$(port_of "$name" "$pid")
+  [ "$running_port" = "$port" ] ||
+    die "$name: already running as pid $pid on port $running_port, not $port; run '$0 stop' first"
+  say "$name: already running as pid $pid on port $port, reusing it"
+}
+
+ensure_port_free() {
+  local name=$1 port=$2
+  if port_taken "$port"; then
+    echo "emulators: $name: port 127.0.0.1:$port is already in use by a process this script did not start:" >&2
+    port_owner "$port" >&2
+    die "$name: free the port, or pick another one (MOTO_PORT / PUBSUB_PORT)"
+  fi
+}
+
+# moto_server has no --version, so ask the venv's package metadata (fast: moto is not imported).
+moto_installed_version() {
+  [ -x "$venv/bin/moto_server" ] && [ -x "$venv/bin/python" ] || return 0
+  "$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("moto"))' 2>/dev/null || true
+}
+
+ensure_venv() {
+  local v t0=$SECONDS
+  v=$(moto_installed_version)
+  if [ "$v" = "$moto_version" ]; then
+    return 0
+  fi
+  if [ ! -x "$venv/bin/python" ]; then
+    say "moto: creating $venv"
+    python3 -m venv "$venv" || die "moto: 'python3 -m venv $venv' failed (Debian needs the python3-venv package)"
+  fi
+  say "moto: installing moto[server]==$moto_version into $venv${v:+ (found $v)}"
+  "$venv/bin/pip" install --quiet "moto[server]==$moto_version" ||
+    die "moto: pip install of moto[server]==$moto_version into $venv failed"
+  v=$(moto_installed_version)
+  [ "$v" = "$moto_version" ] || die "moto: $venv/bin/moto_server has moto version '$v', expected $moto_version"
+  say "moto: installed in $((SECONDS - t0)) s"
+}
+
+# Checks everything the Pub/Sub emulator needs before anything starts.
+preflight_pubsub() {
+  [ "$skip_pubsub" = 1 ] && return 0
+  local missing=()
+  [ -x "$pubsub_bin" ] || missing+=("the Pub/Sub emulator launcher: nothing executable at $pubsub_bin (set PUBSUB_EMULATOR_BIN; the image ships it in the google-cloud-cli-pubsub-emulator package, which apt cannot reinstall here)")
+  if [ -n "${JAVA_HOME:-}" ]; then
+    [ -x "$JAVA_HOME/bin/java" ] || missing+=("java: JAVA_HOME is $JAVA_HOME but $JAVA_HOME/bin/java is not executable")
+  else
+    command -v java >/dev/null || missing+=("java: JAVA_HOME is unset and there is no java on PATH ($PATH)")
+  fi
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local m
+  for m in "${missing[@]}"; do echo "emulators: pubsub: missing $m" >&2; done
+  die "pubsub: cannot start the Pub/Sub emulator; set RELAY_SKIP_PUBSUB=1 to start moto alone"
+}
+
+start_moto() {
+  local pid
+  if ! reuse moto "$moto_port"; then
+    ensure_port_free moto "$moto_port"
+    ensure_venv
+    "$venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" < /dev/null > "$state/moto.log" 2>&1 &
+    pid=$!
+    echo "$pid" > "$state/moto.pid"
+    started+=(moto)
+  fi
+  pid=$(recorded moto)
+  wait_ready moto "$pid" "http://127.0.0.1:$moto_port/moto-api/"
+  say "moto: pid $pid on http://127.0.0.1:$moto_port (SQS, SNS), RSS $(rss_mb "$pid")"
+}
+
+start_pubsub() {
+  local pid jvm child
+  if [ "$skip_pubsub" = 1 ]; then
+    say "pubsub: RELAY_SKIP_PUBSUB=1, not starting the Pub/Sub emulator; Pub/Sub tests must be skipped"
+    return 0
+  fi
+  if ! reuse pubsub "$pubsub_port"; then
+    ensure_port_free pubsub "$pubsub_port"
+    # The launcher (a Gradle start script) builds the java command line from DEFAULT_JVM_OPTS,
+    # JAVA_OPTS and CLOUD_PUBSUB_EMULATOR_OPTS, in that order, then execs java. The heap cap goes in
+    # the emulator's own variable, so it is not applied to other JVMs and a -Xmx in JAVA_OPTS loses.
+    CLOUD_PUBSUB_EMULATOR_OPTS="-Xmx$pubsub_heap ${CLOUD_PUBSUB_EMULATOR_OPTS:-}" \
+      "$pubsub_bin" --host=127.0.0.1 --port="$pubsub_port" < /dev/null > "$state/pubsub.log" 2>&1 &
+    pid=$!
+    echo "$pid" > "$state/pubsub.pid"
+    started+=(pubsub)
+  fi
+  pid=$(recorded pubsub)
+  wait_ready pubsub "$pid" "http://127.0.0.1:$pubsub_port/v1/projects/test-project/topics"
+  # The launcher execs java, so the pid is the JVM's. Should a launcher fork instead, record the JVM.
+  jvm=$pid
+  if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) != */java ]]; then
+    for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+      [[ $(readlink "/proc/$child/exe" 2>/dev/null) == */java ]] && jvm=$child
+    done
+    if [ "$jvm" != "$pid" ]; then
+      say "pubsub: the launcher (pid $pid) did not exec java; recording the JVM's pid $jvm"
+      echo "$jvm" > "$state/pubsub.pid"
+    else
+      say "pubsub: warning: could not find the JVM behind pid $pid"
+    fi
+  fi
+  if cmdline "$jvm" | tr ' ' '\n' | grep -qx -- "-Xmx$pubsub_heap"; then
+    say "pubsub: pid $jvm on http://127.0.0.1:$pubsub_port (java -Xmx$pubsub_heap), RSS $(rss_mb "$jvm")"
+  else
+    say "pubsub: pid $jvm on http://127.0.0.1:$pubsub_port, RSS $(rss_mb "$jvm")"
+    say "pubsub: warning: -Xmx$pubsub_heap is not on the JVM's command line: $(cmdline "$jvm")"
+  fi
+}
+
+ok=0
+started=()
+start() {
+  local t0=$SECONDS
+  mkdir -p "$state"
+  preflight_pubsub
+  # On any failure or interrupt, stop what this invocation started (never what it reused).
+  trap 'if [ "$ok" != 1 ]; then for n in "${started[@]}"; do stop_one "$n" || true; done; fi' EXIT
+  trap 'exit 130' INT TERM
+  start_moto
+  start_pubsub
+  ok=1
+  say "ready in $((SECONDS - t0)) s; now: source infra/local/env.sh"
+}
+
+status() {
+  local name pid missing=0
+  for name in moto pubsub; do
+    if pid=$(recorded "$name") && is_ours "$name" "$pid"; then
+      say "$name: running, pid $pid, port $(port_of "$name" "$pid"), RSS $(rss_mb "$pid")"
+    elif [ -e "$state/$name.pid" ]; then
+      say "$name: not running (stale pid file $state/$name.pid)"
+      missing=1
+    else
+      say "$name: not running"
+      [ "$name" = pubsub ] && [ "$skip_pubsub" = 1 ] || missing=1
+    fi
+  done
+  return $((missing ? 3 : 0))
+}
+
+case ${1:-} in
+  start) start ;;
+  stop)
+    stop_one pubsub
+    stop_one moto
+    ;;
+  status) status ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
