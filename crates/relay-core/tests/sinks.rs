@@ -133,9 +133,9 @@ async fn one_failing_sink_fails_the_request() {
 
 #[tokio::test]
 async fn a_sink_that_never_answers_gets_503_by_the_deadline() {
-    let relay = relay(&[("RELAY_SINK_TIMEOUT_MS", "300")], vec![Arc::new(Stuck)]);
+    let quick = relay(&[("RELAY_SINK_TIMEOUT_MS", "300")], vec![Arc::new(Stuck)]);
     let started = Instant::now();
-    let outcome = relay.accept(request(BODY)).await;
+    let outcome = quick.accept(request(BODY)).await;
     assert_eq!(outcome.status, StatusCode::SERVICE_UNAVAILABLE);
     let took = started.elapsed();
     assert!(
@@ -144,9 +144,9 @@ async fn a_sink_that_never_answers_gets_503_by_the_deadline() {
     );
 
     // A platform deadline earlier than the sink timeout wins.
-    let relay = relay(&[], vec![Arc::new(Stuck)]);
+    let late = relay(&[], vec![Arc::new(Stuck)]);
     let started = Instant::now();
-    let outcome = relay
+    let outcome = late
         .accept_until(
             request(BODY),
             Some(Instant::now() + Duration::from_millis(200)),
