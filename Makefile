@@ -1,12 +1,16 @@
 # The DSS notification relay. `make help` lists the targets.
 SHELL := /bin/bash
 CARGO ?= cargo
+TOOLS := .venv-tools
+# cargo-lambda and zig come from PyPI into $(TOOLS); cargo finds cargo-lambda on PATH.
+export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-unit smoke lint fmt clean-run
+.PHONY: help build run test test-unit test-integration smoke lint fmt emulators-up emulators-down \
+	lambda lambda-tools clean-run
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
 
 build: ## Build every crate (debug)
 	$(CARGO) build --workspace
@@ -15,21 +19,51 @@ run: ## Build, then start relay-gcf on 127.0.0.1:8080 with the file sink and a d
 	$(CARGO) build -p relay-gcf -p relay-cli
 	infra/local/run.sh
 
-test: test-unit smoke ## Everything the tests need, then all tests
+test: ## Everything the tests need (emulators included), then all tests; emulators stopped after
+	$(CARGO) build --workspace --all-targets --all-features
+	infra/local/emulators.sh start
+	status=0; \
+	  $(MAKE) --no-print-directory test-unit test-integration smoke || status=$$?; \
+	  infra/local/emulators.sh stop; \
+	  exit $$status
 
-test-unit:
-	$(CARGO) test --workspace
+test-unit: ## Unit and component tests (no emulator needed)
+	$(CARGO) test --workspace --all-features --exclude relay-tests
+
+test-integration: ## Integration tests; needs `make emulators-up`
+	source infra/local/env.sh && $(CARGO) test -p relay-tests --features integration-tests
 
 smoke: ## The Quick start end to end: relay-gcf plus `relay send`, payloads compared byte for byte
 	$(CARGO) build -p relay-gcf -p relay-cli
 	infra/local/smoke.sh
 
+emulators-up: ## Start moto (SQS, SNS) and the Pub/Sub emulator on 127.0.0.1
+	infra/local/emulators.sh start
+
+emulators-down: ## Stop the emulators started by emulators-up (by process id)
+	infra/local/emulators.sh stop
+
+lambda-tools: $(TOOLS)/bin/cargo-lambda ## Install cargo-lambda and zig into .venv-tools
+
+$(TOOLS)/bin/cargo-lambda:
+	python3 -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check cargo-lambda ziglang
+
+lambda: lambda-tools ## Build target/lambda/relay-lambda/bootstrap.zip (arm64; x86_64 without the arm64 target)
+	@if rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$$'; then \
+	  set -x; $(CARGO) lambda build --release --arm64 -p relay-lambda --output-format zip; \
+	else \
+	  echo "lambda: no aarch64-unknown-linux-gnu target installed; building x86_64 (set architecture = x86_64)"; \
+	  set -x; $(CARGO) lambda build --release --x86-64 --compiler cargo -p relay-lambda --output-format zip; \
+	fi
+	@ls -l target/lambda/relay-lambda/bootstrap.zip
+
 lint: ## rustfmt check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
 clean-run: ## Forget the development key and the local file sink
-	rm -rf target/run
+	rm -rf target/run target/smoke
