@@ -20,8 +20,15 @@ pub(crate) const SECRET: &str = "integration-secret";
 /// A name no other test uses.
 pub(crate) fn unique(prefix: &str) -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{prefix}-{}-{nanos}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}-{}-{nanos}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// A v2 notification as the DSS serialized it.
@@ -46,7 +53,11 @@ pub(crate) enum Encoding {
 }
 
 /// The DSS's request for a payload: content type, body and signature headers.
-pub(crate) fn dss_request(url: &str, payload: &str, encoding: Encoding) -> http::Request<Full<Bytes>> {
+pub(crate) fn dss_request(
+    url: &str,
+    payload: &str,
+    encoding: Encoding,
+) -> http::Request<Full<Bytes>> {
     let (content_type, body) = match encoding {
         Encoding::Json => ("application/json".to_owned(), payload.as_bytes().to_vec()),
         Encoding::Multipart => {
@@ -54,7 +65,10 @@ pub(crate) fn dss_request(url: &str, payload: &str, encoding: Encoding) -> http:
             let body = format!(
                 "--{b}\r\nContent-Disposition: form-data; name=\"foo\"\r\n\r\nbar\r\n--{b}\r\nContent-Disposition: form-data; name=\"payload\"\r\n\r\n{payload}\r\n--{b}--\r\n"
             );
-            (format!("multipart/form-data; boundary={b}"), body.into_bytes())
+            (
+                format!("multipart/form-data; boundary={b}"),
+                body.into_bytes(),
+            )
         }
     };
     let signature = sign(KEY_ID, &Secret::new(SECRET), SystemTime::now(), &body).unwrap();
@@ -69,11 +83,15 @@ pub(crate) fn dss_request(url: &str, payload: &str, encoding: Encoding) -> http:
 
 /// Sends a request and returns the status and JSON body.
 pub(crate) async fn send(request: http::Request<Full<Bytes>>) -> (u16, serde_json::Value) {
-    let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
     let response = client.request(request).await.expect("relay answered");
     let status = response.status().as_u16();
     let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null))
+    (
+        status,
+        serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
+    )
 }
 
 /// A relay configuration from the given `RELAY_*` variables, the test key, and the rest of the
@@ -97,7 +115,10 @@ pub(crate) fn config(vars: &[(&str, &str)]) -> Config {
 /// Serves relay-gcf's app on a free loopback port; returns its callback URL.
 pub(crate) async fn serve(relay: Relay) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/dss/notify?replica=aws", listener.local_addr().unwrap());
+    let url = format!(
+        "http://{}/dss/notify?replica=aws",
+        listener.local_addr().unwrap()
+    );
     let app = relay_gcf::app(Arc::new(relay));
     tokio::spawn(async move { axum::serve(listener, app).await });
     url
@@ -105,7 +126,12 @@ pub(crate) async fn serve(relay: Relay) -> String {
 
 /// relay-gcf built exactly as in production, from configuration variables.
 pub(crate) async fn gcf(vars: &[(&str, &str)]) -> String {
-    serve(Relay::from_config(config(vars)).await.expect("relay starts")).await
+    serve(
+        Relay::from_config(config(vars))
+            .await
+            .expect("relay starts"),
+    )
+    .await
 }
 
 /// relay-gcf with the given sinks (built by the tests with production constructors).
@@ -113,15 +139,26 @@ pub(crate) async fn gcf_with(vars: &[(&str, &str)], sinks: Vec<Arc<dyn Sink>>) -
     // The configuration must name a sink to validate; `Relay::new` uses `sinks` instead.
     let mut vars = vars.to_vec();
     vars.push(("RELAY_FILE_SINK", "-"));
-    let relay = Relay::new(config(&vars), sinks, Arc::new(relay_core::verify::SystemClock));
+    let relay = Relay::new(
+        config(&vars),
+        sinks,
+        Arc::new(relay_core::verify::SystemClock),
+    );
     serve(relay).await
 }
 
 /// The test environment must point every client at the emulators; without it the SDK would
 /// look for real credentials and endpoints.
 pub(crate) fn require_emulator_env() {
-    for name in ["AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "PUBSUB_EMULATOR_HOST"] {
-        assert!(std::env::var_os(name).is_some(), "{name} is not set: source infra/local/env.sh");
+    for name in [
+        "AWS_ENDPOINT_URL",
+        "AWS_ACCESS_KEY_ID",
+        "PUBSUB_EMULATOR_HOST",
+    ] {
+        assert!(
+            std::env::var_os(name).is_some(),
+            "{name} is not set: source infra/local/env.sh"
+        );
     }
 }
 
@@ -135,17 +172,32 @@ pub(crate) async fn sqs() -> aws_sdk_sqs::Client {
 }
 
 pub(crate) async fn create_queue(sqs: &aws_sdk_sqs::Client, fifo: bool) -> String {
-    let name = if fifo { format!("{}.fifo", unique("dss")) } else { unique("dss") };
+    let name = if fifo {
+        format!("{}.fifo", unique("dss"))
+    } else {
+        unique("dss")
+    };
     let mut request = sqs.create_queue().queue_name(name);
     if fifo {
         request = request.attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true");
     }
-    request.send().await.unwrap().queue_url().unwrap().to_owned()
+    request
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_owned()
 }
 
 /// Receives (and deletes) until `want` messages arrived, then keeps listening for `linger` to
 /// catch any extra copies.
-pub(crate) async fn receive(sqs: &aws_sdk_sqs::Client, url: &str, want: usize, linger: Duration) -> Vec<Message> {
+pub(crate) async fn receive(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    want: usize,
+    linger: Duration,
+) -> Vec<Message> {
     let mut got = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut quiet_until: Option<Instant> = None;
@@ -214,18 +266,32 @@ pub(crate) struct CountingProxy {
 
 impl CountingProxy {
     pub(crate) async fn start() -> Self {
-        let upstream: hyper::Uri = std::env::var("AWS_ENDPOINT_URL").expect("source infra/local/env.sh").parse().unwrap();
+        let upstream: hyper::Uri = std::env::var("AWS_ENDPOINT_URL")
+            .expect("source infra/local/env.sh")
+            .parse()
+            .unwrap();
         let calls = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&calls);
-        let client: Client<HttpConnector, axum::body::Body> = Client::builder(TokioExecutor::new()).build_http();
+        let client: Client<HttpConnector, axum::body::Body> =
+            Client::builder(TokioExecutor::new()).build_http();
         let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
-            let (client, upstream, counter) = (client.clone(), upstream.clone(), Arc::clone(&counter));
+            let (client, upstream, counter) =
+                (client.clone(), upstream.clone(), Arc::clone(&counter));
             async move {
                 counter.fetch_add(1, Ordering::SeqCst);
                 let (mut parts, body) = request.into_parts();
-                let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
-                parts.uri = format!("{}{}", upstream.to_string().trim_end_matches('/'), path).parse().unwrap();
-                let response = client.request(http::Request::from_parts(parts, body)).await.unwrap();
+                let path = parts
+                    .uri
+                    .path_and_query()
+                    .map_or("/", |p| p.as_str())
+                    .to_owned();
+                parts.uri = format!("{}{}", upstream.to_string().trim_end_matches('/'), path)
+                    .parse()
+                    .unwrap();
+                let response = client
+                    .request(http::Request::from_parts(parts, body))
+                    .await
+                    .unwrap();
                 response.map(axum::body::Body::new)
             }
         });

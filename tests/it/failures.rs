@@ -6,15 +6,26 @@ use std::time::{Duration, Instant};
 use relay_core::config::{PubSubTarget, SqsTarget};
 use relay_core::sink::{PubSubSink, SqsSink};
 
-use crate::common::{CountingProxy, Encoding, create_queue, dss_request, gcf, gcf_with, sdk_via, send, sqs, unique, v2};
+use crate::common::{
+    CountingProxy, Encoding, create_queue, dss_request, gcf, gcf_with, sdk_via, send, sqs, unique,
+    v2,
+};
 
 fn request(url: &str) -> http::Request<http_body_util::Full<bytes::Bytes>> {
-    dss_request(url, &v2(&unique("sub"), "b1", "CREATE", "t1"), Encoding::Json)
+    dss_request(
+        url,
+        &v2(&unique("sub"), "b1", "CREATE", "t1"),
+        Encoding::Json,
+    )
 }
 
 /// A loopback port with nothing listening.
 fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[tokio::test]
@@ -23,8 +34,15 @@ async fn a_missing_queue_is_502() {
     let queue = format!("{}-missing", create_queue(&sqs, false).await);
     let url = gcf(&[("RELAY_SQS_QUEUE_URL", &queue)]).await;
     let (status, body) = send(request(&url)).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (502, Some("sink_failed")), "{body}");
-    assert!(!body.to_string().contains("QueueDoesNotExist"), "no internal detail in the answer");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (502, Some("sink_failed")),
+        "{body}"
+    );
+    assert!(
+        !body.to_string().contains("QueueDoesNotExist"),
+        "no internal detail in the answer"
+    );
 }
 
 #[tokio::test]
@@ -33,19 +51,41 @@ async fn a_missing_topic_is_502() {
     let topic = format!("projects/{project}/topics/{}", unique("never-created"));
     let url = gcf(&[("RELAY_PUBSUB_TOPIC", &topic)]).await;
     let (status, body) = send(request(&url)).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (502, Some("sink_failed")), "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (502, Some("sink_failed")),
+        "{body}"
+    );
 }
 
 #[tokio::test]
 async fn sqs_down_is_503_within_the_deadline() {
-    let sdk = sdk_via(&format!("http://127.0.0.1:{}", closed_port()), Duration::from_millis(1500)).await;
-    let target = SqsTarget { queue_url: "http://127.0.0.1:5000/123456789012/q".into(), max_message_bytes: 1 << 20 };
-    let url = gcf_with(&[("RELAY_SINK_TIMEOUT_MS", "1500")], vec![Arc::new(SqsSink::new(&sdk, &target))]).await;
+    let sdk = sdk_via(
+        &format!("http://127.0.0.1:{}", closed_port()),
+        Duration::from_millis(1500),
+    )
+    .await;
+    let target = SqsTarget {
+        queue_url: "http://127.0.0.1:5000/123456789012/q".into(),
+        max_message_bytes: 1 << 20,
+    };
+    let url = gcf_with(
+        &[("RELAY_SINK_TIMEOUT_MS", "1500")],
+        vec![Arc::new(SqsSink::new(&sdk, &target))],
+    )
+    .await;
     let started = Instant::now();
     let (status, body) = send(request(&url)).await;
     let took = started.elapsed();
-    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("sink_unavailable")), "{body}");
-    assert!(took < Duration::from_millis(2500), "answered after {took:?}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("sink_unavailable")),
+        "{body}"
+    );
+    assert!(
+        took < Duration::from_millis(2500),
+        "answered after {took:?}"
+    );
 }
 
 #[tokio::test]
@@ -60,13 +100,23 @@ async fn sqs_that_never_answers_is_503_at_the_deadline() {
         }
     });
     let sdk = sdk_via(&endpoint, Duration::from_millis(1000)).await;
-    let target = SqsTarget { queue_url: "http://127.0.0.1:5000/123456789012/q".into(), max_message_bytes: 1 << 20 };
-    let url = gcf_with(&[("RELAY_SINK_TIMEOUT_MS", "1000")], vec![Arc::new(SqsSink::new(&sdk, &target))]).await;
+    let target = SqsTarget {
+        queue_url: "http://127.0.0.1:5000/123456789012/q".into(),
+        max_message_bytes: 1 << 20,
+    };
+    let url = gcf_with(
+        &[("RELAY_SINK_TIMEOUT_MS", "1000")],
+        vec![Arc::new(SqsSink::new(&sdk, &target))],
+    )
+    .await;
     let started = Instant::now();
     let (status, _) = send(request(&url)).await;
     let took = started.elapsed();
     assert_eq!(status, 503);
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_millis(2000), "answered after {took:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(2000),
+        "answered after {took:?}"
+    );
 }
 
 #[tokio::test]
@@ -81,7 +131,11 @@ async fn pubsub_down_is_503_within_the_deadline() {
     let url = gcf_with(&[("RELAY_SINK_TIMEOUT_MS", "1500")], vec![Arc::new(sink)]).await;
     let started = Instant::now();
     let (status, body) = send(request(&url)).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("sink_unavailable")), "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("sink_unavailable")),
+        "{body}"
+    );
     assert!(started.elapsed() < Duration::from_millis(2500));
 }
 
@@ -90,12 +144,19 @@ async fn oversize_is_413_and_no_call_is_made() {
     let sqs = sqs().await;
     let queue = create_queue(&sqs, false).await;
     let proxy = CountingProxy::start().await;
-    let target = SqsTarget { queue_url: queue, max_message_bytes: 1000 };
+    let target = SqsTarget {
+        queue_url: queue,
+        max_message_bytes: 1000,
+    };
     let sink = SqsSink::new(&proxy.sdk(Duration::from_secs(5)).await, &target);
     let url = gcf_with(&[], vec![Arc::new(sink)]).await;
     let big = v2(&unique("sub"), &"b".repeat(1000), "CREATE", "t1");
     let (status, body) = send(dss_request(&url, &big, Encoding::Json)).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (413, Some("message_too_large")), "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("message_too_large")),
+        "{body}"
+    );
     assert_eq!(proxy.calls(), 0);
     // The same route does carry a message that fits.
     let (status, _) = send(request(&url)).await;

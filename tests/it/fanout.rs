@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use crate::common::{Encoding, attribute, create_queue, dss_request, gcf, receive, send, sqs, unique, v2};
+use crate::common::{
+    Encoding, attribute, create_queue, dss_request, gcf, receive, send, sqs, unique, v2,
+};
 use crate::pubsub::{pull, topic_with_subscription};
 
 #[tokio::test]
@@ -10,7 +12,11 @@ async fn one_notification_reaches_sqs_and_pubsub() {
     let sqs = sqs().await;
     let queue = create_queue(&sqs, false).await;
     let (topic, subscription) = topic_with_subscription().await;
-    let url = gcf(&[("RELAY_SQS_QUEUE_URL", &queue), ("RELAY_PUBSUB_TOPIC", &topic)]).await;
+    let url = gcf(&[
+        ("RELAY_SQS_QUEUE_URL", &queue),
+        ("RELAY_PUBSUB_TOPIC", &topic),
+    ])
+    .await;
     let payload = v2(&unique("sub"), "b1", "CREATE", "t1");
     let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
     assert_eq!(status, 202, "{body}");
@@ -29,9 +35,27 @@ async fn a_failing_second_sink_fails_the_request() {
     let queue = create_queue(&sqs, false).await;
     let project = std::env::var("PUBSUB_PROJECT_ID").unwrap_or_else(|_| "test-project".into());
     let missing = format!("projects/{project}/topics/{}", unique("never-created"));
-    let url = gcf(&[("RELAY_SQS_QUEUE_URL", &queue), ("RELAY_PUBSUB_TOPIC", &missing)]).await;
-    let (status, body) = send(dss_request(&url, &v2(&unique("sub"), "b1", "CREATE", "t1"), Encoding::Json)).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (502, Some("sink_failed")), "{body}");
+    let url = gcf(&[
+        ("RELAY_SQS_QUEUE_URL", &queue),
+        ("RELAY_PUBSUB_TOPIC", &missing),
+    ])
+    .await;
+    let (status, body) = send(dss_request(
+        &url,
+        &v2(&unique("sub"), "b1", "CREATE", "t1"),
+        Encoding::Json,
+    ))
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (502, Some("sink_failed")),
+        "{body}"
+    );
     // SQS took its copy; the DSS retry will bring the same dedup key again.
-    assert_eq!(receive(&sqs, &queue, 1, Duration::from_millis(200)).await.len(), 1);
+    assert_eq!(
+        receive(&sqs, &queue, 1, Duration::from_millis(200))
+            .await
+            .len(),
+        1
+    );
 }

@@ -7,7 +7,10 @@ use google_cloud_pubsub::client::{Subscriber, SubscriptionAdmin, TopicAdmin};
 use crate::common::{Encoding, dss_request, gcf, send, unique, v1, v2};
 
 fn endpoint() -> String {
-    format!("http://{}", std::env::var("PUBSUB_EMULATOR_HOST").expect("source infra/local/env.sh"))
+    format!(
+        "http://{}",
+        std::env::var("PUBSUB_EMULATOR_HOST").expect("source infra/local/env.sh")
+    )
 }
 
 fn anonymous() -> google_cloud_auth::credentials::Credentials {
@@ -19,10 +22,19 @@ pub(crate) async fn topic_with_subscription() -> (String, String) {
     let project = std::env::var("PUBSUB_PROJECT_ID").unwrap_or_else(|_| "test-project".into());
     let topic = format!("projects/{project}/topics/{}", unique("dss"));
     let subscription = format!("projects/{project}/subscriptions/{}", unique("dss-sub"));
-    let topics = TopicAdmin::builder().with_endpoint(endpoint()).with_credentials(anonymous()).build().await.unwrap();
+    let topics = TopicAdmin::builder()
+        .with_endpoint(endpoint())
+        .with_credentials(anonymous())
+        .build()
+        .await
+        .unwrap();
     topics.create_topic().set_name(&topic).send().await.unwrap();
-    let subscriptions =
-        SubscriptionAdmin::builder().with_endpoint(endpoint()).with_credentials(anonymous()).build().await.unwrap();
+    let subscriptions = SubscriptionAdmin::builder()
+        .with_endpoint(endpoint())
+        .with_credentials(anonymous())
+        .build()
+        .await
+        .unwrap();
     subscriptions
         .create_subscription()
         .set_name(&subscription)
@@ -35,8 +47,16 @@ pub(crate) async fn topic_with_subscription() -> (String, String) {
 }
 
 /// Pulls `want` messages (acknowledging them), waiting at most 30 s.
-pub(crate) async fn pull(subscription: &str, want: usize) -> Vec<google_cloud_pubsub::model::Message> {
-    let subscriber = Subscriber::builder().with_endpoint(endpoint()).with_credentials(anonymous()).build().await.unwrap();
+pub(crate) async fn pull(
+    subscription: &str,
+    want: usize,
+) -> Vec<google_cloud_pubsub::model::Message> {
+    let subscriber = Subscriber::builder()
+        .with_endpoint(endpoint())
+        .with_credentials(anonymous())
+        .build()
+        .await
+        .unwrap();
     let mut stream = subscriber.subscribe(subscription).build();
     let mut got = Vec::new();
     while got.len() < want {
@@ -54,13 +74,30 @@ pub(crate) async fn pull(subscription: &str, want: usize) -> Vec<google_cloud_pu
 #[tokio::test]
 async fn json_and_multipart_reach_a_pubsub_topic_unchanged_and_ordered() {
     let (topic, subscription) = topic_with_subscription().await;
-    let url = gcf(&[("RELAY_PUBSUB_TOPIC", &topic), ("RELAY_PUBSUB_ORDERING", "true")]).await;
+    let url = gcf(&[
+        ("RELAY_PUBSUB_TOPIC", &topic),
+        ("RELAY_PUBSUB_ORDERING", "true"),
+    ])
+    .await;
     let sub = unique("sub");
-    let payloads = [v2(&sub, "b1", "CREATE", "t1"), v1(&sub, "b1"), v2(&sub, "b1", "TOMBSTONE", "t2")];
-    for (payload, encoding) in payloads.iter().zip([Encoding::Json, Encoding::Multipart, Encoding::Json]) {
+    let payloads = [
+        v2(&sub, "b1", "CREATE", "t1"),
+        v1(&sub, "b1"),
+        v2(&sub, "b1", "TOMBSTONE", "t2"),
+    ];
+    for (payload, encoding) in
+        payloads
+            .iter()
+            .zip([Encoding::Json, Encoding::Multipart, Encoding::Json])
+    {
         let (status, body) = send(dss_request(&url, payload, encoding)).await;
         assert_eq!(status, 202, "{body}");
-        assert!(body["deliveries"][0]["sink"].as_str().unwrap().starts_with("pubsub:"));
+        assert!(
+            body["deliveries"][0]["sink"]
+                .as_str()
+                .unwrap()
+                .starts_with("pubsub:")
+        );
     }
     let messages = pull(&subscription, 3).await;
     let data: Vec<&[u8]> = messages.iter().map(|m| m.data.as_ref()).collect();
@@ -68,8 +105,20 @@ async fn json_and_multipart_reach_a_pubsub_topic_unchanged_and_ordered() {
     assert_eq!(data, sent, "byte for byte, in order");
     for message in &messages {
         assert_eq!(message.ordering_key, "b1");
-        assert_eq!(message.attributes.get("dss.subscription_id").map(String::as_str), Some(sub.as_str()));
-        assert_eq!(message.attributes.get("relay.dedup_key").map(String::len), Some(64));
+        assert_eq!(
+            message
+                .attributes
+                .get("dss.subscription_id")
+                .map(String::as_str),
+            Some(sub.as_str())
+        );
+        assert_eq!(
+            message.attributes.get("relay.dedup_key").map(String::len),
+            Some(64)
+        );
     }
-    assert_eq!(messages[1].attributes.get("dss.kind").map(String::as_str), Some("v1"));
+    assert_eq!(
+        messages[1].attributes.get("dss.kind").map(String::as_str),
+        Some("v1")
+    );
 }

@@ -2,13 +2,23 @@
 
 use std::time::Duration;
 
-use crate::common::{Encoding, attribute, create_queue, dss_request, gcf, receive, sdk, send, sqs, unique, v1, v2};
+use crate::common::{
+    Encoding, attribute, create_queue, dss_request, gcf, receive, sdk, send, sqs, unique, v1, v2,
+};
 
 #[tokio::test]
 async fn json_and_multipart_reach_an_sns_topic_unchanged() {
     let sqs = sqs().await;
     let sns = aws_sdk_sns::Client::new(&sdk().await);
-    let topic = sns.create_topic().name(unique("dss")).send().await.unwrap().topic_arn().unwrap().to_owned();
+    let topic = sns
+        .create_topic()
+        .name(unique("dss"))
+        .send()
+        .await
+        .unwrap()
+        .topic_arn()
+        .unwrap()
+        .to_owned();
     let queue = create_queue(&sqs, false).await;
     let queue_arn = sqs
         .get_queue_attributes()
@@ -35,14 +45,22 @@ async fn json_and_multipart_reach_an_sns_topic_unchanged() {
     for (payload, encoding) in payloads.iter().zip([Encoding::Json, Encoding::Multipart]) {
         let (status, body) = send(dss_request(&url, payload, encoding)).await;
         assert_eq!(status, 202, "{body}");
-        assert!(body["deliveries"][0]["sink"].as_str().unwrap().starts_with("sns:"));
+        assert!(
+            body["deliveries"][0]["sink"]
+                .as_str()
+                .unwrap()
+                .starts_with("sns:")
+        );
     }
     let mut messages = receive(&sqs, &queue, 2, Duration::from_millis(500)).await;
     assert_eq!(messages.len(), 2);
     messages.sort_by_key(|m| attribute(m, "dss.bundle_uuid").unwrap().to_owned());
     for (message, payload) in messages.iter().zip(&payloads) {
         assert_eq!(message.body().unwrap().as_bytes(), payload.as_bytes());
-        assert_eq!(attribute(message, "dss.subscription_id"), Some(sub.as_str()));
+        assert_eq!(
+            attribute(message, "dss.subscription_id"),
+            Some(sub.as_str())
+        );
     }
     assert_eq!(attribute(&messages[0], "dss.event_type"), Some("DELETE"));
 }

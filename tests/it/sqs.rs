@@ -7,7 +7,10 @@ use aws_sdk_sqs::types::MessageSystemAttributeName;
 use relay_core::config::SqsTarget;
 use relay_core::sink::SqsSink;
 
-use crate::common::{CountingProxy, Encoding, attribute, create_queue, dss_request, gcf, gcf_with, receive, send, sqs, unique, v1, v2};
+use crate::common::{
+    CountingProxy, Encoding, attribute, create_queue, dss_request, gcf, gcf_with, receive, send,
+    sqs, unique, v1, v2,
+};
 
 #[tokio::test]
 async fn json_and_multipart_land_byte_identical_in_a_standard_queue() {
@@ -19,17 +22,35 @@ async fn json_and_multipart_land_byte_identical_in_a_standard_queue() {
     for (payload, encoding) in payloads.iter().zip([Encoding::Json, Encoding::Multipart]) {
         let (status, body) = send(dss_request(&url, payload, encoding)).await;
         assert_eq!(status, 202, "{body}");
-        assert!(body["deliveries"][0]["sink"].as_str().unwrap().starts_with("sqs:"));
+        assert!(
+            body["deliveries"][0]["sink"]
+                .as_str()
+                .unwrap()
+                .starts_with("sqs:")
+        );
         assert!(body["deliveries"][0]["message_id"].is_string());
     }
     let mut messages = receive(&sqs, &queue, 2, Duration::from_millis(500)).await;
     assert_eq!(messages.len(), 2);
     messages.sort_by_key(|m| attribute(m, "dss.bundle_uuid").unwrap().to_owned());
     for (message, payload) in messages.iter().zip(&payloads) {
-        assert_eq!(message.body().unwrap().as_bytes(), payload.as_bytes(), "byte for byte");
-        assert_eq!(attribute(message, "dss.subscription_id"), Some(sub.as_str()));
-        assert_eq!(attribute(message, "relay.key_id"), Some(crate::common::KEY_ID));
-        assert_eq!(attribute(message, "relay.dedup_key").map(str::len), Some(64));
+        assert_eq!(
+            message.body().unwrap().as_bytes(),
+            payload.as_bytes(),
+            "byte for byte"
+        );
+        assert_eq!(
+            attribute(message, "dss.subscription_id"),
+            Some(sub.as_str())
+        );
+        assert_eq!(
+            attribute(message, "relay.key_id"),
+            Some(crate::common::KEY_ID)
+        );
+        assert_eq!(
+            attribute(message, "relay.dedup_key").map(str::len),
+            Some(64)
+        );
     }
     assert_eq!(attribute(&messages[0], "dss.kind"), Some("v2"));
     assert_eq!(attribute(&messages[0], "dss.event_type"), Some("CREATE"));
@@ -45,17 +66,41 @@ async fn a_dss_retry_is_delivered_once_to_a_fifo_queue() {
     let sub = unique("sub");
     // The same event twice (a DSS retry: new transaction_id), then another event.
     for (event, transaction) in [("CREATE", "t1"), ("CREATE", "t2"), ("TOMBSTONE", "t3")] {
-        let (status, body) = send(dss_request(&url, &v2(&sub, "b1", event, transaction), Encoding::Json)).await;
+        let (status, body) = send(dss_request(
+            &url,
+            &v2(&sub, "b1", event, transaction),
+            Encoding::Json,
+        ))
+        .await;
         assert_eq!(status, 202, "{body}");
     }
     let messages = receive(&sqs, &queue, 2, Duration::from_secs(2)).await;
-    let events: Vec<_> = messages.iter().map(|m| attribute(m, "dss.event_type").unwrap()).collect();
-    assert_eq!(events, ["CREATE", "TOMBSTONE"], "the retry was deduplicated, order kept");
-    assert!(messages[0].body().unwrap().contains(r#""transaction_id": "t1""#));
-    let system = messages[0].attributes().unwrap();
-    assert_eq!(system.get(&MessageSystemAttributeName::MessageGroupId).map(String::as_str), Some(sub.as_str()));
+    let events: Vec<_> = messages
+        .iter()
+        .map(|m| attribute(m, "dss.event_type").unwrap())
+        .collect();
     assert_eq!(
-        system.get(&MessageSystemAttributeName::MessageDeduplicationId).map(String::as_str),
+        events,
+        ["CREATE", "TOMBSTONE"],
+        "the retry was deduplicated, order kept"
+    );
+    assert!(
+        messages[0]
+            .body()
+            .unwrap()
+            .contains(r#""transaction_id": "t1""#)
+    );
+    let system = messages[0].attributes().unwrap();
+    assert_eq!(
+        system
+            .get(&MessageSystemAttributeName::MessageGroupId)
+            .map(String::as_str),
+        Some(sub.as_str())
+    );
+    assert_eq!(
+        system
+            .get(&MessageSystemAttributeName::MessageDeduplicationId)
+            .map(String::as_str),
         attribute(&messages[0], "relay.dedup_key")
     );
 }
@@ -65,12 +110,19 @@ async fn a_burst_of_200_is_batched_and_delivered_exactly_once() {
     let sqs = sqs().await;
     let queue = create_queue(&sqs, false).await;
     let proxy = CountingProxy::start().await;
-    let target = SqsTarget { queue_url: queue.clone(), max_message_bytes: 1024 * 1024 };
+    let target = SqsTarget {
+        queue_url: queue.clone(),
+        max_message_bytes: 1024 * 1024,
+    };
     let sink = SqsSink::new(&proxy.sdk(Duration::from_secs(5)).await, &target);
     let url = gcf_with(&[], vec![Arc::new(sink)]).await;
     let sub = unique("sub");
     let requests = (0..200).map(|i| {
-        let request = dss_request(&url, &v2(&sub, &format!("bundle-{i:03}"), "CREATE", "t"), Encoding::Json);
+        let request = dss_request(
+            &url,
+            &v2(&sub, &format!("bundle-{i:03}"), "CREATE", "t"),
+            Encoding::Json,
+        );
         tokio::spawn(crate::common::send(request))
     });
     let mut accepted = Vec::new();
@@ -82,11 +134,20 @@ async fn a_burst_of_200_is_batched_and_delivered_exactly_once() {
     }
     let calls = proxy.calls();
     let messages = receive(&sqs, &queue, accepted.len(), Duration::from_secs(2)).await;
-    let mut bundles: Vec<String> = messages.iter().map(|m| attribute(m, "dss.bundle_uuid").unwrap().to_owned()).collect();
+    let mut bundles: Vec<String> = messages
+        .iter()
+        .map(|m| attribute(m, "dss.bundle_uuid").unwrap().to_owned())
+        .collect();
     bundles.sort();
     assert_eq!(bundles, accepted, "every 2xx is in the queue exactly once");
     assert!(accepted.len() >= 190, "{} of 200 accepted", accepted.len());
-    println!("sqs burst: 200 notifications, {} accepted, {calls} SQS API calls", accepted.len());
+    println!(
+        "sqs burst: 200 notifications, {} accepted, {calls} SQS API calls",
+        accepted.len()
+    );
     // At most ten entries per call, so at least 20 calls went through the proxy.
-    assert!((20..=100).contains(&calls), "{calls} SQS calls for 200 notifications");
+    assert!(
+        (20..=100).contains(&calls),
+        "{calls} SQS calls for 200 notifications"
+    );
 }

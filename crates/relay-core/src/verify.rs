@@ -246,7 +246,9 @@ impl<'a> SignatureParams<'a> {
             };
         }
         Ok(Self {
-            key_id: key_id.ok_or(VerifyError::MalformedSignature("keyId is missing"))?,
+            key_id: key_id
+                .filter(|id| !id.is_empty())
+                .ok_or(VerifyError::MalformedSignature("keyId is missing or empty"))?,
             algorithm: algorithm.ok_or(VerifyError::MalformedSignature("algorithm is missing"))?,
             // The signing library's default when no list is given.
             headers: headers.unwrap_or("date"),

@@ -222,6 +222,19 @@ fn rows() -> Vec<Row> {
             "malformed_signature",
         ),
         row(
+            "empty keyId",
+            json(GOOD),
+            |h| {
+                resign(
+                    h,
+                    r#"keyId="",algorithm="hmac-sha256",headers="date digest""#,
+                    &["date", "digest"],
+                )
+            },
+            StatusCode::UNAUTHORIZED,
+            "malformed_signature",
+        ),
+        row(
             "no signature parameter",
             json(GOOD),
             |h| {

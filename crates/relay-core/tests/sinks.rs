@@ -78,7 +78,7 @@ async fn every_sink_gets_the_notification() {
     );
     let relay = relay(
         &[],
-        vec![a.clone() as Arc<dyn Sink>, b.clone() as Arc<dyn Sink>],
+        vec![Arc::clone(&a) as Arc<dyn Sink>, Arc::clone(&b) as Arc<dyn Sink>],
     );
     let outcome = relay.accept(request(BODY)).await;
     assert_eq!(outcome.status, StatusCode::ACCEPTED);
@@ -163,8 +163,8 @@ async fn too_large_for_a_sink_is_413_before_any_sink_is_called() {
     let relay = relay(
         &[],
         vec![
-            other.clone() as Arc<dyn Sink>,
-            small.clone() as Arc<dyn Sink>,
+            Arc::clone(&other) as Arc<dyn Sink>,
+            Arc::clone(&small) as Arc<dyn Sink>,
         ],
     );
     let big = BODY.replace(r#""s""#, &format!("\"{}\"", "s".repeat(200)));

@@ -14,7 +14,9 @@ const MARGIN: Duration = Duration::from_millis(500);
 
 /// Turns one event into one relay answer.
 pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
-    let deadline = request.lambda_context_ref().and_then(|ctx| deadline(ctx.deadline));
+    let deadline = request
+        .lambda_context_ref()
+        .and_then(|ctx| deadline(ctx.deadline));
     let (parts, body) = request.into_parts();
     let body = match body {
         Body::Empty => Bytes::new(),
@@ -22,7 +24,9 @@ pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
         Body::Binary(bytes) => Bytes::from(bytes),
         other => Bytes::copy_from_slice(other.as_ref()),
     };
-    let outcome = relay.accept_until(http::Request::from_parts(parts, body), deadline).await;
+    let outcome = relay
+        .accept_until(http::Request::from_parts(parts, body), deadline)
+        .await;
     // relay-core always answers JSON text.
     outcome
         .into_response()

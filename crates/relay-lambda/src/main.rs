@@ -14,7 +14,11 @@ async fn main() -> Result<(), Error> {
     for name in Config::unknown_vars(std::env::vars().map(|(name, _)| name)) {
         tracing::warn!(variable = %name, "Unknown RELAY_ variable ignored.");
     }
-    let relay = Arc::new(Relay::from_config(config).await.inspect_err(|e| tracing::error!("{e}"))?);
+    let relay = Arc::new(
+        Relay::from_config(config)
+            .await
+            .inspect_err(|e| tracing::error!("{e}"))?,
+    );
     run(service_fn(move |request: Request| {
         let relay = Arc::clone(&relay);
         async move { Ok::<_, Error>(relay_lambda::handle(&relay, request).await) }

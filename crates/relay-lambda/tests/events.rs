@@ -6,7 +6,9 @@ use lambda_http::Body;
 use relay_core::{Config, Relay};
 
 fn event(name: &str) -> lambda_http::Request {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("events").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("events")
+        .join(name);
     lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -21,7 +23,12 @@ async fn relay(sink: &Path) -> Relay {
 }
 
 fn capture_body(name: &str) -> Vec<u8> {
-    let raw = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../relay-core/tests/data/dss").join(name)).unwrap();
+    let raw = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../relay-core/tests/data/dss")
+            .join(name),
+    )
+    .unwrap();
     let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     raw[at..].to_vec()
 }
@@ -39,7 +46,9 @@ async fn example_events_get_their_documented_status() {
     ] {
         let response = relay_lambda::handle(&relay, event(name)).await;
         assert_eq!(response.status().as_u16(), status, "{name}");
-        let Body::Text(text) = response.body() else { panic!("{name}: not a text body") };
+        let Body::Text(text) = response.body() else {
+            panic!("{name}: not a text body")
+        };
         let body: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(body["error"]["code"].as_str(), code, "{name}: {text}");
         assert_eq!(response.headers()["content-type"], "application/json");
@@ -49,7 +58,10 @@ async fn example_events_get_their_documented_status() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let payloads: Vec<&[u8]> = lines.iter().map(|l| l["payload"].as_str().unwrap().as_bytes()).collect();
+    let payloads: Vec<&[u8]> = lines
+        .iter()
+        .map(|l| l["payload"].as_str().unwrap().as_bytes())
+        .collect();
     let v2 = capture_body("v2-json-post.http");
     let v1 = capture_body("v1-json-post-custom-keyid.http");
     // The multipart event's body is base64 in the event; its payload field is the v2 JSON.
