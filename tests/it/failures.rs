@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use relay_core::config::{PubSubTarget, SqsTarget};
-use relay_core::sink::{PubSubSink, SqsSink};
+use relay_core::sink::{PubSubSink, sqs_sink};
 
 use crate::common::{
     CountingProxy, Encoding, create_queue, dss_request, gcf, gcf_with, sdk_via, send, sqs, unique,
@@ -71,7 +71,7 @@ async fn sqs_down_is_503_within_the_deadline() {
     };
     let url = gcf_with(
         &[("RELAY_SINK_TIMEOUT_MS", "1500")],
-        vec![Arc::new(SqsSink::new(&sdk, &target))],
+        vec![Arc::new(sqs_sink(&sdk, &target))],
     )
     .await;
     let started = Instant::now();
@@ -106,7 +106,7 @@ async fn sqs_that_never_answers_is_503_at_the_deadline() {
     };
     let url = gcf_with(
         &[("RELAY_SINK_TIMEOUT_MS", "1000")],
-        vec![Arc::new(SqsSink::new(&sdk, &target))],
+        vec![Arc::new(sqs_sink(&sdk, &target))],
     )
     .await;
     let started = Instant::now();
@@ -148,7 +148,7 @@ async fn oversize_is_413_and_no_call_is_made() {
         queue_url: queue,
         max_message_bytes: 1000,
     };
-    let sink = SqsSink::new(&proxy.sdk(Duration::from_secs(5)).await, &target);
+    let sink = sqs_sink(&proxy.sdk(Duration::from_secs(5)).await, &target);
     let url = gcf_with(&[], vec![Arc::new(sink)]).await;
     let big = v2(&unique("sub"), &"b".repeat(1000), "CREATE", "t1");
     let (status, body) = send(dss_request(&url, &big, Encoding::Json)).await;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use relay_core::config::SqsTarget;
-use relay_core::sink::SqsSink;
+use relay_core::sink::sqs_sink;
 
 use crate::common::{
     CountingProxy, Encoding, attribute, create_queue, dss_request, gcf, gcf_with, receive, send,
@@ -114,7 +114,7 @@ async fn a_burst_of_200_is_batched_and_delivered_exactly_once() {
         queue_url: queue.clone(),
         max_message_bytes: 1024 * 1024,
     };
-    let sink = SqsSink::new(&proxy.sdk(Duration::from_secs(5)).await, &target);
+    let sink = sqs_sink(&proxy.sdk(Duration::from_secs(5)).await, &target);
     let url = gcf_with(&[], vec![Arc::new(sink)]).await;
     let sub = unique("sub");
     let requests = (0..200).map(|i| {

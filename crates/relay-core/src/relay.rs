@@ -55,6 +55,14 @@ pub enum StartError {
     },
 }
 
+impl StartError {
+    /// The error for a sink this build leaves out (`_target` only marks what asked for it).
+    #[allow(dead_code)]
+    fn not_built_in<T>(var: &'static str, feature: &'static str, _target: &T) -> Self {
+        Self::NotBuiltIn { var, feature }
+    }
+}
+
 /// A configured relay: keys, policy and sinks, built once at start and shared by every request.
 #[derive(Debug)]
 pub struct Relay {
@@ -75,31 +83,29 @@ async fn queue_sinks(config: &Config) -> Result<Vec<Arc<dyn Sink>>, StartError> 
     };
     if let Some(target) = &config.sqs {
         #[cfg(feature = "sqs")]
-        sinks.push(Arc::new(crate::sink::SqsSink::new(
+        sinks.push(Arc::new(crate::sink::sqs_sink(
             aws.as_ref().expect("loaded above"),
             target,
         )));
         #[cfg(not(feature = "sqs"))]
-        let _ = target;
-        #[cfg(not(feature = "sqs"))]
-        return Err(StartError::NotBuiltIn {
-            var: "RELAY_SQS_QUEUE_URL",
-            feature: "sqs",
-        });
+        return Err(StartError::not_built_in(
+            "RELAY_SQS_QUEUE_URL",
+            "sqs",
+            target,
+        ));
     }
     if let Some(target) = &config.sns {
         #[cfg(feature = "sns")]
-        sinks.push(Arc::new(crate::sink::SnsSink::new(
+        sinks.push(Arc::new(crate::sink::sns_sink(
             aws.as_ref().expect("loaded above"),
             target,
         )));
         #[cfg(not(feature = "sns"))]
-        let _ = target;
-        #[cfg(not(feature = "sns"))]
-        return Err(StartError::NotBuiltIn {
-            var: "RELAY_SNS_TOPIC_ARN",
-            feature: "sns",
-        });
+        return Err(StartError::not_built_in(
+            "RELAY_SNS_TOPIC_ARN",
+            "sns",
+            target,
+        ));
     }
     if let Some(target) = &config.pubsub {
         #[cfg(feature = "pubsub")]
@@ -112,12 +118,11 @@ async fn queue_sinks(config: &Config) -> Result<Vec<Arc<dyn Sink>>, StartError> 
                 })?,
         ));
         #[cfg(not(feature = "pubsub"))]
-        let _ = target;
-        #[cfg(not(feature = "pubsub"))]
-        return Err(StartError::NotBuiltIn {
-            var: "RELAY_PUBSUB_TOPIC",
-            feature: "pubsub",
-        });
+        return Err(StartError::not_built_in(
+            "RELAY_PUBSUB_TOPIC",
+            "pubsub",
+            target,
+        ));
     }
     Ok(sinks)
 }
@@ -132,7 +137,7 @@ struct LogFields {
 }
 
 impl Relay {
-    /// Builds the sinks the configuration names (opening files, later building SDK clients).
+    /// Builds every sink the configuration names: opens the file, builds each SDK client.
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
         let mut sinks = queue_sinks(&config).await?;
         if let Some(target) = &config.file_sink {

@@ -78,7 +78,10 @@ async fn every_sink_gets_the_notification() {
     );
     let relay = relay(
         &[],
-        vec![Arc::clone(&a) as Arc<dyn Sink>, Arc::clone(&b) as Arc<dyn Sink>],
+        vec![
+            Arc::clone(&a) as Arc<dyn Sink>,
+            Arc::clone(&b) as Arc<dyn Sink>,
+        ],
     );
     let outcome = relay.accept(request(BODY)).await;
     assert_eq!(outcome.status, StatusCode::ACCEPTED);

@@ -81,6 +81,12 @@ fn is_throttling(code: &str) -> bool {
         )
 }
 
+/// The payload as the text SQS bodies and SNS messages are; it was parsed as JSON, so it is
+/// UTF-8.
+pub(super) fn payload_text(message: &Message) -> Result<String, SinkError> {
+    String::from_utf8(message.payload.to_vec()).map_err(|e| SinkError::Permanent(Box::new(e)))
+}
+
 /// What a batch call reported: accepted entries with their message ids, and failed entries.
 pub(super) struct BatchReport {
     pub(super) accepted: Vec<(String, Option<String>)>,

@@ -9,15 +9,57 @@ use std::sync::Arc;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::{Message, Receipt, SinkError};
+use super::{Message, Receipt, Sink, SinkError};
 
-/// One API call's worth of messages, answered per message, in order.
+/// One destination's publish API: a single message, or a batch answered per message in order.
 #[async_trait::async_trait]
 pub(crate) trait SendBatch: Send + Sync + 'static {
-    async fn send(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>>;
+    async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError>;
 
-    /// The size this message counts for against the batch byte limit.
-    fn size(&self, message: &Message) -> usize;
+    async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>>;
+
+    /// The size a message counts for against the batch byte limit.
+    fn size(&self, message: &Message) -> usize {
+        message.encoded_size()
+    }
+}
+
+/// A sink whose messages in flight together share API calls (SQS, SNS).
+#[derive(Debug)]
+pub struct BatchedSink {
+    name: String,
+    max_message_bytes: usize,
+    batcher: Batcher,
+}
+
+impl BatchedSink {
+    pub(crate) fn new(
+        name: String,
+        max_message_bytes: usize,
+        sender: Arc<dyn SendBatch>,
+        limits: Limits,
+    ) -> Self {
+        Self {
+            name,
+            max_message_bytes,
+            batcher: Batcher::spawn(sender, limits),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Sink for BatchedSink {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        Some(self.max_message_bytes)
+    }
+
+    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        self.batcher.publish(batch).await
+    }
 }
 
 /// The limits of one call.
@@ -97,7 +139,11 @@ async fn dispatch(
         let sender = Arc::clone(&sender);
         tokio::spawn(async move {
             let (messages, replies): (Vec<Message>, Vec<Reply>) = batch.into_iter().unzip();
-            let mut results = sender.send(&messages).await.into_iter();
+            let mut results = match messages.as_slice() {
+                [one] => vec![sender.send_one(one).await],
+                many => sender.send_many(many).await,
+            }
+            .into_iter();
             for reply in replies {
                 let result = results.next().unwrap_or_else(|| {
                     Err(SinkError::Permanent(
@@ -127,7 +173,13 @@ mod tests {
 
     #[async_trait::async_trait]
     impl SendBatch for Recorder {
-        async fn send(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
+            self.send_many(std::slice::from_ref(message))
+                .await
+                .remove(0)
+        }
+
+        async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
             self.batches.lock().unwrap().push(batch.len());
             tokio::time::sleep(Duration::from_millis(20)).await;
             batch

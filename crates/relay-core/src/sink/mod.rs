@@ -20,13 +20,15 @@ use bytes::Bytes;
 
 #[cfg(feature = "aws")]
 pub use aws::load_aws_config;
+#[cfg(feature = "aws")]
+pub use batch::BatchedSink;
 pub use file::{FileSink, FileTarget};
 #[cfg(feature = "pubsub")]
 pub use pubsub::PubSubSink;
 #[cfg(feature = "sns")]
-pub use sns::SnsSink;
+pub use sns::sns_sink;
 #[cfg(feature = "sqs")]
-pub use sqs::SqsSink;
+pub use sqs::sqs_sink;
 
 use crate::notification::{Attributes, Notification, Verified};
 

@@ -9,10 +9,11 @@ use aws_sdk_sqs::config::Region;
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 
 use super::aws::{
-    BatchReport, MAX_ATTRIBUTES, classify, entry_failure, region_of_host, send_entries,
+    BatchReport, MAX_ATTRIBUTES, classify, entry_failure, payload_text, region_of_host,
+    send_entries,
 };
-use super::batch::{Batcher, Limits, SendBatch};
-use super::{Message, Receipt, Sink, SinkError};
+use super::batch::{BatchedSink, Limits, SendBatch};
+use super::{Message, Receipt, SinkError};
 use crate::config::SqsTarget;
 
 /// SQS takes at most ten entries and 1 MiB per `SendMessageBatch`.
@@ -22,66 +23,39 @@ const BATCH: Limits = Limits {
     max_in_flight: 8,
 };
 
-/// Publishes to one SQS queue. The body is the payload text, unchanged; attributes are String
+/// A sink for one SQS queue. The body is the payload text, unchanged; attributes are String
 /// message attributes; FIFO queues get `MessageGroupId` = subscription_id and
 /// `MessageDeduplicationId` = the stable dedup key.
-#[derive(Debug)]
-pub struct SqsSink {
-    name: String,
-    max_message_bytes: usize,
-    batcher: Batcher,
+///
+/// The client is built once, from the shared AWS configuration. A queue URL on an AWS host sets
+/// the client's region, so a relay can publish to a queue in another region.
+pub fn sqs_sink(sdk: &SdkConfig, target: &SqsTarget) -> BatchedSink {
+    let mut config = aws_sdk_sqs::config::Builder::from(sdk);
+    let host = target
+        .queue_url
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| u.host().map(str::to_owned));
+    if let Some(region) = host.as_deref().and_then(region_of_host) {
+        config = config.region(Region::new(region));
+    }
+    let queue = Queue {
+        client: Client::from_conf(config.build()),
+        url: target.queue_url.clone(),
+        fifo: target.is_fifo(),
+    };
+    let name = format!(
+        "sqs:{}",
+        target.queue_url.rsplit('/').next().unwrap_or_default()
+    );
+    BatchedSink::new(name, target.max_message_bytes, Arc::new(queue), BATCH)
 }
 
 #[derive(Debug)]
-struct Sender {
+struct Queue {
     client: Client,
-    queue_url: String,
+    url: String,
     fifo: bool,
-}
-
-impl SqsSink {
-    /// Builds the client once, from the shared AWS configuration. A queue URL on an AWS host
-    /// sets the client's region, so a relay can publish to a queue in another region.
-    pub fn new(sdk: &SdkConfig, target: &SqsTarget) -> Self {
-        let mut config = aws_sdk_sqs::config::Builder::from(sdk);
-        let host = target
-            .queue_url
-            .parse::<http::Uri>()
-            .ok()
-            .and_then(|u| u.host().map(str::to_owned));
-        if let Some(region) = host.as_deref().and_then(region_of_host) {
-            config = config.region(Region::new(region));
-        }
-        let sender = Sender {
-            client: Client::from_conf(config.build()),
-            queue_url: target.queue_url.clone(),
-            fifo: target.is_fifo(),
-        };
-        let name = format!(
-            "sqs:{}",
-            target.queue_url.rsplit('/').next().unwrap_or_default()
-        );
-        Self {
-            name,
-            max_message_bytes: target.max_message_bytes,
-            batcher: Batcher::spawn(Arc::new(sender), BATCH),
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl Sink for SqsSink {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn max_message_bytes(&self) -> Option<usize> {
-        Some(self.max_message_bytes)
-    }
-
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        self.batcher.publish(batch).await
-    }
 }
 
 fn attributes(message: &Message) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
@@ -93,24 +67,42 @@ fn attributes(message: &Message) -> Result<HashMap<String, MessageAttributeValue
             let value = MessageAttributeValue::builder()
                 .data_type("String")
                 .string_value(value)
-                .build()
-                .map_err(|e| SinkError::Permanent(Box::new(e)))?;
-            Ok((name.to_owned(), value))
+                .build();
+            Ok((
+                name.to_owned(),
+                value.map_err(|e| SinkError::Permanent(Box::new(e)))?,
+            ))
         })
         .collect()
 }
 
-fn body(message: &Message) -> Result<String, SinkError> {
-    String::from_utf8(message.payload.to_vec()).map_err(|e| SinkError::Permanent(Box::new(e)))
+impl Queue {
+    fn entry(
+        &self,
+        id: String,
+        message: &Message,
+    ) -> Result<SendMessageBatchRequestEntry, SinkError> {
+        let mut entry = SendMessageBatchRequestEntry::builder()
+            .id(id)
+            .message_body(payload_text(message)?)
+            .set_message_attributes(Some(attributes(message)?));
+        if self.fifo {
+            entry = entry
+                .message_group_id(&message.subscription_id)
+                .message_deduplication_id(&message.dedup_key);
+        }
+        entry.build().map_err(|e| SinkError::Permanent(Box::new(e)))
+    }
 }
 
-impl Sender {
+#[async_trait::async_trait]
+impl SendBatch for Queue {
     async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
         let mut request = self
             .client
             .send_message()
-            .queue_url(&self.queue_url)
-            .message_body(body(message)?)
+            .queue_url(&self.url)
+            .message_body(payload_text(message)?)
             .set_message_attributes(Some(attributes(message)?));
         if self.fifo {
             request = request
@@ -123,30 +115,7 @@ impl Sender {
         })
     }
 
-    fn entry(
-        &self,
-        id: String,
-        message: &Message,
-    ) -> Result<SendMessageBatchRequestEntry, SinkError> {
-        let mut entry = SendMessageBatchRequestEntry::builder()
-            .id(id)
-            .message_body(body(message)?)
-            .set_message_attributes(Some(attributes(message)?));
-        if self.fifo {
-            entry = entry
-                .message_group_id(&message.subscription_id)
-                .message_deduplication_id(&message.dedup_key);
-        }
-        entry.build().map_err(|e| SinkError::Permanent(Box::new(e)))
-    }
-}
-
-#[async_trait::async_trait]
-impl SendBatch for Sender {
-    async fn send(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        if let [message] = batch {
-            return vec![self.send_one(message).await];
-        }
+    async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
         send_entries(
             batch,
             |id, message| self.entry(id, message),
@@ -154,7 +123,7 @@ impl SendBatch for Sender {
                 let output = self
                     .client
                     .send_message_batch()
-                    .queue_url(&self.queue_url)
+                    .queue_url(&self.url)
                     .set_entries(Some(entries))
                     .send()
                     .await
@@ -179,9 +148,5 @@ impl SendBatch for Sender {
             },
         )
         .await
-    }
-
-    fn size(&self, message: &Message) -> usize {
-        message.encoded_size()
     }
 }
