@@ -8,5 +8,6 @@ mod failures;
 mod fanout;
 mod lambda;
 mod pubsub;
+mod secrets;
 mod sns;
 mod sqs;

@@ -15,6 +15,7 @@ use crate::verify::{KeyRing, Secret};
 pub const KNOWN_VARS: &[&str] = &[
     "RELAY_HMAC_KEYS",
     "RELAY_HMAC_SECRET",
+    "RELAY_HMAC_KEYS_SECRET_ARN",
     "RELAY_ALLOW_UNSIGNED",
     "RELAY_MAX_CLOCK_SKEW_SECS",
     "RELAY_MAX_BODY_BYTES",
@@ -117,6 +118,10 @@ pub struct Config {
     /// `RELAY_HMAC_KEYS` (a JSON object `{"<keyId>": "<secret>"}`) and `RELAY_HMAC_SECRET` (one
     /// secret for any keyId). Secrets are used as their UTF-8 bytes, never base64-decoded.
     pub keys: KeyRing,
+    /// `RELAY_HMAC_KEYS_SECRET_ARN`: an AWS Secrets Manager secret read once at start, whose
+    /// `SecretString` is either a `RELAY_HMAC_KEYS` JSON object or one plain secret for any keyId.
+    /// Its keys join the ones above; the secret stays out of the function's environment.
+    pub keys_secret_arn: Option<String>,
     /// `RELAY_ALLOW_UNSIGNED`: accept requests without an `Authorization` header. Off by
     /// default; with no key at all it turns verification off entirely.
     pub allow_unsigned: bool,
@@ -198,6 +203,26 @@ impl Config {
             other => other.map(Secret::new),
         };
         let keys = KeyRing::new(named, any);
+        let keys_secret_arn = var("RELAY_HMAC_KEYS_SECRET_ARN").and_then(|arn| {
+            let parts: Vec<&str> = arn.splitn(7, ':').collect();
+            match parts.as_slice() {
+                ["arn", partition, "secretsmanager", region, account, "secret", name]
+                    if partition.starts_with("aws")
+                        && !region.is_empty()
+                        && !account.is_empty()
+                        && !name.is_empty() =>
+                {
+                    Some(arn)
+                }
+                _ => {
+                    fail(
+                        "RELAY_HMAC_KEYS_SECRET_ARN",
+                        format!("expected a Secrets Manager secret ARN such as arn:aws:secretsmanager:us-east-1:123456789012:secret:dss-relay-hmac, got {arn:?}"),
+                    );
+                    None
+                }
+            }
+        });
 
         let allow_unsigned = parse_or(
             "RELAY_ALLOW_UNSIGNED",
@@ -349,10 +374,10 @@ impl Config {
             &mut fail,
         );
 
-        if keys.is_empty() && !allow_unsigned {
+        if keys.is_empty() && keys_secret_arn.is_none() && !allow_unsigned {
             fail(
                 "RELAY_HMAC_KEYS",
-                "no HMAC key is configured: set RELAY_HMAC_KEYS or RELAY_HMAC_SECRET (or, to accept unsigned notifications, RELAY_ALLOW_UNSIGNED=true)".into(),
+                "no HMAC key is configured: set RELAY_HMAC_KEYS, RELAY_HMAC_SECRET or RELAY_HMAC_KEYS_SECRET_ARN (or, to accept unsigned notifications, RELAY_ALLOW_UNSIGNED=true)".into(),
             );
         }
         if file_sink.is_none() && sqs.is_none() && sns.is_none() && pubsub.is_none() {
@@ -367,6 +392,7 @@ impl Config {
         }
         Ok(Self {
             keys,
+            keys_secret_arn,
             allow_unsigned,
             max_clock_skew: (skew_secs > 0).then(|| Duration::from_secs(skew_secs)),
             max_body_bytes,
@@ -401,6 +427,10 @@ impl Config {
             (
                 "RELAY_HMAC_SECRET",
                 show(self.keys.has_catch_all().then(|| "****".into())),
+            ),
+            (
+                "RELAY_HMAC_KEYS_SECRET_ARN",
+                show(self.keys_secret_arn.clone()),
             ),
             ("RELAY_ALLOW_UNSIGNED", self.allow_unsigned.to_string()),
             (
@@ -522,7 +552,8 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
-fn parse_keys(raw: &str) -> Result<BTreeMap<String, Secret>, String> {
+/// Parses a `RELAY_HMAC_KEYS` value: a JSON object of non-empty keyIds to non-empty secrets.
+pub(crate) fn parse_keys(raw: &str) -> Result<BTreeMap<String, Secret>, String> {
     // Deliberately no echo of the input: it holds secrets.
     let map: BTreeMap<String, serde_json::Value> = serde_json::from_str(raw)
         .map_err(|_| "expected a JSON object of {\"<keyId>\": \"<secret>\"}".to_owned())?;

@@ -12,6 +12,8 @@ pub mod intake;
 pub mod notification;
 pub mod outcome;
 pub mod relay;
+#[cfg(feature = "secrets")]
+mod secrets;
 pub mod sink;
 pub mod telemetry;
 pub mod verify;

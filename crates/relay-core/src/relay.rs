@@ -45,7 +45,8 @@ pub enum StartError {
         /// The cargo feature that provides it.
         feature: &'static str,
     },
-    /// A sink's client could not be built (for Pub/Sub: no default credentials).
+    /// A client could not be built or could not read what it needs at start (Pub/Sub without
+    /// default credentials, an unreadable secret).
     #[error("{var}: cannot build the client: {message}")]
     Client {
         /// The variable that configured the sink.
@@ -73,18 +74,18 @@ pub struct Relay {
 }
 
 /// Builds the SQS, SNS and Pub/Sub sinks the configuration names, each client once.
-async fn queue_sinks(config: &Config) -> Result<Vec<Arc<dyn Sink>>, StartError> {
+async fn queue_sinks(
+    config: &Config,
+    #[cfg(feature = "aws")]
+    #[cfg_attr(not(any(feature = "sqs", feature = "sns")), allow(unused_variables))]
+    aws: Option<&aws_config::SdkConfig>,
+) -> Result<Vec<Arc<dyn Sink>>, StartError> {
     #[allow(unused_mut)]
     let mut sinks: Vec<Arc<dyn Sink>> = Vec::new();
-    #[cfg(feature = "aws")]
-    let aws = match config.sqs.is_some() || config.sns.is_some() {
-        true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
-        false => None,
-    };
     if let Some(target) = &config.sqs {
         #[cfg(feature = "sqs")]
         sinks.push(Arc::new(crate::sink::sqs_sink(
-            aws.as_ref().expect("loaded above"),
+            aws.expect("loaded for SQS and SNS"),
             target,
         )));
         #[cfg(not(feature = "sqs"))]
@@ -97,7 +98,7 @@ async fn queue_sinks(config: &Config) -> Result<Vec<Arc<dyn Sink>>, StartError> 
     if let Some(target) = &config.sns {
         #[cfg(feature = "sns")]
         sinks.push(Arc::new(crate::sink::sns_sink(
-            aws.as_ref().expect("loaded above"),
+            aws.expect("loaded for SQS and SNS"),
             target,
         )));
         #[cfg(not(feature = "sns"))]
@@ -139,7 +140,47 @@ struct LogFields {
 impl Relay {
     /// Builds every sink the configuration names: opens the file, builds each SDK client.
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
-        let mut sinks = queue_sinks(&config).await?;
+        #[cfg(feature = "aws")]
+        let aws = match config.sqs.is_some()
+            || config.sns.is_some()
+            || config.keys_secret_arn.is_some()
+        {
+            true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
+            false => None,
+        };
+        #[cfg(feature = "secrets")]
+        let mut config = config;
+        if let Some(arn) = config.keys_secret_arn.clone() {
+            #[cfg(feature = "secrets")]
+            {
+                let sdk = aws.as_ref().expect("loaded for the secret");
+                let (named, any) =
+                    crate::secrets::load_keys(sdk, &arn)
+                        .await
+                        .map_err(|message| StartError::Client {
+                            var: "RELAY_HMAC_KEYS_SECRET_ARN",
+                            message,
+                        })?;
+                tracing::info!(
+                    named_keys = named.len(),
+                    catch_all = any.is_some(),
+                    "HMAC keys read from Secrets Manager."
+                );
+                config.keys.extend(named, any);
+            }
+            #[cfg(not(feature = "secrets"))]
+            return Err(StartError::not_built_in(
+                "RELAY_HMAC_KEYS_SECRET_ARN",
+                "secrets",
+                &arn,
+            ));
+        }
+        let mut sinks = queue_sinks(
+            &config,
+            #[cfg(feature = "aws")]
+            aws.as_ref(),
+        )
+        .await?;
         if let Some(target) = &config.file_sink {
             let sink = FileSink::open(target)
                 .await

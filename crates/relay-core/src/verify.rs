@@ -78,6 +78,16 @@ impl KeyRing {
         self.any.is_some()
     }
 
+    /// Adds keys (from a secret store); a named key already present keeps its secret.
+    pub fn extend(&mut self, named: BTreeMap<String, Secret>, any: Option<Secret>) {
+        for (id, secret) in named {
+            self.named.entry(id).or_insert(secret);
+        }
+        if self.any.is_none() {
+            self.any = any;
+        }
+    }
+
     fn lookup(&self, key_id: &str) -> Option<&Secret> {
         self.named.get(key_id).or(self.any.as_ref())
     }

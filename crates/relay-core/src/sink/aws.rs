@@ -1,14 +1,16 @@
 //! What the SQS and SNS sinks share: one SDK configuration, error classification, regions.
+// A build with only one of the two (or only `secrets`) leaves some helpers unused.
+#![cfg_attr(not(all(feature = "sqs", feature = "sns")), allow(dead_code))]
 
 use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
-use aws_sdk_sqs::error::ProvideErrorMetadata;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::display::DisplayErrorContext;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use super::{Message, Receipt, SinkError};
 

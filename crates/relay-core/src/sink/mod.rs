@@ -3,7 +3,7 @@
 
 #[cfg(feature = "aws")]
 mod aws;
-#[cfg(feature = "aws")]
+#[cfg(any(feature = "sqs", feature = "sns"))]
 mod batch;
 mod file;
 #[cfg(feature = "pubsub")]
@@ -20,7 +20,7 @@ use bytes::Bytes;
 
 #[cfg(feature = "aws")]
 pub use aws::load_aws_config;
-#[cfg(feature = "aws")]
+#[cfg(any(feature = "sqs", feature = "sns"))]
 pub use batch::BatchedSink;
 pub use file::{FileSink, FileTarget};
 #[cfg(feature = "pubsub")]

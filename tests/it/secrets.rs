@@ -1,0 +1,78 @@
+//! HMAC keys read from Secrets Manager at start (`RELAY_HMAC_KEYS_SECRET_ARN`), on moto.
+
+use relay_core::{Config, Relay};
+
+use crate::common::{
+    Encoding, create_queue, dss_request, require_emulator_env, sdk, send, serve, sqs, unique, v2,
+};
+
+async fn relay_with_secret(
+    secret_string: &str,
+    queue: &str,
+) -> Result<String, relay_core::StartError> {
+    let client = aws_sdk_secretsmanager::Client::new(&sdk().await);
+    let arn = client
+        .create_secret()
+        .name(unique("dss-relay-hmac"))
+        .secret_string(secret_string)
+        .send()
+        .await
+        .unwrap()
+        .arn()
+        .unwrap()
+        .to_owned();
+    require_emulator_env();
+    let vars = [
+        ("RELAY_HMAC_KEYS_SECRET_ARN", arn.as_str()),
+        ("RELAY_SQS_QUEUE_URL", queue),
+    ];
+    let config = Config::from_vars(|n| {
+        vars.iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, v)| (*v).to_owned())
+    })
+    .unwrap();
+    Ok(serve(Relay::from_config(config).await?).await)
+}
+
+#[tokio::test]
+async fn keys_come_from_the_secret_as_json_or_plain_text() {
+    let queue = create_queue(&sqs().await, false).await;
+    let payload = v2(&unique("sub"), "b1", "CREATE", "t1");
+    for secret_string in [r#"{"it-key": "integration-secret"}"#, "integration-secret"] {
+        let url = relay_with_secret(secret_string, &queue).await.unwrap();
+        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+        assert_eq!(status, 202, "{secret_string}: {body}");
+    }
+    // A secret holding another key: the test's signature does not verify.
+    let url = relay_with_secret(r#"{"it-key": "another-secret"}"#, &queue)
+        .await
+        .unwrap();
+    let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("bad_signature"))
+    );
+}
+
+#[tokio::test]
+async fn a_missing_secret_stops_the_relay_at_start() {
+    require_emulator_env();
+    let queue = create_queue(&sqs().await, false).await;
+    let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:does-not-exist";
+    let vars = [
+        ("RELAY_HMAC_KEYS_SECRET_ARN", arn),
+        ("RELAY_SQS_QUEUE_URL", queue.as_str()),
+    ];
+    let config = Config::from_vars(|n| {
+        vars.iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, v)| (*v).to_owned())
+    })
+    .unwrap();
+    let error = Relay::from_config(config).await.unwrap_err().to_string();
+    assert!(
+        error.starts_with("RELAY_HMAC_KEYS_SECRET_ARN: cannot build the client"),
+        "{error}"
+    );
+}
