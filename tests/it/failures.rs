@@ -123,7 +123,6 @@ async fn sqs_that_never_answers_is_503_at_the_deadline() {
 async fn pubsub_down_is_503_within_the_deadline() {
     let target = PubSubTarget {
         topic: "projects/test-project/topics/dss-events".into(),
-        ordering: false,
         max_message_bytes: 10_000_000,
         emulator_host: Some(format!("127.0.0.1:{}", closed_port())),
     };

@@ -72,7 +72,7 @@ async fn a_missing_secret_stops_the_relay_at_start() {
     .unwrap();
     let error = Relay::from_config(config).await.unwrap_err().to_string();
     assert!(
-        error.starts_with("RELAY_HMAC_KEYS_SECRET_ARN: cannot build the client"),
+        error.starts_with("RELAY_HMAC_KEYS_SECRET_ARN: cannot read the secret"),
         "{error}"
     );
 }

@@ -12,6 +12,7 @@ pub mod intake;
 pub mod notification;
 pub mod outcome;
 pub mod relay;
+pub mod route;
 #[cfg(feature = "secrets")]
 mod secrets;
 pub mod sink;

@@ -2,7 +2,7 @@
 //! attributes every sink carries next to the untouched payload bytes.
 
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 /// Marker: the notification arrived without a checked signature (for `relay explain` and tests).
@@ -86,7 +86,8 @@ impl PayloadError {
 #[derive(Debug, Clone)]
 pub struct Notification<S = Verified> {
     payload: Bytes,
-    document: Map<String, Value>,
+    /// Always a JSON object.
+    document: Value,
     subscription_id: String,
     bundle_uuid: String,
     bundle_version: String,
@@ -106,7 +107,7 @@ impl Notification<Unverified> {
         }
         let value: Value = serde_json::from_slice(&payload)
             .map_err(|e| PayloadError::InvalidJson(e.to_string()))?;
-        let Value::Object(document) = value else {
+        let Value::Object(ref document) = value else {
             return Err(PayloadError::NotAnObject);
         };
         let subscription_id = required(document.get("subscription_id"), "subscription_id")?;
@@ -137,7 +138,7 @@ impl Notification<Unverified> {
         );
         Ok(Self {
             payload,
-            document,
+            document: value,
             subscription_id,
             bundle_uuid,
             bundle_version,
@@ -178,8 +179,9 @@ impl<S> Notification<S> {
         &self.payload
     }
 
-    /// The parsed payload, for reading fields (routing, templates). Never forward it.
-    pub fn document(&self) -> &Map<String, Value> {
+    /// The parsed payload (a JSON object), for reading fields: routing, templates. Never
+    /// forward it.
+    pub fn document(&self) -> &Value {
         &self.document
     }
 
@@ -304,6 +306,16 @@ impl Attributes {
                 .filter_map(|(name, value)| Some(((*name).to_owned(), value?.to_owned())))
                 .collect(),
         )
+    }
+
+    /// Keeps the attributes whose name passes `keep`.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.0.retain(|(name, _)| keep(name));
+    }
+
+    /// Appends an attribute.
+    pub fn push(&mut self, name: &str, value: &str) {
+        self.0.push((name.to_owned(), value.to_owned()));
     }
 
     /// The value of one attribute.

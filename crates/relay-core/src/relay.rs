@@ -15,122 +15,38 @@ use http::{HeaderMap, Method, StatusCode, header};
 use serde_json::json;
 
 use crate::config::Config;
+use crate::config::SinkOptions;
 use crate::error::Error;
 use crate::intake::extract_payload;
 use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
-use crate::sink::{FileSink, Message, Sink, SinkError};
+use crate::route::{Input, Router, request_document};
+pub use crate::sink::StartError;
+use crate::sink::{Message, Sink, SinkError};
 use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
 
 /// The DSS v1 retry-queue index header; forwarded as the `dss.notify_attempt` attribute.
 pub const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
-
-/// Why the relay could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The file sink could not be opened.
-    #[error("RELAY_FILE_SINK: cannot open {target}: {source}")]
-    FileSink {
-        /// The configured target.
-        target: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A sink is configured that this build does not include.
-    #[error("{var} is set, but this build has no {feature} support (cargo feature {feature:?})")]
-    NotBuiltIn {
-        /// The variable that asked for it.
-        var: &'static str,
-        /// The cargo feature that provides it.
-        feature: &'static str,
-    },
-    /// A client could not be built or could not read what it needs at start (Pub/Sub without
-    /// default credentials, an unreadable secret).
-    #[error("{var}: cannot build the client: {message}")]
-    Client {
-        /// The variable that configured the sink.
-        var: &'static str,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-impl StartError {
-    /// The error for a sink this build leaves out (`_target` only marks what asked for it).
-    #[allow(dead_code)]
-    fn not_built_in<T>(var: &'static str, feature: &'static str, _target: &T) -> Self {
-        Self::NotBuiltIn { var, feature }
-    }
-}
 
 /// A configured relay: keys, policy and sinks, built once at start and shared by every request.
 #[derive(Debug)]
 pub struct Relay {
     config: Config,
     policy: Policy,
+    /// Aligned with the router's sink names and with `options`.
     sinks: Vec<Arc<dyn Sink>>,
+    options: Vec<SinkOptions>,
+    router: Router,
     clock: Arc<dyn Clock>,
 }
 
-/// Builds the SQS, SNS and Pub/Sub sinks the configuration names, each client once.
-async fn queue_sinks(
-    config: &Config,
-    #[cfg(feature = "aws")]
-    #[cfg_attr(not(any(feature = "sqs", feature = "sns")), allow(unused_variables))]
-    aws: Option<&aws_config::SdkConfig>,
-) -> Result<Vec<Arc<dyn Sink>>, StartError> {
-    #[allow(unused_mut)]
-    let mut sinks: Vec<Arc<dyn Sink>> = Vec::new();
-    if let Some(target) = &config.sqs {
-        #[cfg(feature = "sqs")]
-        sinks.push(Arc::new(crate::sink::sqs_sink(
-            aws.expect("loaded for SQS and SNS"),
-            target,
-        )));
-        #[cfg(not(feature = "sqs"))]
-        return Err(StartError::not_built_in(
-            "RELAY_SQS_QUEUE_URL",
-            "sqs",
-            target,
-        ));
-    }
-    if let Some(target) = &config.sns {
-        #[cfg(feature = "sns")]
-        sinks.push(Arc::new(crate::sink::sns_sink(
-            aws.expect("loaded for SQS and SNS"),
-            target,
-        )));
-        #[cfg(not(feature = "sns"))]
-        return Err(StartError::not_built_in(
-            "RELAY_SNS_TOPIC_ARN",
-            "sns",
-            target,
-        ));
-    }
-    if let Some(target) = &config.pubsub {
-        #[cfg(feature = "pubsub")]
-        sinks.push(Arc::new(
-            crate::sink::PubSubSink::new(target)
-                .await
-                .map_err(|e| StartError::Client {
-                    var: "RELAY_PUBSUB_TOPIC",
-                    message: e.to_string(),
-                })?,
-        ));
-        #[cfg(not(feature = "pubsub"))]
-        return Err(StartError::not_built_in(
-            "RELAY_PUBSUB_TOPIC",
-            "pubsub",
-            target,
-        ));
-    }
-    Ok(sinks)
-}
+/// A message as one sink shapes it, or why its templates could not be filled.
+type Shaped = Result<Message, crate::route::TemplateError>;
 
 /// What the per-request log line says about the notification.
 #[derive(Default)]
 struct LogFields {
+    filtered: bool,
     subscription_id: Option<String>,
     bundle_uuid: Option<String>,
     bundle_version: Option<String>,
@@ -138,15 +54,21 @@ struct LogFields {
 }
 
 impl Relay {
-    /// Builds every sink the configuration names: opens the file, builds each SDK client.
+    /// Builds every sink the configuration names (opening files, building each SDK client
+    /// once) and reads the keys from Secrets Manager when configured.
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
         #[cfg(feature = "aws")]
-        let aws = match config.sqs.is_some()
-            || config.sns.is_some()
-            || config.keys_secret_arn.is_some()
-        {
-            true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
-            false => None,
+        let aws = {
+            use crate::config::Target;
+            let needed = config.keys_secret_arn.is_some()
+                || config
+                    .sinks
+                    .iter()
+                    .any(|s| matches!(s.target, Target::Sqs(_) | Target::Sns(_)));
+            match needed {
+                true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
+                false => None,
+            }
         };
         #[cfg(feature = "secrets")]
         let mut config = config;
@@ -154,13 +76,9 @@ impl Relay {
             #[cfg(feature = "secrets")]
             {
                 let sdk = aws.as_ref().expect("loaded for the secret");
-                let (named, any) =
-                    crate::secrets::load_keys(sdk, &arn)
-                        .await
-                        .map_err(|message| StartError::Client {
-                            var: "RELAY_HMAC_KEYS_SECRET_ARN",
-                            message,
-                        })?;
+                let (named, any) = crate::secrets::load_keys(sdk, &arn)
+                    .await
+                    .map_err(StartError::Secret)?;
                 tracing::info!(
                     named_keys = named.len(),
                     catch_all = any.is_some(),
@@ -169,32 +87,42 @@ impl Relay {
                 config.keys.extend(named, any);
             }
             #[cfg(not(feature = "secrets"))]
-            return Err(StartError::not_built_in(
-                "RELAY_HMAC_KEYS_SECRET_ARN",
-                "secrets",
-                &arn,
-            ));
+            return Err(StartError::Secret(format!(
+                "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
+            )));
         }
-        let mut sinks = queue_sinks(
-            &config,
+        let sinks = crate::sink::build(
+            &config.sinks,
             #[cfg(feature = "aws")]
             aws.as_ref(),
         )
         .await?;
-        if let Some(target) = &config.file_sink {
-            let sink = FileSink::open(target)
-                .await
-                .map_err(|source| StartError::FileSink {
-                    target: target.to_string(),
-                    source,
-                })?;
-            sinks.push(Arc::new(sink));
-        }
-        Ok(Self::new(config, sinks, Arc::new(SystemClock)))
+        let options = config.sinks.iter().map(|s| s.options.clone()).collect();
+        let router = config.router.clone();
+        Ok(Self::assemble(
+            config,
+            sinks,
+            options,
+            router,
+            Arc::new(SystemClock),
+        ))
     }
 
-    /// Assembles a relay from parts; tests use it to inject sinks and a fixed clock.
+    /// A relay that sends every notification to every one of `sinks`, instead of the
+    /// configured ones; tests use it to inject sinks and a fixed clock.
     pub fn new(config: Config, sinks: Vec<Arc<dyn Sink>>, clock: Arc<dyn Clock>) -> Self {
+        let router = Router::to_all(sinks.iter().map(|s| s.name().to_owned()).collect());
+        let options = vec![SinkOptions::default(); sinks.len()];
+        Self::assemble(config, sinks, options, router, clock)
+    }
+
+    fn assemble(
+        config: Config,
+        sinks: Vec<Arc<dyn Sink>>,
+        options: Vec<SinkOptions>,
+        router: Router,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         if config.allow_unsigned {
             if config.keys.is_empty() {
                 tracing::warn!(
@@ -216,6 +144,8 @@ impl Relay {
             config,
             policy,
             sinks,
+            options,
+            router,
             clock,
         }
     }
@@ -337,44 +267,69 @@ impl Relay {
         fields.bundle_version = Some(notification.bundle_version().to_owned());
         fields.event_type = notification.event_type().map(str::to_owned);
 
+        let request = match self.router.uses_request() {
+            true => request_document(parts.uri.path(), parts.uri.query(), &parts.headers),
+            false => serde_json::Value::Null,
+        };
+        let routing = self.router.route(&Input {
+            document: notification.document(),
+            request: &request,
+        });
+        if routing.sinks.is_empty() {
+            // Nothing wants it: acknowledge, so the DSS does not retry.
+            fields.filtered = true;
+            return Ok(Outcome::json(
+                StatusCode::ACCEPTED,
+                &json!({"status": "filtered", "dedup_key": notification.dedup_key()}),
+            ));
+        }
+
         let attempt = parts
             .headers
             .get(NOTIFY_ATTEMPT)
             .and_then(|v| v.to_str().ok());
-        let message = Message::new(&notification, attempt, received_at);
-        let size = message.encoded_size();
-        if let Some(sink) = self
-            .sinks
-            .iter()
-            .find(|s| s.max_message_bytes().is_some_and(|max| size > max))
-        {
-            return Err(Error::MessageTooLarge {
-                sink: sink.name().to_owned(),
-                limit: sink.max_message_bytes().unwrap_or_default(),
-            });
+        let base = Message::new(&notification, attempt, received_at);
+        let mut messages = Vec::with_capacity(routing.sinks.len());
+        for &i in &routing.sinks {
+            let (sink, message) = (&self.sinks[i], base.shaped(&self.options[i], &notification));
+            if let Ok(message) = &message {
+                let size = message.encoded_size();
+                if let Some(limit) = sink.max_message_bytes().filter(|&max| size > max) {
+                    return Err(Error::MessageTooLarge {
+                        sink: sink.name().to_owned(),
+                        limit,
+                    });
+                }
+            }
+            messages.push((sink, message));
         }
-        self.publish(&notification, message, deadline).await
+        self.publish(&notification, messages, deadline).await
     }
 
-    /// Publishes to every sink concurrently; 202 only when all of them acknowledged.
+    /// Publishes to the routed sinks concurrently; 202 only when all of them acknowledged.
     async fn publish(
         &self,
         notification: &Notification<Verified>,
-        message: Message,
+        messages: Vec<(&Arc<dyn Sink>, Shaped)>,
         deadline: Instant,
     ) -> Result<Outcome, Error> {
-        let batch = std::slice::from_ref(&message);
-        let results = join_all(self.sinks.iter().map(|sink| async move {
-            let publish = sink.publish(batch);
-            let result = match tokio::time::timeout_at(deadline.into(), publish).await {
-                Ok(results) => results.into_iter().next().unwrap_or_else(|| {
-                    Err(SinkError::Permanent(
-                        "the sink answered for no message".into(),
-                    ))
-                }),
-                Err(_) => Err(SinkError::Retryable(
-                    "no acknowledgement before the deadline".into(),
-                )),
+        let results = join_all(messages.into_iter().map(|(sink, message)| async move {
+            let result = match message {
+                // A template the notification cannot fill: only configuration can fix that.
+                Err(e) => Err(SinkError::Permanent(Box::new(e))),
+                Ok(message) => {
+                    let publish = sink.publish(std::slice::from_ref(&message));
+                    match tokio::time::timeout_at(deadline.into(), publish).await {
+                        Ok(results) => results.into_iter().next().unwrap_or_else(|| {
+                            Err(SinkError::Permanent(
+                                "the sink answered for no message".into(),
+                            ))
+                        }),
+                        Err(_) => Err(SinkError::Retryable(
+                            "no acknowledgement before the deadline".into(),
+                        )),
+                    }
+                }
             };
             (sink.name(), result)
         }))
@@ -438,6 +393,7 @@ impl Relay {
             };
         }
         match status {
+            _ if fields.filtered => line!(info, "Notification filtered out: no route matched."),
             200..=299 => line!(info, "Request answered."),
             502 => line!(error, "Notification not delivered."),
             _ => line!(warn, "Request refused."),

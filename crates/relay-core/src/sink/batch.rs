@@ -206,8 +206,9 @@ mod tests {
             payload: Bytes::from(payload.to_owned()),
             attributes: Attributes::default(),
             dedup_key: String::new(),
-            subscription_id: String::new(),
-            bundle_uuid: String::new(),
+            group_id: String::new(),
+            dedup_id: String::new(),
+            ordering_key: None,
             received_at: SystemTime::now(),
         }
     }

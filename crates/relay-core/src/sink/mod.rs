@@ -42,12 +42,14 @@ pub struct Message {
     pub payload: Bytes,
     /// Attributes in priority order.
     pub attributes: Attributes,
-    /// The stable deduplication key (FIFO `MessageDeduplicationId`).
+    /// The stable deduplication key.
     pub dedup_key: String,
-    /// `subscription_id` (FIFO `MessageGroupId`).
-    pub subscription_id: String,
-    /// `match.bundle_uuid` (Pub/Sub ordering key).
-    pub bundle_uuid: String,
+    /// FIFO `MessageGroupId` (default: `subscription_id`).
+    pub group_id: String,
+    /// FIFO `MessageDeduplicationId` (default: the stable deduplication key).
+    pub dedup_id: String,
+    /// Pub/Sub ordering key, when the sink orders messages.
+    pub ordering_key: Option<String>,
     /// When the relay received the request.
     pub received_at: SystemTime,
 }
@@ -63,10 +65,40 @@ impl Message {
             payload: notification.payload().clone(),
             attributes: Attributes::derive(notification, notify_attempt),
             dedup_key: notification.dedup_key().to_owned(),
-            subscription_id: notification.subscription_id().to_owned(),
-            bundle_uuid: notification.bundle_uuid().to_owned(),
+            group_id: notification.subscription_id().to_owned(),
+            dedup_id: notification.dedup_key().to_owned(),
+            ordering_key: None,
             received_at,
         }
+    }
+
+    /// The message as one sink shapes it: attribute selection, static attributes, and its
+    /// group, deduplication and ordering templates over the notification.
+    pub fn shaped(
+        &self,
+        options: &crate::config::SinkOptions,
+        notification: &Notification<Verified>,
+    ) -> Result<Self, crate::route::TemplateError> {
+        let mut message = self.clone();
+        if let Some(names) = &options.attributes {
+            message
+                .attributes
+                .retain(|name| names.iter().any(|n| n == name));
+        }
+        for (name, value) in &options.extra_attributes {
+            message.attributes.push(name, value);
+        }
+        let (document, key) = (notification.document(), notification.dedup_key());
+        if let Some(t) = &options.message_group_id {
+            message.group_id = t.render(document, key)?;
+        }
+        if let Some(t) = &options.message_deduplication_id {
+            message.dedup_id = t.render(document, key)?;
+        }
+        if let Some(t) = &options.ordering_key {
+            message.ordering_key = Some(t.render(document, key)?);
+        }
+        Ok(message)
     }
 
     /// The size queue services count against their limit: the body plus every attribute's
@@ -116,6 +148,79 @@ impl SinkError {
             Self::Permanent(detail)
         }
     }
+}
+
+/// Why the relay could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A sink could not be built: a file that cannot be opened, a client without credentials.
+    #[error("sink {sink:?}: {message}")]
+    Sink {
+        /// The sink's name.
+        sink: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A sink is configured that this build does not include.
+    #[error("sink {sink:?} needs the cargo feature {feature:?}, which this build leaves out")]
+    NotBuiltIn {
+        /// The sink's name.
+        sink: String,
+        /// The cargo feature that provides it.
+        feature: &'static str,
+    },
+    /// The HMAC keys could not be read from `RELAY_HMAC_KEYS_SECRET_ARN`.
+    #[error("RELAY_HMAC_KEYS_SECRET_ARN: {0}")]
+    Secret(String),
+}
+
+/// Builds every configured sink, in order, each client once. `aws` is the shared AWS
+/// configuration, loaded when an SQS or SNS sink exists.
+pub async fn build(
+    sinks: &[crate::config::SinkConfig],
+    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+) -> Result<Vec<std::sync::Arc<dyn Sink>>, StartError> {
+    use crate::config::Target;
+    let mut built: Vec<std::sync::Arc<dyn Sink>> = Vec::with_capacity(sinks.len());
+    for sink in sinks {
+        let fail = |message: String| StartError::Sink {
+            sink: sink.name.clone(),
+            message,
+        };
+        #[allow(unused_variables)]
+        let missing = |feature| StartError::NotBuiltIn {
+            sink: sink.name.clone(),
+            feature,
+        };
+        built.push(match &sink.target {
+            Target::File(target) => std::sync::Arc::new(
+                FileSink::open(target)
+                    .await
+                    .map_err(|e| fail(format!("cannot open {target}: {e}")))?,
+            ),
+            #[cfg(feature = "sqs")]
+            Target::Sqs(target) => {
+                std::sync::Arc::new(sqs_sink(aws.expect("loaded for SQS"), target))
+            }
+            #[cfg(feature = "sns")]
+            Target::Sns(target) => {
+                std::sync::Arc::new(sns_sink(aws.expect("loaded for SNS"), target))
+            }
+            #[cfg(feature = "pubsub")]
+            Target::PubSub(target) => std::sync::Arc::new(
+                PubSubSink::new(target)
+                    .await
+                    .map_err(|e| fail(format!("cannot build the client: {e}")))?,
+            ),
+            #[cfg(not(feature = "sqs"))]
+            Target::Sqs(_) => return Err(missing("sqs")),
+            #[cfg(not(feature = "sns"))]
+            Target::Sns(_) => return Err(missing("sns")),
+            #[cfg(not(feature = "pubsub"))]
+            Target::PubSub(_) => return Err(missing("pubsub")),
+        });
+    }
+    Ok(built)
 }
 
 /// A destination that durably accepts notifications (the file sink; SQS, SNS, Pub/Sub).

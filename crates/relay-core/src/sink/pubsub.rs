@@ -8,13 +8,12 @@ use google_cloud_pubsub::model::Message as PubSubMessage;
 use super::{Message, Receipt, Sink, SinkError};
 use crate::config::PubSubTarget;
 
-/// Publishes to one topic: data = the payload bytes, attributes as they are, and with
-/// `RELAY_PUBSUB_ORDERING` the bundle UUID as ordering key.
+/// Publishes to one topic: data = the payload bytes, attributes as they are, and the message's
+/// ordering key when its sink has one (`RELAY_PUBSUB_ORDERING`: the bundle UUID).
 #[derive(Debug)]
 pub struct PubSubSink {
     name: String,
     publisher: Publisher,
-    ordering: bool,
     max_message_bytes: usize,
 }
 
@@ -38,7 +37,6 @@ impl PubSubSink {
                 target.topic.rsplit('/').next().unwrap_or_default()
             ),
             publisher: builder.build().await?,
-            ordering: target.ordering,
             max_message_bytes: target.max_message_bytes,
         })
     }
@@ -62,8 +60,8 @@ impl Sink for PubSubSink {
                 let mut out = PubSubMessage::new()
                     .set_data(message.payload.clone())
                     .set_attributes(message.attributes.iter());
-                if self.ordering {
-                    out = out.set_ordering_key(message.bundle_uuid.clone());
+                if let Some(key) = &message.ordering_key {
+                    out = out.set_ordering_key(key.clone());
                 }
                 self.publisher.publish(out)
             })
@@ -75,9 +73,9 @@ impl Sink for PubSubSink {
                     message_id: Some(id),
                 }),
                 Err(e) => {
-                    if self.ordering {
-                        // A failed key pauses its ordering key; the sender's retry must go through.
-                        self.publisher.resume_publish(message.bundle_uuid.clone());
+                    if let Some(key) = &message.ordering_key {
+                        // A failure pauses its ordering key; the sender's retry must go through.
+                        self.publisher.resume_publish(key.clone());
                     }
                     Err(classify(e))
                 }

@@ -75,8 +75,8 @@ impl Topic {
             .set_message_attributes(Some(attributes(message)?));
         if self.fifo {
             entry = entry
-                .message_group_id(&message.subscription_id)
-                .message_deduplication_id(&message.dedup_key);
+                .message_group_id(&message.group_id)
+                .message_deduplication_id(&message.dedup_id);
         }
         entry.build().map_err(|e| SinkError::Permanent(Box::new(e)))
     }
@@ -93,8 +93,8 @@ impl SendBatch for Topic {
             .set_message_attributes(Some(attributes(message)?));
         if self.fifo {
             request = request
-                .message_group_id(&message.subscription_id)
-                .message_deduplication_id(&message.dedup_key);
+                .message_group_id(&message.group_id)
+                .message_deduplication_id(&message.dedup_id);
         }
         let output = request.send().await.map_err(classify)?;
         Ok(Receipt {

@@ -8,11 +8,18 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod file;
+
+use crate::notification::Attributes;
+use crate::route::{Router, Template};
 use crate::sink::FileTarget;
 use crate::verify::{KeyRing, Secret};
 
+use file::{FileConfig, SinkKind, SinkSpec};
+
 /// Every variable the relay reads. Any other `RELAY_*` variable is reported as unknown.
 pub const KNOWN_VARS: &[&str] = &[
+    "RELAY_CONFIG",
     "RELAY_HMAC_KEYS",
     "RELAY_HMAC_SECRET",
     "RELAY_HMAC_KEYS_SECRET_ARN",
@@ -92,15 +99,51 @@ impl SnsTarget {
 pub struct PubSubTarget {
     /// `RELAY_PUBSUB_TOPIC`: `projects/<project>/topics/<topic>`.
     pub topic: String,
-    /// `RELAY_PUBSUB_ORDERING`: use the bundle UUID as ordering key (default false). The
-    /// subscription must have message ordering enabled for it to matter.
-    pub ordering: bool,
     /// `RELAY_PUBSUB_MAX_MESSAGE_BYTES`: data plus attributes larger than this get 413
     /// (default 10000000, the Pub/Sub limit).
     pub max_message_bytes: usize,
     /// `PUBSUB_EMULATOR_HOST` (`host:port`): talk to that emulator with anonymous credentials
     /// instead of Google with the platform's default credentials.
     pub emulator_host: Option<String>,
+}
+
+/// Where a sink delivers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A local file or stdout.
+    File(FileTarget),
+    /// An SQS queue.
+    Sqs(SqsTarget),
+    /// An SNS topic.
+    Sns(SnsTarget),
+    /// A Pub/Sub topic.
+    PubSub(PubSubTarget),
+}
+
+/// How a sink shapes each message, beyond the payload (which never changes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SinkOptions {
+    /// The relay attributes to send, by name; `None` sends all, in priority order.
+    pub attributes: Option<Vec<String>>,
+    /// Static attributes added after the relay's own.
+    pub extra_attributes: Vec<(String, String)>,
+    /// FIFO `MessageGroupId` (SQS, SNS); set for every FIFO target.
+    pub message_group_id: Option<Template>,
+    /// FIFO `MessageDeduplicationId` (SQS, SNS); set for every FIFO target.
+    pub message_deduplication_id: Option<Template>,
+    /// Pub/Sub ordering key; `None` publishes without one.
+    pub ordering_key: Option<Template>,
+}
+
+/// A named sink: where it delivers and how it shapes messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkConfig {
+    /// The name routes use (`file`, `sqs`, `sns` and `pubsub` on the variables' path).
+    pub name: String,
+    /// The destination.
+    pub target: Target,
+    /// Message shaping.
+    pub options: SinkOptions,
 }
 
 /// Log output format.
@@ -134,14 +177,15 @@ pub struct Config {
     /// `RELAY_PAYLOAD_FIELD`: the multipart form field holding the JSON payload, the
     /// subscription's `payload_form_field` (default `payload`).
     pub payload_field: String,
-    /// `RELAY_FILE_SINK`: append one JSON line per notification to this path, or `-` for stdout.
-    pub file_sink: Option<FileTarget>,
-    /// The SQS queue, when `RELAY_SQS_QUEUE_URL` is set.
-    pub sqs: Option<SqsTarget>,
-    /// The SNS topic, when `RELAY_SNS_TOPIC_ARN` is set.
-    pub sns: Option<SnsTarget>,
-    /// The Pub/Sub topic, when `RELAY_PUBSUB_TOPIC` is set.
-    pub pubsub: Option<PubSubTarget>,
+    /// The sinks: from `RELAY_CONFIG`'s `[sinks]`, or from `RELAY_FILE_SINK` (named `file`),
+    /// `RELAY_SQS_QUEUE_URL` (`sqs`), `RELAY_SNS_TOPIC_ARN` (`sns`) and `RELAY_PUBSUB_TOPIC`
+    /// (`pubsub`, ordered by bundle with `RELAY_PUBSUB_ORDERING=true`).
+    pub sinks: Vec<SinkConfig>,
+    /// The routes over [`sinks`](Self::sinks): from `RELAY_CONFIG`'s `[[routes]]`, or every
+    /// notification to every sink.
+    pub router: Router,
+    /// `RELAY_CONFIG`: the configuration file, when one is used.
+    pub config_file: Option<String>,
     /// `RELAY_SINK_TIMEOUT_MS`: the deadline for each sink to acknowledge, retries included
     /// (default 5000). Past it the sender gets 503 and retries.
     pub sink_timeout: Duration,
@@ -181,6 +225,18 @@ impl Config {
 
     /// Reads variables through `var`, so tests and tools need not touch the process environment.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
+        let config_file = var("RELAY_CONFIG").filter(|p| !p.is_empty());
+        let file = match config_file.as_deref().map(FileConfig::load).transpose() {
+            Ok(file) => file,
+            Err(message) => {
+                return Err(ConfigErrors(vec![ConfigError {
+                    var: "RELAY_CONFIG",
+                    message,
+                }]));
+            }
+        };
+        // Variables override the file's [relay] settings.
+        let var = |name: &str| var(name).or_else(|| file.as_ref().and_then(|f| f.setting(name)));
         let mut errors = Vec::new();
         let mut fail =
             |var: &'static str, message: String| errors.push(ConfigError { var, message });
@@ -342,9 +398,8 @@ impl Config {
         let emulator_host = var("PUBSUB_EMULATOR_HOST").filter(|h| !h.is_empty());
         let pubsub = topic.map(|topic| PubSubTarget {
             topic,
-            ordering,
             max_message_bytes: pubsub_max,
-            emulator_host,
+            emulator_host: emulator_host.clone(),
         });
         let sink_timeout_ms = parse_or(
             "RELAY_SINK_TIMEOUT_MS",
@@ -380,12 +435,82 @@ impl Config {
                 "no HMAC key is configured: set RELAY_HMAC_KEYS, RELAY_HMAC_SECRET or RELAY_HMAC_KEYS_SECRET_ARN (or, to accept unsigned notifications, RELAY_ALLOW_UNSIGNED=true)".into(),
             );
         }
-        if file_sink.is_none() && sqs.is_none() && sns.is_none() && pubsub.is_none() {
-            fail(
-                "RELAY_FILE_SINK",
-                "no sink is configured: set RELAY_SQS_QUEUE_URL, RELAY_SNS_TOPIC_ARN, RELAY_PUBSUB_TOPIC or RELAY_FILE_SINK".into(),
-            );
-        }
+        let from_variables =
+            file_sink.is_some() || sqs.is_some() || sns.is_some() || pubsub.is_some();
+        let (sinks, router) = match file.as_ref().filter(|f| !f.sinks.is_empty()) {
+            Some(file) => {
+                if from_variables {
+                    fail(
+                        "RELAY_CONFIG",
+                        "it defines [sinks], and sink variables (RELAY_SQS_QUEUE_URL, RELAY_SNS_TOPIC_ARN, RELAY_PUBSUB_TOPIC, RELAY_FILE_SINK) are set too: name sinks in one place".into(),
+                    );
+                }
+                let path = config_file.as_deref().unwrap_or_default();
+                let mut sinks = Vec::new();
+                for (name, spec) in &file.sinks {
+                    match sink_from_file(name, spec, emulator_host.as_deref()) {
+                        Ok(sink) => sinks.push(sink),
+                        Err(message) => {
+                            fail("RELAY_CONFIG", format!("{path}: sink {name:?}, {message}"))
+                        }
+                    }
+                }
+                let names = sinks.iter().map(|s: &SinkConfig| s.name.clone()).collect();
+                let router = file
+                    .routes()
+                    .and_then(|specs| Router::compile(&specs, names).map_err(|e| e.to_string()))
+                    .map_err(|message| fail("RELAY_CONFIG", format!("{path}: {message}")))
+                    .ok();
+                (sinks, router)
+            }
+            None => {
+                let mut sinks = Vec::new();
+                if let Some(target) = file_sink {
+                    sinks.push(SinkConfig {
+                        name: "file".into(),
+                        target: Target::File(target),
+                        options: SinkOptions::default(),
+                    });
+                }
+                if let Some(target) = sqs {
+                    let options = fifo_defaults(target.is_fifo());
+                    sinks.push(SinkConfig {
+                        name: "sqs".into(),
+                        target: Target::Sqs(target),
+                        options,
+                    });
+                }
+                if let Some(target) = sns {
+                    let options = fifo_defaults(target.is_fifo());
+                    sinks.push(SinkConfig {
+                        name: "sns".into(),
+                        target: Target::Sns(target),
+                        options,
+                    });
+                }
+                if let Some(target) = pubsub {
+                    let ordering_key = ordering
+                        .then(|| Template::parse("{match.bundle_uuid}").expect("valid template"));
+                    let options = SinkOptions {
+                        ordering_key,
+                        ..SinkOptions::default()
+                    };
+                    sinks.push(SinkConfig {
+                        name: "pubsub".into(),
+                        target: Target::PubSub(target),
+                        options,
+                    });
+                }
+                if sinks.is_empty() {
+                    fail(
+                        "RELAY_FILE_SINK",
+                        "no sink is configured: set RELAY_SQS_QUEUE_URL, RELAY_SNS_TOPIC_ARN, RELAY_PUBSUB_TOPIC or RELAY_FILE_SINK, or name sinks in RELAY_CONFIG".into(),
+                    );
+                }
+                let router = Router::to_all(sinks.iter().map(|s| s.name.clone()).collect());
+                (sinks, Some(router))
+            }
+        };
 
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
@@ -397,10 +522,9 @@ impl Config {
             max_clock_skew: (skew_secs > 0).then(|| Duration::from_secs(skew_secs)),
             max_body_bytes,
             payload_field,
-            file_sink,
-            sqs,
-            sns,
-            pubsub,
+            sinks,
+            router: router.expect("no routing error was reported"),
+            config_file,
             sink_timeout: Duration::from_millis(sink_timeout_ms),
             log_format,
         })
@@ -414,12 +538,13 @@ impl Config {
             .collect()
     }
 
-    /// The effective settings as `(variable, value)` pairs, secrets masked, for `relay check`.
-    pub fn effective(&self) -> Vec<(&'static str, String)> {
+    /// The effective settings as `(name, value)` pairs, secrets masked, for `relay check`:
+    /// the variables, then one line per sink and per route.
+    pub fn effective(&self) -> Vec<(String, String)> {
         let keys: BTreeMap<&str, &str> = self.keys.key_ids().map(|id| (id, "****")).collect();
         let show = |value: Option<String>| value.unwrap_or_else(|| UNSET.to_owned());
-        let (sqs, sns, pubsub) = (self.sqs.as_ref(), self.sns.as_ref(), self.pubsub.as_ref());
-        vec![
+        let mut lines: Vec<(String, String)> = [
+            ("RELAY_CONFIG", show(self.config_file.clone())),
             (
                 "RELAY_HMAC_KEYS",
                 serde_json::to_string(&keys).unwrap_or_default(),
@@ -441,39 +566,6 @@ impl Config {
             ("RELAY_MAX_BODY_BYTES", self.max_body_bytes.to_string()),
             ("RELAY_PAYLOAD_FIELD", self.payload_field.clone()),
             (
-                "RELAY_FILE_SINK",
-                show(self.file_sink.as_ref().map(ToString::to_string)),
-            ),
-            (
-                "RELAY_SQS_QUEUE_URL",
-                show(sqs.map(|t| t.queue_url.clone())),
-            ),
-            (
-                "RELAY_SQS_MAX_MESSAGE_BYTES",
-                show(sqs.map(|t| t.max_message_bytes.to_string())),
-            ),
-            (
-                "RELAY_SNS_TOPIC_ARN",
-                show(sns.map(|t| t.topic_arn.clone())),
-            ),
-            (
-                "RELAY_SNS_MAX_MESSAGE_BYTES",
-                show(sns.map(|t| t.max_message_bytes.to_string())),
-            ),
-            ("RELAY_PUBSUB_TOPIC", show(pubsub.map(|t| t.topic.clone()))),
-            (
-                "RELAY_PUBSUB_ORDERING",
-                show(pubsub.map(|t| t.ordering.to_string())),
-            ),
-            (
-                "RELAY_PUBSUB_MAX_MESSAGE_BYTES",
-                show(pubsub.map(|t| t.max_message_bytes.to_string())),
-            ),
-            (
-                "PUBSUB_EMULATOR_HOST",
-                show(pubsub.and_then(|t| t.emulator_host.clone())),
-            ),
-            (
                 "RELAY_SINK_TIMEOUT_MS",
                 self.sink_timeout.as_millis().to_string(),
             ),
@@ -486,7 +578,241 @@ impl Config {
                 .into(),
             ),
         ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        for sink in &self.sinks {
+            lines.push((format!("sink {}", sink.name), sink.describe()));
+        }
+        for route in self.router.routes() {
+            let to: Vec<&str> = route
+                .to
+                .iter()
+                .map(|&i| self.router.sink_names()[i].as_str())
+                .collect();
+            let kind = if route.fallback {
+                "fallback".to_owned()
+            } else if route.pattern.is_empty() {
+                "everything".to_owned()
+            } else {
+                format!("match {}", route.pattern.source())
+            };
+            let stop = if route.stop { ", then stop" } else { "" };
+            lines.push((
+                format!("route {}", route.name),
+                format!("{kind} -> {}{stop}", to.join(", ")),
+            ));
+        }
+        lines
     }
+}
+
+impl SinkConfig {
+    /// One line describing the sink, for `relay check`.
+    pub fn describe(&self) -> String {
+        let mut text = match &self.target {
+            Target::File(t) => format!("file {t}"),
+            Target::Sqs(t) => format!("sqs {} (max {} bytes)", t.queue_url, t.max_message_bytes),
+            Target::Sns(t) => format!("sns {} (max {} bytes)", t.topic_arn, t.max_message_bytes),
+            Target::PubSub(t) => {
+                let via = t
+                    .emulator_host
+                    .as_deref()
+                    .map(|h| format!(", emulator {h}"))
+                    .unwrap_or_default();
+                format!(
+                    "pubsub {} (max {} bytes{via})",
+                    t.topic, t.max_message_bytes
+                )
+            }
+        };
+        let o = &self.options;
+        if let Some(names) = &o.attributes {
+            text.push_str(&format!("; attributes {}", names.join(", ")));
+        }
+        for (k, v) in &o.extra_attributes {
+            text.push_str(&format!("; {k}={v}"));
+        }
+        for (label, template) in [
+            ("group id", &o.message_group_id),
+            ("dedup id", &o.message_deduplication_id),
+            ("ordering key", &o.ordering_key),
+        ] {
+            if let Some(t) = template {
+                text.push_str(&format!("; {label} {}", t.source()));
+            }
+        }
+        text
+    }
+}
+
+/// FIFO targets get `{subscription_id}` groups and the stable dedup key, as the DSS's own
+/// queues did.
+fn fifo_defaults(fifo: bool) -> SinkOptions {
+    if !fifo {
+        return SinkOptions::default();
+    }
+    SinkOptions {
+        message_group_id: Some(Template::parse("{subscription_id}").expect("valid template")),
+        message_deduplication_id: Some(Template::parse("{$dedup_key}").expect("valid template")),
+        ..SinkOptions::default()
+    }
+}
+
+/// Checks one `[sinks.<name>]` table against its type; the error names the field.
+fn sink_from_file(
+    name: &str,
+    spec: &SinkSpec,
+    emulator_host: Option<&str>,
+) -> Result<SinkConfig, String> {
+    let has = |field: &Option<String>| field.is_some();
+    let forbid = |present: bool, field: &str| -> Result<(), String> {
+        if present {
+            Err(format!("{field}: not an option of a {:?} sink", spec.kind).to_lowercase())
+        } else {
+            Ok(())
+        }
+    };
+    let required = |field: &Option<String>, name: &str| {
+        field.clone().ok_or_else(|| format!("{name}: required"))
+    };
+    let template = |t: &Option<String>, field: &str| {
+        t.as_deref()
+            .map(Template::parse)
+            .transpose()
+            .map_err(|e| format!("{field}: {e}"))
+    };
+    let target = match spec.kind {
+        SinkKind::Sqs => {
+            forbid(
+                has(&spec.topic_arn)
+                    || has(&spec.topic)
+                    || has(&spec.path)
+                    || has(&spec.ordering_key),
+                "topic_arn, topic, path and ordering_key",
+            )?;
+            let queue_url = required(&spec.queue_url, "queue_url")?;
+            check_queue_url(&queue_url).map_err(|e| format!("queue_url: {e}"))?;
+            let max_message_bytes = spec
+                .max_message_bytes
+                .unwrap_or(DEFAULT_SQS_MAX_MESSAGE_BYTES);
+            Target::Sqs(SqsTarget {
+                queue_url,
+                max_message_bytes,
+            })
+        }
+        SinkKind::Sns => {
+            forbid(
+                has(&spec.queue_url)
+                    || has(&spec.topic)
+                    || has(&spec.path)
+                    || has(&spec.ordering_key),
+                "queue_url, topic, path and ordering_key",
+            )?;
+            let topic_arn = required(&spec.topic_arn, "topic_arn")?;
+            check_topic_arn(&topic_arn).map_err(|e| format!("topic_arn: {e}"))?;
+            let max_message_bytes = spec
+                .max_message_bytes
+                .unwrap_or(DEFAULT_SNS_MAX_MESSAGE_BYTES);
+            Target::Sns(SnsTarget {
+                topic_arn,
+                max_message_bytes,
+            })
+        }
+        SinkKind::Pubsub => {
+            forbid(
+                has(&spec.queue_url) || has(&spec.topic_arn) || has(&spec.path),
+                "queue_url, topic_arn and path",
+            )?;
+            forbid(
+                has(&spec.message_group_id) || has(&spec.message_deduplication_id),
+                "message_group_id and message_deduplication_id",
+            )?;
+            let topic = required(&spec.topic, "topic")?;
+            check_pubsub_topic(&topic).map_err(|e| format!("topic: {e}"))?;
+            let max_message_bytes = spec
+                .max_message_bytes
+                .unwrap_or(DEFAULT_PUBSUB_MAX_MESSAGE_BYTES);
+            Target::PubSub(PubSubTarget {
+                topic,
+                max_message_bytes,
+                emulator_host: emulator_host.map(str::to_owned),
+            })
+        }
+        SinkKind::File => {
+            forbid(
+                has(&spec.queue_url) || has(&spec.topic_arn) || has(&spec.topic),
+                "queue_url, topic_arn and topic",
+            )?;
+            forbid(
+                has(&spec.message_group_id)
+                    || has(&spec.message_deduplication_id)
+                    || has(&spec.ordering_key)
+                    || spec.max_message_bytes.is_some(),
+                "message_group_id, message_deduplication_id, ordering_key and max_message_bytes",
+            )?;
+            let path = required(&spec.path, "path")?;
+            Target::File(if path == "-" {
+                FileTarget::Stdout
+            } else {
+                FileTarget::Path(PathBuf::from(path))
+            })
+        }
+    };
+    let fifo = match &target {
+        Target::Sqs(t) => t.is_fifo(),
+        Target::Sns(t) => t.is_fifo(),
+        _ => false,
+    };
+    let defaults = fifo_defaults(fifo);
+    let message_group_id = template(&spec.message_group_id, "message_group_id")?;
+    let message_deduplication_id =
+        template(&spec.message_deduplication_id, "message_deduplication_id")?;
+    if !fifo && (message_group_id.is_some() || message_deduplication_id.is_some()) {
+        return Err("message_group_id: only FIFO queues and topics (names ending in .fifo) take group and deduplication ids".into());
+    }
+    let unknown = spec
+        .attributes
+        .iter()
+        .flatten()
+        .find(|n| !Attributes::ORDER.contains(&n.as_str()));
+    if let Some(unknown) = unknown {
+        return Err(format!(
+            "attributes: unknown attribute {unknown:?}; the relay's are {:?}",
+            Attributes::ORDER
+        ));
+    }
+    if let Some(reserved) = spec
+        .extra_attributes
+        .keys()
+        .find(|k| k.starts_with("dss.") || k.starts_with("relay.") || k.is_empty())
+    {
+        return Err(format!(
+            "extra_attributes: {reserved:?} is reserved (dss.* and relay.* are the relay's own)"
+        ));
+    }
+    let count = spec
+        .attributes
+        .as_ref()
+        .map_or(Attributes::ORDER.len(), Vec::len)
+        + spec.extra_attributes.len();
+    if matches!(target, Target::Sqs(_) | Target::Sns(_)) && count > 10 {
+        return Err(format!(
+            "extra_attributes: {count} attributes in all; SQS and SNS take at most 10 (select fewer with attributes = [...])"
+        ));
+    }
+    Ok(SinkConfig {
+        name: name.to_owned(),
+        target,
+        options: SinkOptions {
+            attributes: spec.attributes.clone(),
+            extra_attributes: spec.extra_attributes.clone().into_iter().collect(),
+            message_group_id: message_group_id.or(defaults.message_group_id),
+            message_deduplication_id: message_deduplication_id
+                .or(defaults.message_deduplication_id),
+            ordering_key: template(&spec.ordering_key, "ordering_key")?,
+        },
+    })
 }
 
 const UNSET: &str = "(unset)";
@@ -592,7 +918,8 @@ mod tests {
         assert_eq!(c.max_clock_skew, Some(Duration::from_secs(300)));
         assert_eq!(c.payload_field, "payload");
         assert!(!c.allow_unsigned);
-        assert_eq!(c.file_sink, Some(FileTarget::Stdout));
+        assert_eq!(c.sinks.len(), 1);
+        assert_eq!(c.sinks[0].target, Target::File(FileTarget::Stdout));
         assert_eq!(c.log_format, LogFormat::Text);
     }
 
@@ -694,12 +1021,31 @@ mod tests {
             ("RELAY_SINK_TIMEOUT_MS", "2500"),
         ])
         .unwrap();
-        assert!(c.sqs.as_ref().unwrap().is_fifo());
-        assert!(!c.sns.as_ref().unwrap().is_fifo());
-        assert_eq!(c.sns.unwrap().max_message_bytes, 262_144);
-        assert!(c.pubsub.unwrap().ordering);
+        let names: Vec<&str> = c.sinks.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["sqs", "sns", "pubsub"]);
+        let Target::Sqs(sqs) = &c.sinks[0].target else {
+            panic!()
+        };
+        assert!(sqs.is_fifo());
+        assert_eq!(
+            c.sinks[0]
+                .options
+                .message_group_id
+                .as_ref()
+                .map(|t| t.source()),
+            Some("{subscription_id}")
+        );
+        let Target::Sns(sns) = &c.sinks[1].target else {
+            panic!()
+        };
+        assert!(!sns.is_fifo() && sns.max_message_bytes == 262_144);
+        assert_eq!(c.sinks[1].options.message_group_id, None);
+        assert_eq!(
+            c.sinks[2].options.ordering_key.as_ref().map(|t| t.source()),
+            Some("{match.bundle_uuid}")
+        );
         assert_eq!(c.sink_timeout, Duration::from_millis(2500));
-        assert_eq!(c.file_sink, None);
+        assert!(c.sinks.iter().all(|s| !matches!(s.target, Target::File(_))));
     }
 
     #[test]

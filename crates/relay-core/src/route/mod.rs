@@ -1,0 +1,507 @@
+//! Where a notification is routed: an ordered list of routes, each a pattern and the named
+//! sinks it delivers to, compiled once at start.
+//!
+//! Every matching route delivers (fan-out); a route with `stop` ends evaluation when it
+//! matches; `fallback` routes take what no other route matched. A sink that several routes
+//! name receives the notification once.
+
+mod pattern;
+mod template;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+pub use pattern::{Input, Pattern, PatternError, REQUEST, request_document};
+pub use template::{Template, TemplateError};
+
+/// A compiled route.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The route's name, for logs and `relay explain`.
+    pub name: String,
+    /// What it matches; an empty pattern matches everything.
+    pub pattern: Pattern,
+    /// Indexes into the router's sink list.
+    pub to: Vec<usize>,
+    /// Stop evaluating further routes when this one matches.
+    pub stop: bool,
+    /// Only taken when no other route matched.
+    pub fallback: bool,
+}
+
+/// The ordered routes over a list of named sinks.
+#[derive(Debug, Clone)]
+pub struct Router {
+    routes: Vec<Route>,
+    sink_names: Vec<String>,
+    uses_request: bool,
+}
+
+/// What one route decided about one notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The route.
+    pub route: String,
+    /// Whether it delivers the notification.
+    pub matched: bool,
+    /// Why: the first condition that failed, or what made it match or not apply.
+    pub reason: String,
+}
+
+/// The outcome of routing one notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routing {
+    /// One decision per route, in order (routes after a matching `stop` route included).
+    pub decisions: Vec<Decision>,
+    /// The sinks to publish to, each once, in the order routes named them.
+    pub sinks: Vec<usize>,
+}
+
+/// A route definition as written in the configuration file.
+#[derive(Debug, Clone)]
+pub struct RouteSpec {
+    /// Unique name.
+    pub name: String,
+    /// The pattern (a JSON object), or `None` to match everything.
+    pub pattern: Option<Value>,
+    /// Names of sinks.
+    pub to: Vec<String>,
+    /// See [`Route::stop`].
+    pub stop: bool,
+    /// See [`Route::fallback`].
+    pub fallback: bool,
+}
+
+/// Why routes could not be compiled. `route` names the route, `field` the part at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("route {route:?}, {field}: {message}")]
+pub struct RouteError {
+    /// The route at fault (or `""` for the list as a whole).
+    pub route: String,
+    /// `match.<path>`, `to`, `name`, `stop`…
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Router {
+    /// Routes every notification to every sink: the zero-configuration path of the variables.
+    pub fn to_all(sink_names: Vec<String>) -> Self {
+        let route = Route {
+            name: "all".to_owned(),
+            pattern: Pattern::compile(&Value::Object(Default::default())).expect("empty pattern"),
+            to: (0..sink_names.len()).collect(),
+            stop: false,
+            fallback: false,
+        };
+        Self {
+            routes: vec![route],
+            sink_names,
+            uses_request: false,
+        }
+    }
+
+    /// Compiles route definitions over the named sinks, checking everything a route can get
+    /// wrong: unknown or unused sinks, bad patterns, duplicate names, and routes an earlier
+    /// `stop` route leaves unreachable.
+    pub fn compile(specs: &[RouteSpec], sink_names: Vec<String>) -> Result<Self, RouteError> {
+        let fail = |route: &str, field: &str, message: String| RouteError {
+            route: route.to_owned(),
+            field: field.to_owned(),
+            message,
+        };
+        if specs.is_empty() {
+            return Err(fail(
+                "",
+                "routes",
+                "there are sinks but no [[routes]]".into(),
+            ));
+        }
+        let index: BTreeMap<&str, usize> = sink_names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let mut routes: Vec<Route> = Vec::with_capacity(specs.len());
+        let mut used = vec![false; sink_names.len()];
+        for spec in specs {
+            if spec.name.is_empty() {
+                return Err(fail("", "name", "every route needs a name".into()));
+            }
+            if routes.iter().any(|r| r.name == spec.name) {
+                return Err(fail(
+                    &spec.name,
+                    "name",
+                    "another route has this name".into(),
+                ));
+            }
+            if spec.to.is_empty() {
+                return Err(fail(&spec.name, "to", "name at least one sink".into()));
+            }
+            let mut to = Vec::new();
+            for name in &spec.to {
+                let &i = index.get(name.as_str()).ok_or_else(|| {
+                    let known: Vec<&str> = index.keys().copied().collect();
+                    fail(
+                        &spec.name,
+                        "to",
+                        format!("unknown sink {name:?}; sinks are {known:?}"),
+                    )
+                })?;
+                used[i] = true;
+                if !to.contains(&i) {
+                    to.push(i);
+                }
+            }
+            if spec.fallback && spec.pattern.is_some() {
+                return Err(fail(
+                    &spec.name,
+                    "match",
+                    "a fallback route takes what matched nothing; it has no match".into(),
+                ));
+            }
+            let pattern = Pattern::compile(
+                spec.pattern
+                    .as_ref()
+                    .unwrap_or(&Value::Object(Default::default())),
+            )
+            .map_err(|e| fail(&spec.name, &e.at, e.message))?;
+            let cover = routes
+                .iter()
+                .find(|r| r.stop && !r.fallback && covers(r, spec));
+            if let Some(cover) = cover.filter(|_| !spec.fallback) {
+                return Err(fail(
+                    &spec.name,
+                    "match",
+                    format!(
+                        "can never match: the earlier route {:?} has stop = true and matches everything this one does",
+                        cover.name
+                    ),
+                ));
+            }
+            routes.push(Route {
+                name: spec.name.clone(),
+                pattern,
+                to,
+                stop: spec.stop,
+                fallback: spec.fallback,
+            });
+        }
+        if let Some(i) = used.iter().position(|u| !u) {
+            return Err(fail(
+                "",
+                "routes",
+                format!("the sink {:?} is not used by any route", sink_names[i]),
+            ));
+        }
+        let uses_request = routes.iter().any(|r| r.pattern.uses_request());
+        Ok(Self {
+            routes,
+            sink_names,
+            uses_request,
+        })
+    }
+
+    /// The names of the sinks, by index.
+    pub fn sink_names(&self) -> &[String] {
+        &self.sink_names
+    }
+
+    /// The routes, in order.
+    pub fn routes(&self) -> &[Route] {
+        &self.routes
+    }
+
+    /// True when some route matches on `$request`, so the caller builds it.
+    pub fn uses_request(&self) -> bool {
+        self.uses_request
+    }
+
+    /// Routes one notification. Compiles nothing.
+    pub fn route(&self, input: &Input<'_>) -> Routing {
+        let mut decisions = Vec::with_capacity(self.routes.len());
+        let mut sinks: Vec<usize> = Vec::new();
+        let mut matched_any = false;
+        let mut stopped: Option<&str> = None;
+        let take = |sinks: &mut Vec<usize>, route: &Route| {
+            for &i in &route.to {
+                if !sinks.contains(&i) {
+                    sinks.push(i);
+                }
+            }
+        };
+        for route in self.routes.iter().filter(|r| !r.fallback) {
+            let decision = if let Some(stopper) = stopped {
+                Decision {
+                    route: route.name.clone(),
+                    matched: false,
+                    reason: format!("not evaluated: {stopper:?} matched and has stop = true"),
+                }
+            } else if let Some(failed) = route.pattern.first_failure(input) {
+                Decision {
+                    route: route.name.clone(),
+                    matched: false,
+                    reason: format!("no match: {failed}"),
+                }
+            } else {
+                matched_any = true;
+                take(&mut sinks, route);
+                if route.stop {
+                    stopped = Some(&route.name);
+                }
+                let reason = if route.pattern.is_empty() {
+                    "match: no conditions".to_owned()
+                } else {
+                    "match: every condition held".to_owned()
+                };
+                Decision {
+                    route: route.name.clone(),
+                    matched: true,
+                    reason,
+                }
+            };
+            decisions.push(decision);
+        }
+        for route in self.routes.iter().filter(|r| r.fallback) {
+            let decision = if matched_any {
+                Decision {
+                    route: route.name.clone(),
+                    matched: false,
+                    reason: "fallback not taken: another route matched".into(),
+                }
+            } else {
+                take(&mut sinks, route);
+                Decision {
+                    route: route.name.clone(),
+                    matched: true,
+                    reason: "fallback: no other route matched".into(),
+                }
+            };
+            decisions.push(decision);
+        }
+        Routing { decisions, sinks }
+    }
+}
+
+/// Whether the earlier `stop` route `earlier` matches at least everything `spec` would: it has
+/// no condition, or exactly the same pattern. (Finer subsumption is not attempted.)
+fn covers(earlier: &Route, spec: &RouteSpec) -> bool {
+    earlier.pattern.is_empty() || spec.pattern.as_ref() == Some(earlier.pattern.source())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(
+        name: &str,
+        pattern: Option<Value>,
+        to: &[&str],
+        stop: bool,
+        fallback: bool,
+    ) -> RouteSpec {
+        RouteSpec {
+            name: name.into(),
+            pattern,
+            to: to.iter().map(|s| (*s).to_owned()).collect(),
+            stop,
+            fallback,
+        }
+    }
+
+    fn sinks() -> Vec<String> {
+        ["analysis", "indexer", "dev"].map(String::from).to_vec()
+    }
+
+    fn route(router: &Router, document: Value) -> Routing {
+        router.route(&Input {
+            document: &document,
+            request: &Value::Null,
+        })
+    }
+
+    fn router() -> Router {
+        Router::compile(
+            &[
+                spec(
+                    "dev-project",
+                    Some(json!({"subscription_id": [{"prefix": "dev-"}]})),
+                    &["dev"],
+                    true,
+                    false,
+                ),
+                spec(
+                    "creates",
+                    Some(json!({"event_type": ["CREATE"]})),
+                    &["analysis", "indexer"],
+                    false,
+                    false,
+                ),
+                spec(
+                    "big-bundles",
+                    Some(json!({"match": {"bundle_uuid": [{"prefix": "b"}]}})),
+                    &["indexer"],
+                    false,
+                    false,
+                ),
+                spec("rest", None, &["indexer"], false, true),
+            ],
+            sinks(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn fans_out_and_publishes_to_a_shared_sink_once() {
+        let r = route(
+            &router(),
+            json!({"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "b1"}}),
+        );
+        assert_eq!(r.sinks, [0, 1], "indexer named by two routes appears once");
+        let matched: Vec<bool> = r.decisions.iter().map(|d| d.matched).collect();
+        assert_eq!(matched, [false, true, true, false]);
+        assert_eq!(
+            r.decisions[0].reason,
+            r#"no match: subscription_id is one of [prefix "dev-"]"#
+        );
+        assert_eq!(
+            r.decisions[3].reason,
+            "fallback not taken: another route matched"
+        );
+    }
+
+    #[test]
+    fn stop_ends_evaluation_and_fallback_takes_the_rest() {
+        let r = route(
+            &router(),
+            json!({"subscription_id": "dev-1", "event_type": "CREATE", "match": {"bundle_uuid": "b1"}}),
+        );
+        assert_eq!(r.sinks, [2]);
+        assert!(
+            r.decisions[1]
+                .reason
+                .starts_with("not evaluated: \"dev-project\" matched")
+        );
+        let r = route(
+            &router(),
+            json!({"subscription_id": "s", "event_type": "DELETE", "match": {"bundle_uuid": "c1"}}),
+        );
+        assert_eq!(r.sinks, [1]);
+        assert_eq!(r.decisions[3].reason, "fallback: no other route matched");
+    }
+
+    #[test]
+    fn nothing_matched_and_no_fallback_routes_nowhere() {
+        let router = Router::compile(
+            &[spec(
+                "creates",
+                Some(json!({"event_type": ["CREATE"]})),
+                &["analysis"],
+                false,
+                false,
+            )],
+            vec!["analysis".into()],
+        )
+        .unwrap();
+        assert!(
+            route(&router, json!({"event_type": "DELETE"}))
+                .sinks
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn compile_errors_name_the_route_and_field() {
+        let all = |routes: &[RouteSpec]| Router::compile(routes, sinks()).unwrap_err();
+        let used = spec("all", None, &["analysis", "indexer", "dev"], false, false);
+        let cases = [
+            (vec![spec("a", None, &["nope"], false, false)], "a", "to"),
+            (
+                vec![spec("a", None, &["analysis"], false, false)],
+                "",
+                "routes",
+            ),
+            (
+                vec![used.clone(), spec("all", None, &["dev"], false, false)],
+                "all",
+                "name",
+            ),
+            (
+                vec![
+                    used.clone(),
+                    spec(
+                        "x",
+                        Some(json!({"a": [{"regex": "("}]})),
+                        &["dev"],
+                        false,
+                        false,
+                    ),
+                ],
+                "x",
+                "match.a",
+            ),
+            (
+                vec![
+                    spec("first", None, &["analysis", "indexer", "dev"], true, false),
+                    spec("later", Some(json!({"a": ["b"]})), &["dev"], false, false),
+                ],
+                "later",
+                "match",
+            ),
+            (
+                vec![
+                    used.clone(),
+                    spec("same", Some(json!({"a": ["b"]})), &["dev"], true, false),
+                    spec("again", Some(json!({"a": ["b"]})), &["dev"], false, false),
+                ],
+                "again",
+                "match",
+            ),
+            (
+                vec![
+                    used.clone(),
+                    spec("fb", Some(json!({"a": ["b"]})), &["dev"], false, true),
+                ],
+                "fb",
+                "match",
+            ),
+            (
+                vec![used, spec("empty", None, &[], false, false)],
+                "empty",
+                "to",
+            ),
+        ];
+        for (routes, route, field) in cases {
+            let e = all(&routes);
+            assert_eq!((e.route.as_str(), e.field.as_str()), (route, field), "{e}");
+        }
+    }
+
+    #[test]
+    fn only_routes_that_read_the_request_ask_for_it() {
+        assert!(!router().uses_request());
+        let r = Router::compile(
+            &[spec(
+                "gcp",
+                Some(json!({"$request": {"query": {"replica": ["gcp"]}}})),
+                &["analysis"],
+                false,
+                false,
+            )],
+            vec!["analysis".into()],
+        )
+        .unwrap();
+        assert!(r.uses_request());
+        let request = json!({"path": "/", "query": {"replica": ["gcp"]}, "headers": {}});
+        assert_eq!(
+            r.route(&Input {
+                document: &json!({}),
+                request: &request
+            })
+            .sinks,
+            [0]
+        );
+    }
+}

@@ -1,0 +1,621 @@
+//! EventBridge-style event patterns over a notification, compiled once at start.
+//!
+//! A pattern is a JSON object with the notification's shape. Nested objects narrow to a field;
+//! a leaf is a list of matchers, and the field matches when any matcher matches any of its
+//! values (an array field offers each element). All fields of an object must match. Beyond
+//! EventBridge: `regex`, `jmespath` (an expression that must be truthy) and `$jmespath` (the
+//! same, over the object it sits in). The request itself is the `$request` field: `path`,
+//! `query.<name>`, `headers.<name>`.
+
+use std::fmt;
+
+use jmespath::{Context, DEFAULT_RUNTIME, Rcvar, Variable};
+use regex::Regex;
+use serde_json::{Map, Value};
+
+/// A compiled pattern: every condition must hold.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    conditions: Vec<Condition>,
+    source: Value,
+}
+
+#[derive(Debug, Clone)]
+enum Condition {
+    /// The values at `path` must match one of the matchers.
+    Field {
+        path: Vec<String>,
+        matchers: Vec<Matcher>,
+    },
+    /// One of the alternatives must match (`$or`).
+    Or(Vec<Pattern>),
+    /// The expression, over the object at `path`, must be truthy (`$jmespath`).
+    Jmes { path: Vec<String>, expr: Jmes },
+}
+
+#[derive(Debug, Clone)]
+enum Matcher {
+    Exact(Value),
+    Prefix(String, bool),
+    Suffix(String, bool),
+    EqualsIgnoreCase(String),
+    AnythingBut(Vec<Value>),
+    AnythingButPrefix(String),
+    AnythingButSuffix(String),
+    Numeric(Vec<(Cmp, f64)>),
+    Exists(bool),
+    Wildcard(Regex),
+    Regex(Regex),
+    Jmes(Jmes),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cmp {
+    Lt,
+    Le,
+    Eq,
+    Ge,
+    Gt,
+}
+
+/// A compiled JMESPath expression, evaluated without copying the document more than once.
+#[derive(Clone)]
+pub(crate) struct Jmes(std::sync::Arc<jmespath::Expression<'static>>);
+
+impl fmt::Debug for Jmes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "jmespath({:?})", self.0.as_str())
+    }
+}
+
+impl Jmes {
+    pub(crate) fn compile(expression: &str) -> Result<Self, String> {
+        jmespath::compile(expression)
+            .map(|e| Self(std::sync::Arc::new(e)))
+            .map_err(|e| format!("invalid JMESPath {expression:?}: {e}"))
+    }
+
+    /// True when the expression's result over `value` is truthy; errors count as false.
+    fn truthy(&self, value: &Value) -> bool {
+        let Ok(variable) = Variable::try_from(value) else {
+            return false;
+        };
+        let data = Rcvar::new(variable);
+        let mut context = Context::new(self.0.as_str(), &DEFAULT_RUNTIME);
+        jmespath::interpret(&data, self.0.as_ast(), &mut context).is_ok_and(|r| r.is_truthy())
+    }
+}
+
+/// Why a pattern could not be compiled; `at` is the dotted path of the offending part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct PatternError {
+    /// Where in the pattern.
+    pub at: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn error(path: &[String], message: impl Into<String>) -> PatternError {
+    let at = if path.is_empty() {
+        "match".to_owned()
+    } else {
+        format!("match.{}", path.join("."))
+    };
+    PatternError {
+        at,
+        message: message.into(),
+    }
+}
+
+impl Pattern {
+    /// Compiles a pattern object.
+    pub fn compile(pattern: &Value) -> Result<Self, PatternError> {
+        let mut conditions = Vec::new();
+        compile_object(pattern, &mut Vec::new(), &mut conditions)?;
+        Ok(Self {
+            conditions,
+            source: pattern.clone(),
+        })
+    }
+
+    /// The pattern as written.
+    pub fn source(&self) -> &Value {
+        &self.source
+    }
+
+    /// True when the pattern has no condition (matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.conditions.is_empty()
+    }
+
+    /// Whether the input matches. Missing fields match only `exists: false`.
+    pub fn matches(&self, input: &Input<'_>) -> bool {
+        self.conditions.iter().all(|c| c.holds(input))
+    }
+
+    /// The first condition that does not hold, described for `relay explain`.
+    pub fn first_failure(&self, input: &Input<'_>) -> Option<String> {
+        self.conditions
+            .iter()
+            .find(|c| !c.holds(input))
+            .map(ToString::to_string)
+    }
+
+    /// True when some condition reads `$request`, so the router builds it only when needed.
+    pub(crate) fn uses_request(&self) -> bool {
+        self.conditions.iter().any(|c| match c {
+            Condition::Field { path, .. } | Condition::Jmes { path, .. } => {
+                path.first().is_some_and(|p| p == REQUEST)
+            }
+            Condition::Or(alternatives) => alternatives.iter().any(Pattern::uses_request),
+        })
+    }
+}
+
+/// The field under which patterns see the request.
+pub const REQUEST: &str = "$request";
+
+/// What a pattern is matched against: the notification and, under `$request`, the request.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The parsed notification.
+    pub document: &'a Value,
+    /// The request metadata from [`request_document`] (`Value::Null` when no route reads it).
+    pub request: &'a Value,
+}
+
+impl<'a> Input<'a> {
+    fn values_at(&self, path: &[String]) -> Vec<&'a Value> {
+        match path.split_first() {
+            Some((first, rest)) if first == REQUEST => values_at(self.request, rest),
+            _ => values_at(self.document, path),
+        }
+    }
+}
+
+fn compile_object(
+    value: &Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<Condition>,
+) -> Result<(), PatternError> {
+    let Value::Object(map) = value else {
+        return Err(error(path, "expected an object of fields"));
+    };
+    for (key, value) in map {
+        match key.as_str() {
+            "$or" => {
+                let Value::Array(alternatives) = value else {
+                    return Err(error(path, "$or takes a list of patterns"));
+                };
+                if alternatives.len() < 2 {
+                    return Err(error(path, "$or needs at least two patterns"));
+                }
+                let mut compiled = Vec::new();
+                for alternative in alternatives {
+                    let mut conditions = Vec::new();
+                    compile_object(alternative, path, &mut conditions)?;
+                    compiled.push(Pattern {
+                        conditions,
+                        source: alternative.clone(),
+                    });
+                }
+                out.push(Condition::Or(compiled));
+            }
+            "$jmespath" => {
+                let Value::String(expression) = value else {
+                    return Err(error(path, "$jmespath takes an expression string"));
+                };
+                let expr = Jmes::compile(expression).map_err(|m| error(path, m))?;
+                out.push(Condition::Jmes {
+                    path: path.clone(),
+                    expr,
+                });
+            }
+            _ => {
+                path.push(key.clone());
+                match value {
+                    Value::Object(_) => compile_object(value, path, out)?,
+                    Value::Array(list) if !list.is_empty() => {
+                        let matchers = list
+                            .iter()
+                            .map(|m| compile_matcher(m, path))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        out.push(Condition::Field {
+                            path: path.clone(),
+                            matchers,
+                        });
+                    }
+                    _ => {
+                        return Err(error(
+                            path,
+                            "expected a list of values or operators, e.g. [\"CREATE\"] or [{ prefix = \"x\" }]",
+                        ));
+                    }
+                }
+                path.pop();
+            }
+        }
+    }
+    Ok(())
+}
+
+fn string(value: &Value, path: &[String], what: &str) -> Result<String, PatternError> {
+    value
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| error(path, format!("{what} takes a string")))
+}
+
+fn compile_matcher(value: &Value, path: &[String]) -> Result<Matcher, PatternError> {
+    let Value::Object(map) = value else {
+        return match value {
+            Value::Array(_) => Err(error(path, "a matcher cannot be a list")),
+            exact => Ok(Matcher::Exact(exact.clone())),
+        };
+    };
+    let mut entries = map.iter();
+    let (Some((op, arg)), None) = (entries.next(), entries.next()) else {
+        return Err(error(path, "an operator object has exactly one key"));
+    };
+    Ok(match op.as_str() {
+        "prefix" | "suffix" => {
+            let (text, ignore_case) = match arg {
+                Value::Object(inner) => match inner.get("equals-ignore-case") {
+                    Some(v) if inner.len() == 1 => (string(v, path, op)?, true),
+                    _ => {
+                        return Err(error(
+                            path,
+                            format!("{op} takes a string or {{ equals-ignore-case = \"…\" }}"),
+                        ));
+                    }
+                },
+                other => (string(other, path, op)?, false),
+            };
+            if op == "prefix" {
+                Matcher::Prefix(text, ignore_case)
+            } else {
+                Matcher::Suffix(text, ignore_case)
+            }
+        }
+        "equals-ignore-case" => Matcher::EqualsIgnoreCase(string(arg, path, op)?),
+        "anything-but" => match arg {
+            Value::Object(inner) if inner.len() == 1 => match inner.iter().next() {
+                Some((k, v)) if k == "prefix" => {
+                    Matcher::AnythingButPrefix(string(v, path, "anything-but prefix")?)
+                }
+                Some((k, v)) if k == "suffix" => {
+                    Matcher::AnythingButSuffix(string(v, path, "anything-but suffix")?)
+                }
+                _ => {
+                    return Err(error(
+                        path,
+                        "anything-but takes values, a list, { prefix } or { suffix }",
+                    ));
+                }
+            },
+            Value::Object(_) => {
+                return Err(error(
+                    path,
+                    "anything-but takes values, a list, { prefix } or { suffix }",
+                ));
+            }
+            Value::Array(values) if values.iter().all(|v| !v.is_object() && !v.is_array()) => {
+                Matcher::AnythingBut(values.clone())
+            }
+            Value::Array(_) => return Err(error(path, "anything-but lists only plain values")),
+            single => Matcher::AnythingBut(vec![single.clone()]),
+        },
+        "numeric" => Matcher::Numeric(compile_numeric(arg, path)?),
+        "exists" => match arg {
+            Value::Bool(b) => Matcher::Exists(*b),
+            _ => return Err(error(path, "exists takes true or false")),
+        },
+        "wildcard" => {
+            let text = string(arg, path, op)?;
+            let mut re = String::from("^");
+            let mut chars = text.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' if chars.peek() == Some(&'*') => {
+                        chars.next();
+                        re.push_str(r"\*");
+                    }
+                    '*' => re.push_str("(?s:.*)"),
+                    other => re.push_str(&regex::escape(&other.to_string())),
+                }
+            }
+            re.push('$');
+            Matcher::Wildcard(
+                Regex::new(&re).map_err(|e| error(path, format!("invalid wildcard: {e}")))?,
+            )
+        }
+        "regex" => {
+            let text = string(arg, path, op)?;
+            Matcher::Regex(
+                Regex::new(&text)
+                    .map_err(|e| error(path, format!("invalid regex {text:?}: {e}")))?,
+            )
+        }
+        "jmespath" => {
+            Matcher::Jmes(Jmes::compile(&string(arg, path, op)?).map_err(|m| error(path, m))?)
+        }
+        other => {
+            return Err(error(
+                path,
+                format!(
+                    "unknown operator {other:?}; use prefix, suffix, equals-ignore-case, anything-but, numeric, exists, wildcard, regex or jmespath"
+                ),
+            ));
+        }
+    })
+}
+
+fn compile_numeric(arg: &Value, path: &[String]) -> Result<Vec<(Cmp, f64)>, PatternError> {
+    let bad = || {
+        error(
+            path,
+            "numeric takes [\"<op>\", number, …] with ops <, <=, =, >=, >",
+        )
+    };
+    let Value::Array(items) = arg else {
+        return Err(bad());
+    };
+    if items.is_empty() || items.len() % 2 != 0 || items.len() > 4 {
+        return Err(bad());
+    }
+    items
+        .chunks(2)
+        .map(|pair| {
+            let cmp = match pair[0].as_str() {
+                Some("<") => Cmp::Lt,
+                Some("<=") => Cmp::Le,
+                Some("=") => Cmp::Eq,
+                Some(">=") => Cmp::Ge,
+                Some(">") => Cmp::Gt,
+                _ => return Err(bad()),
+            };
+            Ok((cmp, pair[1].as_f64().ok_or_else(bad)?))
+        })
+        .collect()
+}
+
+/// The values at `path`: arrays anywhere along it offer each element.
+fn values_at<'v>(document: &'v Value, path: &[String]) -> Vec<&'v Value> {
+    let mut current = vec![document];
+    for key in path {
+        let mut next = Vec::new();
+        for value in current {
+            match value {
+                Value::Object(map) => next.extend(map.get(key)),
+                Value::Array(items) => {
+                    next.extend(
+                        items
+                            .iter()
+                            .filter_map(|i| i.as_object())
+                            .filter_map(|m| m.get(key)),
+                    );
+                }
+                _ => {}
+            }
+        }
+        current = next;
+    }
+    current
+        .into_iter()
+        .flat_map(|v| match v {
+            Value::Array(items) => items.iter().collect::<Vec<_>>(),
+            other => vec![other],
+        })
+        .collect()
+}
+
+impl Condition {
+    fn holds(&self, input: &Input<'_>) -> bool {
+        match self {
+            Condition::Field { path, matchers } => {
+                let values = input.values_at(path);
+                matchers.iter().any(|m| match m {
+                    Matcher::Exists(wanted) => values.is_empty() != *wanted,
+                    m => values.iter().any(|v| m.matches(v)),
+                })
+            }
+            Condition::Or(alternatives) => alternatives.iter().any(|p| p.matches(input)),
+            Condition::Jmes { path, expr } => {
+                if path.is_empty() {
+                    expr.truthy(input.document)
+                } else {
+                    input.values_at(path).into_iter().any(|v| expr.truthy(v))
+                }
+            }
+        }
+    }
+}
+
+fn same_number(a: &Value, b: &Value) -> bool {
+    matches!((a.as_f64(), b.as_f64()), (Some(x), Some(y)) if x == y)
+}
+
+impl Matcher {
+    fn matches(&self, value: &Value) -> bool {
+        let text = value.as_str();
+        match self {
+            Matcher::Exact(expected) => {
+                expected == value
+                    || (expected.is_number() && value.is_number() && same_number(expected, value))
+            }
+            Matcher::Prefix(p, false) => text.is_some_and(|t| t.starts_with(p.as_str())),
+            Matcher::Prefix(p, true) => {
+                text.is_some_and(|t| t.to_lowercase().starts_with(&p.to_lowercase()))
+            }
+            Matcher::Suffix(s, false) => text.is_some_and(|t| t.ends_with(s.as_str())),
+            Matcher::Suffix(s, true) => {
+                text.is_some_and(|t| t.to_lowercase().ends_with(&s.to_lowercase()))
+            }
+            Matcher::EqualsIgnoreCase(s) => {
+                text.is_some_and(|t| t.to_lowercase() == s.to_lowercase())
+            }
+            Matcher::AnythingBut(values) => !values.iter().any(|v| {
+                v == value || (v.is_number() && value.is_number() && same_number(v, value))
+            }),
+            Matcher::AnythingButPrefix(p) => text.is_some_and(|t| !t.starts_with(p.as_str())),
+            Matcher::AnythingButSuffix(s) => text.is_some_and(|t| !t.ends_with(s.as_str())),
+            Matcher::Numeric(ranges) => {
+                value
+                    .as_f64()
+                    .filter(|_| value.is_number())
+                    .is_some_and(|n| {
+                        ranges.iter().all(|(cmp, bound)| match cmp {
+                            Cmp::Lt => n < *bound,
+                            Cmp::Le => n <= *bound,
+                            Cmp::Eq => n == *bound,
+                            Cmp::Ge => n >= *bound,
+                            Cmp::Gt => n > *bound,
+                        })
+                    })
+            }
+            Matcher::Exists(_) => true,
+            Matcher::Wildcard(re) | Matcher::Regex(re) => text.is_some_and(|t| re.is_match(t)),
+            Matcher::Jmes(expr) => expr.truthy(value),
+        }
+    }
+}
+
+impl fmt::Display for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Matcher::Exact(v) => write!(f, "{v}"),
+            Matcher::Prefix(p, false) => write!(f, "prefix {p:?}"),
+            Matcher::Prefix(p, true) => write!(f, "prefix {p:?} (ignoring case)"),
+            Matcher::Suffix(s, false) => write!(f, "suffix {s:?}"),
+            Matcher::Suffix(s, true) => write!(f, "suffix {s:?} (ignoring case)"),
+            Matcher::EqualsIgnoreCase(s) => write!(f, "equals-ignore-case {s:?}"),
+            Matcher::AnythingBut(values) => {
+                let list: Vec<String> = values.iter().map(ToString::to_string).collect();
+                write!(f, "anything-but [{}]", list.join(", "))
+            }
+            Matcher::AnythingButPrefix(p) => write!(f, "anything-but prefix {p:?}"),
+            Matcher::AnythingButSuffix(s) => write!(f, "anything-but suffix {s:?}"),
+            Matcher::Numeric(ranges) => {
+                let parts: Vec<String> = ranges
+                    .iter()
+                    .map(|(cmp, n)| {
+                        let op = match cmp {
+                            Cmp::Lt => "<",
+                            Cmp::Le => "<=",
+                            Cmp::Eq => "=",
+                            Cmp::Ge => ">=",
+                            Cmp::Gt => ">",
+                        };
+                        format!("{op} {n}")
+                    })
+                    .collect();
+                write!(f, "numeric {}", parts.join(" and "))
+            }
+            Matcher::Exists(b) => write!(f, "exists {b}"),
+            Matcher::Wildcard(re) => write!(f, "wildcard /{}/", re.as_str()),
+            Matcher::Regex(re) => write!(f, "regex /{}/", re.as_str()),
+            Matcher::Jmes(expr) => write!(f, "jmespath {:?}", expr.0.as_str()),
+        }
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Condition::Field { path, matchers } => {
+                let list: Vec<String> = matchers.iter().map(ToString::to_string).collect();
+                write!(f, "{} is one of [{}]", path.join("."), list.join(", "))
+            }
+            Condition::Or(alternatives) => write!(f, "$or of {} patterns", alternatives.len()),
+            Condition::Jmes { path, expr } if path.is_empty() => {
+                write!(f, "$jmespath {:?}", expr.0.as_str())
+            }
+            Condition::Jmes { path, expr } => {
+                write!(f, "{}.$jmespath {:?}", path.join("."), expr.0.as_str())
+            }
+        }
+    }
+}
+
+/// The request metadata routes can match under `$request`.
+pub fn request_document(path: &str, query: Option<&str>, headers: &http::HeaderMap) -> Value {
+    let mut q = Map::new();
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let entry = q
+            .entry(name.to_owned())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(values) = entry {
+            values.push(Value::String(value.to_owned()));
+        }
+    }
+    let mut h = Map::new();
+    for (name, value) in headers {
+        if let Ok(value) = value.to_str() {
+            let entry = h
+                .entry(name.as_str().to_owned())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(values) = entry {
+                values.push(Value::String(value.to_owned()));
+            }
+        }
+    }
+    serde_json::json!({"path": path, "query": q, "headers": h})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(pattern: Value, document: Value) -> bool {
+        let input = Input {
+            document: &document,
+            request: &Value::Null,
+        };
+        Pattern::compile(&pattern).unwrap().matches(&input)
+    }
+
+    #[test]
+    fn rejects_malformed_patterns_with_their_path() {
+        for (pattern, at) in [
+            (json!({"event_type": "CREATE"}), "match.event_type"),
+            (
+                json!({"match": {"bundle_uuid": [{"starts": "x"}]}}),
+                "match.match.bundle_uuid",
+            ),
+            (json!({"x": [{"regex": "("}]}), "match.x"),
+            (json!({"x": [{"jmespath": "a["}]}), "match.x"),
+            (json!({"x": [{"numeric": [">", "a"]}]}), "match.x"),
+            (json!({"x": [{"prefix": "a", "suffix": "b"}]}), "match.x"),
+            (json!({"$or": [{"x": ["a"]}]}), "match"),
+            (json!({"x": []}), "match.x"),
+        ] {
+            let err = Pattern::compile(&pattern).unwrap_err();
+            assert_eq!(err.at, at, "{pattern}: {err}");
+        }
+    }
+
+    #[test]
+    fn request_document_collects_repeated_query_values() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("x-dss-notify-attempt", http::HeaderValue::from_static("2"));
+        let doc = request_document("/dss", Some("replica=aws&replica=gcp&flag"), &headers);
+        assert_eq!(doc["query"]["replica"], json!(["aws", "gcp"]));
+        assert_eq!(doc["query"]["flag"], json!([""]));
+        // Header values are strings: numeric does not match them, as in EventBridge.
+        assert!(!check(
+            json!({"headers": {"x-dss-notify-attempt": [{"numeric": [">", 1]}]}}),
+            doc.clone()
+        ));
+        assert!(check(
+            json!({"headers": {"x-dss-notify-attempt": ["2"]}}),
+            doc
+        ));
+    }
+}
