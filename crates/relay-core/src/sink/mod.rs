@@ -178,7 +178,9 @@ pub enum StartError {
 /// configuration, loaded when an SQS or SNS sink exists.
 pub async fn build(
     sinks: &[crate::config::SinkConfig],
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+    #[cfg(feature = "aws")]
+    #[cfg_attr(not(any(feature = "sqs", feature = "sns")), allow(unused_variables))]
+    aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Vec<std::sync::Arc<dyn Sink>>, StartError> {
     use crate::config::Target;
     let mut built: Vec<std::sync::Arc<dyn Sink>> = Vec::with_capacity(sinks.len());
