@@ -2,6 +2,7 @@
 //!
 //! Run with `cargo run -p relay-cli -- --help`.
 
+mod explain;
 mod send;
 
 use std::path::PathBuf;
@@ -19,9 +20,16 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Load and validate the relay configuration from RELAY_* variables, print it with secrets
-    /// masked, and exit non-zero on any problem.
-    Check,
+    /// Load and validate the relay configuration (RELAY_* variables and the RELAY_CONFIG
+    /// file), print it with secrets masked, and exit non-zero on any problem.
+    Check {
+        /// The configuration file (instead of RELAY_CONFIG).
+        #[arg(long)]
+        config: Option<String>,
+    },
+    /// Show, for each route, whether a notification matches and which condition decided it,
+    /// and the sinks it would reach.
+    Explain(explain::ExplainArgs),
     /// Sign a notification file as the DSS did (draft-cavage hmac-sha256 over `date digest`) and
     /// send it to a relay; print the status and body, and exit non-zero unless it was a 2xx.
     Send(Box<SendArgs>),
@@ -104,7 +112,8 @@ fn parse_header(s: &str) -> Result<(String, String), String> {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Check => check(),
+        Command::Check { config } => check(config),
+        Command::Explain(args) => explain::run(&args),
         Command::Send(args) => match send::run(&args) {
             Ok(code) => code,
             Err(message) => {
@@ -127,12 +136,20 @@ fn main() -> ExitCode {
     }
 }
 
-fn check() -> ExitCode {
+/// The environment, with `RELAY_CONFIG` replaced by `config` when given.
+pub(crate) fn env_with_config(config: Option<&str>) -> impl Fn(&str) -> Option<String> + '_ {
+    move |name| match (name, config) {
+        ("RELAY_CONFIG", Some(path)) => Some(path.to_owned()),
+        _ => std::env::var(name).ok(),
+    }
+}
+
+fn check(config: Option<String>) -> ExitCode {
     let unknown = Config::unknown_vars(std::env::vars().map(|(name, _)| name));
     for name in &unknown {
         eprintln!("warning: {name} is not a variable the relay reads (a typo?)");
     }
-    match Config::from_env() {
+    match Config::from_vars(env_with_config(config.as_deref())) {
         Ok(config) => {
             println!("configuration is valid; effective settings:");
             for (name, value) in config.effective() {

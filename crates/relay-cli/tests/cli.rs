@@ -213,3 +213,93 @@ fn keygen_prints_a_fresh_hex_key() {
     assert_eq!(a.trim().len(), 64);
     assert_ne!(a, String::from_utf8(b.stdout).unwrap());
 }
+
+fn example_config() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/relay.toml")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn explain_shows_each_route_and_the_sinks() {
+    let explain = |file: &str, extra: &[&str]| {
+        let out = relay_cmd()
+            .args([
+                "explain",
+                "--config",
+                &example_config(),
+                examples().join(file).to_str().unwrap(),
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = explain("v2-create.json", &[]);
+    assert!(
+        text.contains("MATCH     creates          every condition held"),
+        "{text}"
+    );
+    assert!(text.contains("MATCH     glioblastoma"), "{text}");
+    assert!(text.ends_with("sinks: analysis, indexer\n"), "{text}");
+    let text = explain("v2-create.json", &["--query", "replica=gcp"]);
+    assert!(
+        text.contains(r#"not evaluated: "gcp-replica" matched and has stop = true"#),
+        "{text}"
+    );
+    assert!(text.ends_with("sinks: gcp-replica\n"), "{text}");
+    let text = explain("v1-create.json", &["--path", "/dss/notify"]);
+    assert!(
+        text.contains("fallback: no other route matched") && text.ends_with("sinks: indexer\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn check_validates_a_configuration_file() {
+    let out = relay_cmd()
+        .env("RELAY_HMAC_SECRET", "s")
+        .args(["check", "--config", &example_config()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("sink indexer") && stdout.contains("group id {match.bundle_uuid}"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("route everything-else") && stdout.contains("fallback -> indexer"),
+        "{stdout}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("relay.toml");
+    let text = std::fs::read_to_string(example_config()).unwrap().replace(
+        r#"to = ["analysis", "indexer"]"#,
+        r#"to = ["analysis", "indexr"]"#,
+    );
+    std::fs::write(&broken, text).unwrap();
+    let out = relay_cmd()
+        .env("RELAY_HMAC_SECRET", "s")
+        .args(["check", "--config", broken.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"route "creates", to: unknown sink "indexr""#)
+            && stderr.contains("relay.toml"),
+        "{stderr}"
+    );
+}

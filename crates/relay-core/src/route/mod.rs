@@ -242,7 +242,7 @@ impl Router {
                 Decision {
                     route: route.name.clone(),
                     matched: false,
-                    reason: format!("no match: {failed}"),
+                    reason: format!("failed: {failed}"),
                 }
             } else {
                 matched_any = true;
@@ -251,9 +251,9 @@ impl Router {
                     stopped = Some(&route.name);
                 }
                 let reason = if route.pattern.is_empty() {
-                    "match: no conditions".to_owned()
+                    "no conditions".to_owned()
                 } else {
-                    "match: every condition held".to_owned()
+                    "every condition held".to_owned()
                 };
                 Decision {
                     route: route.name.clone(),
@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(matched, [false, true, true, false]);
         assert_eq!(
             r.decisions[0].reason,
-            r#"no match: subscription_id is one of [prefix "dev-"]"#
+            r#"failed: subscription_id is one of [prefix "dev-"]"#
         );
         assert_eq!(
             r.decisions[3].reason,
