@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
 .PHONY: help build run test test-unit test-integration smoke lint fmt emulators-up emulators-down \
-	lambda lambda-tools clean-run
+	lambda lambda-tools image tf-check bench clean-run
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -21,6 +21,7 @@ run: ## Build, then start relay-gcf on 127.0.0.1:8080 with the file sink and a d
 
 # One feature set for every test build (--all-features), so nothing compiles twice.
 test: ## Everything the tests need (emulators included), then all tests; emulators stopped after
+	infra/local/tf-check.sh
 	$(CARGO) build --workspace --all-targets --all-features
 	infra/local/emulators.sh start
 	status=0; \
@@ -59,6 +60,18 @@ lambda: lambda-tools ## Build target/lambda/relay-lambda/bootstrap.zip (arm64; x
 	  set -x; $(CARGO) lambda build --release --x86-64 --compiler cargo -p relay-lambda --output-format zip; \
 	fi
 	@ls -l target/lambda/relay-lambda/bootstrap.zip
+
+tf-check: ## terraform fmt -check and checkov over terraform/ (offline), then the hcl-rs tests
+	infra/local/tf-check.sh
+	$(CARGO) test -p relay-tests --test terraform
+
+IMAGE ?= relay-gcf:dev
+image: ## Build the relay-gcf image (infra/docker/Dockerfile); needs a Docker engine with BuildKit
+	@command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 || { echo "image: no Docker engine here; build where one runs, or with Cloud Build" >&2; exit 1; }
+	DOCKER_BUILDKIT=1 docker build -f infra/docker/Dockerfile -t $(IMAGE) .
+
+bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-all baselines
+	$(CARGO) bench -p relay-core --bench route
 
 lint: ## rustfmt check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

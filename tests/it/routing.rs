@@ -30,7 +30,7 @@ fn notification(i: usize, subscription: &str) -> (String, &'static str) {
     let bundle = format!("bundle-{i:03}");
     let payload = match i % 5 {
         0 | 1 => {
-            let project = if i % 2 == 0 {
+            let project = if i.is_multiple_of(2) {
                 "Glioblastoma_medium_1000_cells"
             } else {
                 "Tabula_muris"
@@ -48,7 +48,10 @@ fn notification(i: usize, subscription: &str) -> (String, &'static str) {
             "match": {"bundle_uuid": bundle, "bundle_version": "2018-06-04T225830.079725Z"}})
         }
     };
-    (payload.to_string(), if i % 4 == 0 { "gcp" } else { "aws" })
+    (
+        payload.to_string(),
+        if i.is_multiple_of(4) { "gcp" } else { "aws" },
+    )
 }
 
 /// Which queues notification `i` belongs in, by the rules the sample file states in prose.

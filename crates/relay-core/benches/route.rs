@@ -1,0 +1,107 @@
+//! Per-notification routing cost with 20 routes of mixed operators, against two baselines
+//! measured in the same run: parsing the notification (which every request pays) and a
+//! single catch-all route (the zero-configuration path).
+//!
+//! Run with `cargo bench -p relay-core --bench route`.
+
+use std::hint::black_box;
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use relay_core::Notification;
+use relay_core::route::{Input, RouteSpec, Router, request_document};
+use serde_json::{Value, json};
+
+const CREATE: &str = include_str!("../../../examples/notifications/v2-create.json");
+const V1: &str = include_str!("../../../examples/notifications/v1-create.json");
+
+/// Twenty routes, every operator at least once; JMESPath and regex only where `heavy`.
+fn routes(heavy: bool) -> Vec<RouteSpec> {
+    let mut patterns = vec![
+        json!({"event_type": ["CREATE"]}),
+        json!({"event_type": ["TOMBSTONE", "DELETE"]}),
+        json!({"subscription_id": [{"prefix": "8a6a"}]}),
+        json!({"match": {"bundle_version": [{"suffix": ".689105Z"}]}}),
+        json!({"event_type": [{"anything-but": ["CREATE"]}]}),
+        json!({"subscription_id": [{"anything-but": {"prefix": "dev-"}}]}),
+        json!({"attachments": {"project_shortname": [{"equals-ignore-case": "glioblastoma_medium_1000_cells"}]}}),
+        json!({"bundle_url": [{"wildcard": "https://dss.*/v1/bundles/*"}]}),
+        json!({"attachments": {"sample_id": [{"exists": true}]}}),
+        json!({"es_query": [{"exists": false}]}),
+        json!({"$or": [{"event_type": ["DELETE"]}, {"es_query": [{"exists": true}]}]}),
+        json!({"$request": {"query": {"replica": ["gcp"]}}}),
+        json!({"$request": {"path": [{"prefix": "/dss/"}]}}),
+        json!({"match": {"bundle_uuid": ["c86309f6-e5b7-4698-abb6-b81644573bff", "e32290e0-971c-4063-8707-df56ccc5606b"]}}),
+        json!({"attachments": {"sample_id": ["b1829a9d-6678-493b-bf98-01520f9bad52"]}}),
+        json!({"event_type": ["CREATE"], "attachments": {"project_shortname": [{"prefix": "Glio"}]}}),
+        json!({"dss_api": [{"suffix": {"equals-ignore-case": "HUMANCELLATLAS.ORG"}}]}),
+        json!({"event_timestamp": [{"prefix": "2019-11"}]}),
+    ];
+    if heavy {
+        patterns.push(json!({"match": {"bundle_uuid": [{"regex": "^[0-9a-f]{8}-e5b7-"}]}}));
+        patterns.push(
+            json!({"$jmespath": "event_type == 'CREATE' && length(attachments.sample_id) > `0`"}),
+        );
+    } else {
+        patterns.push(json!({"transaction_id": [{"exists": true}]}));
+        patterns.push(json!({"jmespath_query": [{"prefix": "event_type"}]}));
+    }
+    patterns
+        .into_iter()
+        .enumerate()
+        .map(|(i, pattern)| RouteSpec {
+            name: format!("route-{i:02}"),
+            pattern: Some(pattern),
+            to: vec![format!("sink-{}", i % 4)],
+            stop: false,
+            fallback: false,
+        })
+        .collect()
+}
+
+fn sinks() -> Vec<String> {
+    (0..4).map(|i| format!("sink-{i}")).collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let lean = Router::compile(&routes(false), sinks()).unwrap();
+    let mixed = Router::compile(&routes(true), sinks()).unwrap();
+    let everything = Router::to_all(sinks());
+    let headers = http::HeaderMap::new();
+    let mut group = c.benchmark_group("route");
+    for (name, payload) in [("v2-create", CREATE), ("v1", V1)] {
+        let bytes = Bytes::from_static(payload.as_bytes());
+        let notification = Notification::parse(bytes.clone()).unwrap();
+        let document: &Value = notification.document();
+        group.bench_function(format!("{name}/baseline-parse"), |b| {
+            b.iter(|| Notification::parse(black_box(bytes.clone())).unwrap())
+        });
+        group.bench_function(format!("{name}/baseline-catch-all"), |b| {
+            b.iter(|| {
+                everything.route(&Input {
+                    document: black_box(document),
+                    request: &Value::Null,
+                })
+            })
+        });
+        for (label, router) in [
+            ("20-routes-lean", &lean),
+            ("20-routes-regex-jmespath", &mixed),
+        ] {
+            group.bench_function(format!("{name}/{label}"), |b| {
+                b.iter(|| {
+                    // The request document is built per notification, as the relay does.
+                    let request = request_document("/dss/notify", Some("replica=aws"), &headers);
+                    router.route(&Input {
+                        document: black_box(document),
+                        request: &request,
+                    })
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,77 @@
+# The relay runs in one account; the subscriber's FIFO queue lives in another. The relay's role
+# may sqs:SendMessage to that queue (aws-relay), and the queue's policy lets that role send, and
+# only send (aws-queue-grant, applied with the subscriber's credentials).
+provider "aws" {
+  region  = var.region
+  profile = var.relay_profile
+}
+
+provider "aws" {
+  alias   = "subscriber"
+  region  = var.region
+  profile = var.subscriber_profile
+}
+
+################################################################################
+# Subscriber's account: the FIFO queue (stands in for a queue the subscriber already has)
+################################################################################
+
+resource "aws_sqs_queue" "subscriber_dlq" {
+  provider = aws.subscriber
+
+  name                      = "${var.subscriber_queue_name}-dlq.fifo"
+  fifo_queue                = true
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = true
+}
+
+resource "aws_sqs_queue" "subscriber" {
+  provider = aws.subscriber
+
+  name       = "${var.subscriber_queue_name}.fifo"
+  fifo_queue = true
+  # The relay sets MessageGroupId (subscription_id) and MessageDeduplicationId (its dedup key).
+  content_based_deduplication = false
+  message_retention_seconds   = 1209600
+  visibility_timeout_seconds  = 60
+  sqs_managed_sse_enabled     = true
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.subscriber_dlq.arn
+    maxReceiveCount     = 5
+  })
+}
+
+################################################################################
+# Relay's account: the relay, publishing to the subscriber's queue
+################################################################################
+
+module "relay" {
+  source = "../../modules/aws-relay"
+
+  name            = var.name
+  lambda_zip_path = var.lambda_zip_path
+  architecture    = var.architecture
+  callback_path   = "/?replica=aws"
+
+  create_queue = false
+  existing_queue = {
+    arn = aws_sqs_queue.subscriber.arn
+    url = aws_sqs_queue.subscriber.url
+  }
+}
+
+################################################################################
+# Subscriber's account: let the relay's role send, and only send
+################################################################################
+
+module "queue_grant" {
+  source = "../../modules/aws-queue-grant"
+
+  providers = {
+    aws = aws.subscriber
+  }
+
+  queue_url       = aws_sqs_queue.subscriber.url
+  queue_arn       = aws_sqs_queue.subscriber.arn
+  relay_role_arns = [module.relay.role_arn]
+}

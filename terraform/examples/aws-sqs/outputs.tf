@@ -1,0 +1,35 @@
+output "endpoint_url" {
+  description = "The relay's Function URL."
+  value       = module.relay.endpoint_url
+}
+
+output "dss_subscription" {
+  description = "JSON body for PUT /v1/subscriptions?replica=aws (add hmac_secret_key from hmac_secret)."
+  value       = module.relay.dss_subscription
+}
+
+output "hmac_key_id" {
+  description = "keyId of the subscription (relay send --key-id)."
+  value       = module.relay.hmac_key_id
+}
+
+output "hmac_secret" {
+  description = "The subscription's hmac_secret_key (RELAY_SEND_SECRET for relay send)."
+  value       = module.relay.hmac_secret
+  sensitive   = true
+}
+
+output "queue_url" {
+  description = "The queue notifications arrive on."
+  value       = module.relay.queue_url
+}
+
+output "dlq_url" {
+  description = "The queue's dead-letter queue."
+  value       = module.relay.dlq_url
+}
+
+output "log_group_name" {
+  description = "The function's log group (aws logs tail)."
+  value       = module.relay.log_group_name
+}

@@ -1,0 +1,92 @@
+# The relay runs in one project; the subscriber's topic lives in another. The subscriber grants
+# the relay's service account roles/pubsub.publisher on that one topic (gcp-topic-grant).
+provider "google" {
+  project = var.relay_project_id
+  region  = var.region
+}
+
+provider "google" {
+  alias   = "subscriber"
+  project = var.subscriber_project_id
+  region  = var.region
+}
+
+resource "google_project_service" "relay" {
+  for_each = toset([
+    "iam.googleapis.com",
+    "run.googleapis.com",
+    "secretmanager.googleapis.com",
+  ])
+
+  project            = var.relay_project_id
+  service            = each.value
+  disable_on_destroy = false
+}
+
+################################################################################
+# Subscriber's project: the topic (stands in for a topic the subscriber already has)
+################################################################################
+
+resource "google_project_service" "subscriber_pubsub" {
+  provider = google.subscriber
+
+  project            = var.subscriber_project_id
+  service            = "pubsub.googleapis.com"
+  disable_on_destroy = false
+}
+
+resource "google_pubsub_topic" "subscriber" {
+  #checkov:skip=CKV_GCP_83:Stands in for the subscriber's own topic, with Google-managed encryption; a CMEK topic works unchanged, since Pub/Sub's own service agent uses the key.
+  provider = google.subscriber
+
+  project = var.subscriber_project_id
+  name    = var.topic_name
+
+  depends_on = [google_project_service.subscriber_pubsub]
+}
+
+resource "google_pubsub_subscription" "subscriber" {
+  provider = google.subscriber
+
+  project                    = var.subscriber_project_id
+  name                       = "${var.topic_name}-pull"
+  topic                      = google_pubsub_topic.subscriber.id
+  ack_deadline_seconds       = 60
+  message_retention_duration = "604800s"
+}
+
+################################################################################
+# Relay's project: the relay, publishing to the subscriber's topic
+################################################################################
+
+module "relay" {
+  source = "../../modules/gcp-relay"
+
+  project_id          = var.relay_project_id
+  region              = var.region
+  name                = var.name
+  image               = var.image
+  deletion_protection = var.deletion_protection
+  callback_path       = "/?replica=gcp"
+
+  create_topic   = false
+  existing_topic = google_pubsub_topic.subscriber.id
+
+  depends_on = [google_project_service.relay]
+}
+
+################################################################################
+# Subscriber's project: roles/pubsub.publisher on that one topic, for the relay
+################################################################################
+
+module "topic_grant" {
+  source = "../../modules/gcp-topic-grant"
+
+  providers = {
+    google = google.subscriber
+  }
+
+  project_id                  = var.subscriber_project_id
+  topic                       = google_pubsub_topic.subscriber.name
+  relay_service_account_email = module.relay.service_account_email
+}

@@ -1,0 +1,82 @@
+################################################################################
+# Execution role: exactly what the enabled sinks call, and nothing else
+################################################################################
+
+data "aws_iam_policy_document" "assume_role" {
+  statement {
+    sid     = "LambdaAssumesRole"
+    effect  = "Allow"
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "this" {
+  name                 = "${var.name}-relay"
+  description          = "Execution role of the ${var.name} DSS relay."
+  assume_role_policy   = data.aws_iam_policy_document.assume_role.json
+  max_session_duration = 3600
+  tags                 = var.tags
+}
+
+# No managed policy (AWSLambdaBasicExecutionRole would allow logs:CreateLogGroup on "*"): the
+# function writes only to its own log group, which this module creates.
+data "aws_iam_policy_document" "this" {
+  statement {
+    sid       = "WriteOwnLogs"
+    effect    = "Allow"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.this.arn}:*"]
+  }
+
+  statement {
+    sid       = "ReadOwnHmacKeys"
+    effect    = "Allow"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = [aws_secretsmanager_secret.hmac.arn]
+  }
+
+  # RELAY_SQS_QUEUE_URL: SendMessage and SendMessageBatch are both authorized by sqs:SendMessage.
+  dynamic "statement" {
+    for_each = local.sqs_enabled ? [local.queue_arn] : []
+    content {
+      sid       = "SendToQueue"
+      effect    = "Allow"
+      actions   = ["sqs:SendMessage"]
+      resources = [statement.value]
+    }
+  }
+
+  # RELAY_SNS_TOPIC_ARN: Publish and PublishBatch are both authorized by sns:Publish.
+  dynamic "statement" {
+    for_each = local.sns_enabled ? [var.sns_topic_arn] : []
+    content {
+      sid       = "PublishToTopic"
+      effect    = "Allow"
+      actions   = ["sns:Publish"]
+      resources = [statement.value]
+    }
+  }
+
+  # Only with customer-managed keys: SQS needs GenerateDataKey and Decrypt from the sender of an
+  # encrypted message; reading the secret needs Decrypt.
+  dynamic "statement" {
+    for_each = length(local.kms_key_arns) > 0 ? [local.kms_key_arns] : []
+    content {
+      sid       = "UseCustomerManagedKeys"
+      effect    = "Allow"
+      actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+      resources = statement.value
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "this" {
+  name   = "relay"
+  role   = aws_iam_role.this.id
+  policy = data.aws_iam_policy_document.this.json
+}

@@ -1,0 +1,195 @@
+locals {
+  hmac_key_id = coalesce(var.hmac_key_id, var.name)
+  # random_password.hmac always exists: count cannot branch on a sensitive input. It is unused
+  # when hmac_secret is given.
+  hmac_secret = coalesce(var.hmac_secret, random_password.hmac.result)
+
+  queue_base_name = coalesce(var.queue_name, "${var.name}-events")
+  queue_suffix    = var.fifo_queue ? ".fifo" : ""
+
+  sqs_enabled = var.create_queue || var.existing_queue != null
+  sns_enabled = var.sns_topic_arn != null
+
+  queue_arn = var.create_queue ? aws_sqs_queue.this[0].arn : try(var.existing_queue.arn, null)
+  queue_url = var.create_queue ? aws_sqs_queue.this[0].url : try(var.existing_queue.url, null)
+
+  # Customer-managed keys the role must be able to use: the module's own key (secret, created
+  # queue, log group, environment) and the key of an existing queue.
+  kms_key_arns = distinct([for arn in [var.kms_key_arn, try(var.existing_queue.kms_key_arn, null)] : arn if arn != null])
+
+  # Every RELAY_* variable the function gets. The HMAC keys are not among them: the function
+  # reads the secret named by RELAY_HMAC_KEYS_SECRET_ARN once, at start.
+  environment = merge(
+    {
+      RELAY_HMAC_KEYS_SECRET_ARN = aws_secretsmanager_secret.hmac.arn
+      RELAY_SINK_TIMEOUT_MS      = tostring(var.sink_timeout_ms)
+      RELAY_MAX_CLOCK_SKEW_SECS  = tostring(var.max_clock_skew_secs)
+      RELAY_LOG_FORMAT           = var.log_format
+    },
+    local.sqs_enabled ? { RELAY_SQS_QUEUE_URL = local.queue_url } : {},
+    local.sns_enabled ? { RELAY_SNS_TOPIC_ARN = var.sns_topic_arn } : {},
+  )
+
+  # The Function URL ends with "/"; callback_path starts with one.
+  callback_url = "${trimsuffix(aws_lambda_function_url.this.function_url, "/")}${var.callback_path}"
+}
+
+################################################################################
+# HMAC key, in Secrets Manager
+################################################################################
+
+resource "random_password" "hmac" {
+  length  = 48
+  special = false
+}
+
+resource "aws_secretsmanager_secret" "hmac" {
+  #checkov:skip=CKV2_AWS_57:The secret is shared with a DSS subscription, which cannot change its hmac_secret_key; rotating means a new key id and a new subscription, which a rotation Lambda cannot do.
+  name_prefix             = "${var.name}-hmac-keys-"
+  description             = "RELAY_HMAC_KEYS of the ${var.name} relay: a JSON object {\"<keyId>\": \"<secret>\"}, read once at start."
+  kms_key_id              = var.kms_key_arn
+  recovery_window_in_days = var.secret_recovery_window_days
+  tags                    = var.tags
+}
+
+resource "aws_secretsmanager_secret_version" "hmac" {
+  secret_id     = aws_secretsmanager_secret.hmac.id
+  secret_string = jsonencode({ (local.hmac_key_id) = local.hmac_secret })
+}
+
+################################################################################
+# SQS queue and dead-letter queue
+################################################################################
+
+resource "aws_sqs_queue" "dlq" {
+  count = var.create_queue ? 1 : 0
+
+  name                      = "${local.queue_base_name}-dlq${local.queue_suffix}"
+  fifo_queue                = var.fifo_queue
+  message_retention_seconds = var.dlq_message_retention_seconds
+  sqs_managed_sse_enabled   = var.kms_key_arn == null ? true : null
+  kms_master_key_id         = var.kms_key_arn
+  tags                      = var.tags
+}
+
+resource "aws_sqs_queue" "this" {
+  count = var.create_queue ? 1 : 0
+
+  name       = "${local.queue_base_name}${local.queue_suffix}"
+  fifo_queue = var.fifo_queue
+  # The relay sets MessageDeduplicationId itself (a hash of subscription, bundle, version and
+  # event), because DSS retries change the body's transaction_id.
+  content_based_deduplication = false
+  message_retention_seconds   = var.message_retention_seconds
+  visibility_timeout_seconds  = var.visibility_timeout_seconds
+  sqs_managed_sse_enabled     = var.kms_key_arn == null ? true : null
+  kms_master_key_id           = var.kms_key_arn
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dlq[0].arn
+    maxReceiveCount     = var.max_receive_count
+  })
+  tags = var.tags
+}
+
+resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
+  count = var.create_queue ? 1 : 0
+
+  queue_url = aws_sqs_queue.dlq[0].id
+  redrive_allow_policy = jsonencode({
+    redrivePermission = "byQueue"
+    sourceQueueArns   = [aws_sqs_queue.this[0].arn]
+  })
+}
+
+################################################################################
+# Lambda function and its log group
+################################################################################
+
+resource "aws_cloudwatch_log_group" "this" {
+  name              = "/aws/lambda/${var.name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_lambda_function" "this" {
+  #checkov:skip=CKV_AWS_116:The function is invoked synchronously through its Function URL; a Lambda dead-letter queue only receives failed asynchronous invocations. A failed relay answers non-2xx and the DSS retries.
+  #checkov:skip=CKV_AWS_117:The function calls only public AWS endpoints (SQS, SNS, Secrets Manager); a VPC would add NAT or endpoints and no protection.
+  #checkov:skip=CKV_AWS_272:The package is built from this repository by `make lambda` and uploaded by Terraform; there is no AWS Signer profile in this deployment.
+  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments and xray:PutTelemetryRecords, and the role grants only what the sinks call; the relay logs one line per request.
+  function_name                  = var.name
+  description                    = "Relays signed HCA DSS notifications to SQS/SNS."
+  role                           = aws_iam_role.this.arn
+  runtime                        = "provided.al2023"
+  handler                        = "bootstrap"
+  architectures                  = [var.architecture]
+  filename                       = var.lambda_zip_path
+  source_code_hash               = filebase64sha256(var.lambda_zip_path)
+  memory_size                    = var.memory_size
+  timeout                        = var.timeout
+  reserved_concurrent_executions = var.reserved_concurrency
+  kms_key_arn                    = var.kms_key_arn
+
+  environment {
+    variables = local.environment
+  }
+
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.this.name
+  }
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = var.sink_timeout_ms < var.timeout * 1000
+      error_message = "sink_timeout_ms must be below timeout * 1000: the relay must answer within its sink deadline, before Lambda times out."
+    }
+    precondition {
+      condition     = !(var.create_queue && var.existing_queue != null)
+      error_message = "Set either create_queue = true or existing_queue, not both."
+    }
+    precondition {
+      condition     = local.sqs_enabled || local.sns_enabled
+      error_message = "The relay needs a sink: create_queue = true, existing_queue, or sns_topic_arn."
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.this, aws_secretsmanager_secret_version.hmac]
+}
+
+################################################################################
+# Function URL: public on purpose
+################################################################################
+
+# The DSS signs each request with draft-cavage HMAC in the Authorization header. AWS_IAM auth
+# would demand SigV4 in that same header, which the DSS cannot send, so the URL takes
+# authorization NONE and the relay verifies the HMAC signature itself before publishing anything.
+resource "aws_lambda_function_url" "this" {
+  #checkov:skip=CKV_AWS_258:The DSS signs with HMAC in the Authorization header and cannot sign SigV4; the relay verifies every request's signature itself and answers 401 otherwise.
+  function_name      = aws_lambda_function.this.function_name
+  authorization_type = "NONE"
+  invoke_mode        = "BUFFERED"
+}
+
+# A public Function URL needs both statements since October 2025. The provider may add its own
+# statements for authorization NONE too; these have their own ids, are kept in state, and go
+# away with the module.
+resource "aws_lambda_permission" "function_url" {
+  #checkov:skip=CKV_AWS_301:Public by design: the DSS cannot present AWS credentials. The statement only allows calls through the Function URL (lambda:FunctionUrlAuthType NONE), and the relay verifies HMAC.
+  statement_id           = "AllowPublicFunctionUrl"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = aws_lambda_function.this.function_name
+  principal              = "*"
+  function_url_auth_type = "NONE"
+}
+
+resource "aws_lambda_permission" "function_url_invoke" {
+  #checkov:skip=CKV_AWS_301:Public by design: the DSS cannot present AWS credentials. The statement only allows invocations through the Function URL (lambda:InvokedViaFunctionUrl), and the relay verifies HMAC.
+  statement_id             = "AllowInvokeViaFunctionUrl"
+  action                   = "lambda:InvokeFunction"
+  function_name            = aws_lambda_function.this.function_name
+  principal                = "*"
+  invoked_via_function_url = true
+}

@@ -1,0 +1,306 @@
+################################################################################
+# Naming
+################################################################################
+
+variable "name" {
+  description = "Name of the relay: the Lambda function, its role and log group, the secret and (unless queue_name is set) the queue are named after it."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,48}$", var.name))
+    error_message = "name must be 1-48 letters, digits, hyphens or underscores (it prefixes the Lambda, role, secret and queue names)."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every resource the module creates."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k, v in var.tags : length(k) >= 1 && length(k) <= 128 && length(v) <= 256 && !startswith(lower(k), "aws:")])
+    error_message = "Tag keys must be 1-128 characters and not start with aws:; values at most 256 characters."
+  }
+}
+
+################################################################################
+# Lambda function
+################################################################################
+
+variable "lambda_zip_path" {
+  description = "Path to the bootstrap.zip that `make lambda` builds (target/lambda/relay-lambda/bootstrap.zip)."
+  type        = string
+
+  validation {
+    condition     = endswith(var.lambda_zip_path, ".zip")
+    error_message = "lambda_zip_path must point to a .zip file (target/lambda/relay-lambda/bootstrap.zip)."
+  }
+}
+
+variable "architecture" {
+  description = "Instruction set of the bootstrap binary: arm64 (the default of `make lambda`) or x86_64 (what `make lambda` builds when the aarch64 target is not installed)."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be \"arm64\" or \"x86_64\"."
+  }
+}
+
+variable "memory_size" {
+  description = "Memory of the function in MB (CPU scales with it)."
+  type        = number
+  default     = 256
+
+  validation {
+    condition     = var.memory_size >= 128 && var.memory_size <= 10240 && floor(var.memory_size) == var.memory_size
+    error_message = "memory_size must be a whole number of MB between 128 and 10240."
+  }
+}
+
+variable "timeout" {
+  description = "Function timeout in seconds. Must stay above sink_timeout_ms: the relay answers within its sink deadline, never by a platform timeout."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.timeout >= 1 && var.timeout <= 900 && floor(var.timeout) == var.timeout
+    error_message = "timeout must be a whole number of seconds between 1 and 900."
+  }
+}
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrent executions for the function: caps how many notifications are relayed at once and guarantees that capacity. null leaves the function on the account's unreserved pool."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.reserved_concurrency == null || try(var.reserved_concurrency >= 0 && floor(var.reserved_concurrency) == var.reserved_concurrency, false)
+    error_message = "reserved_concurrency must be null or a whole number >= 0 (0 stops all invocations)."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the function's CloudWatch log group, in days."
+  type        = number
+  default     = 365
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of the values CloudWatch Logs accepts: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "Customer-managed KMS key for the data the module creates: the HMAC secret, the queue and its dead-letter queue, the log group and the function's environment. null keeps the AWS managed keys (aws/secretsmanager, SSE-SQS, CloudWatch Logs and aws/lambda). When set, the role may use kms:Decrypt and kms:GenerateDataKey on this key, and the key policy must let CloudWatch Logs (logs.<region>.amazonaws.com) use it."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.kms_key_arn))
+    error_message = "kms_key_arn must be null or a KMS key ARN such as arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab."
+  }
+}
+
+################################################################################
+# Relay settings (RELAY_* environment variables)
+################################################################################
+
+variable "sink_timeout_ms" {
+  description = "RELAY_SINK_TIMEOUT_MS: deadline for every sink to acknowledge, retries included; past it the DSS gets 503 and retries. Must be below timeout * 1000."
+  type        = number
+  default     = 5000
+
+  validation {
+    condition     = var.sink_timeout_ms >= 1 && var.sink_timeout_ms <= 60000 && floor(var.sink_timeout_ms) == var.sink_timeout_ms
+    error_message = "sink_timeout_ms must be a whole number of milliseconds between 1 and 60000."
+  }
+}
+
+variable "max_clock_skew_secs" {
+  description = "RELAY_MAX_CLOCK_SKEW_SECS: largest accepted distance between a request's Date and the relay's clock; 0 turns the check off."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.max_clock_skew_secs >= 0 && floor(var.max_clock_skew_secs) == var.max_clock_skew_secs
+    error_message = "max_clock_skew_secs must be a whole number of seconds >= 0."
+  }
+}
+
+variable "log_format" {
+  description = "RELAY_LOG_FORMAT: json or text."
+  type        = string
+  default     = "json"
+
+  validation {
+    condition     = contains(["json", "text"], var.log_format)
+    error_message = "log_format must be \"json\" or \"text\"."
+  }
+}
+
+################################################################################
+# HMAC key (Secrets Manager)
+################################################################################
+
+variable "hmac_key_id" {
+  description = "keyId the DSS signs with: the subscription's hmac_key_id. null uses the relay's name."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.hmac_key_id == null || can(regex("^[A-Za-z0-9._:-]{1,128}$", var.hmac_key_id))
+    error_message = "hmac_key_id must be null or 1-128 letters, digits, '.', '_', ':' or '-'."
+  }
+}
+
+variable "hmac_secret" {
+  description = "HMAC secret shared with the DSS (the subscription's hmac_secret_key). null generates a 48-character one with random_password. It is stored in Secrets Manager and never in the function's environment."
+  type        = string
+  default     = null
+  sensitive   = true
+
+  validation {
+    condition     = var.hmac_secret == null || can(regex("^[!-~]{32,256}$", var.hmac_secret))
+    error_message = "hmac_secret must be null or 32-256 printable ASCII characters without spaces (the DSS uses its UTF-8 bytes)."
+  }
+}
+
+variable "secret_recovery_window_days" {
+  description = "Days Secrets Manager keeps the HMAC secret after deletion (0 deletes it at once)."
+  type        = number
+  default     = 7
+
+  validation {
+    condition     = var.secret_recovery_window_days == 0 || (var.secret_recovery_window_days >= 7 && var.secret_recovery_window_days <= 30)
+    error_message = "secret_recovery_window_days must be 0 or between 7 and 30."
+  }
+}
+
+################################################################################
+# SQS queue: created here, or an existing one
+################################################################################
+
+variable "create_queue" {
+  description = "Create the SQS queue (with a dead-letter queue) that the relay publishes to. Set false to use existing_queue, or to publish only to SNS."
+  type        = bool
+  default     = true
+}
+
+variable "fifo_queue" {
+  description = "Create a FIFO queue (name ending in .fifo). The relay then sets MessageGroupId = subscription_id and MessageDeduplicationId = its dedup key, so content-based deduplication stays off."
+  type        = bool
+  default     = false
+}
+
+variable "queue_name" {
+  description = "Name of the created queue, without the .fifo suffix. null uses \"<name>-events\"."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.queue_name == null || can(regex("^[A-Za-z0-9_-]{1,70}$", var.queue_name))
+    error_message = "queue_name must be null or 1-70 letters, digits, hyphens or underscores (the module adds -dlq and .fifo)."
+  }
+}
+
+variable "message_retention_seconds" {
+  description = "How long the created queue keeps a message, in seconds (60 to 1209600, i.e. 14 days)."
+  type        = number
+  default     = 1209600
+
+  validation {
+    condition     = var.message_retention_seconds >= 60 && var.message_retention_seconds <= 1209600
+    error_message = "message_retention_seconds must be between 60 and 1209600."
+  }
+}
+
+variable "visibility_timeout_seconds" {
+  description = "Visibility timeout of the created queue, in seconds: how long a consumer has to delete a message it received."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.visibility_timeout_seconds >= 0 && var.visibility_timeout_seconds <= 43200
+    error_message = "visibility_timeout_seconds must be between 0 and 43200."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Receives after which a message moves to the dead-letter queue (the redrive policy's maxReceiveCount)."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000
+    error_message = "max_receive_count must be between 1 and 1000."
+  }
+}
+
+variable "dlq_message_retention_seconds" {
+  description = "How long the dead-letter queue keeps a message, in seconds. Keep it at least message_retention_seconds: SQS keeps a message's original enqueue time when it moves."
+  type        = number
+  default     = 1209600
+
+  validation {
+    condition     = var.dlq_message_retention_seconds >= 60 && var.dlq_message_retention_seconds <= 1209600
+    error_message = "dlq_message_retention_seconds must be between 60 and 1209600."
+  }
+}
+
+variable "existing_queue" {
+  description = "An existing queue to publish to instead of creating one (create_queue = false): its ARN and URL, and the customer-managed KMS key that encrypts it, if any (the role then may use kms:GenerateDataKey and kms:Decrypt on that key). A queue in another account also needs the aws-queue-grant module there."
+  type = object({
+    arn         = string
+    url         = string
+    kms_key_arn = optional(string)
+  })
+  default = null
+
+  validation {
+    condition = var.existing_queue == null || try(
+      can(regex("^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,75}(\\.fifo)?$", var.existing_queue.arn)) &&
+      can(regex("^https://[A-Za-z0-9.-]+/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?$", var.existing_queue.url)) &&
+      endswith(var.existing_queue.arn, ".fifo") == endswith(var.existing_queue.url, ".fifo") &&
+      element(split(":", var.existing_queue.arn), 5) == element(split("/", var.existing_queue.url), 4),
+      false
+    )
+    error_message = "existing_queue needs arn (arn:aws:sqs:REGION:ACCOUNT:NAME) and url (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME) of the same queue."
+  }
+
+  validation {
+    condition     = try(var.existing_queue.kms_key_arn, null) == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.existing_queue.kms_key_arn))
+    error_message = "existing_queue.kms_key_arn must be null or a KMS key ARN."
+  }
+}
+
+################################################################################
+# SNS topic (optional second sink)
+################################################################################
+
+variable "sns_topic_arn" {
+  description = "RELAY_SNS_TOPIC_ARN: also publish every notification to this SNS topic (the role may then sns:Publish to it, and only it). null publishes to the queue only."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.sns_topic_arn == null || can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", var.sns_topic_arn))
+    error_message = "sns_topic_arn must be null or a topic ARN such as arn:aws:sns:us-east-1:123456789012:dss-events."
+  }
+}
+
+################################################################################
+# DSS subscription
+################################################################################
+
+variable "callback_path" {
+  description = "Path and query appended to the Function URL to form the subscription's callback_url, e.g. \"/\" or \"/?replica=aws\" (every path reaches the relay)."
+  type        = string
+  default     = "/"
+
+  validation {
+    condition     = startswith(var.callback_path, "/") && !can(regex("[\\s#]", var.callback_path))
+    error_message = "callback_path must start with / and contain no whitespace or fragment."
+  }
+}

@@ -1,0 +1,148 @@
+locals {
+  hmac_key_id = coalesce(var.hmac_key_id, var.name)
+  # random_password.hmac always exists: count cannot branch on a sensitive input. It is unused
+  # when hmac_secret is given.
+  hmac_secret = coalesce(var.hmac_secret, random_password.hmac.result)
+
+  topic_id = var.create_topic ? google_pubsub_topic.this[0].id : var.existing_topic
+
+  callback_url = "${trimsuffix(google_cloud_run_v2_service.this.uri, "/")}${var.callback_path}"
+}
+
+################################################################################
+# HMAC key, in Secret Manager
+################################################################################
+
+resource "random_password" "hmac" {
+  length  = 48
+  special = false
+}
+
+resource "google_secret_manager_secret" "hmac" {
+  project   = var.project_id
+  secret_id = "${var.name}-hmac-keys"
+  labels    = var.labels
+
+  replication {
+    auto {}
+  }
+}
+
+# RELAY_HMAC_KEYS: a JSON object {"<keyId>": "<secret>"}.
+resource "google_secret_manager_secret_version" "hmac" {
+  secret      = google_secret_manager_secret.hmac.id
+  secret_data = jsonencode({ (local.hmac_key_id) = local.hmac_secret })
+}
+
+################################################################################
+# Pub/Sub topic
+################################################################################
+
+resource "google_pubsub_topic" "this" {
+  count = var.create_topic ? 1 : 0
+
+  project                    = var.project_id
+  name                       = coalesce(var.topic_name, "${var.name}-events")
+  kms_key_name               = var.topic_kms_key_name
+  message_retention_duration = var.topic_message_retention_duration
+  labels                     = var.labels
+}
+
+################################################################################
+# Cloud Run service
+################################################################################
+
+resource "google_cloud_run_v2_service" "this" {
+  project             = var.project_id
+  name                = var.name
+  location            = var.region
+  description         = "Relays signed HCA DSS notifications to Pub/Sub."
+  ingress             = "INGRESS_TRAFFIC_ALL"
+  deletion_protection = var.deletion_protection
+  labels              = var.labels
+
+  template {
+    service_account                  = google_service_account.this.email
+    max_instance_request_concurrency = var.concurrency
+    timeout                          = "${var.request_timeout_seconds}s"
+
+    scaling {
+      min_instance_count = var.min_instances
+      max_instance_count = var.max_instances
+    }
+
+    containers {
+      image = var.image
+
+      # Cloud Run sets PORT; relay-gcf listens on 0.0.0.0:$PORT, so RELAY_LISTEN stays unset.
+      ports {
+        container_port = 8080
+      }
+
+      resources {
+        limits = {
+          cpu    = var.cpu
+          memory = var.memory
+        }
+        cpu_idle          = true
+        startup_cpu_boost = true
+      }
+
+      env {
+        name = "RELAY_HMAC_KEYS"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.hmac.secret_id
+            version = google_secret_manager_secret_version.hmac.version
+          }
+        }
+      }
+
+      env {
+        name  = "RELAY_PUBSUB_TOPIC"
+        value = local.topic_id
+      }
+
+      env {
+        name  = "RELAY_PUBSUB_ORDERING"
+        value = tostring(var.pubsub_ordering)
+      }
+
+      env {
+        name  = "RELAY_SINK_TIMEOUT_MS"
+        value = tostring(var.sink_timeout_ms)
+      }
+
+      env {
+        name  = "RELAY_MAX_CLOCK_SKEW_SECS"
+        value = tostring(var.max_clock_skew_secs)
+      }
+
+      env {
+        name  = "RELAY_LOG_FORMAT"
+        value = var.log_format
+      }
+
+      # GET on any path answers 200 {"status":"ok"} once the configuration is valid and the
+      # Pub/Sub client is built.
+      startup_probe {
+        http_get {
+          path = "/"
+        }
+      }
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = var.sink_timeout_ms < var.request_timeout_seconds * 1000
+      error_message = "sink_timeout_ms must be below request_timeout_seconds * 1000: the relay must answer within its sink deadline."
+    }
+    precondition {
+      condition     = var.create_topic != (var.existing_topic != null)
+      error_message = "Set either create_topic = true or existing_topic, exactly one."
+    }
+  }
+
+  depends_on = [google_secret_manager_secret_iam_member.relay]
+}

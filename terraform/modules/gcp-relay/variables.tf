@@ -1,0 +1,269 @@
+################################################################################
+# Project and naming
+################################################################################
+
+variable "project_id" {
+  description = "Project that runs the relay: the Cloud Run service, its service account, the HMAC secret and (when created) the topic."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "project_id must be a project ID: 6-30 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "region" {
+  description = "Region of the Cloud Run service, e.g. us-east1 (the DSS notifies from AWS us-east-1)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
+    error_message = "region must be a Cloud Run region such as us-east1 or europe-west4."
+  }
+}
+
+variable "name" {
+  description = "Name of the Cloud Run service; the service account (relay-<name>), the secret and (unless topic_name is set) the topic are named after it."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$", var.name))
+    error_message = "name must be 1-24 lowercase letters, digits or hyphens, start with a letter and not end with a hyphen."
+  }
+}
+
+variable "labels" {
+  description = "Labels added to every resource the module creates that takes labels."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))])
+    error_message = "Label keys must be 1-63 lowercase letters, digits, _ or - starting with a letter; values at most 63 of the same."
+  }
+}
+
+################################################################################
+# Cloud Run service
+################################################################################
+
+variable "image" {
+  description = "The relay-gcf container image (infra/docker/Dockerfile, `make image`), e.g. us-east1-docker.pkg.dev/PROJECT/REPO/relay-gcf:TAG or @sha256:DIGEST."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$", var.image))
+    error_message = "image must be a full image reference with a registry and a tag or digest, e.g. us-east1-docker.pkg.dev/my-project/relay/relay-gcf:0.1.0."
+  }
+}
+
+variable "concurrency" {
+  description = "Requests one instance serves at once (max_instance_request_concurrency). Notifications in flight together share SQS/SNS calls, and Pub/Sub's client batches on its own."
+  type        = number
+  default     = 80
+
+  validation {
+    condition     = var.concurrency >= 1 && var.concurrency <= 1000 && floor(var.concurrency) == var.concurrency
+    error_message = "concurrency must be a whole number between 1 and 1000."
+  }
+}
+
+variable "max_instances" {
+  description = "Most instances Cloud Run may start: caps cost and the publish rate."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.max_instances >= 1 && var.max_instances <= 1000 && floor(var.max_instances) == var.max_instances
+    error_message = "max_instances must be a whole number between 1 and 1000."
+  }
+}
+
+variable "min_instances" {
+  description = "Instances kept warm (0 scales to zero; the first request then waits for a cold start)."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.min_instances >= 0 && var.min_instances <= 100 && floor(var.min_instances) == var.min_instances
+    error_message = "min_instances must be a whole number between 0 and 100."
+  }
+}
+
+variable "cpu" {
+  description = "CPU limit of the container, e.g. \"1\" or \"2\"."
+  type        = string
+  default     = "1"
+
+  validation {
+    condition     = contains(["1", "2", "4", "6", "8"], var.cpu)
+    error_message = "cpu must be \"1\", \"2\", \"4\", \"6\" or \"8\"."
+  }
+}
+
+variable "memory" {
+  description = "Memory limit of the container, e.g. \"512Mi\" or \"1Gi\"."
+  type        = string
+  default     = "512Mi"
+
+  validation {
+    condition     = can(regex("^[0-9]+(Mi|Gi)$", var.memory))
+    error_message = "memory must be a quantity in Mi or Gi, e.g. 512Mi."
+  }
+}
+
+variable "request_timeout_seconds" {
+  description = "Cloud Run request timeout, in seconds. Must stay above sink_timeout_ms: the relay answers within its sink deadline."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.request_timeout_seconds >= 1 && var.request_timeout_seconds <= 3600 && floor(var.request_timeout_seconds) == var.request_timeout_seconds
+    error_message = "request_timeout_seconds must be a whole number between 1 and 3600."
+  }
+}
+
+variable "deletion_protection" {
+  description = "Refuse to destroy the Cloud Run service through Terraform."
+  type        = bool
+  default     = true
+}
+
+################################################################################
+# Relay settings (RELAY_* environment variables)
+################################################################################
+
+variable "sink_timeout_ms" {
+  description = "RELAY_SINK_TIMEOUT_MS: deadline for every sink to acknowledge, retries included; past it the DSS gets 503 and retries."
+  type        = number
+  default     = 5000
+
+  validation {
+    condition     = var.sink_timeout_ms >= 1 && var.sink_timeout_ms <= 60000 && floor(var.sink_timeout_ms) == var.sink_timeout_ms
+    error_message = "sink_timeout_ms must be a whole number of milliseconds between 1 and 60000."
+  }
+}
+
+variable "max_clock_skew_secs" {
+  description = "RELAY_MAX_CLOCK_SKEW_SECS: largest accepted distance between a request's Date and the relay's clock; 0 turns the check off."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.max_clock_skew_secs >= 0 && floor(var.max_clock_skew_secs) == var.max_clock_skew_secs
+    error_message = "max_clock_skew_secs must be a whole number of seconds >= 0."
+  }
+}
+
+variable "log_format" {
+  description = "RELAY_LOG_FORMAT: json (Cloud Logging parses it) or text."
+  type        = string
+  default     = "json"
+
+  validation {
+    condition     = contains(["json", "text"], var.log_format)
+    error_message = "log_format must be \"json\" or \"text\"."
+  }
+}
+
+variable "pubsub_ordering" {
+  description = "RELAY_PUBSUB_ORDERING: publish with match.bundle_uuid as ordering key (subscriptions must enable message ordering for it to matter)."
+  type        = bool
+  default     = false
+}
+
+################################################################################
+# HMAC key (Secret Manager)
+################################################################################
+
+variable "hmac_key_id" {
+  description = "keyId the DSS signs with: the subscription's hmac_key_id. null uses the service name."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.hmac_key_id == null || can(regex("^[A-Za-z0-9._:-]{1,128}$", var.hmac_key_id))
+    error_message = "hmac_key_id must be null or 1-128 letters, digits, '.', '_', ':' or '-'."
+  }
+}
+
+variable "hmac_secret" {
+  description = "HMAC secret shared with the DSS (the subscription's hmac_secret_key). null generates a 48-character one with random_password. It reaches the container as RELAY_HMAC_KEYS from Secret Manager, never as a plain value."
+  type        = string
+  default     = null
+  sensitive   = true
+
+  validation {
+    condition     = var.hmac_secret == null || can(regex("^[!-~]{32,256}$", var.hmac_secret))
+    error_message = "hmac_secret must be null or 32-256 printable ASCII characters without spaces (the DSS uses its UTF-8 bytes)."
+  }
+}
+
+################################################################################
+# Pub/Sub topic: created here, or an existing one
+################################################################################
+
+variable "create_topic" {
+  description = "Create the Pub/Sub topic in project_id and let the relay publish to it. Set false to publish to existing_topic instead, whose owner grants roles/pubsub.publisher with the gcp-topic-grant module."
+  type        = bool
+  default     = true
+}
+
+variable "topic_name" {
+  description = "Name of the created topic. null uses \"<name>-events\"."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.topic_name == null || can(regex("^[A-Za-z][A-Za-z0-9._~%+-]{2,254}$", var.topic_name))
+    error_message = "topic_name must be null or 3-255 characters starting with a letter (letters, digits, . _ ~ % + -)."
+  }
+}
+
+variable "topic_kms_key_name" {
+  description = "Cloud KMS key (projects/P/locations/L/keyRings/R/cryptoKeys/K) that encrypts the created topic's messages; null uses Google-managed encryption. The Pub/Sub service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.topic_kms_key_name == null || can(regex("^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$", var.topic_kms_key_name))
+    error_message = "topic_kms_key_name must be null or projects/P/locations/L/keyRings/R/cryptoKeys/K."
+  }
+}
+
+variable "topic_message_retention_duration" {
+  description = "How long the created topic retains messages for replay, e.g. \"86400s\" (10 minutes to 31 days); null keeps none beyond the subscriptions'."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.topic_message_retention_duration == null || can(regex("^[0-9]+s$", var.topic_message_retention_duration))
+    error_message = "topic_message_retention_duration must be null or a number of seconds such as \"86400s\"."
+  }
+}
+
+variable "existing_topic" {
+  description = "RELAY_PUBSUB_TOPIC of an existing topic (projects/PROJECT/topics/TOPIC), used when create_topic = false."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.existing_topic == null || can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A-Za-z0-9._~%+-]{2,254}$", var.existing_topic))
+    error_message = "existing_topic must be null or projects/PROJECT/topics/TOPIC."
+  }
+}
+
+################################################################################
+# DSS subscription
+################################################################################
+
+variable "callback_path" {
+  description = "Path and query appended to the service URL to form the subscription's callback_url, e.g. \"/\" or \"/?replica=gcp\" (every path reaches the relay)."
+  type        = string
+  default     = "/"
+
+  validation {
+    condition     = startswith(var.callback_path, "/") && !can(regex("[\\s#]", var.callback_path))
+    error_message = "callback_path must start with / and contain no whitespace or fragment."
+  }
+}
