@@ -1,9 +1,10 @@
-//! `relay explain`: what the routes decide for one notification, without sending it.
+//! `relay explain`: what the routes decide for one notification, without sending it; and
+//! `relay export`: a route as a cloud-side filter.
 
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use relay_core::route::{Input, request_document};
+use relay_core::route::{FilterLanguage, Input, request_document};
 use relay_core::{Config, Notification};
 
 #[derive(Debug, clap::Args)]
@@ -22,6 +23,103 @@ pub(crate) struct ExplainArgs {
     /// A request header NAME:VALUE; repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", value_parser = crate::parse_header)]
     headers: Vec<(String, String)>,
+}
+
+/// The filter languages `relay export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Language {
+    /// An SNS subscription filter policy over message attributes.
+    SnsFilterPolicy,
+    /// A Pub/Sub subscription filter.
+    PubsubFilter,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExportArgs {
+    /// The configuration file (instead of RELAY_CONFIG).
+    #[arg(long)]
+    config: Option<String>,
+    /// The route to export.
+    #[arg(long)]
+    route: String,
+    /// The filter language.
+    #[arg(long = "as", value_enum)]
+    language: Language,
+}
+
+pub(crate) fn export(args: &ExportArgs) -> ExitCode {
+    let config = match load(args.config.as_deref()) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("relay export: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(route) = config.router.routes().iter().find(|r| r.name == args.route) else {
+        let names: Vec<&str> = config
+            .router
+            .routes()
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        eprintln!(
+            "relay export: no route {:?}; routes are {names:?}",
+            args.route
+        );
+        return ExitCode::from(2);
+    };
+    if route.fallback {
+        eprintln!(
+            "relay export: {:?} is a fallback route: it matches what other routes did not, which no filter can say",
+            route.name
+        );
+        return ExitCode::FAILURE;
+    }
+    let language = match args.language {
+        Language::SnsFilterPolicy => FilterLanguage::SnsFilterPolicy,
+        Language::PubsubFilter => FilterLanguage::PubSubFilter,
+    };
+    let exported = route.pattern.export(language);
+    for line in &exported.left_out {
+        eprintln!("left out: {line}");
+    }
+    match exported.filter {
+        Some(filter) => {
+            println!("{filter}");
+            if !exported.left_out.is_empty() {
+                eprintln!(
+                    "The filter above is broader than route {:?}: the relay still applies the conditions left out.",
+                    route.name
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprintln!(
+                "relay export: no condition of route {:?} can be expressed as this filter",
+                route.name
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The configuration, for commands that need routes but not keys: without any key configured,
+/// it is read as unsigned rather than refused.
+fn load(config: Option<&str>) -> Result<Config, String> {
+    let env = crate::env_with_config(config);
+    let no_keys = [
+        "RELAY_HMAC_KEYS",
+        "RELAY_HMAC_SECRET",
+        "RELAY_HMAC_KEYS_SECRET_ARN",
+    ]
+    .iter()
+    .all(|name| env(name).is_none());
+    Config::from_vars(|name| match name {
+        "RELAY_ALLOW_UNSIGNED" if no_keys => Some("true".into()),
+        _ => env(name),
+    })
+    .map_err(|e| e.to_string())
 }
 
 pub(crate) fn run(args: &ExplainArgs) -> ExitCode {

@@ -30,6 +30,9 @@ enum Command {
     /// Show, for each route, whether a notification matches and which condition decided it,
     /// and the sinks it would reach.
     Explain(explain::ExplainArgs),
+    /// Print a route's pattern as a cloud-side filter over the relay's message attributes, and
+    /// say which conditions it cannot express (the printed filter is then broader).
+    Export(explain::ExportArgs),
     /// Sign a notification file as the DSS did (draft-cavage hmac-sha256 over `date digest`) and
     /// send it to a relay; print the status and body, and exit non-zero unless it was a 2xx.
     Send(Box<SendArgs>),
@@ -114,6 +117,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Check { config } => check(config),
         Command::Explain(args) => explain::run(&args),
+        Command::Export(args) => explain::export(&args),
         Command::Send(args) => match send::run(&args) {
             Ok(code) => code,
             Err(message) => {

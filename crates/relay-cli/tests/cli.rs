@@ -303,3 +303,46 @@ fn check_validates_a_configuration_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn export_writes_cloud_filters_and_names_what_it_leaves_out() {
+    let export = |route: &str, language: &str| {
+        relay_cmd()
+            .args([
+                "export",
+                "--config",
+                &example_config(),
+                "--route",
+                route,
+                "--as",
+                language,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = export("deletions", "sns-filter-policy");
+    assert!(out.status.success());
+    let policy: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        policy,
+        serde_json::json!({"dss.event_type": ["TOMBSTONE", "DELETE"]})
+    );
+    let out = export("creates", "pubsub-filter");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "attributes.\"dss.event_type\" = \"CREATE\"\n"
+    );
+    let out = export("glioblastoma", "pubsub-filter");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("left out: attachments.project_shortname")
+            && stderr.contains("not a message attribute"),
+        "{stderr}"
+    );
+    assert_eq!(
+        export("everything-else", "sns-filter-policy").status.code(),
+        Some(1)
+    );
+    assert_eq!(export("nope", "sns-filter-policy").status.code(), Some(2));
+}

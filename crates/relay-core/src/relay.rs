@@ -2,8 +2,8 @@
 //!
 //! The path of a notification: method and size checks, then [`verify`](crate::verify) over the
 //! raw bytes, then [`intake`](crate::intake) takes the payload out of the body, then
-//! [`Notification`] parses it, then every [`Sink`] publishes it. The answer is 202 only when
-//! every sink acknowledged.
+//! [`Notification`] parses it, then the [`Router`] picks the sinks, and each [`Sink`] it picked
+//! publishes it. The answer is 202 only when every routed sink acknowledged.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,8 +14,7 @@ use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode, header};
 use serde_json::json;
 
-use crate::config::Config;
-use crate::config::SinkOptions;
+use crate::config::{Config, SinkOptions};
 use crate::error::Error;
 use crate::intake::extract_payload;
 use crate::notification::{Notification, Verified};

@@ -5,6 +5,7 @@
 //! matches; `fallback` routes take what no other route matched. A sink that several routes
 //! name receives the notification once.
 
+mod export;
 mod pattern;
 mod template;
 
@@ -12,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+pub use export::{Export, FilterLanguage};
 pub use pattern::{Input, Pattern, PatternError, REQUEST, request_document};
 pub use template::{Template, TemplateError};
 

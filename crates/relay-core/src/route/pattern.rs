@@ -16,12 +16,12 @@ use serde_json::{Map, Value};
 /// A compiled pattern: every condition must hold.
 #[derive(Debug, Clone)]
 pub struct Pattern {
-    conditions: Vec<Condition>,
+    pub(super) conditions: Vec<Condition>,
     source: Value,
 }
 
 #[derive(Debug, Clone)]
-enum Condition {
+pub(super) enum Condition {
     /// The values at `path` must match one of the matchers.
     Field {
         path: Vec<String>,
@@ -34,7 +34,7 @@ enum Condition {
 }
 
 #[derive(Debug, Clone)]
-enum Matcher {
+pub(super) enum Matcher {
     Exact(Value),
     Prefix(String, bool),
     Suffix(String, bool),
@@ -50,7 +50,7 @@ enum Matcher {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Cmp {
+pub(super) enum Cmp {
     Lt,
     Le,
     Eq,
@@ -60,7 +60,7 @@ enum Cmp {
 
 /// A compiled JMESPath expression, evaluated without copying the document more than once.
 #[derive(Clone)]
-pub(crate) struct Jmes(std::sync::Arc<jmespath::Expression<'static>>);
+pub(super) struct Jmes(std::sync::Arc<jmespath::Expression<'static>>);
 
 impl fmt::Debug for Jmes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
