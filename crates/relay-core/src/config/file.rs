@@ -130,6 +130,11 @@ impl FileConfig {
         })
     }
 
+    /// True when the file lists routes.
+    pub(crate) fn has_routes(&self) -> bool {
+        !self.routes.is_empty()
+    }
+
     /// The routes, with patterns as JSON.
     pub(crate) fn routes(&self) -> Result<Vec<RouteSpec>, String> {
         self.routes

@@ -464,6 +464,12 @@ impl Config {
                 (sinks, router)
             }
             None => {
+                if file.as_ref().is_some_and(FileConfig::has_routes) {
+                    fail(
+                        "RELAY_CONFIG",
+                        "it lists [[routes]] but no [sinks.<name>] for them to name".into(),
+                    );
+                }
                 let mut sinks = Vec::new();
                 if let Some(target) = file_sink {
                     sinks.push(SinkConfig {
@@ -665,14 +671,43 @@ fn sink_from_file(
     spec: &SinkSpec,
     emulator_host: Option<&str>,
 ) -> Result<SinkConfig, String> {
-    let has = |field: &Option<String>| field.is_some();
-    let forbid = |present: bool, field: &str| -> Result<(), String> {
-        if present {
-            Err(format!("{field}: not an option of a {:?} sink", spec.kind).to_lowercase())
-        } else {
-            Ok(())
-        }
+    // Which fields a sink of this type takes; any other that is set is named in the error.
+    let allowed: &[&str] = match spec.kind {
+        SinkKind::Sqs => &[
+            "queue_url",
+            "message_group_id",
+            "message_deduplication_id",
+            "max_message_bytes",
+        ],
+        SinkKind::Sns => &[
+            "topic_arn",
+            "message_group_id",
+            "message_deduplication_id",
+            "max_message_bytes",
+        ],
+        SinkKind::Pubsub => &["topic", "ordering_key", "max_message_bytes"],
+        SinkKind::File => &["path"],
     };
+    let set = [
+        ("queue_url", spec.queue_url.is_some()),
+        ("topic_arn", spec.topic_arn.is_some()),
+        ("topic", spec.topic.is_some()),
+        ("path", spec.path.is_some()),
+        ("message_group_id", spec.message_group_id.is_some()),
+        (
+            "message_deduplication_id",
+            spec.message_deduplication_id.is_some(),
+        ),
+        ("ordering_key", spec.ordering_key.is_some()),
+        ("max_message_bytes", spec.max_message_bytes.is_some()),
+    ];
+    if let Some((field, _)) = set
+        .iter()
+        .find(|(field, present)| *present && !allowed.contains(field))
+    {
+        let kind = format!("{:?}", spec.kind).to_lowercase();
+        return Err(format!("{field}: not an option of a {kind} sink"));
+    }
     let required = |field: &Option<String>, name: &str| {
         field.clone().ok_or_else(|| format!("{name}: required"))
     };
@@ -684,13 +719,6 @@ fn sink_from_file(
     };
     let target = match spec.kind {
         SinkKind::Sqs => {
-            forbid(
-                has(&spec.topic_arn)
-                    || has(&spec.topic)
-                    || has(&spec.path)
-                    || has(&spec.ordering_key),
-                "topic_arn, topic, path and ordering_key",
-            )?;
             let queue_url = required(&spec.queue_url, "queue_url")?;
             check_queue_url(&queue_url).map_err(|e| format!("queue_url: {e}"))?;
             let max_message_bytes = spec
@@ -702,13 +730,6 @@ fn sink_from_file(
             })
         }
         SinkKind::Sns => {
-            forbid(
-                has(&spec.queue_url)
-                    || has(&spec.topic)
-                    || has(&spec.path)
-                    || has(&spec.ordering_key),
-                "queue_url, topic, path and ordering_key",
-            )?;
             let topic_arn = required(&spec.topic_arn, "topic_arn")?;
             check_topic_arn(&topic_arn).map_err(|e| format!("topic_arn: {e}"))?;
             let max_message_bytes = spec
@@ -720,14 +741,6 @@ fn sink_from_file(
             })
         }
         SinkKind::Pubsub => {
-            forbid(
-                has(&spec.queue_url) || has(&spec.topic_arn) || has(&spec.path),
-                "queue_url, topic_arn and path",
-            )?;
-            forbid(
-                has(&spec.message_group_id) || has(&spec.message_deduplication_id),
-                "message_group_id and message_deduplication_id",
-            )?;
             let topic = required(&spec.topic, "topic")?;
             check_pubsub_topic(&topic).map_err(|e| format!("topic: {e}"))?;
             let max_message_bytes = spec
@@ -740,17 +753,6 @@ fn sink_from_file(
             })
         }
         SinkKind::File => {
-            forbid(
-                has(&spec.queue_url) || has(&spec.topic_arn) || has(&spec.topic),
-                "queue_url, topic_arn and topic",
-            )?;
-            forbid(
-                has(&spec.message_group_id)
-                    || has(&spec.message_deduplication_id)
-                    || has(&spec.ordering_key)
-                    || spec.max_message_bytes.is_some(),
-                "message_group_id, message_deduplication_id, ordering_key and max_message_bytes",
-            )?;
             let path = required(&spec.path, "path")?;
             Target::File(if path == "-" {
                 FileTarget::Stdout
@@ -1067,6 +1069,155 @@ mod tests {
                 "RELAY_SINK_TIMEOUT_MS",
                 "RELAY_FILE_SINK",
             ]
+        );
+    }
+
+    /// Writes `text` as a configuration file and loads it with `vars`.
+    fn with_file(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("relay.toml");
+        std::fs::write(&path, text).unwrap();
+        let path = path.display().to_string();
+        let mut all = vec![("RELAY_CONFIG", path.as_str())];
+        all.extend_from_slice(vars);
+        config(&all)
+    }
+
+    const FILE: &str = r#"
+[relay]
+hmac_secret = "from-file"
+max_body_bytes = 2048
+
+[sinks.q]
+type = "sqs"
+queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/dss.fifo"
+message_group_id = "{match.bundle_uuid}"
+
+[sinks.t]
+type = "pubsub"
+topic = "projects/p/topics/dss-events"
+ordering_key = "{subscription_id}"
+
+[[routes]]
+name = "creates"
+match = { event_type = ["CREATE"] }
+to = ["q", "t"]
+"#;
+
+    #[test]
+    fn a_file_names_sinks_and_routes_and_variables_override_it() {
+        let c = with_file(FILE, &[("RELAY_MAX_BODY_BYTES", "4096")]).unwrap();
+        assert_eq!(c.max_body_bytes, 4096, "the variable wins over [relay]");
+        assert!(c.keys.has_catch_all(), "hmac_secret came from [relay]");
+        let names: Vec<&str> = c.sinks.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["q", "t"]);
+        assert_eq!(
+            c.sinks[0]
+                .options
+                .message_group_id
+                .as_ref()
+                .map(Template::source),
+            Some("{match.bundle_uuid}")
+        );
+        assert_eq!(
+            c.sinks[0]
+                .options
+                .message_deduplication_id
+                .as_ref()
+                .map(Template::source),
+            Some("{$dedup_key}")
+        );
+        assert_eq!(
+            c.sinks[1]
+                .options
+                .ordering_key
+                .as_ref()
+                .map(Template::source),
+            Some("{subscription_id}")
+        );
+        assert_eq!(c.router.routes().len(), 1);
+    }
+
+    #[test]
+    fn file_errors_name_the_file_the_sink_and_the_field() {
+        type Case<'a> = (String, &'a [(&'a str, &'a str)], &'a str);
+        let cases: [Case<'_>; 9] = [
+            (
+                FILE.replace("type = \"sqs\"", "type = \"kafka\""),
+                &[],
+                "unknown variant `kafka`",
+            ),
+            (
+                FILE.replace("queue_url", "queue"),
+                &[],
+                "unknown field `queue`",
+            ),
+            (
+                FILE.replace("/dss.fifo", "/dss"),
+                &[],
+                "sink \"q\", message_group_id: only FIFO",
+            ),
+            (
+                FILE.replace(
+                    "topic = \"projects/p/topics/dss-events\"",
+                    "topic_arn = \"x\"",
+                ),
+                &[],
+                "sink \"t\", topic_arn: not an option of a pubsub sink",
+            ),
+            (
+                FILE.replace("{subscription_id}", "{subscription_id"),
+                &[],
+                "sink \"t\", ordering_key: template",
+            ),
+            (
+                FILE.replace("max_body_bytes = 2048", "listen_port = 1"),
+                &[],
+                "[relay] listen_port is not a relay setting",
+            ),
+            (
+                FILE.replace("to = [\"q\", \"t\"]", "to = [\"q\"]"),
+                &[],
+                "the sink \"t\" is not used by any route",
+            ),
+            (
+                FILE.to_owned(),
+                &[(
+                    "RELAY_SQS_QUEUE_URL",
+                    "https://sqs.us-east-1.amazonaws.com/1/q",
+                )],
+                "name sinks in one place",
+            ),
+            (
+                "[[routes]]\nname = \"a\"\nto = [\"x\"]\n".to_owned(),
+                &[("RELAY_HMAC_SECRET", "s"), ("RELAY_FILE_SINK", "-")],
+                "lists [[routes]] but no [sinks.<name>]",
+            ),
+        ];
+        for (text, vars, expected) in cases {
+            let err = with_file(&text, vars).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.contains(expected),
+                "expected {expected:?} in: {message}"
+            );
+            assert!(err.0.iter().any(|e| e.var == "RELAY_CONFIG"), "{message}");
+            if expected.starts_with("sink") || expected.starts_with("[relay]") {
+                assert!(
+                    message.contains("relay.toml"),
+                    "the file is named: {message}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_named() {
+        let err = config(&[("RELAY_CONFIG", "/nonexistent/relay.toml")]).unwrap_err();
+        assert_eq!(err.0[0].var, "RELAY_CONFIG");
+        assert!(
+            err.to_string()
+                .contains("cannot read /nonexistent/relay.toml")
         );
     }
 

@@ -39,8 +39,16 @@ impl Template {
                     text.push('}');
                 }
                 '{' => {
-                    let name: String = chars.by_ref().take_while(|&c| c != '}').collect();
-                    if name.is_empty() || name.contains('{') {
+                    let mut name = String::new();
+                    let mut closed = false;
+                    for c in chars.by_ref() {
+                        if c == '}' {
+                            closed = true;
+                            break;
+                        }
+                        name.push(c);
+                    }
+                    if !closed || name.is_empty() || name.contains('{') {
                         return Err(TemplateError(format!(
                             "template {source:?}: empty or unclosed placeholder"
                         )));
@@ -120,7 +128,16 @@ mod tests {
         assert_eq!(t.render(&doc, "k").unwrap(), "u1/s1-3-k-{x}");
         let missing = Template::parse("{event_type}").unwrap();
         assert!(missing.render(&doc, "k").is_err());
-        for bad in ["", "{", "{}", "}", "{$nope}", "{a{b}"] {
+        for bad in [
+            "",
+            "{",
+            "{}",
+            "}",
+            "{$nope}",
+            "{a{b}",
+            "{subscription_id",
+            "x-{a",
+        ] {
             assert!(Template::parse(bad).is_err(), "{bad:?}");
         }
     }
