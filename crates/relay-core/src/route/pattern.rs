@@ -262,7 +262,8 @@ fn compile_matcher(value: &Value, path: &[String]) -> Result<Matcher, PatternErr
         "prefix" | "suffix" => {
             let (text, ignore_case) = match arg {
                 Value::Object(inner) => match inner.get("equals-ignore-case") {
-                    Some(v) if inner.len() == 1 => (string(v, path, op)?, true),
+                    // Lower-cased once here, not per notification.
+                    Some(v) if inner.len() == 1 => (string(v, path, op)?.to_lowercase(), true),
                     _ => {
                         return Err(error(
                             path,
@@ -278,7 +279,7 @@ fn compile_matcher(value: &Value, path: &[String]) -> Result<Matcher, PatternErr
                 Matcher::Suffix(text, ignore_case)
             }
         }
-        "equals-ignore-case" => Matcher::EqualsIgnoreCase(string(arg, path, op)?),
+        "equals-ignore-case" => Matcher::EqualsIgnoreCase(string(arg, path, op)?.to_lowercase()),
         "anything-but" => match arg {
             Value::Object(inner) if inner.len() == 1 => match inner.iter().next() {
                 Some((k, v)) if k == "prefix" => {
@@ -446,15 +447,13 @@ impl Matcher {
             }
             Matcher::Prefix(p, false) => text.is_some_and(|t| t.starts_with(p.as_str())),
             Matcher::Prefix(p, true) => {
-                text.is_some_and(|t| t.to_lowercase().starts_with(&p.to_lowercase()))
+                text.is_some_and(|t| t.to_lowercase().starts_with(p.as_str()))
             }
             Matcher::Suffix(s, false) => text.is_some_and(|t| t.ends_with(s.as_str())),
             Matcher::Suffix(s, true) => {
-                text.is_some_and(|t| t.to_lowercase().ends_with(&s.to_lowercase()))
+                text.is_some_and(|t| t.to_lowercase().ends_with(s.as_str()))
             }
-            Matcher::EqualsIgnoreCase(s) => {
-                text.is_some_and(|t| t.to_lowercase() == s.to_lowercase())
-            }
+            Matcher::EqualsIgnoreCase(s) => text.is_some_and(|t| t.to_lowercase() == *s),
             Matcher::AnythingBut(values) => !values.iter().any(|v| {
                 v == value || (v.is_number() && value.is_number() && same_number(v, value))
             }),
