@@ -83,6 +83,26 @@ fn is_throttling(code: &str) -> bool {
         )
 }
 
+/// The message's attributes (the first [`MAX_ATTRIBUTES`]) as String message attributes, built
+/// with the service's own value type.
+pub(super) fn string_attributes<V, E>(
+    message: &Message,
+    build: impl Fn(&str) -> Result<V, E>,
+) -> Result<std::collections::HashMap<String, V>, SinkError>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    message
+        .attributes
+        .iter()
+        .take(MAX_ATTRIBUTES)
+        .map(|(name, value)| {
+            let value = build(value).map_err(|e| SinkError::Permanent(Box::new(e)))?;
+            Ok((name.to_owned(), value))
+        })
+        .collect()
+}
+
 /// The payload as the text SQS bodies and SNS messages are; it was parsed as JSON, so it is
 /// UTF-8.
 pub(super) fn payload_text(message: &Message) -> Result<String, SinkError> {

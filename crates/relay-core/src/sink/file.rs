@@ -97,16 +97,17 @@ impl Sink for FileSink {
     }
 
     async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        // Serialize before taking the lock, so concurrent requests only queue for the write.
+        let lines: Vec<_> = batch.iter().map(Self::render).collect();
         let mut out = self.out.lock().await;
-        let mut results = Vec::with_capacity(batch.len());
-        for message in batch {
-            let result = match Self::render(message) {
+        let mut results = Vec::with_capacity(lines.len());
+        for line in lines {
+            results.push(match line {
                 Ok(line) => write_line(&mut out, &line)
                     .await
                     .map_err(|e| SinkError::Retryable(Box::new(e))),
                 Err(e) => Err(e),
-            };
-            results.push(result);
+            });
         }
         results
     }

@@ -9,8 +9,8 @@ use aws_sdk_sqs::config::Region;
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 
 use super::aws::{
-    BatchReport, MAX_ATTRIBUTES, classify, entry_failure, payload_text, region_of_host,
-    send_entries,
+    BatchReport, classify, entry_failure, payload_text, region_of_host, send_entries,
+    string_attributes,
 };
 use super::batch::{BatchedSink, Limits, SendBatch};
 use super::{Message, Receipt, SinkError};
@@ -59,21 +59,12 @@ struct Queue {
 }
 
 fn attributes(message: &Message) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
-    message
-        .attributes
-        .iter()
-        .take(MAX_ATTRIBUTES)
-        .map(|(name, value)| {
-            let value = MessageAttributeValue::builder()
-                .data_type("String")
-                .string_value(value)
-                .build();
-            Ok((
-                name.to_owned(),
-                value.map_err(|e| SinkError::Permanent(Box::new(e)))?,
-            ))
-        })
-        .collect()
+    string_attributes(message, |value| {
+        MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(value)
+            .build()
+    })
 }
 
 impl Queue {
