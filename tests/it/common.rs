@@ -12,7 +12,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use relay_core::verify::{Secret, sign};
-use relay_core::{Config, Relay, Sink};
+use relay_core::{Config, Relay};
 
 pub(crate) const KEY_ID: &str = "it-key";
 pub(crate) const SECRET: &str = "integration-secret";
@@ -134,17 +134,23 @@ pub(crate) async fn gcf(vars: &[(&str, &str)]) -> String {
     .await
 }
 
-/// relay-gcf with the given sinks (built by the tests with production constructors).
-pub(crate) async fn gcf_with(vars: &[(&str, &str)], sinks: Vec<Arc<dyn Sink>>) -> String {
-    // The configuration must name a sink to validate; `Relay::new` uses `sinks` instead.
-    let mut vars = vars.to_vec();
-    vars.push(("RELAY_FILE_SINK", "-"));
-    let relay = Relay::new(
-        config(&vars),
-        sinks,
-        Arc::new(relay_core::verify::SystemClock),
-    );
-    serve(relay).await
+/// relay-gcf as in production, except that its SQS and SNS clients are built from `sdk` (an
+/// endpoint the test controls: a proxy that counts calls, a closed port, a server that hangs).
+pub(crate) async fn gcf_with(vars: &[(&str, &str)], sdk: &aws_config::SdkConfig) -> String {
+    let config = config(vars);
+    let mut sinks = Vec::new();
+    for sink in &config.sinks {
+        let clients = relay_core::sink::Clients { aws: Some(sdk) };
+        sinks.push(sink.target.build(clients).await.expect("the sink builds"));
+    }
+    let mut sinks = sinks.into_iter();
+    let clock = Arc::new(relay_core::verify::SystemClock);
+    serve(Relay::with_sinks(
+        config,
+        |_| sinks.next().expect("one per sink"),
+        clock,
+    ))
+    .await
 }
 
 /// The test environment must point every client at the emulators; without it the SDK would

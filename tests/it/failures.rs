@@ -1,15 +1,14 @@
 //! What the sender sees when a destination is missing, down, or too small for the message.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use relay_core::config::{PubSubTarget, SqsTarget};
-use relay_core::sink::{PubSubSink, sqs_sink};
 
 use crate::common::{
     CountingProxy, Encoding, create_queue, dss_request, gcf, gcf_with, sdk_via, send, sqs, unique,
     v2,
 };
+
+/// A queue URL for tests whose endpoint never lets the call reach a queue.
+const QUEUE: &str = "http://127.0.0.1:5000/123456789012/q";
 
 fn request(url: &str) -> http::Request<http_body_util::Full<bytes::Bytes>> {
     dss_request(
@@ -65,15 +64,11 @@ async fn sqs_down_is_503_within_the_deadline() {
         Duration::from_millis(1500),
     )
     .await;
-    let target = SqsTarget {
-        queue_url: "http://127.0.0.1:5000/123456789012/q".into(),
-        max_message_bytes: 1 << 20,
-    };
-    let url = gcf_with(
-        &[("RELAY_SINK_TIMEOUT_MS", "1500")],
-        vec![Arc::new(sqs_sink(&sdk, &target))],
-    )
-    .await;
+    let vars = [
+        ("RELAY_SINK_TIMEOUT_MS", "1500"),
+        ("RELAY_SQS_QUEUE_URL", QUEUE),
+    ];
+    let url = gcf_with(&vars, &sdk).await;
     let started = Instant::now();
     let (status, body) = send(request(&url)).await;
     let took = started.elapsed();
@@ -100,15 +95,11 @@ async fn sqs_that_never_answers_is_503_at_the_deadline() {
         }
     });
     let sdk = sdk_via(&endpoint, Duration::from_millis(1000)).await;
-    let target = SqsTarget {
-        queue_url: "http://127.0.0.1:5000/123456789012/q".into(),
-        max_message_bytes: 1 << 20,
-    };
-    let url = gcf_with(
-        &[("RELAY_SINK_TIMEOUT_MS", "1000")],
-        vec![Arc::new(sqs_sink(&sdk, &target))],
-    )
-    .await;
+    let vars = [
+        ("RELAY_SINK_TIMEOUT_MS", "1000"),
+        ("RELAY_SQS_QUEUE_URL", QUEUE),
+    ];
+    let url = gcf_with(&vars, &sdk).await;
     let started = Instant::now();
     let (status, _) = send(request(&url)).await;
     let took = started.elapsed();
@@ -121,13 +112,16 @@ async fn sqs_that_never_answers_is_503_at_the_deadline() {
 
 #[tokio::test]
 async fn pubsub_down_is_503_within_the_deadline() {
-    let target = PubSubTarget {
-        topic: "projects/test-project/topics/dss-events".into(),
-        max_message_bytes: 10_000_000,
-        emulator_host: Some(format!("127.0.0.1:{}", closed_port())),
-    };
-    let sink = PubSubSink::new(&target).await.unwrap();
-    let url = gcf_with(&[("RELAY_SINK_TIMEOUT_MS", "1500")], vec![Arc::new(sink)]).await;
+    let emulator = format!("127.0.0.1:{}", closed_port());
+    let vars = [
+        ("RELAY_SINK_TIMEOUT_MS", "1500"),
+        (
+            "RELAY_PUBSUB_TOPIC",
+            "projects/test-project/topics/dss-events",
+        ),
+        ("PUBSUB_EMULATOR_HOST", emulator.as_str()),
+    ];
+    let url = gcf(&vars).await;
     let started = Instant::now();
     let (status, body) = send(request(&url)).await;
     assert_eq!(
@@ -143,12 +137,11 @@ async fn oversize_is_413_and_no_call_is_made() {
     let sqs = sqs().await;
     let queue = create_queue(&sqs, false).await;
     let proxy = CountingProxy::start().await;
-    let target = SqsTarget {
-        queue_url: queue,
-        max_message_bytes: 1000,
-    };
-    let sink = sqs_sink(&proxy.sdk(Duration::from_secs(5)).await, &target);
-    let url = gcf_with(&[], vec![Arc::new(sink)]).await;
+    let vars = [
+        ("RELAY_SQS_QUEUE_URL", queue.as_str()),
+        ("RELAY_SQS_MAX_MESSAGE_BYTES", "1000"),
+    ];
+    let url = gcf_with(&vars, &proxy.sdk(Duration::from_secs(5)).await).await;
     let big = v2(&unique("sub"), &"b".repeat(1000), "CREATE", "t1");
     let (status, body) = send(dss_request(&url, &big, Encoding::Json)).await;
     assert_eq!(

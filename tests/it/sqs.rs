@@ -1,11 +1,8 @@
 //! SQS standard and FIFO queues, read back with the SDK.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
-use relay_core::config::SqsTarget;
-use relay_core::sink::sqs_sink;
 
 use crate::common::{
     CountingProxy, Encoding, attribute, create_queue, dss_request, gcf, gcf_with, receive, send,
@@ -110,12 +107,11 @@ async fn a_burst_of_200_is_batched_and_delivered_exactly_once() {
     let sqs = sqs().await;
     let queue = create_queue(&sqs, false).await;
     let proxy = CountingProxy::start().await;
-    let target = SqsTarget {
-        queue_url: queue.clone(),
-        max_message_bytes: 1024 * 1024,
-    };
-    let sink = sqs_sink(&proxy.sdk(Duration::from_secs(5)).await, &target);
-    let url = gcf_with(&[], vec![Arc::new(sink)]).await;
+    let url = gcf_with(
+        &[("RELAY_SQS_QUEUE_URL", &queue)],
+        &proxy.sdk(Duration::from_secs(5)).await,
+    )
+    .await;
     let sub = unique("sub");
     let requests = (0..200).map(|i| {
         let request = dss_request(

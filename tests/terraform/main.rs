@@ -12,7 +12,7 @@ mod platform;
 use std::collections::{BTreeMap, BTreeSet};
 
 use hcl::Expression;
-use relay_core::config::{Config as RelayConfig, KNOWN_VARS};
+use relay_core::config::{Config as RelayConfig, SETTINGS};
 
 use eval::{Scope, as_text};
 use model::{Config, attr, label, literal_string, literal_strings, nested, root_attribute, walk};
@@ -262,7 +262,7 @@ fn checkov_skips_sit_in_their_resource_with_a_reason() {
 ////////////////////////////////////////////////////////////////////////////////////////////////
 
 /// Every environment variable a relay module sets is one relay-core knows
-/// (`relay_core::config::KNOWN_VARS`), set once; never `RELAY_LISTEN` (Cloud Run sets `PORT`,
+/// (`relay_core::config::SETTINGS`), set once; never `RELAY_LISTEN` (Cloud Run sets `PORT`,
 /// Lambda has no listener) nor `RELAY_SEND_SECRET` (the CLI's); never a sink the platform cannot
 /// serve (Pub/Sub or a file from Lambda, SQS/SNS from Cloud Run's Google identity).
 #[test]
@@ -274,7 +274,7 @@ fn environment_variables_are_ones_relay_core_accepts() {
         let mut seen = BTreeSet::new();
         for var in &env {
             assert!(
-                KNOWN_VARS.contains(&var.name.as_str()),
+                SETTINGS.iter().any(|s| s.var == var.name),
                 "{name}: {} is not a variable relay-core reads",
                 var.name
             );

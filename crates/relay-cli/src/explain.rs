@@ -79,7 +79,9 @@ pub(crate) fn export(args: &ExportArgs) -> ExitCode {
         Language::SnsFilterPolicy => FilterLanguage::SnsFilterPolicy,
         Language::PubsubFilter => FilterLanguage::PubSubFilter,
     };
-    let exported = route.pattern.export(language);
+    let sent = config.sent_by_route(route);
+    let sent: Vec<&str> = sent.iter().map(String::as_str).collect();
+    let exported = route.pattern.export(language, &sent);
     for line in &exported.left_out {
         eprintln!("left out: {line}");
     }

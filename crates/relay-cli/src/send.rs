@@ -16,7 +16,12 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
         Encoding::Json => ("application/json".to_owned(), payload.clone()),
         Encoding::Multipart => {
             let boundary = random_boundary()?;
-            let body = multipart_body(&boundary, &args.form_fields, &args.payload_field, &payload);
+            let body = relay_core::intake::dss_multipart_body(
+                &boundary,
+                &args.form_fields,
+                &args.payload_field,
+                &payload,
+            );
             (format!("multipart/form-data; boundary={boundary}"), body)
         }
     };
@@ -101,33 +106,6 @@ fn random_boundary() -> Result<String, String> {
 /// The multipart body urllib3's `encode_multipart_formdata` produced for the DSS: the static
 /// fields in order, the payload last (or in place of a field with its name), one
 /// `Content-Disposition` header per part, no per-part Content-Type.
-fn multipart_body(
-    boundary: &str,
-    form_fields: &[(String, String)],
-    payload_field: &str,
-    payload: &[u8],
-) -> Vec<u8> {
-    let mut parts: Vec<(&str, &[u8])> = form_fields
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_bytes()))
-        .collect();
-    match parts.iter_mut().find(|(name, _)| *name == payload_field) {
-        Some(part) => part.1 = payload,
-        None => parts.push((payload_field, payload)),
-    }
-    let mut body = Vec::with_capacity(payload.len() + 256);
-    for (name, value) in parts {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
-                .as_bytes(),
-        );
-        body.extend_from_slice(value);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    body
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,7 +121,7 @@ mod tests {
     #[test]
     fn multipart_matches_the_dss_capture_byte_for_byte() {
         let fields = [("foo".to_owned(), "bar".to_owned())];
-        let body = multipart_body(
+        let body = relay_core::intake::dss_multipart_body(
             "2769baffc4f24cbc83ced26aa0c2f712",
             &fields,
             "payload",
@@ -158,7 +136,7 @@ mod tests {
             ("payload".to_owned(), "x".to_owned()),
             ("foo".to_owned(), "bar".to_owned()),
         ];
-        let body = multipart_body("b", &fields, "payload", b"{}");
+        let body = relay_core::intake::dss_multipart_body("b", &fields, "payload", b"{}");
         assert_eq!(
             String::from_utf8(body).unwrap(),
             "--b\r\nContent-Disposition: form-data; name=\"payload\"\r\n\r\n{}\r\n--b\r\nContent-Disposition: form-data; name=\"foo\"\r\n\r\nbar\r\n--b--\r\n"

@@ -53,6 +53,36 @@ impl IntakeError {
     }
 }
 
+/// A `multipart/form-data` body laid out as the DSS sent it (urllib3's layout): each of
+/// `form_fields` in order, then the payload in `payload_field` (or in place of a form field of
+/// that name). `relay send` and the tests build their requests with it.
+pub fn dss_multipart_body(
+    boundary: &str,
+    form_fields: &[(String, String)],
+    payload_field: &str,
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut parts: Vec<(&str, &[u8])> = form_fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_bytes()))
+        .collect();
+    match parts.iter_mut().find(|(name, _)| *name == payload_field) {
+        Some(part) => part.1 = payload,
+        None => parts.push((payload_field, payload)),
+    }
+    let mut body = Vec::with_capacity(payload.len() + 256);
+    for (name, value) in parts {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
+                .as_bytes(),
+        );
+        body.extend_from_slice(value);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    body
+}
+
 /// Returns the payload bytes of a request body: the body itself for JSON, the named field for
 /// multipart form data. The bytes are never copied or re-encoded.
 pub async fn extract_payload(

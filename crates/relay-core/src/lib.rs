@@ -1,11 +1,14 @@
 //! The framework-free core of the DSS notification relay.
 //!
 //! A notification enters through [`Relay::accept`], is checked by [`verify`], has its payload
-//! taken out of the body by [`intake`], is parsed into a [`Notification`], and leaves through
-//! every configured [`Sink`]. Platform adapters (Lambda, Cloud Run) only convert their request
-//! into an `http::Request<Bytes>` and copy the [`Outcome`] back.
+//! taken out of the body by [`intake`], is parsed into a [`Notification`], is routed by the
+//! [`route::Router`] and leaves through every [`Sink`] its routes name. Platform adapters
+//! (Lambda, Cloud Run) start through [`bootstrap`], convert their request into an
+//! `http::Request<Bytes>` and copy the [`Outcome`] back. [`config`] reads the variables and
+//! the `RELAY_CONFIG` file into the types that [`sink`] and [`route`] define.
 #![warn(missing_docs)]
 
+pub mod bootstrap;
 pub mod config;
 pub mod error;
 pub mod intake;
@@ -17,6 +20,7 @@ pub mod route;
 mod secrets;
 pub mod sink;
 pub mod telemetry;
+mod text;
 pub mod verify;
 
 pub use config::Config;

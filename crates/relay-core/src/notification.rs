@@ -9,20 +9,7 @@ use sha2::{Digest as _, Sha256};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unverified;
 
-/// Marker: the request carrying the notification passed verification.
-/// Only relay-core constructs it, after a successful check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Verified {
-    /// The `keyId` that signed it; `None` for an unsigned request the configuration accepts.
-    pub key_id: Option<String>,
-}
-
-impl Verified {
-    pub(crate) fn new(key_id: Option<String>) -> Self {
-        Self { key_id }
-    }
-}
+pub use crate::verify::Verified;
 
 /// Which DSS subscription generation produced a notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +156,7 @@ impl Notification<Unverified> {
 impl Notification<Verified> {
     /// The key that signed the request, if it was signed.
     pub fn key_id(&self) -> Option<&str> {
-        self.state.key_id.as_deref()
+        self.state.key_id()
     }
 }
 
@@ -313,6 +300,11 @@ impl Attributes {
         self.0.retain(|(name, _)| keep(name));
     }
 
+    /// Keeps the first `n` attributes.
+    pub fn truncate(&mut self, n: usize) {
+        self.0.truncate(n);
+    }
+
     /// Appends an attribute.
     pub fn push(&mut self, name: &str, value: &str) {
         self.0.push((name.to_owned(), value.to_owned()));
@@ -395,14 +387,14 @@ mod tests {
     fn attributes_follow_the_priority_order() {
         let n = Notification::parse(Bytes::from_static(V2.as_bytes()))
             .unwrap()
-            .into_verified(Verified::new(Some("hca-dss:x".into())));
+            .into_verified(Verified::for_tests(Some("hca-dss:x")));
         let attrs = Attributes::derive(&n, Some("0"));
         let names: Vec<&str> = attrs.iter().map(|(k, _)| k).collect();
         assert_eq!(names, Attributes::ORDER.to_vec());
         assert_eq!(attrs.get("dss.kind"), Some("v2"));
         let v1 = Notification::parse(Bytes::from_static(V1.as_bytes()))
             .unwrap()
-            .into_verified(Verified::new(None));
+            .into_verified(Verified::for_tests(None));
         let attrs = Attributes::derive(&v1, None);
         assert_eq!(attrs.get("dss.event_type"), None);
         assert_eq!(attrs.get("relay.key_id"), None);

@@ -60,6 +60,14 @@ impl Outcome {
         outcome
     }
 
+    /// The answer as sent for `method`: a `HEAD` answer has the headers and no body.
+    pub fn for_method(mut self, method: &http::Method) -> Self {
+        if method == http::Method::HEAD {
+            self.body = Bytes::new();
+        }
+        self
+    }
+
     /// Converts into an `http::Response`, for adapters built on the `http` types.
     pub fn into_response(self) -> http::Response<Bytes> {
         let mut response = http::Response::new(self.body);

@@ -11,36 +11,52 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::request::Parts;
-use http::{HeaderMap, Method, StatusCode, header};
+use http::{Method, StatusCode, header};
 use serde_json::json;
 
-use crate::config::{Config, SinkOptions};
+use crate::config::Config;
 use crate::error::Error;
 use crate::intake::extract_payload;
 use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
 use crate::route::{Input, Router, request_document};
-pub use crate::sink::StartError;
-use crate::sink::{Message, Sink, SinkError};
+use crate::sink::{BuildError, Clients, Destination, Message, Sink, SinkConfig, SinkError};
 use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
 
 /// The DSS v1 retry-queue index header; forwarded as the `dss.notify_attempt` attribute.
 pub const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
 
-/// A configured relay: keys, policy and sinks, built once at start and shared by every request.
+/// Paths browsers and crawlers probe; never a DSS callback, always 404.
+pub const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
+
+/// A configured relay: keys, policy, routes and destinations, built once at start and shared
+/// by every request.
 #[derive(Debug)]
 pub struct Relay {
     config: Config,
     policy: Policy,
-    /// Aligned with the router's sink names and with `options`.
-    sinks: Vec<Arc<dyn Sink>>,
-    options: Vec<SinkOptions>,
+    /// The router's sink indexes point into this list.
+    destinations: Vec<Destination>,
     router: Router,
     clock: Arc<dyn Clock>,
 }
 
-/// A message as one sink shapes it, or why its templates could not be filled.
-type Shaped = Result<Message, crate::route::TemplateError>;
+/// Why the relay could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A sink could not be built: a file that cannot be opened, a client without credentials,
+    /// a destination this build leaves out.
+    #[error("sink {sink:?}: {error}")]
+    Sink {
+        /// The sink's name.
+        sink: String,
+        /// What went wrong.
+        error: BuildError,
+    },
+    /// The HMAC keys could not be read from `RELAY_HMAC_KEYS_SECRET_ARN`.
+    #[error("RELAY_HMAC_KEYS_SECRET_ARN: {0}")]
+    Secret(String),
+}
 
 /// What the per-request log line says about the notification.
 #[derive(Default)]
@@ -57,17 +73,11 @@ impl Relay {
     /// once) and reads the keys from Secrets Manager when configured.
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
         #[cfg(feature = "aws")]
-        let aws = {
-            use crate::config::Target;
-            let needed = config.keys_secret_arn.is_some()
-                || config
-                    .sinks
-                    .iter()
-                    .any(|s| matches!(s.target, Target::Sqs(_) | Target::Sns(_)));
-            match needed {
-                true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
-                false => None,
-            }
+        let aws = match config.keys_secret_arn.is_some()
+            || config.sinks.iter().any(|s| s.target.uses_aws())
+        {
+            true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
+            false => None,
         };
         #[cfg(feature = "secrets")]
         let mut config = config;
@@ -90,38 +100,41 @@ impl Relay {
                 "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
             )));
         }
-        let sinks = crate::sink::build(
-            &config.sinks,
+        let clients = Clients {
             #[cfg(feature = "aws")]
-            aws.as_ref(),
-        )
-        .await?;
-        let options = config.sinks.iter().map(|s| s.options.clone()).collect();
-        let router = config.router.clone();
-        Ok(Self::assemble(
+            aws: aws.as_ref(),
+            ..Clients::default()
+        };
+        let mut sinks = Vec::with_capacity(config.sinks.len());
+        for sink in &config.sinks {
+            let fail = |error| StartError::Sink {
+                sink: sink.name.clone(),
+                error,
+            };
+            sinks.push(sink.target.build(clients).await.map_err(fail)?);
+        }
+        let mut sinks = sinks.into_iter();
+        Ok(Self::with_sinks(
             config,
-            sinks,
-            options,
-            router,
+            |_| sinks.next().expect("one per sink"),
             Arc::new(SystemClock),
         ))
     }
 
-    /// A relay that sends every notification to every one of `sinks`, instead of the
-    /// configured ones; tests use it to inject sinks and a fixed clock.
-    pub fn new(config: Config, sinks: Vec<Arc<dyn Sink>>, clock: Arc<dyn Clock>) -> Self {
-        let router = Router::to_all(sinks.iter().map(|s| s.name().to_owned()).collect());
-        let options = vec![SinkOptions::default(); sinks.len()];
-        Self::assemble(config, sinks, options, router, clock)
-    }
-
-    fn assemble(
+    /// A relay with the configured routes and shaping, whose sinks come from `sink` instead of
+    /// being built; tests use it to inject sinks and a fixed clock.
+    pub fn with_sinks(
         config: Config,
-        sinks: Vec<Arc<dyn Sink>>,
-        options: Vec<SinkOptions>,
-        router: Router,
+        mut sink: impl FnMut(&SinkConfig) -> Arc<dyn Sink>,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        let destinations = config
+            .sinks
+            .iter()
+            .map(|c| {
+                Destination::new(c, sink(c)).expect("shapes are checked with the configuration")
+            })
+            .collect();
         if config.allow_unsigned {
             if config.keys.is_empty() {
                 tracing::warn!(
@@ -137,13 +150,13 @@ impl Relay {
             max_clock_skew: config.max_clock_skew,
             allow_unsigned: config.allow_unsigned,
         };
-        let names: Vec<&str> = sinks.iter().map(|s| s.name()).collect();
-        tracing::info!(sinks = ?names, max_body_bytes = config.max_body_bytes, "Relay ready.");
+        let router = config.router.clone();
+        let names: Vec<&str> = config.sinks.iter().map(|s| s.name.as_str()).collect();
+        tracing::info!(sinks = ?names, routes = router.routes().len(), max_body_bytes = config.max_body_bytes, "Relay ready.");
         Self {
             config,
             policy,
-            sinks,
-            options,
+            destinations,
             router,
             clock,
         }
@@ -154,18 +167,18 @@ impl Relay {
         &self.config
     }
 
-    /// Answers what can be answered before the body is read: health checks, refused methods
-    /// and a declared `Content-Length` over the limit. Adapters call it so that they never
+    /// Answers what can be answered before the body is read: crawler paths, health checks,
+    /// refused methods and a declared `Content-Length` over the limit. Adapters call it so that they never
     /// read an oversized body; [`accept`](Self::accept) applies the same checks again.
     pub fn answer_before_body(&self, parts: &Parts) -> Option<Outcome> {
         let started = Instant::now();
-        let answer = match self.check_head(&parts.method, &parts.headers) {
+        let answer = match self.check_head(parts) {
             Ok(None) => return None,
             Ok(Some(health)) => health,
             Err(e) => Outcome::from_error(&e),
         };
         self.log(parts, &answer, &LogFields::default(), started);
-        Some(answer)
+        Some(answer.for_method(&parts.method))
     }
 
     /// The answer for a request whose body could not be read in full: 413 when it exceeded
@@ -209,11 +222,15 @@ impl Relay {
             Err(e) => Outcome::from_error(&e),
         };
         self.log(&parts, &outcome, &fields, started);
-        outcome
+        outcome.for_method(&parts.method)
     }
 
     /// `Ok(Some(_))`: answered (health); `Ok(None)`: go on to the body.
-    fn check_head(&self, method: &Method, headers: &HeaderMap) -> Result<Option<Outcome>, Error> {
+    fn check_head(&self, parts: &Parts) -> Result<Option<Outcome>, Error> {
+        if CRAWLER_PATHS.contains(&parts.uri.path()) {
+            return Err(Error::NotFound);
+        }
+        let (method, headers) = (&parts.method, &parts.headers);
         match *method {
             Method::GET | Method::HEAD => {
                 return Ok(Some(Outcome::json(
@@ -243,7 +260,7 @@ impl Relay {
         fields: &mut LogFields,
         deadline: Instant,
     ) -> Result<Outcome, Error> {
-        if let Some(answer) = self.check_head(&parts.method, &parts.headers)? {
+        if let Some(answer) = self.check_head(parts)? {
             return Ok(answer);
         }
         if body.len() > self.config.max_body_bytes {
@@ -258,9 +275,9 @@ impl Relay {
             headers: &parts.headers,
             body: &body,
         };
-        let key_id = verify::verify(signed, &self.config.keys, &self.policy, self.clock.as_ref())?;
+        let proof = verify::verify(signed, &self.config.keys, &self.policy, self.clock.as_ref())?;
         let payload = extract_payload(&parts.headers, body, &self.config.payload_field).await?;
-        let notification = Notification::parse(payload)?.into_verified(Verified::new(key_id));
+        let notification = Notification::parse(payload)?.into_verified(proof);
         fields.subscription_id = Some(notification.subscription_id().to_owned());
         fields.bundle_uuid = Some(notification.bundle_uuid().to_owned());
         fields.bundle_version = Some(notification.bundle_version().to_owned());
@@ -288,19 +305,27 @@ impl Relay {
             .get(NOTIFY_ATTEMPT)
             .and_then(|v| v.to_str().ok());
         let base = Message::new(&notification, attempt, received_at);
+        // Every routed destination's message is shaped and size-checked before any sink is
+        // called: a notification one of them cannot take is refused before anything leaves.
         let mut messages = Vec::with_capacity(routing.sinks.len());
         for &i in &routing.sinks {
-            let (sink, message) = (&self.sinks[i], base.shaped(&self.options[i], &notification));
-            if let Ok(message) = &message {
-                let size = message.encoded_size();
-                if let Some(limit) = sink.max_message_bytes().filter(|&max| size > max) {
-                    return Err(Error::MessageTooLarge {
-                        sink: sink.name().to_owned(),
-                        limit,
-                    });
+            let destination = &self.destinations[i];
+            let message = destination.shape.apply(&base, &notification).map_err(|e| {
+                tracing::error!(sink = destination.name, error = %e, "A template cannot be filled; an operator must act.");
+                Error::SinkFailed {
+                    sink: destination.sink.name().to_owned(),
                 }
+            })?;
+            if let Some(limit) = destination
+                .max_message_bytes
+                .filter(|&max| message.encoded_size() > max)
+            {
+                return Err(Error::MessageTooLarge {
+                    sink: destination.sink.name().to_owned(),
+                    limit,
+                });
             }
-            messages.push((sink, message));
+            messages.push((&destination.sink, message));
         }
         self.publish(&notification, messages, deadline).await
     }
@@ -309,26 +334,20 @@ impl Relay {
     async fn publish(
         &self,
         notification: &Notification<Verified>,
-        messages: Vec<(&Arc<dyn Sink>, Shaped)>,
+        messages: Vec<(&Arc<dyn Sink>, Message)>,
         deadline: Instant,
     ) -> Result<Outcome, Error> {
         let results = join_all(messages.into_iter().map(|(sink, message)| async move {
-            let result = match message {
-                // A template the notification cannot fill: only configuration can fix that.
-                Err(e) => Err(SinkError::Permanent(Box::new(e))),
-                Ok(message) => {
-                    let publish = sink.publish(std::slice::from_ref(&message));
-                    match tokio::time::timeout_at(deadline.into(), publish).await {
-                        Ok(results) => results.into_iter().next().unwrap_or_else(|| {
-                            Err(SinkError::Permanent(
-                                "the sink answered for no message".into(),
-                            ))
-                        }),
-                        Err(_) => Err(SinkError::Retryable(
-                            "no acknowledgement before the deadline".into(),
-                        )),
-                    }
-                }
+            let publish = sink.publish(std::slice::from_ref(&message));
+            let result = match tokio::time::timeout_at(deadline.into(), publish).await {
+                Ok(results) => results.into_iter().next().unwrap_or_else(|| {
+                    Err(SinkError::Permanent(
+                        "the sink answered for no message".into(),
+                    ))
+                }),
+                Err(_) => Err(SinkError::Retryable(
+                    "no acknowledgement before the deadline".into(),
+                )),
             };
             (sink.name(), result)
         }))

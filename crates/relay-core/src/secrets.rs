@@ -6,7 +6,7 @@ use aws_config::SdkConfig;
 use aws_sdk_secretsmanager::config::Region;
 use aws_smithy_types::error::display::DisplayErrorContext;
 
-use crate::config::parse_keys;
+use crate::config::HmacKeys;
 use crate::verify::Secret;
 
 /// The keys in the secret: a `RELAY_HMAC_KEYS` JSON object, or one plain secret for any keyId.
@@ -30,7 +30,7 @@ pub(crate) async fn load_keys(
         .filter(|s| !s.trim().is_empty())
         .ok_or("the secret has no SecretString")?;
     if value.trim_start().starts_with('{') {
-        Ok((parse_keys(value)?, None))
+        Ok((HmacKeys::from_json(value)?.0, None))
     } else {
         Ok((BTreeMap::new(), Some(Secret::new(value.trim()))))
     }

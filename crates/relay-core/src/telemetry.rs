@@ -1,6 +1,8 @@
 //! Log setup shared by every binary: `tracing` events with fields, to stderr (stdout may carry
 //! the file sink), as JSON on the platforms and as text elsewhere. `RUST_LOG` filters.
 
+use std::io::IsTerminal as _;
+
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
@@ -17,7 +19,10 @@ pub fn init(format: LogFormat) {
             .flatten_event(true)
             .with_current_span(false)
             .try_init(),
-        LogFormat::Text => builder.with_target(false).try_init(),
+        LogFormat::Text => builder
+            .with_target(false)
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
     };
 }
 

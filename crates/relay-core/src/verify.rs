@@ -44,6 +44,39 @@ impl Secret {
     }
 }
 
+impl std::str::FromStr for Secret {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.is_empty() {
+            true => Err("is set but empty".into()),
+            false => Ok(Self::new(s)),
+        }
+    }
+}
+
+crate::text::deserialize_from_text!(Secret, "a non-empty secret");
+
+/// Proof that a request passed verification. Only [`verify`] makes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    key_id: Option<String>,
+}
+
+impl Verified {
+    /// The `keyId` that signed the request; `None` for an unsigned request the policy accepts.
+    pub fn key_id(&self) -> Option<&str> {
+        self.key_id.as_deref()
+    }
+
+    /// A proof for unit tests of what comes after verification.
+    #[cfg(test)]
+    pub(crate) fn for_tests(key_id: Option<&str>) -> Self {
+        Self {
+            key_id: key_id.map(str::to_owned),
+        }
+    }
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret(****)")
@@ -280,24 +313,25 @@ pub struct SignedRequest<'a> {
     pub body: &'a [u8],
 }
 
-/// Verifies a request. Returns the `keyId` that signed it, or `None` for an unsigned request
-/// that the policy accepts.
+/// Verifies a request: the proof carries the `keyId` that signed it, or none for an unsigned
+/// request that the policy accepts.
 pub fn verify(
     req: SignedRequest<'_>,
     keys: &KeyRing,
     policy: &Policy,
     clock: &dyn Clock,
-) -> Result<Option<String>, VerifyError> {
+) -> Result<Verified, VerifyError> {
+    let unsigned = Verified { key_id: None };
     let Some(authorization) = single(req.headers, &header::AUTHORIZATION)? else {
         return if policy.allow_unsigned {
-            Ok(None)
+            Ok(unsigned)
         } else {
             Err(VerifyError::MissingAuthorization)
         };
     };
     if keys.is_empty() && policy.allow_unsigned {
         // Verification is switched off; the relay said so loudly at start.
-        return Ok(None);
+        return Ok(unsigned);
     }
     let params = SignatureParams::parse(authorization)?;
     if params.algorithm != ALGORITHM {
@@ -344,7 +378,9 @@ pub fn verify(
             _ => {}
         }
     }
-    Ok(Some(params.key_id.to_owned()))
+    Ok(Verified {
+        key_id: Some(params.key_id.to_owned()),
+    })
 }
 
 /// Builds the draft-cavage signing string from the listed (lower-cased) header names.
@@ -480,7 +516,7 @@ mod tests {
             headers,
             body: BODY,
         };
-        verify(req, keys, policy, &FixedClock(at(now)))
+        verify(req, keys, policy, &FixedClock(at(now))).map(|v| v.key_id().map(str::to_owned))
     }
 
     const DATE: &str = "Fri, 15 Nov 2019 20:24:11 GMT";
@@ -664,7 +700,7 @@ mod tests {
             body: BODY,
         };
         assert_eq!(
-            verify(req, &keys(), &policy(), &FixedClock(at(DATE))),
+            verify(req, &keys(), &policy(), &FixedClock(at(DATE))).map(|v| v.key_id),
             Ok(Some("k1".into()))
         );
     }

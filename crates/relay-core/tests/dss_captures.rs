@@ -1,30 +1,24 @@
 //! Replays the signed requests captured from the DSS's own signing code, byte for byte.
 
-mod common;
-
-use bytes::Bytes;
-use common::{CAPTURE_SECRET, capture_relay, config, error_code, parse_capture};
-use http::{HeaderValue, StatusCode};
-use relay_core::Relay;
 use std::sync::Arc;
 
-const V2_JSON: &[u8] = include_bytes!("data/dss/v2-json-post.http");
-const V1_JSON: &[u8] = include_bytes!("data/dss/v1-json-post-custom-keyid.http");
-const V2_MULTIPART: &[u8] = include_bytes!("data/dss/v2-multipart-put.http");
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode};
+use relay_core::verify::SystemClock;
+use relay_testkit::capture::{self, NAMES, SECRET};
+use relay_testkit::{capture_clock, capture_relay, config, relay, status_and_code};
 
-/// The JSON payload each capture carries (for multipart: the `payload` field).
-fn expected_payload(raw: &[u8]) -> Bytes {
-    let req = parse_capture(raw);
-    if raw == V2_MULTIPART {
-        parse_capture(V2_JSON).into_body()
-    } else {
-        req.into_body()
-    }
+const V2_JSON: &str = "v2-json-post";
+const V1_JSON: &str = "v1-json-post-custom-keyid";
+const V2_MULTIPART: &str = "v2-multipart-put";
+
+fn error_code(outcome: &relay_core::Outcome) -> String {
+    status_and_code(outcome).1
 }
 
 #[tokio::test]
 async fn every_capture_verifies_and_publishes_its_exact_payload() {
-    for (raw, kind, key_id) in [
+    for (name, kind, key_id) in [
         (
             V2_JSON,
             "v2",
@@ -38,19 +32,19 @@ async fn every_capture_verifies_and_publishes_its_exact_payload() {
         ),
     ] {
         let (relay, sink) = capture_relay(&[]);
-        let outcome = relay.accept(parse_capture(raw)).await;
+        let outcome = relay.accept(capture::request(name)).await;
         assert_eq!(
             outcome.status,
             StatusCode::ACCEPTED,
             "{}",
             String::from_utf8_lossy(&outcome.body)
         );
-        let messages = sink.messages.lock().unwrap();
+        let messages = sink.messages();
         assert_eq!(messages.len(), 1);
         let m = &messages[0];
         assert_eq!(
             m.payload,
-            expected_payload(raw),
+            capture::payload(name),
             "payload forwarded byte for byte"
         );
         assert_eq!(m.attributes.get("dss.kind"), Some(kind));
@@ -68,8 +62,8 @@ async fn every_capture_verifies_and_publishes_its_exact_payload() {
 #[tokio::test]
 async fn v1_capture_carries_its_attempt_header() {
     let (relay, sink) = capture_relay(&[]);
-    relay.accept(parse_capture(V1_JSON)).await;
-    let messages = sink.messages.lock().unwrap();
+    relay.accept(capture::request(V1_JSON)).await;
+    let messages = sink.messages();
     assert_eq!(messages[0].attributes.get("dss.notify_attempt"), Some("0"));
     assert_eq!(messages[0].attributes.get("dss.event_type"), None);
 }
@@ -77,29 +71,28 @@ async fn v1_capture_carries_its_attempt_header() {
 #[tokio::test]
 async fn keys_are_looked_up_by_key_id() {
     let keys = r#"{"relay-key-1": "ribos0me", "hca-dss:8a6a7e5c-2f0b-4c39-9c9e-2d1c7c0e7b11": "ribos0me"}"#;
-    let sink = Arc::new(common::RecordingSink::default());
-    let relay = Relay::new(
-        config(&[("RELAY_HMAC_KEYS", keys)]),
-        vec![Arc::clone(&sink) as Arc<dyn relay_core::Sink>],
-        Arc::new(relay_core::verify::FixedClock(common::capture_time())),
+    let relay = relay(
+        config(&[("RELAY_HMAC_KEYS", keys), ("RELAY_FILE_SINK", "-")]),
+        &[],
+        capture_clock(),
     );
-    for raw in [V2_JSON, V1_JSON, V2_MULTIPART] {
+    for name in NAMES {
         assert_eq!(
-            relay.accept(parse_capture(raw)).await.status,
+            relay.accept(capture::request(name)).await.status,
             StatusCode::ACCEPTED
         );
     }
     // Only relay-key-1 configured: the default hca-dss:<uuid> keyId is unknown.
-    let relay = Relay::new(
-        config(&[("RELAY_HMAC_KEYS", r#"{"relay-key-1": "ribos0me"}"#)]),
-        vec![sink],
-        Arc::new(relay_core::verify::FixedClock(common::capture_time())),
-    );
+    let only_key_1 = config(&[
+        ("RELAY_HMAC_KEYS", r#"{"relay-key-1": "ribos0me"}"#),
+        ("RELAY_FILE_SINK", "-"),
+    ]);
+    let relay = relay_testkit::relay(only_key_1, &[], capture_clock());
     assert_eq!(
-        relay.accept(parse_capture(V1_JSON)).await.status,
+        relay.accept(capture::request(V1_JSON)).await.status,
         StatusCode::ACCEPTED
     );
-    let outcome = relay.accept(parse_capture(V2_JSON)).await;
+    let outcome = relay.accept(capture::request(V2_JSON)).await;
     assert_eq!(
         (outcome.status, error_code(&outcome).as_str()),
         (StatusCode::UNAUTHORIZED, "unknown_key_id")
@@ -130,8 +123,8 @@ fn clone(req: &http::Request<Bytes>) -> http::Request<Bytes> {
 async fn every_single_byte_change_is_rejected() {
     let (relay, sink) = capture_relay(&[]);
     let mut checked = 0;
-    for raw in [V2_JSON, V1_JSON, V2_MULTIPART] {
-        let original = parse_capture(raw);
+    for name in NAMES {
+        let original = capture::request(name);
         for i in 0..original.body().len() {
             let mut body = original.body().to_vec();
             body[i] ^= 0x01;
@@ -161,16 +154,13 @@ async fn every_single_byte_change_is_rejected() {
         }
     }
     assert!(checked > 1900, "{checked} changes checked");
-    assert!(
-        sink.messages.lock().unwrap().is_empty(),
-        "nothing tampered was published"
-    );
+    assert!(sink.messages().is_empty(), "nothing tampered was published");
 }
 
 #[tokio::test]
 async fn unsigned_parts_may_change() {
     let (relay, sink) = capture_relay(&[]);
-    let mut req = parse_capture(V1_JSON);
+    let mut req = capture::request(V1_JSON);
     *req.uri_mut() = "/another/path?replica=gcp&x=2".parse().unwrap();
     req.headers_mut()
         .insert("host", HeaderValue::from_static("relay.example"));
@@ -178,35 +168,29 @@ async fn unsigned_parts_may_change() {
         .insert("x-dss-notify-attempt", HeaderValue::from_static("3"));
     assert_eq!(relay.accept(req).await.status, StatusCode::ACCEPTED);
     assert_eq!(
-        sink.messages.lock().unwrap()[0]
-            .attributes
-            .get("dss.notify_attempt"),
+        sink.messages()[0].attributes.get("dss.notify_attempt"),
         Some("3")
     );
 }
 
 #[tokio::test]
 async fn captures_are_stale_on_the_real_clock() {
-    let relay = Relay::new(
-        config(&[("RELAY_HMAC_SECRET", CAPTURE_SECRET)]),
-        vec![Arc::new(common::RecordingSink::default())],
-        Arc::new(relay_core::verify::SystemClock),
-    );
-    for raw in [V2_JSON, V1_JSON, V2_MULTIPART] {
-        let outcome = relay.accept(parse_capture(raw)).await;
-        assert_eq!(error_code(&outcome), "stale_date");
+    let on_real_clock = |pairs: &[(&str, &str)]| {
+        let mut all = vec![("RELAY_HMAC_SECRET", SECRET), ("RELAY_FILE_SINK", "-")];
+        all.extend_from_slice(pairs);
+        relay(config(&all), &[], Arc::new(SystemClock))
+    };
+    let relay = on_real_clock(&[]);
+    for name in NAMES {
+        assert_eq!(
+            error_code(&relay.accept(capture::request(name)).await),
+            "stale_date"
+        );
     }
     // With the skew check off they verify again.
-    let relay = Relay::new(
-        config(&[
-            ("RELAY_HMAC_SECRET", CAPTURE_SECRET),
-            ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
-        ]),
-        vec![Arc::new(common::RecordingSink::default())],
-        Arc::new(relay_core::verify::SystemClock),
-    );
+    let relay = on_real_clock(&[("RELAY_MAX_CLOCK_SKEW_SECS", "0")]);
     assert_eq!(
-        relay.accept(parse_capture(V2_JSON)).await.status,
+        relay.accept(capture::request(V2_JSON)).await.status,
         StatusCode::ACCEPTED
     );
 }
@@ -214,22 +198,22 @@ async fn captures_are_stale_on_the_real_clock() {
 #[tokio::test]
 async fn the_reversed_key_fails_as_in_the_dss_tests() {
     let (relay, _) = capture_relay(&[("RELAY_HMAC_SECRET", "em0sobir")]);
-    for raw in [V2_JSON, V1_JSON, V2_MULTIPART] {
-        let outcome = relay.accept(parse_capture(raw)).await;
+    for name in NAMES {
+        let outcome = relay.accept(capture::request(name)).await;
         assert_eq!(error_code(&outcome), "bad_signature");
     }
 }
 
 #[test]
 fn signing_reproduces_the_captured_headers() {
-    for raw in [V2_JSON, V1_JSON, V2_MULTIPART] {
-        let req = parse_capture(raw);
+    for name in NAMES {
+        let req = capture::request(name);
         let auth = req.headers()["authorization"].to_str().unwrap();
         let key_id = auth.split('"').nth(1).unwrap();
         let sig = relay_core::verify::sign(
             key_id,
-            &relay_core::verify::Secret::new(CAPTURE_SECRET),
-            common::capture_time(),
+            &relay_core::verify::Secret::new(SECRET),
+            capture::time(),
             req.body(),
         )
         .unwrap();

@@ -1,132 +1,187 @@
-//! How sink results become answers: every sink must acknowledge; failures choose 502 or 503.
-
-mod common;
+//! How routes and sink results become answers, through `Relay` with injected sinks: every
+//! routed sink must acknowledge, failures choose 502 or 503, and nothing is published when one
+//! routed sink cannot take the notification.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use common::{CAPTURE_SECRET, FailingSink, RecordingSink, capture_time, config, error_code};
 use http::StatusCode;
-use relay_core::verify::{FixedClock, Secret, sign};
-use relay_core::{Message, Receipt, Relay, Sink, SinkError};
+use relay_core::{Outcome, Relay, Sink};
+use relay_testkit::capture::SECRET;
+use relay_testkit::{
+    ConfigFile, FailingSink, RecordingSink, Signer, StuckSink, capture_clock, config, relay,
+    status_and_code, v2,
+};
 
-const BODY: &str = r#"{"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#;
+/// Two sinks and three routes: creates go to both, deletions to `b`, a Glioblastoma project
+/// to `a` (also reached by creates), and the rest is filtered out.
+const ROUTED: &str = r#"
+[relay]
+hmac_secret = "ribos0me"
 
-fn request(body: &str) -> http::Request<Bytes> {
-    let sig = sign(
-        "k",
-        &Secret::new(CAPTURE_SECRET),
-        capture_time(),
-        body.as_bytes(),
+[sinks.a]
+type = "sqs"
+queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/a.fifo"
+message_group_id = "{match.bundle_uuid}"
+attributes = ["relay.dedup_key", "dss.event_type"]
+
+[sinks.b]
+type = "pubsub"
+topic = "projects/p/topics/dss-b"
+ordering_key = "{project}"
+
+[[routes]]
+name = "creates"
+match = { event_type = ["CREATE"] }
+to = ["a", "b"]
+
+[[routes]]
+name = "deletions"
+match = { event_type = ["DELETE"] }
+to = ["b"]
+
+[[routes]]
+name = "glioblastoma"
+match = { project = [{ prefix = "Glio" }] }
+to = ["a"]
+"#;
+
+fn routed(a: &Arc<dyn Sink>, b: &Arc<dyn Sink>) -> Relay {
+    let file = ConfigFile::new(ROUTED);
+    let config = file.load(&[]).expect("a valid configuration");
+    relay(
+        config,
+        &[("a", Arc::clone(a)), ("b", Arc::clone(b))],
+        capture_clock(),
     )
-    .unwrap();
-    http::Request::post("/")
-        .header("content-type", "application/json")
-        .header("date", sig.date)
-        .header("digest", sig.digest)
-        .header("authorization", sig.authorization)
-        .body(Bytes::from(body.to_owned()))
-        .unwrap()
 }
 
-fn relay(vars: &[(&str, &str)], sinks: Vec<Arc<dyn Sink>>) -> Relay {
-    let mut all = vec![("RELAY_HMAC_SECRET", CAPTURE_SECRET)];
-    all.extend_from_slice(vars);
-    Relay::new(config(&all), sinks, Arc::new(FixedClock(capture_time())))
+fn notification(event_type: &str, project: Option<&str>) -> String {
+    let project = project
+        .map(|p| format!(r#", "project": "{p}""#))
+        .unwrap_or_default();
+    v2(event_type).replace(
+        r#""subscription_id": "s""#,
+        &format!(r#""subscription_id": "s"{project}"#),
+    )
 }
 
-/// Never answers.
-#[derive(Debug)]
-struct Stuck;
-
-#[async_trait::async_trait]
-impl Sink for Stuck {
-    fn name(&self) -> &str {
-        "stuck"
-    }
-
-    async fn publish(&self, _: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        std::future::pending().await
-    }
+fn signed(body: &str) -> http::Request<bytes::Bytes> {
+    Signer::capture("k").json(body)
 }
 
-/// Accepts, but takes only small messages.
-#[derive(Debug, Default)]
-struct Small(RecordingSink);
-
-#[async_trait::async_trait]
-impl Sink for Small {
-    fn name(&self) -> &str {
-        "small"
-    }
-
-    fn max_message_bytes(&self) -> Option<usize> {
-        Some(200)
-    }
-
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        self.0.publish(batch).await
-    }
+fn body(outcome: &Outcome) -> serde_json::Value {
+    serde_json::from_slice(&outcome.body).unwrap()
 }
 
 #[tokio::test]
-async fn every_sink_gets_the_notification() {
-    let (a, b) = (
-        Arc::new(RecordingSink::default()),
-        Arc::new(RecordingSink::default()),
-    );
-    let relay = relay(
-        &[],
-        vec![
-            Arc::clone(&a) as Arc<dyn Sink>,
-            Arc::clone(&b) as Arc<dyn Sink>,
-        ],
-    );
-    let outcome = relay.accept(request(BODY)).await;
+async fn routes_pick_the_sinks_and_a_shared_sink_is_reached_once() {
+    let (a, b) = (RecordingSink::new("a"), RecordingSink::new("b"));
+    let relay = routed(&(a.clone() as Arc<dyn Sink>), &(b.clone() as Arc<dyn Sink>));
+
+    // A Glioblastoma CREATE matches "creates" and "glioblastoma": `a` once, `b` once.
+    let outcome = relay
+        .accept(signed(&notification("CREATE", Some("Glioblastoma"))))
+        .await;
     assert_eq!(outcome.status, StatusCode::ACCEPTED);
-    let body: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
-    assert_eq!(body["deliveries"].as_array().unwrap().len(), 2);
+    assert_eq!(body(&outcome)["deliveries"].as_array().unwrap().len(), 2);
+    assert_eq!((a.messages().len(), b.messages().len()), (1, 1));
+
+    let outcome = relay
+        .accept(signed(&notification("DELETE", Some("x"))))
+        .await;
+    assert_eq!(outcome.status, StatusCode::ACCEPTED);
     assert_eq!(
-        (
-            a.messages.lock().unwrap().len(),
-            b.messages.lock().unwrap().len()
-        ),
-        (1, 1)
+        (a.messages().len(), b.messages().len()),
+        (1, 2),
+        "deletions reach b only"
     );
+
+    // Each sink shapes its own message: a's attribute selection and group id, b's ordering key.
+    let (to_a, to_b) = (&a.messages()[0], &b.messages()[0]);
+    let names: Vec<&str> = to_a.attributes.iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["relay.dedup_key", "dss.event_type"]);
+    assert_eq!(
+        (to_a.group_id.as_deref(), to_a.ordering_key.as_deref()),
+        (Some("u"), None)
+    );
+    assert_eq!(
+        (to_b.group_id.as_deref(), to_b.ordering_key.as_deref()),
+        (None, Some("Glioblastoma"))
+    );
+    assert_eq!(
+        to_b.attributes.len(),
+        7,
+        "b sends every attribute the notification has"
+    );
+}
+
+#[tokio::test]
+async fn a_notification_no_route_wants_is_filtered_with_202() {
+    let (a, b) = (RecordingSink::new("a"), RecordingSink::new("b"));
+    let relay = routed(&(a.clone() as Arc<dyn Sink>), &(b.clone() as Arc<dyn Sink>));
+    let outcome = relay.accept(signed(&notification("TOMBSTONE", None))).await;
+    assert_eq!(outcome.status, StatusCode::ACCEPTED);
+    assert_eq!(body(&outcome)["status"], "filtered");
+    assert_eq!(body(&outcome)["dedup_key"].as_str().map(str::len), Some(64));
+    assert!(a.messages().is_empty() && b.messages().is_empty());
+}
+
+#[tokio::test]
+async fn a_template_one_routed_sink_cannot_fill_is_502_and_no_sink_is_called() {
+    let (a, b) = (RecordingSink::new("a"), RecordingSink::new("b"));
+    let relay = routed(&(a.clone() as Arc<dyn Sink>), &(b.clone() as Arc<dyn Sink>));
+    // A CREATE without `project`: b's ordering key cannot be filled; a could take it.
+    let outcome = relay.accept(signed(&notification("CREATE", None))).await;
+    assert_eq!(status_and_code(&outcome), (502, "sink_failed".to_owned()));
+    assert!(
+        a.messages().is_empty() && b.messages().is_empty(),
+        "nothing was published"
+    );
+}
+
+/// A relay whose `file` and `sqs` sinks (every notification to both) are `sinks`.
+fn to_both(pairs: &[(&str, &str)], first: Arc<dyn Sink>, second: Arc<dyn Sink>) -> Relay {
+    let mut all = vec![
+        ("RELAY_HMAC_SECRET", SECRET),
+        ("RELAY_FILE_SINK", "-"),
+        (
+            "RELAY_SQS_QUEUE_URL",
+            "https://sqs.eu-west-1.amazonaws.com/1/q",
+        ),
+    ];
+    all.extend_from_slice(pairs);
+    relay(
+        config(&all),
+        &[("file", first), ("sqs", second)],
+        capture_clock(),
+    )
 }
 
 #[tokio::test]
 async fn one_failing_sink_fails_the_request() {
-    let ok = Arc::new(RecordingSink::default()) as Arc<dyn Sink>;
-    let retry = Arc::new(FailingSink {
-        name: "flaky",
-        retryable: true,
-    }) as Arc<dyn Sink>;
-    let broken = Arc::new(FailingSink {
-        name: "broken",
-        retryable: false,
-    }) as Arc<dyn Sink>;
+    let ok: Arc<dyn Sink> = RecordingSink::new("ok");
+    let retry: Arc<dyn Sink> = FailingSink::new("flaky", true);
+    let broken: Arc<dyn Sink> = FailingSink::new("broken", false);
 
-    let outcome = relay(&[], vec![Arc::clone(&ok), Arc::clone(&retry)])
-        .accept(request(BODY))
+    let outcome = to_both(&[], ok.clone(), retry.clone())
+        .accept(signed(&v2("CREATE")))
         .await;
     assert_eq!(
-        (outcome.status, error_code(&outcome).as_str()),
-        (StatusCode::SERVICE_UNAVAILABLE, "sink_unavailable")
+        status_and_code(&outcome),
+        (503, "sink_unavailable".to_owned())
     );
     assert_eq!(outcome.headers["retry-after"], "5");
 
-    let outcome = relay(&[], vec![Arc::clone(&ok), Arc::clone(&broken)])
-        .accept(request(BODY))
+    let outcome = to_both(&[], ok, broken.clone())
+        .accept(signed(&v2("CREATE")))
         .await;
-    assert_eq!(
-        (outcome.status, error_code(&outcome).as_str()),
-        (StatusCode::BAD_GATEWAY, "sink_failed")
-    );
+    assert_eq!(status_and_code(&outcome), (502, "sink_failed".to_owned()));
 
     // Retrying cannot fix a permanent failure, so it decides the status.
-    let outcome = relay(&[], vec![retry, broken]).accept(request(BODY)).await;
+    let outcome = to_both(&[], retry, broken)
+        .accept(signed(&v2("CREATE")))
+        .await;
     assert_eq!(outcome.status, StatusCode::BAD_GATEWAY);
     assert!(
         !String::from_utf8_lossy(&outcome.body).contains("simulated"),
@@ -136,9 +191,14 @@ async fn one_failing_sink_fails_the_request() {
 
 #[tokio::test]
 async fn a_sink_that_never_answers_gets_503_by_the_deadline() {
-    let quick = relay(&[("RELAY_SINK_TIMEOUT_MS", "300")], vec![Arc::new(Stuck)]);
+    let ok: Arc<dyn Sink> = RecordingSink::new("ok");
+    let quick = to_both(
+        &[("RELAY_SINK_TIMEOUT_MS", "300")],
+        ok.clone(),
+        Arc::new(StuckSink),
+    );
     let started = Instant::now();
-    let outcome = quick.accept(request(BODY)).await;
+    let outcome = quick.accept(signed(&v2("CREATE"))).await;
     assert_eq!(outcome.status, StatusCode::SERVICE_UNAVAILABLE);
     let took = started.elapsed();
     assert!(
@@ -147,36 +207,27 @@ async fn a_sink_that_never_answers_gets_503_by_the_deadline() {
     );
 
     // A platform deadline earlier than the sink timeout wins.
-    let late = relay(&[], vec![Arc::new(Stuck)]);
+    let late = to_both(&[], ok, Arc::new(StuckSink));
     let started = Instant::now();
-    let outcome = late
-        .accept_until(
-            request(BODY),
-            Some(Instant::now() + Duration::from_millis(200)),
-        )
-        .await;
+    let deadline = Some(Instant::now() + Duration::from_millis(200));
+    let outcome = late.accept_until(signed(&v2("CREATE")), deadline).await;
     assert_eq!(outcome.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
 #[tokio::test]
-async fn too_large_for_a_sink_is_413_before_any_sink_is_called() {
-    let small = Arc::new(Small::default());
-    let other = Arc::new(RecordingSink::default());
-    let relay = relay(
-        &[],
-        vec![
-            Arc::clone(&other) as Arc<dyn Sink>,
-            Arc::clone(&small) as Arc<dyn Sink>,
-        ],
+async fn too_large_for_one_sink_is_413_before_any_sink_is_called() {
+    let (file, queue) = (RecordingSink::new("file"), RecordingSink::new("queue"));
+    let relay = to_both(
+        &[("RELAY_SQS_MAX_MESSAGE_BYTES", "300")],
+        file.clone(),
+        queue.clone(),
     );
-    let big = BODY.replace(r#""s""#, &format!("\"{}\"", "s".repeat(200)));
-    let outcome = relay.accept(request(&big)).await;
+    let big = v2("CREATE").replace(r#""s""#, &format!("\"{}\"", "s".repeat(200)));
+    let outcome = relay.accept(signed(&big)).await;
     assert_eq!(
-        (outcome.status, error_code(&outcome).as_str()),
-        (StatusCode::PAYLOAD_TOO_LARGE, "message_too_large")
+        status_and_code(&outcome),
+        (413, "message_too_large".to_owned())
     );
-    assert!(
-        other.messages.lock().unwrap().is_empty() && small.0.messages.lock().unwrap().is_empty()
-    );
+    assert!(file.messages().is_empty() && queue.messages().is_empty());
 }

@@ -1,5 +1,6 @@
-//! The relay as an HTTP service with the Cloud Run / Functions Framework contract: every path is
-//! the callback, the body is read up to the configured limit, and relay-core decides the answer.
+//! The relay as an HTTP service with the Cloud Run / Functions Framework contract: every path
+//! goes to relay-core, which may answer before the body is read; the body is read up to the
+//! configured limit, and relay-core decides every answer (crawler paths included).
 #![warn(missing_docs)]
 
 use std::sync::Arc;
@@ -8,22 +9,12 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use axum::routing::any;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use relay_core::{Error, Outcome, Relay};
+use relay_core::{Outcome, Relay};
 
 /// The whole HTTP surface. Tests drive it with `tower::ServiceExt::oneshot`.
 pub fn app(relay: Arc<Relay>) -> Router {
-    Router::new()
-        // Browsers and crawlers probe these; they are never a DSS callback.
-        .route("/robots.txt", any(not_found))
-        .route("/favicon.ico", any(not_found))
-        .fallback(deliver)
-        .with_state(relay)
-}
-
-async fn not_found() -> Response {
-    respond(Outcome::from_error(&Error::NotFound))
+    Router::new().fallback(deliver).with_state(relay)
 }
 
 async fn deliver(State(relay): State<Arc<Relay>>, request: Request) -> Response {

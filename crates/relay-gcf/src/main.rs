@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_core::{Config, Relay, telemetry};
 use tokio::sync::Notify;
 
 /// Cloud Run sends SIGKILL 10 s after SIGTERM; in-flight requests must finish before that.
@@ -13,11 +12,9 @@ const DRAIN: Duration = Duration::from_secs(10);
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    telemetry::init(telemetry::format_from_env());
     match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            tracing::error!("{message}");
             eprintln!("relay-gcf: {message}");
             ExitCode::from(2)
         }
@@ -25,17 +22,9 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
-    let addr = listen_addr()?;
-    let config = Config::from_env().map_err(|e| e.to_string())?;
-    for name in Config::unknown_vars(std::env::vars().map(|(name, _)| name)) {
-        tracing::warn!(variable = %name, "Unknown RELAY_ variable ignored.");
-    }
     // Sinks are ready before the port opens, so the first request never waits for them.
-    let relay = Arc::new(
-        Relay::from_config(config)
-            .await
-            .map_err(|e| e.to_string())?,
-    );
+    let relay = Arc::new(relay_core::bootstrap::start().await?);
+    let addr = listen_addr(relay.config().listen)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -63,12 +52,10 @@ async fn run() -> Result<(), String> {
     }
 }
 
-/// `RELAY_LISTEN` (a full address), else `0.0.0.0:$PORT` with `PORT` defaulting to 8080.
-fn listen_addr() -> Result<SocketAddr, String> {
-    if let Ok(listen) = std::env::var("RELAY_LISTEN") {
-        return listen.parse().map_err(|_| {
-            format!("RELAY_LISTEN: expected an address such as 127.0.0.1:8080, got {listen:?}")
-        });
+/// The configured `listen` address, else `0.0.0.0:$PORT` with `PORT` defaulting to 8080.
+fn listen_addr(listen: Option<SocketAddr>) -> Result<SocketAddr, String> {
+    if let Some(addr) = listen {
+        return Ok(addr);
     }
     let port = match std::env::var("PORT") {
         Ok(p) => p

@@ -10,31 +10,16 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use relay_core::sink::{FileSink, FileTarget};
-use relay_core::verify::FixedClock;
-use relay_core::{Config, Relay};
+use relay_core::{Relay, Sink};
+use relay_testkit::capture;
+use relay_testkit::capture_clock;
 use tower::ServiceExt;
 
-const V2_MULTIPART: &[u8] = include_bytes!("../../relay-core/tests/data/dss/v2-multipart-put.http");
-const V2_JSON: &[u8] = include_bytes!("../../relay-core/tests/data/dss/v2-json-post.http");
+const V2_JSON: &str = "v2-json-post";
 
-fn body_of(raw: &[u8]) -> &[u8] {
-    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    &raw[at..]
-}
-
-/// Turns a raw capture into an axum request.
-fn capture_request(raw: &[u8]) -> Request<Body> {
-    let head = std::str::from_utf8(&raw[..raw.len() - body_of(raw).len()]).unwrap();
-    let mut lines = head.split("\r\n");
-    let mut request_line = lines.next().unwrap().split(' ');
-    let mut builder = Request::builder()
-        .method(request_line.next().unwrap())
-        .uri(request_line.next().unwrap());
-    for line in lines.filter(|l| !l.is_empty()) {
-        let (name, value) = line.split_once(": ").unwrap();
-        builder = builder.header(name, value);
-    }
-    builder.body(Body::from(body_of(raw).to_vec())).unwrap()
+/// A capture as an axum request.
+fn capture_request(name: &str) -> Request<Body> {
+    capture::request(name).map(Body::from)
 }
 
 async fn relay_with_file(
@@ -42,27 +27,23 @@ async fn relay_with_file(
     extra: &[(&str, &str)],
 ) -> (Arc<Relay>, std::path::PathBuf) {
     let path = dir.path().join("sink.jsonl");
+    let path_text = path.display().to_string();
     let mut vars = vec![
-        ("RELAY_HMAC_SECRET".to_owned(), "ribos0me".to_owned()),
-        ("RELAY_FILE_SINK".to_owned(), path.display().to_string()),
+        ("RELAY_HMAC_SECRET", capture::SECRET),
+        ("RELAY_FILE_SINK", path_text.as_str()),
     ];
-    vars.extend(
-        extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    vars.extend_from_slice(extra);
+    let config = relay_testkit::config(&vars);
+    let sink: Arc<dyn Sink> = Arc::new(
+        FileSink::open(&FileTarget::Path(path.clone()))
+            .await
+            .unwrap(),
     );
-    let config =
-        Config::from_vars(|n| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone())).unwrap();
-    let sink = FileSink::open(&FileTarget::Path(path.clone()))
-        .await
-        .unwrap();
-    // The captures' Date: Fri, 15 Nov 2019 20:24:11 GMT.
-    let date = std::time::UNIX_EPOCH + Duration::from_secs(1_573_849_451);
     (
-        Arc::new(Relay::new(
+        Arc::new(relay_testkit::relay(
             config,
-            vec![Arc::new(sink)],
-            Arc::new(FixedClock(date)),
+            &[("file", sink)],
+            capture_clock(),
         )),
         path,
     )
@@ -82,8 +63,8 @@ async fn send(relay: &Arc<Relay>, req: Request<Body>) -> (StatusCode, serde_json
 async fn captures_land_byte_identical_in_the_file_sink() {
     let dir = tempfile::tempdir().unwrap();
     let (relay, path) = relay_with_file(&dir, &[]).await;
-    for raw in [V2_JSON, V2_MULTIPART] {
-        let (status, body) = send(&relay, capture_request(raw)).await;
+    for name in [V2_JSON, "v2-multipart-put"] {
+        let (status, body) = send(&relay, capture_request(name)).await;
         assert_eq!(status, StatusCode::ACCEPTED, "{body}");
         assert!(
             body["deliveries"][0]["sink"]
@@ -101,7 +82,7 @@ async fn captures_land_byte_identical_in_the_file_sink() {
     for line in &lines {
         assert_eq!(
             line["payload"].as_str().unwrap().as_bytes(),
-            body_of(V2_JSON)
+            capture::body(V2_JSON)
         );
         assert_eq!(line["attributes"]["dss.event_type"], "CREATE");
         assert_eq!(line["attributes"]["relay.dedup_key"], line["dedup_key"]);
@@ -121,11 +102,20 @@ async fn health_any_path_and_crawler_paths() {
         send(&relay, get("/some/callback?replica=aws")).await.0,
         StatusCode::OK
     );
-    let (status, body) = send(&relay, get("/favicon.ico")).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("not_found"))
-    );
+    for path in ["/favicon.ico", "/robots.txt"] {
+        for method in ["GET", "POST"] {
+            let request = Request::builder()
+                .method(method)
+                .uri(path)
+                .body(Body::empty())
+                .unwrap();
+            let (status, body) = send(&relay, request).await;
+            assert_eq!(
+                (status, body["error"]["code"].as_str()),
+                (StatusCode::NOT_FOUND, Some("not_found"))
+            );
+        }
+    }
     let (status, _) = send(&relay, Request::delete("/x").body(Body::empty()).unwrap()).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
 }
@@ -224,7 +214,8 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
         .unwrap();
 
     // Send the headers and half the body, then ask the server to stop.
-    let (head, body) = V2_JSON.split_at(V2_JSON.len() - body_of(V2_JSON).len());
+    let raw = capture::raw(V2_JSON);
+    let (head, body) = raw.split_at(raw.len() - capture::body(V2_JSON).len());
     stream.write_all(head).unwrap();
     stream.write_all(&body[..300]).unwrap();
     stream.flush().unwrap();
@@ -275,4 +266,38 @@ fn refuses_to_start_without_a_key() {
         stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"),
         "{stderr}"
     );
+}
+
+#[test]
+fn log_format_from_the_file_gives_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("relay.toml");
+    std::fs::write(
+        &file,
+        "[relay]\nhmac_secret = \"x\"\nlog_format = \"json\"\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let server = Command::new(env!("CARGO_BIN_EXE_relay-gcf"))
+        .env_remove("RELAY_LOG_FORMAT")
+        .env_remove("K_SERVICE")
+        .env("RELAY_CONFIG", &file)
+        .env("RELAY_FILE_SINK", dir.path().join("sink.jsonl"))
+        .env("RELAY_LISTEN", format!("127.0.0.1:{port}"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(connect(port));
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let output = server.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.iter().any(|l| l.contains("Relay ready.")), "{stderr}");
+    for line in lines {
+        let parsed: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(parsed["message"].is_string(), "{line}");
+    }
 }

@@ -2,8 +2,13 @@
 
 use std::path::Path;
 
+use std::sync::Arc;
+
+use http_body_util::BodyExt;
 use lambda_http::Body;
-use relay_core::{Config, Relay};
+use relay_core::Relay;
+use relay_testkit::capture;
+use tower::ServiceExt;
 
 fn event(name: &str) -> lambda_http::Request {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,24 +18,13 @@ fn event(name: &str) -> lambda_http::Request {
 }
 
 async fn relay(sink: &Path) -> Relay {
-    let vars = [
-        ("RELAY_HMAC_SECRET", "ribos0me".to_owned()),
-        ("RELAY_MAX_CLOCK_SKEW_SECS", "0".to_owned()),
-        ("RELAY_FILE_SINK", sink.display().to_string()),
-    ];
-    let config = Config::from_vars(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone()));
-    Relay::from_config(config.unwrap()).await.unwrap()
-}
-
-fn capture_body(name: &str) -> Vec<u8> {
-    let raw = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../relay-core/tests/data/dss")
-            .join(name),
-    )
-    .unwrap();
-    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    raw[at..].to_vec()
+    let sink = sink.display().to_string();
+    let config = relay_testkit::config(&[
+        ("RELAY_HMAC_SECRET", capture::SECRET),
+        ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
+        ("RELAY_FILE_SINK", &sink),
+    ]);
+    Relay::from_config(config).await.unwrap()
 }
 
 #[tokio::test]
@@ -62,9 +56,46 @@ async fn example_events_get_their_documented_status() {
         .iter()
         .map(|l| l["payload"].as_str().unwrap().as_bytes())
         .collect();
-    let v2 = capture_body("v2-json-post.http");
-    let v1 = capture_body("v1-json-post-custom-keyid.http");
+    let (v2, v1) = (
+        capture::body("v2-json-post"),
+        capture::body("v1-json-post-custom-keyid"),
+    );
     // The multipart event's body is base64 in the event; its payload field is the v2 JSON.
-    assert_eq!(payloads, [v2.as_slice(), v1.as_slice(), v2.as_slice()]);
+    assert_eq!(payloads, [v2, v1, v2]);
     assert_eq!(lines[1]["attributes"]["dss.notify_attempt"], "0");
+}
+
+/// relay-lambda and relay-gcf answer every request the same way, because relay-core decides:
+/// crawler paths, health checks, refused methods and an unsigned callback.
+#[tokio::test]
+async fn lambda_answers_exactly_as_relay_gcf_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = Arc::new(relay(&dir.path().join("sink.jsonl")).await);
+    for (method, path) in [
+        ("GET", "/favicon.ico"),
+        ("GET", "/robots.txt"),
+        ("POST", "/favicon.ico"),
+        ("HEAD", "/robots.txt"),
+        ("GET", "/"),
+        ("GET", "/dss/notify?replica=aws"),
+        ("DELETE", "/dss/notify"),
+        ("POST", "/dss/notify"),
+    ] {
+        let request = || http::Request::builder().method(method).uri(path);
+        let lambda = relay_lambda::handle(&relay, request().body(Body::Empty).unwrap()).await;
+        let gcf = relay_gcf::app(Arc::clone(&relay))
+            .oneshot(request().body(axum::body::Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(lambda.status(), gcf.status(), "{method} {path}");
+        for header in ["content-type", "allow", "www-authenticate"] {
+            assert_eq!(
+                lambda.headers().get(header),
+                gcf.headers().get(header),
+                "{method} {path} {header}"
+            );
+        }
+        let gcf_body = gcf.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(lambda.body().as_ref(), gcf_body.as_ref(), "{method} {path}");
+    }
 }

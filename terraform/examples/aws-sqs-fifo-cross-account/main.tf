@@ -19,7 +19,7 @@ provider "aws" {
 resource "aws_sqs_queue" "subscriber_dlq" {
   provider = aws.subscriber
 
-  name                      = "${var.subscriber_queue_name}-dlq.fifo"
+  name                      = "dss-events-dlq.fifo"
   fifo_queue                = true
   message_retention_seconds = 1209600
   sqs_managed_sse_enabled   = true
@@ -28,7 +28,7 @@ resource "aws_sqs_queue" "subscriber_dlq" {
 resource "aws_sqs_queue" "subscriber" {
   provider = aws.subscriber
 
-  name       = "${var.subscriber_queue_name}.fifo"
+  name       = "dss-events.fifo"
   fifo_queue = true
   # The relay sets MessageGroupId (subscription_id) and MessageDeduplicationId (its dedup key).
   content_based_deduplication = false
@@ -48,16 +48,13 @@ resource "aws_sqs_queue" "subscriber" {
 module "relay" {
   source = "../../modules/aws-relay"
 
-  name            = var.name
-  lambda_zip_path = var.lambda_zip_path
+  name            = "dss-relay-fifo"
+  lambda_zip_path = "../../../target/lambda/relay-lambda/bootstrap.zip" # make lambda
   architecture    = var.architecture
   callback_path   = "/?replica=aws"
 
-  create_queue = false
-  existing_queue = {
-    arn = aws_sqs_queue.subscriber.arn
-    url = aws_sqs_queue.subscriber.url
-  }
+  create_queue   = false
+  existing_queue = { arn = aws_sqs_queue.subscriber.arn, url = aws_sqs_queue.subscriber.url }
 }
 
 ################################################################################
@@ -65,11 +62,8 @@ module "relay" {
 ################################################################################
 
 module "queue_grant" {
-  source = "../../modules/aws-queue-grant"
-
-  providers = {
-    aws = aws.subscriber
-  }
+  source    = "../../modules/aws-queue-grant"
+  providers = { aws = aws.subscriber }
 
   queue_url       = aws_sqs_queue.subscriber.url
   queue_arn       = aws_sqs_queue.subscriber.arn

@@ -2,13 +2,6 @@ terraform {
   required_version = ">= 1.5.0"
 
   required_providers {
-    aws = {
-      source  = "hashicorp/aws"
-      version = ">= 6.29.0, < 7.0.0"
-    }
-    random = {
-      source  = "hashicorp/random"
-      version = ">= 3.6.0, < 4.0.0"
-    }
+    aws = { source = "hashicorp/aws", version = ">= 6.29.0, < 7.0.0" }
   }
 }

@@ -1,4 +1,5 @@
-# A relay in one account publishing to a standard SQS queue it creates (with a dead-letter queue).
+# A relay in one account publishing to a standard SQS queue it creates (with a dead-letter queue):
+# the module's defaults (create_queue = true, fifo_queue = false).
 provider "aws" {
   region = var.region
 }
@@ -7,12 +8,9 @@ module "relay" {
   source = "../../modules/aws-relay"
 
   name            = var.name
-  lambda_zip_path = var.lambda_zip_path
+  lambda_zip_path = "../../../target/lambda/relay-lambda/bootstrap.zip" # make lambda
   architecture    = var.architecture
 
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=aws"
-
-  create_queue = true
-  fifo_queue   = false
 }

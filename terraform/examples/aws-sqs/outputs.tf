@@ -24,11 +24,6 @@ output "queue_url" {
   value       = module.relay.queue_url
 }
 
-output "dlq_url" {
-  description = "The queue's dead-letter queue."
-  value       = module.relay.dlq_url
-}
-
 output "log_group_name" {
   description = "The function's log group (aws logs tail)."
   value       = module.relay.log_group_name

@@ -2,42 +2,16 @@ variable "region" {
   description = "AWS region of the relay and its queue. The DSS notifies from us-east-1."
   type        = string
   default     = "us-east-1"
-
-  validation {
-    condition     = can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]$", var.region))
-    error_message = "region must be an AWS region such as us-east-1."
-  }
 }
 
 variable "name" {
   description = "Name of the relay (Lambda function, role, log group, secret, queue \"<name>-events\")."
   type        = string
   default     = "dss-relay"
-
-  validation {
-    condition     = can(regex("^[A-Za-z0-9_-]{1,48}$", var.name))
-    error_message = "name must be 1-48 letters, digits, hyphens or underscores."
-  }
-}
-
-variable "lambda_zip_path" {
-  description = "The zip `make lambda` builds, relative to this directory."
-  type        = string
-  default     = "../../../target/lambda/relay-lambda/bootstrap.zip"
-
-  validation {
-    condition     = endswith(var.lambda_zip_path, ".zip")
-    error_message = "lambda_zip_path must point to a .zip file."
-  }
 }
 
 variable "architecture" {
   description = "arm64, or x86_64 when `make lambda` said it built x86_64."
   type        = string
   default     = "arm64"
-
-  validation {
-    condition     = contains(["arm64", "x86_64"], var.architecture)
-    error_message = "architecture must be \"arm64\" or \"x86_64\"."
-  }
 }

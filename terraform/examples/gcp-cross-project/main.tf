@@ -2,13 +2,11 @@
 # the relay's service account roles/pubsub.publisher on that one topic (gcp-topic-grant).
 provider "google" {
   project = var.relay_project_id
-  region  = var.region
 }
 
 provider "google" {
   alias   = "subscriber"
   project = var.subscriber_project_id
-  region  = var.region
 }
 
 resource "google_project_service" "relay" {
@@ -40,7 +38,7 @@ resource "google_pubsub_topic" "subscriber" {
   provider = google.subscriber
 
   project = var.subscriber_project_id
-  name    = var.topic_name
+  name    = "dss-events"
 
   depends_on = [google_project_service.subscriber_pubsub]
 }
@@ -48,11 +46,10 @@ resource "google_pubsub_topic" "subscriber" {
 resource "google_pubsub_subscription" "subscriber" {
   provider = google.subscriber
 
-  project                    = var.subscriber_project_id
-  name                       = "${var.topic_name}-pull"
-  topic                      = google_pubsub_topic.subscriber.id
-  ack_deadline_seconds       = 60
-  message_retention_duration = "604800s"
+  project              = var.subscriber_project_id
+  name                 = "dss-events-pull"
+  topic                = google_pubsub_topic.subscriber.id
+  ack_deadline_seconds = 60
 }
 
 ################################################################################
@@ -64,7 +61,7 @@ module "relay" {
 
   project_id          = var.relay_project_id
   region              = var.region
-  name                = var.name
+  name                = "dss-relay"
   image               = var.image
   deletion_protection = var.deletion_protection
   callback_path       = "/?replica=gcp"
@@ -80,11 +77,8 @@ module "relay" {
 ################################################################################
 
 module "topic_grant" {
-  source = "../../modules/gcp-topic-grant"
-
-  providers = {
-    google = google.subscriber
-  }
+  source    = "../../modules/gcp-topic-grant"
+  providers = { google = google.subscriber }
 
   project_id                  = var.subscriber_project_id
   topic                       = google_pubsub_topic.subscriber.name

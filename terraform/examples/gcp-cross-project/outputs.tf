@@ -19,17 +19,7 @@ output "hmac_secret" {
   sensitive   = true
 }
 
-output "topic_id" {
-  description = "The subscriber's topic the relay publishes to."
-  value       = google_pubsub_topic.subscriber.id
-}
-
 output "subscription_name" {
   description = "Pull subscription on the subscriber's topic, in the subscriber's project."
   value       = google_pubsub_subscription.subscriber.name
-}
-
-output "relay_service_account_email" {
-  description = "The relay's service account, the member granted roles/pubsub.publisher on the topic."
-  value       = module.relay.service_account_email
 }

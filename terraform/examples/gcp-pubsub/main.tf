@@ -1,8 +1,7 @@
-# A relay on Cloud Run publishing to a Pub/Sub topic it creates, plus a pull subscription to read
-# the notifications back.
+# A relay on Cloud Run publishing to a Pub/Sub topic it creates (the module's default,
+# create_topic = true), plus a pull subscription to read the notifications back.
 provider "google" {
   project = var.project_id
-  region  = var.region
 }
 
 resource "google_project_service" "this" {
@@ -23,22 +22,19 @@ module "relay" {
 
   project_id          = var.project_id
   region              = var.region
-  name                = var.name
+  name                = "dss-relay"
   image               = var.image
   deletion_protection = var.deletion_protection
 
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=gcp"
 
-  create_topic = true
-
   depends_on = [google_project_service.this]
 }
 
 resource "google_pubsub_subscription" "smoke" {
-  project                    = var.project_id
-  name                       = "${var.name}-smoke"
-  topic                      = module.relay.topic_id
-  ack_deadline_seconds       = 60
-  message_retention_duration = "604800s"
+  project              = var.project_id
+  name                 = "dss-relay-smoke"
+  topic                = module.relay.topic_id
+  ack_deadline_seconds = 60
 }

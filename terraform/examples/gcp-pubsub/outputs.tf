@@ -19,11 +19,6 @@ output "hmac_secret" {
   sensitive   = true
 }
 
-output "topic_id" {
-  description = "The topic notifications are published to."
-  value       = module.relay.topic_id
-}
-
 output "subscription_name" {
   description = "Pull subscription on the topic (gcloud pubsub subscriptions pull)."
   value       = google_pubsub_subscription.smoke.name

@@ -2,9 +2,6 @@ terraform {
   required_version = ">= 1.5.0"
 
   required_providers {
-    google = {
-      source  = "hashicorp/google"
-      version = ">= 7.0.0, < 8.0.0"
-    }
+    google = { source = "hashicorp/google", version = ">= 7.0.0, < 8.0.0" }
   }
 }

@@ -1,7 +1,7 @@
 //! The configuration file named by `RELAY_CONFIG`: relay settings, named sinks and routes.
 //!
 //! ```toml
-//! [relay]                      # any RELAY_* setting, lower-cased without the prefix
+//! [relay]                      # the settings a file may hold; variables override them
 //! max_clock_skew_secs = 300
 //! hmac_keys = { "hca-dss:…" = "…" }
 //!
@@ -16,145 +16,95 @@
 //! to = ["indexer"]
 //! ```
 //!
-//! Environment variables override `[relay]` settings. Sinks live either here or in the
-//! variables, never both.
-
-use std::collections::BTreeMap;
+//! The same types read the variables, so a value is accepted or refused the same way in both.
+//! An error gives the file, the line and column, and the parser's message, never the text of
+//! the line, which may hold a secret.
 
 use serde::Deserialize;
 
-use super::KNOWN_VARS;
+use super::settings::Settings;
 use crate::route::RouteSpec;
+use crate::sink::SinkTables;
 
 /// The file as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct FileConfig {
-    /// Relay settings: the `RELAY_*` variables, lower-cased, without the prefix.
+pub struct FileConfig {
+    /// Relay settings.
     #[serde(default)]
-    relay: BTreeMap<String, toml::Value>,
+    pub relay: Settings,
     /// Named sinks.
     #[serde(default)]
-    pub(crate) sinks: BTreeMap<String, SinkSpec>,
+    pub sinks: SinkTables,
     /// Ordered routes.
     #[serde(default)]
-    routes: Vec<RouteToml>,
-}
-
-/// Which destination a sink is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum SinkKind {
-    Sqs,
-    Sns,
-    Pubsub,
-    File,
-}
-
-/// One `[sinks.<name>]` table. Which fields apply depends on `type`; the rest are refused.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct SinkSpec {
-    /// `sqs`, `sns`, `pubsub` or `file`.
-    #[serde(rename = "type")]
-    pub(crate) kind: SinkKind,
-    /// SQS: the queue URL (a name ending in `.fifo` is FIFO).
-    pub(crate) queue_url: Option<String>,
-    /// SNS: the topic ARN.
-    pub(crate) topic_arn: Option<String>,
-    /// Pub/Sub: `projects/<project>/topics/<topic>`.
-    pub(crate) topic: Option<String>,
-    /// File: a path, or `-` for standard output.
-    pub(crate) path: Option<String>,
-    /// Body plus attributes above this get 413 (SQS, SNS, Pub/Sub; each has its default).
-    pub(crate) max_message_bytes: Option<usize>,
-    /// The relay attributes to send, by name (default: all, in priority order).
-    pub(crate) attributes: Option<Vec<String>>,
-    /// Static attributes added to every message.
-    #[serde(default)]
-    pub(crate) extra_attributes: BTreeMap<String, String>,
-    /// FIFO queues and topics: the `MessageGroupId` template (default `{subscription_id}`).
-    pub(crate) message_group_id: Option<String>,
-    /// FIFO queues and topics: the `MessageDeduplicationId` template (default `{$dedup_key}`).
-    pub(crate) message_deduplication_id: Option<String>,
-    /// Pub/Sub: the ordering key template (default: no ordering key).
-    pub(crate) ordering_key: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RouteToml {
-    name: String,
-    #[serde(rename = "match")]
-    pattern: Option<toml::Value>,
-    to: Vec<String>,
-    #[serde(default)]
-    stop: bool,
-    #[serde(default)]
-    fallback: bool,
+    pub routes: Vec<RouteSpec>,
 }
 
 impl FileConfig {
-    /// Reads and parses the file; the error names the file and, from the TOML parser, the line.
-    pub(crate) fn load(path: &str) -> Result<Self, String> {
+    /// Reads and parses the file at `path`.
+    pub fn load(path: &str) -> Result<Self, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let file: Self = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
-        for name in file.relay.keys() {
-            let var = format!("RELAY_{}", name.to_ascii_uppercase());
-            if !KNOWN_VARS.contains(&var.as_str()) || name.to_ascii_lowercase() != *name {
-                return Err(format!(
-                    "{path}: [relay] {name} is not a relay setting (settings are the RELAY_* variables, lower-cased, without the prefix)"
-                ));
-            }
-            if matches!(
-                name.as_str(),
-                "sqs_queue_url" | "sns_topic_arn" | "pubsub_topic" | "file_sink"
-            ) {
-                return Err(format!(
-                    "{path}: [relay] {name}: put destinations under [sinks.<name>]"
-                ));
-            }
-        }
-        Ok(file)
+        Self::parse(&text).map_err(|e| format!("{path}:{e}"))
     }
 
-    /// The `[relay]` value for a `RELAY_*` variable, in the variable's text form.
-    pub(crate) fn setting(&self, var: &str) -> Option<String> {
-        let name = var.strip_prefix("RELAY_")?.to_ascii_lowercase();
-        Some(match self.relay.get(&name)? {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(f) => f.to_string(),
-            toml::Value::Boolean(b) => b.to_string(),
-            other => serde_json::to_string(other).ok()?,
+    /// Parses a configuration document; the error starts with `line:column: `.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
+            format!("{line}:{column}: {}", e.message().trim_end())
         })
     }
+}
 
-    /// True when the file lists routes.
-    pub(crate) fn has_routes(&self) -> bool {
-        !self.routes.is_empty()
+/// The 1-based line and column of byte `offset` in `text`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_give_the_location_and_never_the_line() {
+        let cases = [
+            ("[relay]\nhmac_secret = \"s3cret\n", "2:"),
+            ("[relay]\nhmac_keys = { a = \"s3cret\", b = }\n", "2:"),
+            (
+                "[relay]\nhmac_secret = \"s3cret\"\nlisten_port = 1\n",
+                "unknown key \"listen_port\"",
+            ),
+            (
+                "[relay]\nhmac_secret = \"s3cret\"\nmax_body_bytes = 0\n",
+                "positive number of bytes",
+            ),
+            (
+                "[sinks.q]\ntype = \"sqs\"\nqueue = \"s3cret\"\n",
+                "unknown field `queue`",
+            ),
+            (
+                "[[routes]]\nname = \"s3cret\"\nto = []\nstops = true\n",
+                "unknown field `stops`",
+            ),
+        ];
+        for (text, expected) in cases {
+            let e = FileConfig::parse(text).unwrap_err();
+            assert!(e.contains(expected), "expected {expected:?} in {e}");
+            assert!(
+                e.chars().next().is_some_and(|c| c.is_ascii_digit()),
+                "a location first: {e}"
+            );
+            assert!(!e.contains("s3cret"), "the secret is echoed: {e}");
+        }
     }
 
-    /// The routes, with patterns as JSON.
-    pub(crate) fn routes(&self) -> Result<Vec<RouteSpec>, String> {
-        self.routes
-            .iter()
-            .map(|r| {
-                let pattern = match &r.pattern {
-                    None => None,
-                    Some(p) => Some(
-                        serde_json::to_value(p)
-                            .map_err(|e| format!("route {:?}, match: {e}", r.name))?,
-                    ),
-                };
-                Ok(RouteSpec {
-                    name: r.name.clone(),
-                    pattern,
-                    to: r.to.clone(),
-                    stop: r.stop,
-                    fallback: r.fallback,
-                })
-            })
-            .collect()
+    #[test]
+    fn position_counts_lines_and_columns() {
+        assert_eq!(position("ab\ncd", 4), (2, 2));
+        assert_eq!(position("ab", 0), (1, 1));
     }
 }

@@ -41,12 +41,14 @@ const ATTRIBUTES: [(&str, &str); 5] = [
 const SNS_MAX_KEYS: usize = 5;
 
 impl Pattern {
-    /// Exports the pattern as a filter in `language`.
-    pub fn export(&self, language: FilterLanguage) -> Export {
+    /// Exports the pattern as a filter in `language`, over the attributes in `sent`: the ones
+    /// every sink of the route actually sends (its `attributes` selection and the 10-attribute
+    /// limit of SQS and SNS decide). A condition on any other attribute is left out.
+    pub fn export(&self, language: FilterLanguage, sent: &[&str]) -> Export {
         let mut left_out = Vec::new();
         let filter = match language {
             FilterLanguage::SnsFilterPolicy => {
-                let policy = sns_object(&self.conditions, &mut left_out);
+                let policy = sns_object(&self.conditions, sent, &mut left_out);
                 if policy.len() > SNS_MAX_KEYS {
                     left_out.push(format!(
                         "note: the policy has {} keys; SNS accepts at most {SNS_MAX_KEYS}",
@@ -60,7 +62,7 @@ impl Pattern {
                 let terms: Vec<String> = self
                     .conditions
                     .iter()
-                    .filter_map(|c| pubsub_condition(c, &mut left_out))
+                    .filter_map(|c| pubsub_condition(c, sent, &mut left_out))
                     .collect();
                 (!terms.is_empty()).then(|| terms.join(" AND "))
             }
@@ -69,9 +71,9 @@ impl Pattern {
     }
 }
 
-fn attribute_of(path: &[String]) -> Result<&'static str, String> {
+fn attribute_of(path: &[String], sent: &[&str]) -> Result<&'static str, String> {
     let dotted = path.join(".");
-    ATTRIBUTES
+    let attribute = ATTRIBUTES
         .iter()
         .find(|(field, _)| *field == dotted)
         .map(|(_, a)| *a)
@@ -80,19 +82,29 @@ fn attribute_of(path: &[String]) -> Result<&'static str, String> {
                 "not a message attribute (only {} are)",
                 ATTRIBUTES.map(|(f, _)| f).join(", ")
             )
-        })
+        })?;
+    match sent.contains(&attribute) {
+        true => Ok(attribute),
+        false => Err(format!(
+            "the attribute {attribute} is not sent by every sink of the route (see their attributes selection)"
+        )),
+    }
 }
 
 fn describe(condition: &Condition) -> String {
     condition.to_string()
 }
 
-fn sns_object(conditions: &[Condition], left_out: &mut Vec<String>) -> Map<String, Value> {
+fn sns_object(
+    conditions: &[Condition],
+    sent: &[&str],
+    left_out: &mut Vec<String>,
+) -> Map<String, Value> {
     let mut policy = Map::new();
     for condition in conditions {
         match condition {
             Condition::Field { path, matchers } => {
-                let entry = attribute_of(path).and_then(|attribute| {
+                let entry = attribute_of(path, sent).and_then(|attribute| {
                     let values = matchers
                         .iter()
                         .map(sns_matcher)
@@ -110,7 +122,7 @@ fn sns_object(conditions: &[Condition], left_out: &mut Vec<String>) -> Map<Strin
                 let mut inner_left_out = Vec::new();
                 let objects: Vec<Value> = alternatives
                     .iter()
-                    .map(|p| Value::Object(sns_object(&p.conditions, &mut inner_left_out)))
+                    .map(|p| Value::Object(sns_object(&p.conditions, sent, &mut inner_left_out)))
                     .collect();
                 if inner_left_out.is_empty()
                     && objects
@@ -164,10 +176,14 @@ fn literal(s: &str) -> String {
     serde_json::to_string(s).expect("JSON string")
 }
 
-fn pubsub_condition(condition: &Condition, left_out: &mut Vec<String>) -> Option<String> {
+fn pubsub_condition(
+    condition: &Condition,
+    sent: &[&str],
+    left_out: &mut Vec<String>,
+) -> Option<String> {
     match condition {
         Condition::Field { path, matchers } => {
-            let expressed = attribute_of(path).and_then(|attribute| {
+            let expressed = attribute_of(path, sent).and_then(|attribute| {
                 // Keys with dots must be written as string literals.
                 let key = literal(attribute);
                 let terms = matchers
@@ -192,7 +208,7 @@ fn pubsub_condition(condition: &Condition, left_out: &mut Vec<String>) -> Option
                     let inner: Vec<String> = p
                         .conditions
                         .iter()
-                        .filter_map(|c| pubsub_condition(c, &mut inner_left_out))
+                        .filter_map(|c| pubsub_condition(c, sent, &mut inner_left_out))
                         .collect();
                     format!("({})", inner.join(" AND "))
                 })
@@ -257,7 +273,27 @@ mod tests {
     use super::*;
 
     fn export(pattern: Value, language: FilterLanguage) -> Export {
-        Pattern::compile(&pattern).unwrap().export(language)
+        let all = crate::notification::Attributes::ORDER;
+        Pattern::compile(&pattern).unwrap().export(language, &all)
+    }
+
+    #[test]
+    fn attributes_a_sink_does_not_send_are_left_out() {
+        let pattern =
+            Pattern::compile(&json!({"event_type": ["CREATE"], "subscription_id": ["s"]})).unwrap();
+        let e = pattern.export(FilterLanguage::SnsFilterPolicy, &["dss.subscription_id"]);
+        assert_eq!(
+            serde_json::from_str::<Value>(e.filter.as_deref().unwrap()).unwrap(),
+            json!({"dss.subscription_id": ["s"]})
+        );
+        assert_eq!(e.left_out.len(), 1);
+        assert!(
+            e.left_out[0].contains("dss.event_type is not sent"),
+            "{:?}",
+            e.left_out
+        );
+        let e = pattern.export(FilterLanguage::PubSubFilter, &[]);
+        assert_eq!((e.filter, e.left_out.len()), (None, 2));
     }
 
     #[test]

@@ -60,18 +60,22 @@ pub struct Routing {
     pub sinks: Vec<usize>,
 }
 
-/// A route definition as written in the configuration file.
-#[derive(Debug, Clone)]
+/// A `[[routes]]` entry as written in the configuration file.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RouteSpec {
     /// Unique name.
     pub name: String,
-    /// The pattern (a JSON object), or `None` to match everything.
+    /// The pattern (an object), or `None` to match everything.
+    #[serde(rename = "match")]
     pub pattern: Option<Value>,
     /// Names of sinks.
     pub to: Vec<String>,
     /// See [`Route::stop`].
+    #[serde(default)]
     pub stop: bool,
     /// See [`Route::fallback`].
+    #[serde(default)]
     pub fallback: bool,
 }
 

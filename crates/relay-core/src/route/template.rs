@@ -17,6 +17,15 @@ enum Part {
     DedupKey,
 }
 
+impl std::str::FromStr for Template {
+    type Err = String;
+    fn from_str(source: &str) -> Result<Self, String> {
+        Self::parse(source).map_err(|e| e.0)
+    }
+}
+
+crate::text::deserialize_from_text!(Template, "a template such as \"{match.bundle_uuid}\"");
+
 /// A template that does not parse, or a field a notification lacks.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -1,4 +1,6 @@
-//! What the SQS and SNS sinks share: one SDK configuration, error classification, regions.
+//! What the SQS and SNS sinks share: one SDK configuration, the entries they send (body,
+//! String attributes, FIFO ids), the mapping of a batch report to per-message results, and
+//! error classification. The SDK call is the only per-service code, behind [`AwsApi`].
 // A build with only one of the two (or only `secrets`) leaves some helpers unused.
 #![cfg_attr(not(all(feature = "sqs", feature = "sns")), allow(dead_code))]
 
@@ -13,9 +15,6 @@ use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use super::{Message, Receipt, SinkError};
-
-/// SQS and SNS accept at most ten message attributes.
-pub(super) const MAX_ATTRIBUTES: usize = 10;
 
 /// Loads the standard AWS configuration (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL_*`) once,
 /// with bounded retries that fit inside the sink deadline.
@@ -39,6 +38,119 @@ pub(super) fn region_of_host(host: &str) -> Option<String> {
     let (_service, region) = (labels.next()?, labels.next()?);
     (host.ends_with(".amazonaws.com") || host.ends_with(".amazonaws.com.cn"))
         .then(|| region.to_owned())
+}
+
+/// One message as SQS and SNS take it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Entry {
+    /// The entry's id within its batch: its index.
+    pub(super) id: String,
+    /// The payload text (it was parsed as JSON, so it is UTF-8).
+    pub(super) body: String,
+    /// String message attributes; the shape has already kept at most ten.
+    pub(super) attributes: Vec<(String, String)>,
+    /// FIFO `MessageGroupId`.
+    pub(super) group_id: Option<String>,
+    /// FIFO `MessageDeduplicationId`.
+    pub(super) dedup_id: Option<String>,
+}
+
+impl Entry {
+    pub(super) fn new(id: usize, message: &Message) -> Result<Self, SinkError> {
+        let body = String::from_utf8(message.payload.to_vec())
+            .map_err(|e| SinkError::Permanent(Box::new(e)))?;
+        Ok(Self {
+            id: id.to_string(),
+            body,
+            attributes: message
+                .attributes
+                .iter()
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect(),
+            group_id: message.group_id.clone(),
+            dedup_id: message.dedup_id.clone(),
+        })
+    }
+}
+
+/// What a batch call reported: accepted entries with their message ids, and failed entries.
+#[derive(Debug, Default)]
+pub(super) struct BatchReport {
+    pub(super) accepted: Vec<(String, Option<String>)>,
+    pub(super) failed: Vec<(String, SinkError)>,
+}
+
+/// One service's publish calls: SQS `SendMessage`/`SendMessageBatch`, SNS `Publish`/`PublishBatch`.
+#[async_trait::async_trait]
+pub(super) trait AwsApi: Send + Sync + std::fmt::Debug + 'static {
+    /// Sends one entry; the message id on success.
+    async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError>;
+    /// Sends up to ten entries in one call.
+    async fn send_batch(&self, entries: Vec<Entry>) -> Result<BatchReport, SinkError>;
+}
+
+/// A service's calls as the batcher drives them.
+#[derive(Debug)]
+pub(super) struct AwsSender<A>(pub(super) A);
+
+#[async_trait::async_trait]
+impl<A: AwsApi> super::batch::SendBatch for AwsSender<A> {
+    async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
+        let message_id = self.0.send(Entry::new(0, message)?).await?;
+        Ok(Receipt { message_id })
+    }
+
+    async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        send_entries(&self.0, batch).await
+    }
+}
+
+/// Sends `batch` in one call, entry `i` carrying the id `i`, and gives every message its own
+/// result: an entry that cannot be built fails alone, a failed call fails every entry it
+/// carried, and an entry the service did not mention is retried.
+async fn send_entries(api: &dyn AwsApi, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+    let mut results: Vec<Option<Result<Receipt, SinkError>>> = Vec::with_capacity(batch.len());
+    let mut entries = Vec::with_capacity(batch.len());
+    for (i, message) in batch.iter().enumerate() {
+        match Entry::new(i, message) {
+            Ok(entry) => {
+                entries.push(entry);
+                results.push(None);
+            }
+            Err(e) => results.push(Some(Err(e))),
+        }
+    }
+    if !entries.is_empty() {
+        match api.send_batch(entries).await {
+            Ok(report) => {
+                let failed = report.failed.into_iter().map(|(id, e)| (id, Err(e)));
+                let accepted = report
+                    .accepted
+                    .into_iter()
+                    .map(|(id, message_id)| (id, Ok(Receipt { message_id })));
+                for (id, result) in accepted.chain(failed) {
+                    if let Some(slot) = id.parse::<usize>().ok().and_then(|i| results.get_mut(i)) {
+                        *slot = Some(result);
+                    }
+                }
+            }
+            Err(error) => {
+                for slot in results.iter_mut().filter(|r| r.is_none()) {
+                    *slot = Some(Err(error.replicate()));
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(SinkError::Retryable(
+                    "the service did not report on this entry".into(),
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Throttling, 5xx, timeouts and connection failures are retryable; a missing queue or topic,
@@ -83,97 +195,20 @@ fn is_throttling(code: &str) -> bool {
         )
 }
 
-/// The message's attributes (the first [`MAX_ATTRIBUTES`]) as String message attributes, built
-/// with the service's own value type.
-pub(super) fn string_attributes<V, E>(
-    message: &Message,
-    build: impl Fn(&str) -> Result<V, E>,
-) -> Result<std::collections::HashMap<String, V>, SinkError>
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
-    message
-        .attributes
-        .iter()
-        .take(MAX_ATTRIBUTES)
-        .map(|(name, value)| {
-            let value = build(value).map_err(|e| SinkError::Permanent(Box::new(e)))?;
-            Ok((name.to_owned(), value))
-        })
-        .collect()
-}
-
-/// The payload as the text SQS bodies and SNS messages are; it was parsed as JSON, so it is
-/// UTF-8.
-pub(super) fn payload_text(message: &Message) -> Result<String, SinkError> {
-    String::from_utf8(message.payload.to_vec()).map_err(|e| SinkError::Permanent(Box::new(e)))
-}
-
-/// What a batch call reported: accepted entries with their message ids, and failed entries.
-pub(super) struct BatchReport {
-    pub(super) accepted: Vec<(String, Option<String>)>,
-    pub(super) failed: Vec<(String, SinkError)>,
-}
-
-/// Runs one batch call for `batch`, entry `i` carrying the id `i`, and gives every message
-/// its own result: entries that cannot be built fail alone, a failed call fails every entry
-/// it carried, and an entry the service did not mention is retried.
-pub(super) async fn send_entries<E, Fut>(
-    batch: &[Message],
-    build: impl Fn(String, &Message) -> Result<E, SinkError>,
-    call: impl FnOnce(Vec<E>) -> Fut,
-) -> Vec<Result<Receipt, SinkError>>
-where
-    Fut: Future<Output = Result<BatchReport, SinkError>>,
-{
-    let mut results: Vec<Option<Result<Receipt, SinkError>>> = Vec::with_capacity(batch.len());
-    let mut entries = Vec::with_capacity(batch.len());
-    for (i, message) in batch.iter().enumerate() {
-        match build(i.to_string(), message) {
-            Ok(entry) => {
-                entries.push(entry);
-                results.push(None);
-            }
-            Err(e) => results.push(Some(Err(e))),
-        }
-    }
-    if !entries.is_empty() {
-        match call(entries).await {
-            Ok(report) => {
-                let slot = |id: &str| id.parse::<usize>().ok();
-                for (id, message_id) in report.accepted {
-                    if let Some(r) = slot(&id).and_then(|i| results.get_mut(i)) {
-                        *r = Some(Ok(Receipt { message_id }));
-                    }
-                }
-                for (id, error) in report.failed {
-                    if let Some(r) = slot(&id).and_then(|i| results.get_mut(i)) {
-                        *r = Some(Err(error));
-                    }
-                }
-            }
-            Err(error) => {
-                for r in results.iter_mut().filter(|r| r.is_none()) {
-                    *r = Some(Err(error.replicate()));
-                }
-            }
-        }
-    }
-    results
-        .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| {
-                Err(SinkError::Retryable(
-                    "the service did not report on this entry".into(),
-                ))
-            })
-        })
-        .collect()
+/// Turns any SDK builder error into a permanent failure: the entry itself is wrong.
+pub(super) fn invalid<E: std::error::Error + Send + Sync + 'static>(error: E) -> SinkError {
+    SinkError::Permanent(Box::new(error))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+    use std::time::SystemTime;
+
+    use bytes::Bytes;
+
     use super::*;
+    use crate::notification::Attributes;
 
     #[test]
     fn regions_come_from_aws_hosts_only() {
@@ -190,5 +225,121 @@ mod tests {
         assert!(!entry_failure("InvalidParameterValue", true, None).is_retryable());
         assert!(entry_failure("InternalError", false, None).is_retryable());
         assert!(entry_failure("ThrottlingException", true, None).is_retryable());
+    }
+
+    /// Answers a batch with a fixed report and records the entries it was given.
+    #[derive(Debug, Default)]
+    struct Scripted {
+        report: Mutex<Option<Result<BatchReport, SinkError>>>,
+        seen: Mutex<Vec<Entry>>,
+    }
+
+    #[async_trait::async_trait]
+    impl AwsApi for Scripted {
+        async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError> {
+            self.seen.lock().unwrap().push(entry);
+            Ok(Some("one".into()))
+        }
+
+        async fn send_batch(&self, entries: Vec<Entry>) -> Result<BatchReport, SinkError> {
+            self.seen.lock().unwrap().extend(entries);
+            self.report.lock().unwrap().take().expect("one call")
+        }
+    }
+
+    fn message(payload: &'static [u8], group: Option<&str>) -> Message {
+        let mut attributes = Attributes::default();
+        attributes.push("dss.event_type", "CREATE");
+        Message {
+            payload: Bytes::from_static(payload),
+            attributes,
+            dedup_key: "k".into(),
+            group_id: group.map(str::to_owned),
+            dedup_id: group.map(|_| "k".to_owned()),
+            ordering_key: None,
+            received_at: SystemTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn entries_carry_the_body_attributes_and_fifo_ids() {
+        let entry = Entry::new(3, &message(b"{\"a\":1}", Some("g"))).unwrap();
+        assert_eq!(entry.id, "3");
+        assert_eq!(entry.body, "{\"a\":1}");
+        assert_eq!(
+            entry.attributes,
+            [("dss.event_type".to_owned(), "CREATE".to_owned())]
+        );
+        assert_eq!(
+            (entry.group_id.as_deref(), entry.dedup_id.as_deref()),
+            (Some("g"), Some("k"))
+        );
+        let standard = Entry::new(0, &message(b"{}", None)).unwrap();
+        assert_eq!((standard.group_id, standard.dedup_id), (None, None));
+        assert!(
+            !Entry::new(0, &message(b"\xff", None))
+                .unwrap_err()
+                .is_retryable()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_partial_batch_fails_exactly_the_rejected_entries() {
+        let api = Scripted::default();
+        *api.report.lock().unwrap() = Some(Ok(BatchReport {
+            accepted: vec![
+                ("0".into(), Some("m0".into())),
+                ("3".into(), Some("m3".into())),
+            ],
+            failed: vec![(
+                "2".into(),
+                entry_failure("InvalidParameterValue", true, None),
+            )],
+        }));
+        let batch = [
+            message(b"{}", None),
+            message(b"\xff", None),
+            message(b"{}", None),
+            message(b"{}", None),
+            message(b"{}", None),
+        ];
+        let results = send_entries(&api, &batch).await;
+        assert_eq!(
+            results[0].as_ref().unwrap().message_id.as_deref(),
+            Some("m0")
+        );
+        assert!(
+            !results[1].as_ref().unwrap_err().is_retryable(),
+            "not UTF-8: never sent"
+        );
+        assert!(!results[2].as_ref().unwrap_err().is_retryable());
+        assert_eq!(
+            results[3].as_ref().unwrap().message_id.as_deref(),
+            Some("m3")
+        );
+        assert!(
+            results[4].as_ref().unwrap_err().is_retryable(),
+            "unreported: retried"
+        );
+        let ids: Vec<String> = api
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.id.clone())
+            .collect();
+        assert_eq!(ids, ["0", "2", "3", "4"]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_call_fails_every_entry_it_carried() {
+        let api = Scripted::default();
+        *api.report.lock().unwrap() = Some(Err(SinkError::Retryable("throttled".into())));
+        let results = send_entries(&api, &[message(b"{}", None), message(b"{}", None)]).await;
+        assert!(
+            results
+                .iter()
+                .all(|r| r.as_ref().is_err_and(SinkError::is_retryable))
+        );
     }
 }

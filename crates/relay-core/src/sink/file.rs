@@ -4,12 +4,20 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::fs::{File, OpenOptions};
 use tokio::io::{AsyncSeekExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::{Message, Receipt, Sink, SinkError};
+
+/// A `type = "file"` sink, or `RELAY_FILE_SINK`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// A path, created if missing and appended to, or `-` for standard output.
+    pub path: FileTarget,
+}
 
 /// Where the file sink writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +36,19 @@ impl fmt::Display for FileTarget {
         }
     }
 }
+
+impl std::str::FromStr for FileTarget {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "" => Err("is empty; give a path, or - for standard output".into()),
+            "-" => Ok(Self::Stdout),
+            path => Ok(Self::Path(PathBuf::from(path))),
+        }
+    }
+}
+
+crate::text::deserialize_from_text!(FileTarget, "a path, or - for standard output");
 
 #[derive(Debug)]
 enum Output {

@@ -1,39 +1,45 @@
 //! Where notifications leave the relay. A [`Sink`] durably accepts a batch of messages and
-//! answers for each one; the relay acknowledges the sender only when every sink did.
+//! answers for each one; the relay acknowledges the sender only when every routed sink did.
+//!
+//! Each destination owns its configuration, its validation and its construction, in its own
+//! module: [`file`], [`sqs`], [`sns`] and [`pubsub`] (the queue clients behind the cargo
+//! features of the same names). [`SinkConfig`] is one `[sinks.<name>]` table, or the sink the
+//! variables describe; [`Destination`] is that sink built: its name, its client and its
+//! [`Shape`]. This module never reads the relay's configuration; the configuration reads it.
 
 #[cfg(feature = "aws")]
 mod aws;
 #[cfg(any(feature = "sqs", feature = "sns"))]
 mod batch;
-mod file;
-#[cfg(feature = "pubsub")]
-mod pubsub;
-#[cfg(feature = "sns")]
-mod sns;
-#[cfg(feature = "sqs")]
-mod sqs;
+pub mod file;
+pub mod pubsub;
+mod shape;
+pub mod sns;
+pub mod sqs;
 
-use std::fmt;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
+use serde::Deserialize;
+use serde::de::Error as _;
 
 #[cfg(feature = "aws")]
 pub use aws::load_aws_config;
-#[cfg(any(feature = "sqs", feature = "sns"))]
-pub use batch::BatchedSink;
-pub use file::{FileSink, FileTarget};
-#[cfg(feature = "pubsub")]
-pub use pubsub::PubSubSink;
-#[cfg(feature = "sns")]
-pub use sns::sns_sink;
-#[cfg(feature = "sqs")]
-pub use sqs::sqs_sink;
+pub use file::{FileConfig, FileSink, FileTarget};
+pub use pubsub::PubSubConfig;
+pub use shape::{Selection, Shape, ShapeError};
+pub use sns::SnsConfig;
+pub use sqs::SqsConfig;
 
 use crate::notification::{Attributes, Notification, Verified};
 
 /// Boxed error source carried by a [`SinkError`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// SQS and SNS accept at most ten message attributes.
+pub const AWS_MAX_ATTRIBUTES: usize = 10;
 
 /// One notification on its way to a sink.
 #[derive(Debug, Clone)]
@@ -44,18 +50,18 @@ pub struct Message {
     pub attributes: Attributes,
     /// The stable deduplication key.
     pub dedup_key: String,
-    /// FIFO `MessageGroupId` (default: `subscription_id`).
-    pub group_id: String,
-    /// FIFO `MessageDeduplicationId` (default: the stable deduplication key).
-    pub dedup_id: String,
-    /// Pub/Sub ordering key, when the sink orders messages.
+    /// FIFO `MessageGroupId`, set by the destination's [`Shape`] (SQS, SNS).
+    pub group_id: Option<String>,
+    /// FIFO `MessageDeduplicationId`, set by the destination's [`Shape`] (SQS, SNS).
+    pub dedup_id: Option<String>,
+    /// Pub/Sub ordering key, when the destination orders messages.
     pub ordering_key: Option<String>,
     /// When the relay received the request.
     pub received_at: SystemTime,
 }
 
 impl Message {
-    /// Builds the message for a verified notification.
+    /// The unshaped message for a verified notification: every relay attribute, no ids.
     pub fn new(
         notification: &Notification<Verified>,
         notify_attempt: Option<&str>,
@@ -65,40 +71,11 @@ impl Message {
             payload: notification.payload().clone(),
             attributes: Attributes::derive(notification, notify_attempt),
             dedup_key: notification.dedup_key().to_owned(),
-            group_id: notification.subscription_id().to_owned(),
-            dedup_id: notification.dedup_key().to_owned(),
+            group_id: None,
+            dedup_id: None,
             ordering_key: None,
             received_at,
         }
-    }
-
-    /// The message as one sink shapes it: attribute selection, static attributes, and its
-    /// group, deduplication and ordering templates over the notification.
-    pub fn shaped(
-        &self,
-        options: &crate::config::SinkOptions,
-        notification: &Notification<Verified>,
-    ) -> Result<Self, crate::route::TemplateError> {
-        let mut message = self.clone();
-        if let Some(names) = &options.attributes {
-            message
-                .attributes
-                .retain(|name| names.iter().any(|n| n == name));
-        }
-        for (name, value) in &options.extra_attributes {
-            message.attributes.push(name, value);
-        }
-        let (document, key) = (notification.document(), notification.dedup_key());
-        if let Some(t) = &options.message_group_id {
-            message.group_id = t.render(document, key)?;
-        }
-        if let Some(t) = &options.message_deduplication_id {
-            message.dedup_id = t.render(document, key)?;
-        }
-        if let Some(t) = &options.ordering_key {
-            message.ordering_key = Some(t.render(document, key)?);
-        }
-        Ok(message)
     }
 
     /// The size queue services count against their limit: the body plus every attribute's
@@ -150,94 +127,247 @@ impl SinkError {
     }
 }
 
-/// Why the relay could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// A sink could not be built: a file that cannot be opened, a client without credentials.
-    #[error("sink {sink:?}: {message}")]
-    Sink {
-        /// The sink's name.
-        sink: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A sink is configured that this build does not include.
-    #[error("sink {sink:?} needs the cargo feature {feature:?}, which this build leaves out")]
-    NotBuiltIn {
-        /// The sink's name.
-        sink: String,
-        /// The cargo feature that provides it.
-        feature: &'static str,
-    },
-    /// The HMAC keys could not be read from `RELAY_HMAC_KEYS_SECRET_ARN`.
-    #[error("RELAY_HMAC_KEYS_SECRET_ARN: {0}")]
-    Secret(String),
-}
-
-/// Builds every configured sink, in order, each client once. `aws` is the shared AWS
-/// configuration, loaded when an SQS or SNS sink exists.
-pub async fn build(
-    sinks: &[crate::config::SinkConfig],
-    #[cfg(feature = "aws")]
-    #[cfg_attr(not(any(feature = "sqs", feature = "sns")), allow(unused_variables))]
-    aws: Option<&aws_config::SdkConfig>,
-) -> Result<Vec<std::sync::Arc<dyn Sink>>, StartError> {
-    use crate::config::Target;
-    let mut built: Vec<std::sync::Arc<dyn Sink>> = Vec::with_capacity(sinks.len());
-    for sink in sinks {
-        let fail = |message: String| StartError::Sink {
-            sink: sink.name.clone(),
-            message,
-        };
-        #[allow(unused_variables)]
-        let missing = |feature| StartError::NotBuiltIn {
-            sink: sink.name.clone(),
-            feature,
-        };
-        built.push(match &sink.target {
-            Target::File(target) => std::sync::Arc::new(
-                FileSink::open(target)
-                    .await
-                    .map_err(|e| fail(format!("cannot open {target}: {e}")))?,
-            ),
-            #[cfg(feature = "sqs")]
-            Target::Sqs(target) => {
-                std::sync::Arc::new(sqs_sink(aws.expect("loaded for SQS"), target))
-            }
-            #[cfg(feature = "sns")]
-            Target::Sns(target) => {
-                std::sync::Arc::new(sns_sink(aws.expect("loaded for SNS"), target))
-            }
-            #[cfg(feature = "pubsub")]
-            Target::PubSub(target) => std::sync::Arc::new(
-                PubSubSink::new(target)
-                    .await
-                    .map_err(|e| fail(format!("cannot build the client: {e}")))?,
-            ),
-            #[cfg(not(feature = "sqs"))]
-            Target::Sqs(_) => return Err(missing("sqs")),
-            #[cfg(not(feature = "sns"))]
-            Target::Sns(_) => return Err(missing("sns")),
-            #[cfg(not(feature = "pubsub"))]
-            Target::PubSub(_) => return Err(missing("pubsub")),
-        });
-    }
-    Ok(built)
-}
-
 /// A destination that durably accepts notifications (the file sink; SQS, SNS, Pub/Sub).
 #[async_trait::async_trait]
-pub trait Sink: Send + Sync + fmt::Debug {
-    /// Short name for logs and responses, e.g. `file:/var/log/dss.jsonl`.
+pub trait Sink: Send + Sync + std::fmt::Debug {
+    /// Short name for logs and responses, e.g. `sqs:dss-events`.
     fn name(&self) -> &str;
-
-    /// The largest [`Message::encoded_size`] the destination takes; larger notifications are
-    /// refused with 413 before any sink is called.
-    fn max_message_bytes(&self) -> Option<usize> {
-        None
-    }
 
     /// Publishes a batch and returns only once the destination has answered, with one result
     /// per message, in order, so a partly accepted batch fails exactly the rejected messages.
     async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>>;
 }
+
+/// Where a sink delivers: one variant per destination, each with its own configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A local file or standard output.
+    File(FileConfig),
+    /// An SQS queue.
+    Sqs(SqsConfig),
+    /// An SNS topic.
+    Sns(SnsConfig),
+    /// A Pub/Sub topic.
+    PubSub(PubSubConfig),
+}
+
+/// One named sink as configured: a `[sinks.<name>]` table, or the sink a variable describes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkConfig {
+    /// The name routes use (`file`, `sqs`, `sns` and `pubsub` on the variables' path).
+    pub name: String,
+    /// Where it delivers, with the destination's own settings.
+    pub target: Target,
+    /// Which relay attributes it sends, and static ones it adds.
+    pub selection: Selection,
+}
+
+/// A `[sinks.<name>]` table as written: `type`, the destination's keys (each refused when it
+/// is not one of that destination's) and the keys every destination takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkTable {
+    /// The destination.
+    pub target: Target,
+    /// `attributes` and `extra_attributes`.
+    pub selection: Selection,
+}
+
+impl<'de> Deserialize<'de> for SinkTable {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut table = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let kind = match table.remove("type") {
+            Some(serde_json::Value::String(kind)) => kind,
+            Some(_) => return Err(D::Error::custom("type: expected a string")),
+            None => return Err(D::Error::missing_field("type")),
+        };
+        let mut common = serde_json::Map::new();
+        for key in Selection::KEYS {
+            if let Some(value) = table.remove(key) {
+                common.insert(key.to_owned(), value);
+            }
+        }
+        let selection = serde_json::from_value(common.into()).map_err(D::Error::custom)?;
+        let own = serde_json::Value::Object(table);
+        let target = match kind.as_str() {
+            "file" => serde_json::from_value(own).map(Target::File),
+            "sqs" => serde_json::from_value(own).map(Target::Sqs),
+            "sns" => serde_json::from_value(own).map(Target::Sns),
+            "pubsub" => serde_json::from_value(own).map(Target::PubSub),
+            other => {
+                return Err(D::Error::unknown_variant(
+                    other,
+                    &["file", "sqs", "sns", "pubsub"],
+                ));
+            }
+        }
+        .map_err(|e| D::Error::custom(format!("a {kind} sink: {e}")))?;
+        Ok(Self { target, selection })
+    }
+}
+
+/// The tables under `[sinks]`, by name.
+pub type SinkTables = BTreeMap<String, SinkTable>;
+
+impl Target {
+    /// The destination's type, as `type` names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::File(_) => "file",
+            Self::Sqs(_) => "sqs",
+            Self::Sns(_) => "sns",
+            Self::PubSub(_) => "pubsub",
+        }
+    }
+
+    /// Largest [`Message::encoded_size`] the destination takes; larger notifications are
+    /// refused with 413 before any sink is called.
+    pub fn max_message_bytes(&self) -> Option<usize> {
+        match self {
+            Self::File(_) => None,
+            Self::Sqs(c) => Some(c.max_message_bytes.get()),
+            Self::Sns(c) => Some(c.max_message_bytes.get()),
+            Self::PubSub(c) => Some(c.max_message_bytes.get()),
+        }
+    }
+
+    /// The shape of every message this destination sends, checked against what it takes.
+    pub fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
+        match self {
+            Self::File(_) => Shape::new(selection, None),
+            Self::Sqs(c) => c.shape(selection),
+            Self::Sns(c) => c.shape(selection),
+            Self::PubSub(c) => c.shape(selection),
+        }
+    }
+
+    /// One line describing the destination, for `relay check`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::File(c) => format!("file {}", c.path),
+            Self::Sqs(c) => format!("sqs {} (max {} bytes)", c.queue_url, c.max_message_bytes),
+            Self::Sns(c) => format!("sns {} (max {} bytes)", c.topic_arn, c.max_message_bytes),
+            Self::PubSub(c) => c.describe(),
+        }
+    }
+}
+
+/// A sink, built: what routes name, the client, and how it shapes each message.
+#[derive(Debug, Clone)]
+pub struct Destination {
+    /// The configured name.
+    pub name: String,
+    /// The client, built once.
+    pub sink: Arc<dyn Sink>,
+    /// Attribute selection and id templates.
+    pub shape: Shape,
+    /// The destination's message size limit, if it has one.
+    pub max_message_bytes: Option<usize>,
+}
+
+impl Destination {
+    /// Pairs a configured sink with its client.
+    pub fn new(config: &SinkConfig, sink: Arc<dyn Sink>) -> Result<Self, ShapeError> {
+        Ok(Self {
+            name: config.name.clone(),
+            sink,
+            shape: config.target.shape(&config.selection)?,
+            max_message_bytes: config.target.max_message_bytes(),
+        })
+    }
+}
+
+/// Why a sink could not be built at start.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A file that cannot be opened, a client that cannot be built.
+    #[error("{0}")]
+    Failed(String),
+    /// A destination this build leaves out.
+    #[error("needs the cargo feature {0:?}, which this build leaves out")]
+    NotBuiltIn(&'static str),
+}
+
+/// What building clients needs from outside the sink's own table.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Clients<'a> {
+    /// The shared AWS configuration, loaded once when an SQS or SNS sink exists.
+    #[cfg(feature = "aws")]
+    pub aws: Option<&'a aws_config::SdkConfig>,
+    #[cfg(not(feature = "aws"))]
+    #[doc(hidden)]
+    pub _unused: std::marker::PhantomData<&'a ()>,
+}
+
+impl Target {
+    /// True for destinations that need the shared AWS configuration.
+    pub fn uses_aws(&self) -> bool {
+        matches!(self, Self::Sqs(_) | Self::Sns(_))
+    }
+
+    /// Builds the destination's client, once, at start.
+    pub async fn build(&self, clients: Clients<'_>) -> Result<Arc<dyn Sink>, BuildError> {
+        let _ = clients;
+        Ok(match self {
+            Self::File(c) => Arc::new(
+                FileSink::open(&c.path)
+                    .await
+                    .map_err(|e| BuildError::Failed(format!("cannot open {}: {e}", c.path)))?,
+            ),
+            #[cfg(feature = "sqs")]
+            Self::Sqs(c) => Arc::new(c.build(clients.aws.expect("loaded for SQS"))),
+            #[cfg(feature = "sns")]
+            Self::Sns(c) => Arc::new(c.build(clients.aws.expect("loaded for SNS"))),
+            #[cfg(feature = "pubsub")]
+            Self::PubSub(c) => Arc::new(
+                c.build()
+                    .await
+                    .map_err(|e| BuildError::Failed(format!("cannot build the client: {e}")))?,
+            ),
+            #[cfg(not(feature = "sqs"))]
+            Self::Sqs(_) => return Err(BuildError::NotBuiltIn("sqs")),
+            #[cfg(not(feature = "sns"))]
+            Self::Sns(_) => return Err(BuildError::NotBuiltIn("sns")),
+            #[cfg(not(feature = "pubsub"))]
+            Self::PubSub(_) => return Err(BuildError::NotBuiltIn("pubsub")),
+        })
+    }
+}
+
+/// A positive byte count, from a TOML integer or a variable's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteLimit(std::num::NonZeroUsize);
+
+impl ByteLimit {
+    /// A limit known to be positive.
+    pub const fn new(bytes: usize) -> Self {
+        match std::num::NonZeroUsize::new(bytes) {
+            Some(n) => Self(n),
+            None => panic!("a byte limit is positive"),
+        }
+    }
+
+    /// The limit in bytes.
+    pub fn get(self) -> usize {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Display for ByteLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::str::FromStr for ByteLimit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        s.trim()
+            .parse::<usize>()
+            .ok()
+            .and_then(std::num::NonZeroUsize::new)
+            .map(Self)
+            .ok_or_else(|| "expected a positive number of bytes".to_owned())
+    }
+}
+
+crate::text::deserialize_from_text!(ByteLimit, "a positive number of bytes");

@@ -1,109 +1,206 @@
 //! Google Pub/Sub through Google's official client, which batches messages in flight together.
 
-use google_cloud_gax::error::rpc::Code;
-use google_cloud_pubsub::client::Publisher;
-use google_cloud_pubsub::error::PublishError;
-use google_cloud_pubsub::model::Message as PubSubMessage;
+use serde::Deserialize;
 
-use super::{Message, Receipt, Sink, SinkError};
-use crate::config::PubSubTarget;
+use super::{ByteLimit, Selection, Shape, ShapeError};
+use crate::route::Template;
 
-/// Publishes to one topic: data = the payload bytes, attributes as they are, and the message's
-/// ordering key when its sink has one (`RELAY_PUBSUB_ORDERING`: the bundle UUID).
-#[derive(Debug)]
-pub struct PubSubSink {
-    name: String,
-    publisher: Publisher,
-    max_message_bytes: usize,
+/// A `type = "pubsub"` sink, or `RELAY_PUBSUB_TOPIC` with `RELAY_PUBSUB_ORDERING` and
+/// `RELAY_PUBSUB_MAX_MESSAGE_BYTES`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PubSubConfig {
+    /// `projects/<project>/topics/<topic>`.
+    pub topic: PubSubTopic,
+    /// Data plus attributes above this get 413 before any call (default 10000000, the Pub/Sub
+    /// limit).
+    #[serde(default = "PubSubConfig::default_max")]
+    pub max_message_bytes: ByteLimit,
+    /// The ordering key template (default: no ordering key).
+    pub ordering_key: Option<Template>,
+    /// `PUBSUB_EMULATOR_HOST` (`host:port`): talk to that emulator with anonymous credentials
+    /// instead of Google with the platform's default credentials. Not a key of the table.
+    #[serde(skip)]
+    pub emulator_host: Option<String>,
 }
 
-impl PubSubSink {
-    /// Builds the publisher once: against `PUBSUB_EMULATOR_HOST` with anonymous credentials
-    /// when it is set, else against Google with the platform's default credentials.
-    pub async fn new(
-        target: &PubSubTarget,
-    ) -> Result<Self, google_cloud_gax::client_builder::Error> {
-        let mut builder = Publisher::builder(target.topic.clone());
-        if let Some(host) = &target.emulator_host {
-            builder = builder
-                .with_endpoint(format!("http://{host}"))
-                .with_credentials(
-                    google_cloud_auth::credentials::anonymous::Builder::new().build(),
-                );
+impl PubSubConfig {
+    /// The Pub/Sub limit for data plus attributes.
+    pub const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(10_000_000);
+
+    fn default_max() -> ByteLimit {
+        Self::DEFAULT_MAX_MESSAGE_BYTES
+    }
+
+    /// A topic with the default limit and no ordering key.
+    pub fn new(topic: PubSubTopic) -> Self {
+        Self {
+            topic,
+            max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
+            ordering_key: None,
+            emulator_host: None,
         }
-        Ok(Self {
-            name: format!(
-                "pubsub:{}",
-                target.topic.rsplit('/').next().unwrap_or_default()
-            ),
-            publisher: builder.build().await?,
-            max_message_bytes: target.max_message_bytes,
-        })
+    }
+
+    pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
+        let mut shape = Shape::new(selection, None)?;
+        shape.ordering_key = self.ordering_key.clone();
+        Ok(shape)
+    }
+
+    pub(super) fn describe(&self) -> String {
+        let via = self
+            .emulator_host
+            .as_deref()
+            .map(|h| format!(", emulator {h}"))
+            .unwrap_or_default();
+        format!(
+            "pubsub {} (max {} bytes{via})",
+            self.topic, self.max_message_bytes
+        )
     }
 }
 
-#[async_trait::async_trait]
-impl Sink for PubSubSink {
-    fn name(&self) -> &str {
-        &self.name
+/// A Pub/Sub topic name: `projects/<project>/topics/<topic>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PubSubTopic(String);
+
+impl std::fmt::Display for PubSubTopic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for PubSubTopic {
+    type Err = String;
+    fn from_str(topic: &str) -> Result<Self, String> {
+        match topic.split('/').collect::<Vec<_>>().as_slice() {
+            ["projects", project, "topics", name] if !project.is_empty() && name.len() >= 3 => {
+                Ok(Self(topic.to_owned()))
+            }
+            _ => Err(format!(
+                "expected projects/<project>/topics/<topic>, the topic at least 3 characters, got {topic:?}"
+            )),
+        }
+    }
+}
+
+crate::text::deserialize_from_text!(PubSubTopic, "a Pub/Sub topic name");
+
+#[cfg(feature = "pubsub")]
+pub use client::PubSubSink;
+
+#[cfg(feature = "pubsub")]
+mod client {
+    use google_cloud_gax::error::rpc::Code;
+    use google_cloud_pubsub::client::Publisher;
+    use google_cloud_pubsub::error::PublishError;
+    use google_cloud_pubsub::model::Message as PubSubMessage;
+
+    use super::super::{Message, Receipt, Sink, SinkError};
+    use super::PubSubConfig;
+
+    /// Publishes to one topic: data = the payload bytes, attributes as they are, and the message's
+    /// ordering key when its destination has one.
+    #[derive(Debug)]
+    pub struct PubSubSink {
+        name: String,
+        publisher: Publisher,
     }
 
-    fn max_message_bytes(&self) -> Option<usize> {
-        Some(self.max_message_bytes)
-    }
-
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        // Start every publish before awaiting any, so the client batches them together.
-        let pending: Vec<_> = batch
-            .iter()
-            .map(|message| {
-                let mut out = PubSubMessage::new()
-                    .set_data(message.payload.clone())
-                    .set_attributes(message.attributes.iter());
-                if let Some(key) = &message.ordering_key {
-                    out = out.set_ordering_key(key.clone());
-                }
-                self.publisher.publish(out)
+    impl PubSubSink {
+        /// Builds the publisher once: against `PUBSUB_EMULATOR_HOST` with anonymous credentials
+        /// when it is set, else against Google with the platform's default credentials.
+        pub async fn new(
+            target: &PubSubConfig,
+        ) -> Result<Self, google_cloud_gax::client_builder::Error> {
+            let mut builder = Publisher::builder(target.topic.0.clone());
+            if let Some(host) = &target.emulator_host {
+                builder = builder
+                    .with_endpoint(format!("http://{host}"))
+                    .with_credentials(
+                        google_cloud_auth::credentials::anonymous::Builder::new().build(),
+                    );
+            }
+            Ok(Self {
+                name: format!(
+                    "pubsub:{}",
+                    target.topic.0.rsplit('/').next().unwrap_or_default()
+                ),
+                publisher: builder.build().await?,
             })
-            .collect();
-        let mut results = Vec::with_capacity(pending.len());
-        for (future, message) in pending.into_iter().zip(batch) {
-            results.push(match future.await {
-                Ok(id) => Ok(Receipt {
-                    message_id: Some(id),
-                }),
-                Err(e) => {
-                    if let Some(key) = &message.ordering_key {
-                        // A failure pauses its ordering key; the sender's retry must go through.
-                        self.publisher.resume_publish(key.clone());
-                    }
-                    Err(classify(e))
-                }
-            });
         }
-        results
+    }
+
+    #[async_trait::async_trait]
+    impl Sink for PubSubSink {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+            // Start every publish before awaiting any, so the client batches them together.
+            let pending: Vec<_> = batch
+                .iter()
+                .map(|message| {
+                    let mut out = PubSubMessage::new()
+                        .set_data(message.payload.clone())
+                        .set_attributes(message.attributes.iter());
+                    if let Some(key) = &message.ordering_key {
+                        out = out.set_ordering_key(key.clone());
+                    }
+                    self.publisher.publish(out)
+                })
+                .collect();
+            let mut results = Vec::with_capacity(pending.len());
+            for (future, message) in pending.into_iter().zip(batch) {
+                results.push(match future.await {
+                    Ok(id) => Ok(Receipt {
+                        message_id: Some(id),
+                    }),
+                    Err(e) => {
+                        if let Some(key) = &message.ordering_key {
+                            // A failure pauses its ordering key; the sender's retry must go through.
+                            self.publisher.resume_publish(key.clone());
+                        }
+                        Err(classify(e))
+                    }
+                });
+            }
+            results
+        }
+    }
+
+    /// Missing topics, permissions and invalid arguments need an operator; the rest is retried.
+    fn classify(error: PublishError) -> SinkError {
+        let permanent = match &error {
+            PublishError::Rpc(e) => e.status().is_some_and(|s| {
+                matches!(
+                    s.code,
+                    Code::NotFound
+                        | Code::PermissionDenied
+                        | Code::InvalidArgument
+                        | Code::FailedPrecondition
+                        | Code::Unauthenticated
+                        | Code::Unimplemented
+                )
+            }),
+            _ => false,
+        };
+        if permanent {
+            SinkError::Permanent(Box::new(error))
+        } else {
+            SinkError::Retryable(Box::new(error))
+        }
     }
 }
 
-/// Missing topics, permissions and invalid arguments need an operator; the rest is retried.
-fn classify(error: PublishError) -> SinkError {
-    let permanent = match &error {
-        PublishError::Rpc(e) => e.status().is_some_and(|s| {
-            matches!(
-                s.code,
-                Code::NotFound
-                    | Code::PermissionDenied
-                    | Code::InvalidArgument
-                    | Code::FailedPrecondition
-                    | Code::Unauthenticated
-                    | Code::Unimplemented
-            )
-        }),
-        _ => false,
-    };
-    if permanent {
-        SinkError::Permanent(Box::new(error))
-    } else {
-        SinkError::Retryable(Box::new(error))
+impl PubSubConfig {
+    /// The sink, its publisher built once.
+    #[cfg(feature = "pubsub")]
+    pub(super) async fn build(
+        &self,
+    ) -> Result<PubSubSink, google_cloud_gax::client_builder::Error> {
+        PubSubSink::new(self).await
     }
 }

@@ -1,135 +1,228 @@
 //! Amazon SNS: standard and FIFO topics, `PublishBatch` for messages in flight together.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use serde::Deserialize;
 
-use aws_config::SdkConfig;
-use aws_sdk_sns::Client;
-use aws_sdk_sns::config::Region;
-use aws_sdk_sns::types::{MessageAttributeValue, PublishBatchRequestEntry};
+use super::shape::{ShapeError, fifo_ids};
+use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape};
+use crate::route::Template;
 
-use super::aws::{
-    BatchReport, classify, entry_failure, payload_text, send_entries, string_attributes,
-};
-use super::batch::{BatchedSink, Limits, SendBatch};
-use super::{Message, Receipt, SinkError};
-use crate::config::SnsTarget;
+/// A `type = "sns"` sink, or `RELAY_SNS_TOPIC_ARN` with `RELAY_SNS_MAX_MESSAGE_BYTES`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnsConfig {
+    /// The topic ARN; a name ending in `.fifo` makes it a FIFO topic.
+    pub topic_arn: TopicArn,
+    /// Body plus attributes above this get 413 before any call (default 262144, the SNS limit).
+    #[serde(default = "SnsConfig::default_max")]
+    pub max_message_bytes: ByteLimit,
+    /// FIFO topics: the `MessageGroupId` template (default `{subscription_id}`).
+    pub message_group_id: Option<Template>,
+    /// FIFO topics: the `MessageDeduplicationId` template (default `{$dedup_key}`).
+    pub message_deduplication_id: Option<Template>,
+}
 
-/// SNS takes at most ten entries and 256 KiB per `PublishBatch`.
-const BATCH: Limits = Limits {
-    max_entries: 10,
-    max_bytes: 256 * 1024,
-    max_in_flight: 8,
-};
+impl SnsConfig {
+    /// The SNS limit for body plus attributes.
+    pub const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(256 * 1024);
 
-/// A sink for one SNS topic: the payload text as the message, attributes as String message
-/// attributes, and for FIFO topics the same group and deduplication ids as SQS FIFO. The client
-/// is built once; the topic ARN's region becomes its region.
-pub fn sns_sink(sdk: &SdkConfig, target: &SnsTarget) -> BatchedSink {
-    let mut config = aws_sdk_sns::config::Builder::from(sdk);
-    if let Some(region) = target.topic_arn.split(':').nth(3).filter(|r| !r.is_empty()) {
-        config = config.region(Region::new(region.to_owned()));
+    fn default_max() -> ByteLimit {
+        Self::DEFAULT_MAX_MESSAGE_BYTES
     }
-    let topic = Topic {
-        client: Client::from_conf(config.build()),
-        arn: target.topic_arn.clone(),
-        fifo: target.is_fifo(),
-    };
-    let name = format!(
-        "sns:{}",
-        target.topic_arn.rsplit(':').next().unwrap_or_default()
-    );
-    BatchedSink::new(name, target.max_message_bytes, Arc::new(topic), BATCH)
-}
 
-#[derive(Debug)]
-struct Topic {
-    client: Client,
-    arn: String,
-    fifo: bool,
-}
-
-fn attributes(message: &Message) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
-    string_attributes(message, |value| {
-        MessageAttributeValue::builder()
-            .data_type("String")
-            .string_value(value)
-            .build()
-    })
-}
-
-impl Topic {
-    fn entry(&self, id: String, message: &Message) -> Result<PublishBatchRequestEntry, SinkError> {
-        let mut entry = PublishBatchRequestEntry::builder()
-            .id(id)
-            .message(payload_text(message)?)
-            .set_message_attributes(Some(attributes(message)?));
-        if self.fifo {
-            entry = entry
-                .message_group_id(&message.group_id)
-                .message_deduplication_id(&message.dedup_id);
+    /// A topic with the default limit and FIFO ids.
+    pub fn new(topic_arn: TopicArn) -> Self {
+        Self {
+            topic_arn,
+            max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
+            message_group_id: None,
+            message_deduplication_id: None,
         }
-        entry.build().map_err(|e| SinkError::Permanent(Box::new(e)))
-    }
-}
-
-#[async_trait::async_trait]
-impl SendBatch for Topic {
-    async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
-        let mut request = self
-            .client
-            .publish()
-            .topic_arn(&self.arn)
-            .message(payload_text(message)?)
-            .set_message_attributes(Some(attributes(message)?));
-        if self.fifo {
-            request = request
-                .message_group_id(&message.group_id)
-                .message_deduplication_id(&message.dedup_id);
-        }
-        let output = request.send().await.map_err(classify)?;
-        Ok(Receipt {
-            message_id: output.message_id().map(str::to_owned),
-        })
     }
 
-    async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        send_entries(
-            batch,
-            |id, message| self.entry(id, message),
-            |entries| async move {
-                let output = self
-                    .client
-                    .publish_batch()
-                    .topic_arn(&self.arn)
-                    .set_publish_batch_request_entries(Some(entries))
-                    .send()
-                    .await
-                    .map_err(classify)?;
-                Ok(BatchReport {
-                    accepted: output
-                        .successful()
-                        .iter()
-                        .map(|ok| {
-                            (
-                                ok.id().unwrap_or_default().to_owned(),
-                                ok.message_id().map(str::to_owned),
-                            )
-                        })
-                        .collect(),
-                    failed: output
-                        .failed()
-                        .iter()
-                        .map(|f| {
-                            (
-                                f.id().to_owned(),
-                                entry_failure(f.code(), f.sender_fault(), f.message()),
-                            )
-                        })
-                        .collect(),
-                })
-            },
+    /// True for a FIFO topic.
+    pub fn is_fifo(&self) -> bool {
+        self.topic_arn.0.ends_with(".fifo")
+    }
+
+    pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
+        let (group, dedup) = (
+            self.message_group_id.as_ref(),
+            self.message_deduplication_id.as_ref(),
+        );
+        fifo_ids(
+            Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?,
+            self.is_fifo(),
+            group,
+            dedup,
         )
-        .await
+    }
+}
+
+/// An SNS topic ARN: `arn:<partition>:sns:<region>:<account>:<name>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicArn(String);
+
+impl TopicArn {
+    /// The ARN.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The topic's region.
+    pub fn region(&self) -> &str {
+        self.0.split(':').nth(3).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for TopicArn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for TopicArn {
+    type Err = String;
+    fn from_str(arn: &str) -> Result<Self, String> {
+        match arn.split(':').collect::<Vec<_>>().as_slice() {
+            ["arn", partition, "sns", region, account, name]
+                if partition.starts_with("aws")
+                    && ![region, account, name].iter().any(|p| p.is_empty()) =>
+            {
+                Ok(Self(arn.to_owned()))
+            }
+            _ => Err(format!(
+                "expected a topic ARN such as arn:aws:sns:us-east-1:123456789012:name, got {arn:?}"
+            )),
+        }
+    }
+}
+
+crate::text::deserialize_from_text!(TopicArn, "an SNS topic ARN");
+
+#[cfg(feature = "sns")]
+mod api {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use aws_sdk_sns::Client;
+    use aws_sdk_sns::config::Region;
+    use aws_sdk_sns::types::{MessageAttributeValue, PublishBatchRequestEntry};
+
+    use super::super::SinkError;
+    use super::super::aws::{
+        AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid,
+    };
+    use super::super::batch::{BatchedSink, Limits};
+    use super::SnsConfig;
+
+    /// SNS takes at most ten entries and 256 KiB per `PublishBatch`.
+    const BATCH: Limits = Limits {
+        max_entries: 10,
+        max_bytes: 256 * 1024,
+        max_in_flight: 8,
+    };
+
+    impl SnsConfig {
+        /// The sink, its client built once; the topic ARN's region becomes its region.
+        pub(in crate::sink) fn build(&self, sdk: &aws_config::SdkConfig) -> BatchedSink {
+            let config = aws_sdk_sns::config::Builder::from(sdk)
+                .region(Region::new(self.topic_arn.region().to_owned()));
+            let topic = Topic {
+                client: Client::from_conf(config.build()),
+                arn: self.topic_arn.as_str().to_owned(),
+            };
+            let name = format!("sns:{}", topic.arn.rsplit(':').next().unwrap_or_default());
+            BatchedSink::new(name, Arc::new(AwsSender(topic)), BATCH)
+        }
+    }
+
+    #[derive(Debug)]
+    struct Topic {
+        client: Client,
+        arn: String,
+    }
+
+    fn attributes(entry: &Entry) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
+        let value = |v: &String| {
+            MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value(v)
+                .build()
+        };
+        entry
+            .attributes
+            .iter()
+            .map(|(name, v)| Ok((name.clone(), value(v).map_err(invalid)?)))
+            .collect()
+    }
+
+    #[async_trait::async_trait]
+    impl AwsApi for Topic {
+        async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError> {
+            let request = self.client.publish().topic_arn(&self.arn);
+            let output = request
+                .set_message_attributes(Some(attributes(&entry)?))
+                .set_message_group_id(entry.group_id)
+                .set_message_deduplication_id(entry.dedup_id)
+                .message(entry.body)
+                .send()
+                .await
+                .map_err(classify)?;
+            Ok(output.message_id().map(str::to_owned))
+        }
+
+        async fn send_batch(&self, entries: Vec<Entry>) -> Result<BatchReport, SinkError> {
+            let mut built = Vec::with_capacity(entries.len());
+            for entry in entries {
+                let attributes = attributes(&entry)?;
+                built.push(
+                    PublishBatchRequestEntry::builder()
+                        .id(entry.id)
+                        .message(entry.body)
+                        .set_message_attributes(Some(attributes))
+                        .set_message_group_id(entry.group_id)
+                        .set_message_deduplication_id(entry.dedup_id)
+                        .build()
+                        .map_err(invalid)?,
+                );
+            }
+            let call = self.client.publish_batch().topic_arn(&self.arn);
+            let output = call
+                .set_publish_batch_request_entries(Some(built))
+                .send()
+                .await
+                .map_err(classify)?;
+            let mut report = BatchReport::default();
+            for ok in output.successful() {
+                let id = ok.id().unwrap_or_default().to_owned();
+                report
+                    .accepted
+                    .push((id, ok.message_id().map(str::to_owned)));
+            }
+            for f in output.failed() {
+                report.failed.push((
+                    f.id().to_owned(),
+                    entry_failure(f.code(), f.sender_fault(), f.message()),
+                ));
+            }
+            Ok(report)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_arns() {
+        let arn: TopicArn = "arn:aws:sns:us-east-1:123456789012:dss.fifo"
+            .parse()
+            .unwrap();
+        assert_eq!(arn.region(), "us-east-1");
+        assert!(SnsConfig::new(arn).is_fifo());
+        for bad in ["arn:aws:sqs:us-east-1:1:q", "dss", "arn:aws:sns::1:t"] {
+            assert!(bad.parse::<TopicArn>().is_err(), "{bad}");
+        }
     }
 }

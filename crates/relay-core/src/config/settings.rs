@@ -1,0 +1,277 @@
+//! Every relay setting, once: its variable, its key in the file's `[relay]` table (or none, for
+//! what only a variable sets), its default, a one-line doc and its parser, which is the value's
+//! type. This table is the list of known variables, `relay check`'s printout and the README's
+//! configuration table; a test holds the README to it.
+
+use std::fmt::Write as _;
+
+use serde::de::{Error as _, MapAccess, Visitor};
+
+use super::values::{
+    FieldName, Flag, HmacKeys, ListenAddr, LogFormat, Millis, Seconds, SecretArn, Show,
+};
+use crate::sink::ByteLimit;
+use crate::sink::file::FileTarget;
+use crate::sink::pubsub::PubSubTopic;
+use crate::sink::sns::TopicArn;
+use crate::sink::sqs::QueueUrl;
+use crate::verify::Secret;
+
+/// One row of the settings table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The environment variable.
+    pub var: &'static str,
+    /// The name without `RELAY_`, lower-cased: the key in `[relay]` where the file takes it.
+    pub key: &'static str,
+    /// Whether the file's `[relay]` table takes it; destinations go under `[sinks.<name>]`.
+    pub in_file: bool,
+    /// The default, as text; parsed by the setting's own parser when it is a value.
+    pub default: &'static str,
+    /// What it does, in one line.
+    pub doc: &'static str,
+}
+
+macro_rules! in_file {
+    (file) => {
+        true
+    };
+    (var) => {
+        false
+    };
+}
+
+macro_rules! settings {
+    ($( #[doc = $doc:literal] $key:ident: $ty:ty = $var:literal, $scope:ident, default $default:literal; )*) => {
+        /// The settings as one source gives them (the variables or `[relay]`); unset is `None`.
+        #[derive(Debug, Clone, Default)]
+        pub struct Settings {
+            $( #[doc = $doc] pub $key: Option<$ty>, )*
+        }
+
+        /// The settings table.
+        pub const SETTINGS: &[Setting] = &[
+            $( Setting { var: $var, key: stringify!($key), in_file: in_file!($scope), default: $default, doc: $doc.trim_ascii() }, )*
+        ];
+
+        impl Settings {
+            /// Sets the setting `key` from a variable's text.
+            fn set_text(&mut self, key: &str, text: &str) -> Result<(), String> {
+                match key {
+                    $( stringify!($key) => self.$key = Some(parse_text(text)?), )*
+                    _ => return Err(format!("{key} is not a setting")),
+                }
+                Ok(())
+            }
+
+            /// These settings, with what they leave unset taken from `lower`.
+            pub fn or(self, lower: Self) -> Self {
+                Self { $( $key: self.$key.or(lower.$key), )* }
+            }
+
+            /// The setting `key` as `relay check` shows it (secrets masked); `None` when unset.
+            pub fn shown(&self, key: &str) -> Option<String> {
+                match key {
+                    $( stringify!($key) => self.$key.as_ref().map(Show::show), )*
+                    _ => None,
+                }
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for Settings {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct Table;
+                impl<'de> Visitor<'de> for Table {
+                    type Value = Settings;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a table of relay settings")
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Settings, A::Error> {
+                        let mut settings = Settings::default();
+                        while let Some(key) = map.next_key::<String>()? {
+                            match key.as_str() {
+                                $( stringify!($key) if in_file!($scope) => settings.$key = Some(map.next_value()?), )*
+                                // Refused while reading the value, so the error carries its place.
+                                other => map.next_value_seed(Refuse(refusal(other)))?,
+                            }
+                        }
+                        Ok(settings)
+                    }
+                }
+                deserializer.deserialize_map(Table)
+            }
+        }
+    };
+}
+
+settings! {
+    /// The configuration file: `[relay]` settings, `[sinks.<name>]` and `[[routes]]`.
+    config: String = "RELAY_CONFIG", var, default "";
+    /// JSON object `{"<keyId>": "<secret>"}` (a table in the file); several keys allow rotation. Secrets are used as their UTF-8 bytes, never base64-decoded.
+    hmac_keys: HmacKeys = "RELAY_HMAC_KEYS", file, default "";
+    /// One secret accepted for any keyId; a keyId listed in `hmac_keys` uses its own secret.
+    hmac_secret: Secret = "RELAY_HMAC_SECRET", file, default "";
+    /// An AWS Secrets Manager secret read once at start, whose `SecretString` is a keys object or one plain secret; its keys join the ones above.
+    hmac_keys_secret_arn: SecretArn = "RELAY_HMAC_KEYS_SECRET_ARN", file, default "";
+    /// Accept requests without `Authorization`; without any key this turns verification off, and the relay says so at start.
+    allow_unsigned: Flag = "RELAY_ALLOW_UNSIGNED", file, default "false";
+    /// Largest distance, either way, between the request's `Date` and the relay's clock; `0` turns the check off.
+    max_clock_skew_secs: Seconds = "RELAY_MAX_CLOCK_SKEW_SECS", file, default "300";
+    /// Larger request bodies get 413; the server never reads past the limit.
+    max_body_bytes: ByteLimit = "RELAY_MAX_BODY_BYTES", file, default "1048576";
+    /// The multipart form field holding the notification (the subscription's `payload_form_field`).
+    payload_field: FieldName = "RELAY_PAYLOAD_FIELD", file, default "payload";
+    /// Deadline for every routed sink to acknowledge, retries included; past it the answer is 503.
+    sink_timeout_ms: Millis = "RELAY_SINK_TIMEOUT_MS", file, default "5000";
+    /// `json` or `text` log lines, to standard error; `RUST_LOG` filters them.
+    log_format: LogFormat = "RELAY_LOG_FORMAT", file, default "json on Lambda and Cloud Run, else text";
+    /// relay-gcf: the address to listen on.
+    listen: ListenAddr = "RELAY_LISTEN", file, default "0.0.0.0:$PORT (PORT defaults to 8080)";
+    /// Without `[sinks]`: append one JSON line per notification to this path, or `-` for standard output.
+    file_sink: FileTarget = "RELAY_FILE_SINK", var, default "";
+    /// Without `[sinks]`: publish to this SQS queue; a name ending in `.fifo` makes it FIFO.
+    sqs_queue_url: QueueUrl = "RELAY_SQS_QUEUE_URL", var, default "";
+    /// Body plus attributes above this get 413 before any call to the queue.
+    sqs_max_message_bytes: ByteLimit = "RELAY_SQS_MAX_MESSAGE_BYTES", var, default "1048576";
+    /// Without `[sinks]`: publish to this SNS topic; a name ending in `.fifo` makes it FIFO.
+    sns_topic_arn: TopicArn = "RELAY_SNS_TOPIC_ARN", var, default "";
+    /// Body plus attributes above this get 413 before any call to the topic.
+    sns_max_message_bytes: ByteLimit = "RELAY_SNS_MAX_MESSAGE_BYTES", var, default "262144";
+    /// Without `[sinks]`: publish to this Pub/Sub topic, `projects/<project>/topics/<topic>`.
+    pubsub_topic: PubSubTopic = "RELAY_PUBSUB_TOPIC", var, default "";
+    /// Use `match.bundle_uuid` as the Pub/Sub ordering key.
+    pubsub_ordering: Flag = "RELAY_PUBSUB_ORDERING", var, default "false";
+    /// Data plus attributes above this get 413 before any call to the topic.
+    pubsub_max_message_bytes: ByteLimit = "RELAY_PUBSUB_MAX_MESSAGE_BYTES", var, default "10000000";
+    /// `relay send`: the HMAC secret to sign with.
+    send_secret: Secret = "RELAY_SEND_SECRET", var, default "";
+}
+
+/// Parses a variable's text with the setting's own parser, the one the file uses too.
+fn parse_text<'de, T: serde::Deserialize<'de>>(text: &'de str) -> Result<T, String> {
+    use serde::de::IntoDeserializer;
+    let text: serde::de::value::StrDeserializer<'de, serde::de::value::Error> =
+        text.into_deserializer();
+    T::deserialize(text).map_err(|e| e.to_string())
+}
+
+/// Fails the value of a key `[relay]` does not take, with the reason.
+struct Refuse(String);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Refuse {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, _: D) -> Result<(), D::Error> {
+        Err(D::Error::custom(self.0))
+    }
+}
+
+/// Why `[relay]` refuses a key.
+fn refusal(key: &str) -> String {
+    match SETTINGS.iter().find(|s| s.key == key) {
+        Some(s)
+            if s.var.contains("_SINK") || s.var.contains("_QUEUE") || s.var.contains("TOPIC") =>
+        {
+            format!("{key}: destinations go under [sinks.<name>], not [relay]")
+        }
+        Some(s) => format!("{key}: set by the variable {} only, not in the file", s.var),
+        None => {
+            let keys: Vec<&str> = SETTINGS
+                .iter()
+                .filter(|s| s.in_file)
+                .map(|s| s.key)
+                .collect();
+            format!("unknown key {key:?}; [relay] takes {}", keys.join(", "))
+        }
+    }
+}
+
+impl Settings {
+    /// Reads every setting's variable through `var`; the error names the variable.
+    pub fn from_vars(var: &impl Fn(&str) -> Option<String>) -> (Self, Vec<(&'static str, String)>) {
+        let mut settings = Self::default();
+        let mut errors = Vec::new();
+        for setting in SETTINGS {
+            if let Some(text) = var(setting.var)
+                && let Err(message) = settings.set_text(setting.key, &text)
+            {
+                errors.push((setting.var, message));
+            }
+        }
+        (settings, errors)
+    }
+
+    /// These settings, with each one left unset taken from its default, where the default is
+    /// a value (descriptive defaults such as the log format's are resolved by the caller).
+    pub fn or_defaults(mut self) -> Self {
+        for setting in SETTINGS.iter().filter(|s| !s.default.is_empty()) {
+            if self.shown(setting.key).is_none() {
+                // A descriptive default does not parse; it stays unset.
+                let _ = self.set_text(setting.key, setting.default);
+            }
+        }
+        self
+    }
+}
+
+/// The README's configuration table, as the settings table says it should read.
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| variable | `[relay]` key | default | meaning |\n| --- | --- | --- | --- |\n",
+    );
+    for s in SETTINGS {
+        let key = if s.in_file {
+            format!("`{}`", s.key)
+        } else {
+            String::new()
+        };
+        let default = if s.default.is_empty() || s.default.contains(' ') {
+            s.default.to_owned()
+        } else {
+            format!("`{}`", s.default)
+        };
+        let _ = writeln!(out, "| `{}` | {key} | {default} | {} |", s.var, s.doc);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_defaults_parse_and_the_descriptive_ones_are_known() {
+        let defaults = Settings::default().or_defaults();
+        let descriptive: Vec<&str> = SETTINGS
+            .iter()
+            .filter(|s| !s.default.is_empty() && defaults.shown(s.key).is_none())
+            .map(|s| s.key)
+            .collect();
+        assert_eq!(descriptive, ["log_format", "listen"]);
+    }
+
+    #[test]
+    fn byte_defaults_agree_with_the_destinations() {
+        use crate::sink::{PubSubConfig, SnsConfig, SqsConfig};
+        let d = Settings::default().or_defaults();
+        assert_eq!(
+            d.sqs_max_message_bytes,
+            Some(SqsConfig::DEFAULT_MAX_MESSAGE_BYTES)
+        );
+        assert_eq!(
+            d.sns_max_message_bytes,
+            Some(SnsConfig::DEFAULT_MAX_MESSAGE_BYTES)
+        );
+        assert_eq!(
+            d.pubsub_max_message_bytes,
+            Some(PubSubConfig::DEFAULT_MAX_MESSAGE_BYTES)
+        );
+    }
+
+    #[test]
+    fn keys_and_variables_correspond() {
+        for s in SETTINGS {
+            assert_eq!(s.var, format!("RELAY_{}", s.key.to_ascii_uppercase()));
+            assert!(!s.doc.is_empty() && !s.doc.contains('\n'), "{}", s.var);
+        }
+    }
+}

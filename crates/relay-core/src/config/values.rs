@@ -1,0 +1,277 @@
+//! The value types of the relay's own settings. Each is its setting's parser: `FromStr` for a
+//! variable's text, and the same parse for a TOML scalar (see [`crate::text`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{Error as _, MapAccess, Visitor};
+
+use crate::text::deserialize_from_text;
+use crate::verify::Secret;
+
+/// How `relay check` shows a value; secrets are masked.
+pub trait Show {
+    /// The value as text.
+    fn show(&self) -> String;
+}
+
+impl<T: fmt::Display> Show for T {
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Show for Secret {
+    fn show(&self) -> String {
+        "****".into()
+    }
+}
+
+impl Show for HmacKeys {
+    fn show(&self) -> String {
+        let masked: BTreeMap<&str, &str> = self.0.keys().map(|id| (id.as_str(), "****")).collect();
+        serde_json::to_string(&masked).unwrap_or_default()
+    }
+}
+
+/// Defines a newtype over a parsed value, with `Display`, `FromStr` (via `$parse`) and
+/// `Deserialize`.
+macro_rules! value {
+    ($(#[$meta:meta])* $name:ident($inner:ty), $expecting:literal, $parse:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct $name(pub $inner);
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                let parse: fn(&str) -> Option<$inner> = $parse;
+                parse(s.trim()).map(Self).ok_or_else(|| format!(concat!("expected ", $expecting, ", got {:?}"), s))
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        deserialize_from_text!($name, $expecting);
+    };
+}
+
+value!(
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`; empty is false).
+    Flag(bool),
+    "true or false",
+    |s| match s.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" | "" => Some(false),
+        _ => None,
+    }
+);
+
+value!(
+    /// Whole seconds; `0` is allowed (it turns a check off).
+    Seconds(u64),
+    "a whole number of seconds (0 turns the check off)",
+    |s| s.parse().ok()
+);
+
+value!(
+    /// Milliseconds between 1 and 60000.
+    Millis(u64),
+    "milliseconds between 1 and 60000",
+    |s| s.parse().ok().filter(|n| (1..=60_000).contains(n))
+);
+
+value!(
+    /// A socket address such as `127.0.0.1:8080`.
+    ListenAddr(std::net::SocketAddr),
+    "an address such as 127.0.0.1:8080",
+    |s| s.parse().ok()
+);
+
+/// A multipart form field name: non-empty, without quotes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldName(pub String);
+
+impl FromStr for FieldName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.is_empty() || s.contains('"') {
+            true => Err(format!(
+                "expected a non-empty form field name without quotes, got {s:?}"
+            )),
+            false => Ok(Self(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for FieldName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+deserialize_from_text!(FieldName, "a form field name");
+
+/// An AWS Secrets Manager secret ARN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretArn(pub String);
+
+impl FromStr for SecretArn {
+    type Err = String;
+    fn from_str(arn: &str) -> Result<Self, String> {
+        match arn.splitn(7, ':').collect::<Vec<_>>().as_slice() {
+            [
+                "arn",
+                partition,
+                "secretsmanager",
+                region,
+                account,
+                "secret",
+                name,
+            ] if partition.starts_with("aws")
+                && ![region, account, name].iter().any(|p| p.is_empty()) =>
+            {
+                Ok(Self(arn.to_owned()))
+            }
+            _ => Err(format!(
+                "expected a Secrets Manager secret ARN such as arn:aws:secretsmanager:us-east-1:123456789012:secret:dss-relay-hmac, got {arn:?}"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for SecretArn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+deserialize_from_text!(SecretArn, "a Secrets Manager secret ARN");
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One JSON object per line (the default on Lambda and Cloud Run).
+    Json,
+    /// Human-readable lines (the default elsewhere).
+    Text,
+}
+
+impl FromStr for LogFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "json" => Ok(Self::Json),
+            "text" => Ok(Self::Text),
+            _ => Err(format!("expected json or text, got {s:?}")),
+        }
+    }
+}
+
+impl fmt::Display for LogFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Json => "json",
+            Self::Text => "text",
+        })
+    }
+}
+
+deserialize_from_text!(LogFormat, "json or text");
+
+/// HMAC keys by keyId: a TOML table in the file, a JSON object in `RELAY_HMAC_KEYS`. Neither a
+/// key nor a secret is ever echoed in an error.
+#[derive(Debug, Clone, Default)]
+pub struct HmacKeys(pub BTreeMap<String, Secret>);
+
+impl HmacKeys {
+    /// Parses the JSON object form.
+    pub fn from_json(raw: &str) -> Result<Self, String> {
+        let map: BTreeMap<String, serde_json::Value> = serde_json::from_str(raw)
+            .map_err(|_| "expected a JSON object of {\"<keyId>\": \"<secret>\"}".to_owned())?;
+        map.into_iter()
+            .map(|(id, secret)| match secret {
+                serde_json::Value::String(s) => Self::entry(id, s),
+                _ => Err(format!("the secret of {id:?} must be a string")),
+            })
+            .collect::<Result<_, _>>()
+            .map(Self)
+    }
+
+    fn entry(id: String, secret: String) -> Result<(String, Secret), String> {
+        if id.is_empty() || secret.is_empty() {
+            return Err(format!(
+                "the key {id:?} must have a non-empty string secret and a non-empty keyId"
+            ));
+        }
+        Ok((id, Secret::new(secret)))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for HmacKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> Visitor<'de> for Keys {
+            type Value = HmacKeys;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table of keyIds to secrets")
+            }
+            fn visit_str<E: serde::de::Error>(self, raw: &str) -> Result<HmacKeys, E> {
+                HmacKeys::from_json(raw).map_err(E::custom)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HmacKeys, A::Error> {
+                let mut keys = BTreeMap::new();
+                while let Some(id) = map.next_key::<String>()? {
+                    let secret = map.next_value::<String>().map_err(|_| {
+                        A::Error::custom(format!("the secret of {id:?} must be a string"))
+                    })?;
+                    let (id, secret) = HmacKeys::entry(id, secret).map_err(A::Error::custom)?;
+                    keys.insert(id, secret);
+                }
+                Ok(HmacKeys(keys))
+            }
+        }
+        deserializer.deserialize_any(Keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse_from_text() {
+        assert_eq!("yes".parse::<Flag>(), Ok(Flag(true)));
+        assert!("maybe".parse::<Flag>().unwrap_err().contains("\"maybe\""));
+        assert!("0".parse::<Millis>().is_err() && "60001".parse::<Millis>().is_err());
+        assert_eq!("0".parse::<Seconds>(), Ok(Seconds(0)));
+        assert!("".parse::<FieldName>().is_err() && "a\"b".parse::<FieldName>().is_err());
+        assert!("xml".parse::<LogFormat>().is_err());
+        assert!(
+            "arn:aws:secretsmanager:us-east-1:1:secret:x"
+                .parse::<SecretArn>()
+                .is_ok()
+        );
+        assert!("arn:aws:sns:us-east-1:1:x".parse::<SecretArn>().is_err());
+    }
+
+    #[test]
+    fn key_errors_never_echo_the_secret() {
+        for raw in [
+            r#"{"k": "" }"#,
+            r#"{"k": 5}"#,
+            "s3cret-not-json",
+            r#"{"": "s3cret"}"#,
+        ] {
+            let e = HmacKeys::from_json(raw).unwrap_err();
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+        let keys = HmacKeys::from_json(r#"{"new": "s3cret-2", "old": "s3cret-1"}"#).unwrap();
+        assert_eq!(keys.show(), r#"{"new":"****","old":"****"}"#);
+    }
+}

@@ -1,0 +1,284 @@
+//! How a destination shapes each message beyond the payload, which never changes: the relay
+//! attributes it sends, static attributes it adds, and its FIFO ids or ordering key.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::Message;
+use crate::notification::{Attributes, Notification, Verified};
+use crate::route::{Template, TemplateError};
+
+/// The keys every `[sinks.<name>]` table takes, whatever its type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    /// The relay attributes to send, by name (default: all, in priority order).
+    pub attributes: Option<Vec<String>>,
+    /// Static attributes added to every message, after the relay's own.
+    #[serde(default)]
+    pub extra_attributes: BTreeMap<String, String>,
+}
+
+impl Selection {
+    /// The field names above, as a table spells them.
+    pub const KEYS: [&'static str; 2] = ["attributes", "extra_attributes"];
+}
+
+/// A sink setting that cannot work; `field` names the key at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ShapeError {
+    /// The key at fault.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl ShapeError {
+    pub(crate) fn new(field: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// A destination's message shaping, checked once at start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shape {
+    attributes: Option<Vec<String>>,
+    extra_attributes: Vec<(String, String)>,
+    max_attributes: Option<usize>,
+    /// FIFO `MessageGroupId` (SQS, SNS).
+    pub group_id: Option<Template>,
+    /// FIFO `MessageDeduplicationId` (SQS, SNS).
+    pub dedup_id: Option<Template>,
+    /// Pub/Sub ordering key.
+    pub ordering_key: Option<Template>,
+}
+
+impl Shape {
+    /// Checks a selection against the relay's attributes and the destination's attribute
+    /// limit (`None`: no limit).
+    pub fn new(selection: &Selection, max_attributes: Option<usize>) -> Result<Self, ShapeError> {
+        let unknown = selection
+            .attributes
+            .iter()
+            .flatten()
+            .find(|n| !Attributes::ORDER.contains(&n.as_str()));
+        if let Some(unknown) = unknown {
+            return Err(ShapeError::new(
+                "attributes",
+                format!(
+                    "unknown attribute {unknown:?}; the relay's are {:?}",
+                    Attributes::ORDER
+                ),
+            ));
+        }
+        let reserved = selection
+            .extra_attributes
+            .keys()
+            .find(|k| k.starts_with("dss.") || k.starts_with("relay.") || k.is_empty());
+        if let Some(reserved) = reserved {
+            return Err(ShapeError::new(
+                "extra_attributes",
+                format!("{reserved:?} is reserved (dss.* and relay.* are the relay's own)"),
+            ));
+        }
+        let count = selection
+            .attributes
+            .as_ref()
+            .map_or(Attributes::ORDER.len(), Vec::len)
+            + selection.extra_attributes.len();
+        if let Some(limit) = max_attributes.filter(|&limit| count > limit) {
+            return Err(ShapeError::new(
+                "extra_attributes",
+                format!(
+                    "{count} attributes in all; this destination takes at most {limit} (select fewer with attributes = [...])"
+                ),
+            ));
+        }
+        Ok(Self {
+            attributes: selection.attributes.clone(),
+            extra_attributes: selection.extra_attributes.clone().into_iter().collect(),
+            max_attributes,
+            ..Self::default()
+        })
+    }
+
+    /// The attribute names a message of this destination can carry, in order.
+    pub fn sent_attributes(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Attributes::ORDER
+            .iter()
+            .copied()
+            .filter(|name| {
+                self.attributes
+                    .as_ref()
+                    .is_none_or(|keep| keep.iter().any(|k| k == name))
+            })
+            .chain(self.extra_attributes.iter().map(|(name, _)| name.as_str()))
+            .collect();
+        names.truncate(self.max_attributes.unwrap_or(usize::MAX));
+        names
+    }
+
+    /// The message as this destination sends it: its attributes, and its templates filled
+    /// from the notification. A notification that lacks a field a template reads fails here,
+    /// before any sink is called.
+    pub fn apply(
+        &self,
+        base: &Message,
+        notification: &Notification<Verified>,
+    ) -> Result<Message, TemplateError> {
+        let mut message = base.clone();
+        if let Some(names) = &self.attributes {
+            message
+                .attributes
+                .retain(|name| names.iter().any(|n| n == name));
+        }
+        for (name, value) in &self.extra_attributes {
+            message.attributes.push(name, value);
+        }
+        if let Some(limit) = self.max_attributes {
+            message.attributes.truncate(limit);
+        }
+        let (document, key) = (notification.document(), notification.dedup_key());
+        let fill = |t: &Option<Template>| t.as_ref().map(|t| t.render(document, key)).transpose();
+        message.group_id = fill(&self.group_id)?;
+        message.dedup_id = fill(&self.dedup_id)?;
+        message.ordering_key = fill(&self.ordering_key)?;
+        Ok(message)
+    }
+
+    /// What `relay check` says about the shaping, after the destination itself.
+    pub fn describe(&self) -> String {
+        let mut text = String::new();
+        if let Some(names) = &self.attributes {
+            text.push_str(&format!("; attributes {}", names.join(", ")));
+        }
+        for (k, v) in &self.extra_attributes {
+            text.push_str(&format!("; {k}={v}"));
+        }
+        for (label, template) in [
+            ("group id", &self.group_id),
+            ("dedup id", &self.dedup_id),
+            ("ordering key", &self.ordering_key),
+        ] {
+            if let Some(t) = template {
+                text.push_str(&format!("; {label} {}", t.source()));
+            }
+        }
+        text
+    }
+}
+
+/// FIFO group and deduplication ids for a queue or topic: the configured templates, else
+/// `{subscription_id}` groups and the stable dedup key, as the DSS's own queues had them. A
+/// standard queue or topic takes neither.
+pub(crate) fn fifo_ids(
+    shape: Shape,
+    fifo: bool,
+    group_id: Option<&Template>,
+    dedup_id: Option<&Template>,
+) -> Result<Shape, ShapeError> {
+    if !fifo {
+        return match (group_id, dedup_id) {
+            (None, None) => Ok(shape),
+            (Some(_), _) => Err(ShapeError::new("message_group_id", NOT_FIFO)),
+            (None, Some(_)) => Err(ShapeError::new("message_deduplication_id", NOT_FIFO)),
+        };
+    }
+    let default = |source: &str| Template::parse(source).expect("a valid template");
+    Ok(Shape {
+        group_id: Some(
+            group_id
+                .cloned()
+                .unwrap_or_else(|| default("{subscription_id}")),
+        ),
+        dedup_id: Some(dedup_id.cloned().unwrap_or_else(|| default("{$dedup_key}"))),
+        ..shape
+    })
+}
+
+const NOT_FIFO: &str =
+    "only FIFO queues and topics (names ending in .fifo) take group and deduplication ids";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn selection(attributes: Option<&[&str]>, extra: &[(&str, &str)]) -> Selection {
+        Selection {
+            attributes: attributes.map(|a| a.iter().map(|s| (*s).to_owned()).collect()),
+            extra_attributes: extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn every_key_of_a_selection_is_listed() {
+        for key in Selection::KEYS {
+            let value = if key == "attributes" { "[]" } else { "{}" };
+            let parsed: Result<Selection, _> =
+                serde_json::from_str(&format!("{{\"{key}\": {value}}}"));
+            assert!(parsed.is_ok(), "{key}: {parsed:?}");
+        }
+    }
+
+    #[test]
+    fn selections_are_checked() {
+        let e = Shape::new(&selection(Some(&["dss.nope"]), &[]), None).unwrap_err();
+        assert_eq!(e.field, "attributes");
+        let e = Shape::new(&selection(None, &[("dss.x", "1")]), None).unwrap_err();
+        assert_eq!(e.field, "extra_attributes");
+        let e = Shape::new(&selection(None, &[("a", "1"), ("b", "2")]), Some(10)).unwrap_err();
+        assert!(e.message.contains("11 attributes"), "{e}");
+        assert!(Shape::new(&selection(None, &[("a", "1"), ("b", "2")]), None).is_ok());
+    }
+
+    #[test]
+    fn sent_attributes_follow_the_selection_and_the_limit() {
+        let shape = Shape::new(
+            &selection(
+                Some(&["dss.event_type", "relay.dedup_key"]),
+                &[("team", "x")],
+            ),
+            Some(10),
+        )
+        .unwrap();
+        assert_eq!(
+            shape.sent_attributes(),
+            ["relay.dedup_key", "dss.event_type", "team"]
+        );
+        let mut all = Shape::new(&selection(None, &[("team", "x")]), Some(10)).unwrap();
+        assert_eq!(all.sent_attributes().len(), 10);
+        all.max_attributes = Some(3);
+        assert_eq!(
+            all.sent_attributes(),
+            ["relay.dedup_key", "dss.subscription_id", "dss.bundle_uuid"]
+        );
+    }
+
+    #[test]
+    fn fifo_ids_default_and_standard_queues_refuse_them() {
+        let template = Template::parse("{match.bundle_uuid}").unwrap();
+        let shape = fifo_ids(Shape::default(), true, Some(&template), None).unwrap();
+        assert_eq!(
+            shape.group_id.as_ref().map(Template::source),
+            Some("{match.bundle_uuid}")
+        );
+        assert_eq!(
+            shape.dedup_id.as_ref().map(Template::source),
+            Some("{$dedup_key}")
+        );
+        let e = fifo_ids(Shape::default(), false, None, Some(&template)).unwrap_err();
+        assert_eq!(e.field, "message_deduplication_id");
+        assert_eq!(
+            fifo_ids(Shape::default(), false, None, None).unwrap(),
+            Shape::default()
+        );
+    }
+}

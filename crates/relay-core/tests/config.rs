@@ -1,0 +1,387 @@
+//! The configuration model: variables and the `RELAY_CONFIG` file read into the same types,
+//! every problem named, and the settings table as the one source of the README's table.
+
+use std::time::Duration;
+
+use relay_core::config::{LogFormat, SETTINGS, markdown_table};
+use relay_core::route::Template;
+use relay_core::sink::{FileTarget, Target};
+use relay_core::{Config, config::ConfigErrors};
+use relay_testkit::{ConfigFile, config, config_errors};
+
+fn vars_of(errors: &ConfigErrors) -> Vec<&'static str> {
+    errors.0.iter().map(|e| e.var).collect()
+}
+
+fn effective(config: &Config, name: &str) -> String {
+    let lines = config.effective();
+    lines
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
+}
+
+#[test]
+fn defaults_with_one_key_and_a_sink() {
+    let c = config(&[("RELAY_HMAC_SECRET", "s"), ("RELAY_FILE_SINK", "-")]);
+    assert_eq!(c.max_body_bytes, 1_048_576);
+    assert_eq!(c.max_clock_skew, Some(Duration::from_secs(300)));
+    assert_eq!(
+        (c.payload_field.as_str(), c.allow_unsigned),
+        ("payload", false)
+    );
+    assert_eq!(c.sink_timeout, Duration::from_millis(5000));
+    assert_eq!((c.log_format, c.listen), (LogFormat::Text, None));
+    assert_eq!(c.sinks.len(), 1);
+    assert!(matches!(&c.sinks[0].target, Target::File(f) if f.path == FileTarget::Stdout));
+}
+
+#[test]
+fn fails_closed_without_keys() {
+    assert_eq!(
+        vars_of(&config_errors(&[("RELAY_FILE_SINK", "-")])),
+        ["RELAY_HMAC_KEYS"]
+    );
+    let c = config(&[("RELAY_FILE_SINK", "-"), ("RELAY_ALLOW_UNSIGNED", "true")]);
+    assert!(c.allow_unsigned && c.keys.is_empty());
+}
+
+#[test]
+fn reports_every_bad_variable_by_name_without_echoing_secrets() {
+    let err = config_errors(&[
+        ("RELAY_HMAC_KEYS", "not json s3cret"),
+        ("RELAY_HMAC_SECRET", ""),
+        ("RELAY_MAX_BODY_BYTES", "0"),
+        ("RELAY_MAX_CLOCK_SKEW_SECS", "-1"),
+        ("RELAY_ALLOW_UNSIGNED", "maybe"),
+        ("RELAY_LOG_FORMAT", "xml"),
+        ("RELAY_PAYLOAD_FIELD", ""),
+        ("RELAY_LISTEN", "nowhere"),
+    ]);
+    assert_eq!(
+        vars_of(&err),
+        [
+            "RELAY_HMAC_KEYS",
+            "RELAY_HMAC_SECRET",
+            "RELAY_ALLOW_UNSIGNED",
+            "RELAY_MAX_CLOCK_SKEW_SECS",
+            "RELAY_MAX_BODY_BYTES",
+            "RELAY_PAYLOAD_FIELD",
+            "RELAY_LOG_FORMAT",
+            "RELAY_LISTEN",
+            "RELAY_HMAC_KEYS",
+            "RELAY_FILE_SINK",
+        ]
+    );
+    let text = err.to_string();
+    assert!(!text.contains("s3cret"), "secrets are never echoed: {text}");
+    assert!(
+        text.contains(r#"got "maybe""#) && text.contains(r#"got "nowhere""#),
+        "{text}"
+    );
+}
+
+#[test]
+fn keys_rotate_and_are_masked() {
+    let c = config(&[
+        (
+            "RELAY_HMAC_KEYS",
+            r#"{"old": "s3cret-1", "new": "s3cret-2"}"#,
+        ),
+        ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
+        ("RELAY_FILE_SINK", "/tmp/x.jsonl"),
+    ]);
+    assert_eq!(c.keys.key_ids().collect::<Vec<_>>(), ["new", "old"]);
+    assert_eq!(c.max_clock_skew, None);
+    assert_eq!(
+        effective(&c, "RELAY_HMAC_KEYS"),
+        r#"{"new":"****","old":"****"}"#
+    );
+    assert!(!format!("{:?} {c:?}", c.effective()).contains("s3cret"));
+}
+
+#[test]
+fn json_logs_on_the_platforms() {
+    let c = config(&[
+        ("RELAY_HMAC_SECRET", "s"),
+        ("RELAY_FILE_SINK", "-"),
+        ("K_SERVICE", "relay"),
+    ]);
+    assert_eq!(c.log_format, LogFormat::Json);
+    assert_eq!(effective(&c, "RELAY_LOG_FORMAT"), "json");
+}
+
+#[test]
+fn queue_and_topic_sinks_from_variables() {
+    let c = config(&[
+        ("RELAY_HMAC_SECRET", "s"),
+        (
+            "RELAY_SQS_QUEUE_URL",
+            "https://sqs.eu-west-1.amazonaws.com/123456789012/dss.fifo",
+        ),
+        (
+            "RELAY_SNS_TOPIC_ARN",
+            "arn:aws:sns:us-east-1:123456789012:dss",
+        ),
+        ("RELAY_SNS_MAX_MESSAGE_BYTES", "1000"),
+        ("RELAY_PUBSUB_TOPIC", "projects/green/topics/dss-events"),
+        ("RELAY_PUBSUB_ORDERING", "true"),
+        ("PUBSUB_EMULATOR_HOST", "127.0.0.1:8085"),
+    ]);
+    let names: Vec<&str> = c.sinks.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["sqs", "sns", "pubsub"]);
+    let shapes: Vec<_> = c
+        .sinks
+        .iter()
+        .map(|s| s.target.shape(&s.selection).unwrap())
+        .collect();
+    assert_eq!(
+        shapes[0].group_id.as_ref().map(Template::source),
+        Some("{subscription_id}")
+    );
+    assert_eq!(shapes[1].group_id, None, "a standard topic has no group id");
+    assert_eq!(
+        shapes[2].ordering_key.as_ref().map(Template::source),
+        Some("{match.bundle_uuid}")
+    );
+    assert_eq!(c.sinks[1].target.max_message_bytes(), Some(1000));
+    assert!(
+        matches!(&c.sinks[2].target, Target::PubSub(p) if p.emulator_host.as_deref() == Some("127.0.0.1:8085"))
+    );
+}
+
+#[test]
+fn malformed_destinations_are_named() {
+    let err = config_errors(&[
+        ("RELAY_HMAC_SECRET", "s"),
+        ("RELAY_SQS_QUEUE_URL", "dss-events"),
+        ("RELAY_SNS_TOPIC_ARN", "arn:aws:sqs:us-east-1:1:q"),
+        ("RELAY_PUBSUB_TOPIC", "dss-events"),
+        ("RELAY_SINK_TIMEOUT_MS", "0"),
+    ]);
+    assert_eq!(
+        vars_of(&err),
+        [
+            "RELAY_SINK_TIMEOUT_MS",
+            "RELAY_SQS_QUEUE_URL",
+            "RELAY_SNS_TOPIC_ARN",
+            "RELAY_PUBSUB_TOPIC",
+            "RELAY_FILE_SINK",
+        ]
+    );
+}
+
+const FILE: &str = r#"
+[relay]
+hmac_secret = "from-file"
+max_body_bytes = 2048
+
+[sinks.q]
+type = "sqs"
+queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/dss.fifo"
+message_group_id = "{match.bundle_uuid}"
+
+[sinks.t]
+type = "pubsub"
+topic = "projects/p/topics/dss-events"
+ordering_key = "{subscription_id}"
+
+[[routes]]
+name = "creates"
+match = { event_type = ["CREATE"] }
+to = ["q", "t"]
+"#;
+
+#[test]
+fn a_file_names_sinks_and_routes_and_variables_override_it() {
+    let file = ConfigFile::new(FILE);
+    let c = file.load(&[("RELAY_MAX_BODY_BYTES", "4096")]).unwrap();
+    assert_eq!(c.max_body_bytes, 4096, "the variable wins over [relay]");
+    assert!(c.keys.has_catch_all(), "hmac_secret came from [relay]");
+    let names: Vec<&str> = c.sinks.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["q", "t"]);
+    let q = c.sinks[0].target.shape(&c.sinks[0].selection).unwrap();
+    assert_eq!(
+        q.group_id.as_ref().map(Template::source),
+        Some("{match.bundle_uuid}")
+    );
+    assert_eq!(
+        q.dedup_id.as_ref().map(Template::source),
+        Some("{$dedup_key}")
+    );
+    assert_eq!(c.router.routes().len(), 1);
+    assert_eq!(
+        effective(&c, "route creates"),
+        r#"match {"event_type":["CREATE"]} -> q, t"#
+    );
+}
+
+#[test]
+fn file_errors_name_the_file_the_place_and_the_field() {
+    let cases: [(String, &[(&str, &str)], &str); 10] = [
+        (
+            FILE.replace("type = \"sqs\"", "type = \"kafka\""),
+            &[],
+            "unknown variant `kafka`",
+        ),
+        (
+            FILE.replace("queue_url", "queue"),
+            &[],
+            "unknown field `queue`",
+        ),
+        (
+            FILE.replace("/dss.fifo", "/dss"),
+            &[],
+            "sink \"q\", message_group_id: only FIFO",
+        ),
+        (
+            FILE.replace(
+                "topic = \"projects/p/topics/dss-events\"",
+                "topic_arn = \"x\"",
+            ),
+            &[],
+            "unknown field `topic_arn`",
+        ),
+        (
+            FILE.replace("{subscription_id}", "{subscription_id"),
+            &[],
+            "unclosed placeholder",
+        ),
+        (
+            FILE.replace("max_body_bytes = 2048", "listen_port = 1"),
+            &[],
+            "unknown key \"listen_port\"",
+        ),
+        (
+            FILE.replace("max_body_bytes = 2048", "sqs_queue_url = \"x\""),
+            &[],
+            "destinations go under [sinks.<name>]",
+        ),
+        (
+            FILE.replace("to = [\"q\", \"t\"]", "to = [\"q\"]"),
+            &[],
+            "the sink \"t\" is not used by any route",
+        ),
+        (
+            FILE.to_owned(),
+            &[(
+                "RELAY_SQS_QUEUE_URL",
+                "https://sqs.us-east-1.amazonaws.com/1/q",
+            )],
+            "name sinks in one place",
+        ),
+        (
+            "[[routes]]\nname = \"a\"\nto = [\"x\"]\n".to_owned(),
+            &[("RELAY_HMAC_SECRET", "s"), ("RELAY_FILE_SINK", "-")],
+            "but no [sinks.<name>]",
+        ),
+    ];
+    for (text, pairs, expected) in cases {
+        let file = ConfigFile::new(&text);
+        let err = file.load(pairs).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains(expected),
+            "expected {expected:?} in: {message}"
+        );
+        assert!(err.0.iter().any(|e| e.var == "RELAY_CONFIG"), "{message}");
+        assert!(
+            message.contains("relay.toml"),
+            "the file is named: {message}"
+        );
+    }
+}
+
+#[test]
+fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
+    let values = [
+        ("hmac_keys", r#"{ k = "s3cret" }"#, r#"{"k":"****"}"#),
+        ("hmac_secret", r#""s3cret""#, "****"),
+        (
+            "hmac_keys_secret_arn",
+            r#""arn:aws:secretsmanager:us-east-1:1:secret:x""#,
+            "arn:aws:secretsmanager:us-east-1:1:secret:x",
+        ),
+        ("allow_unsigned", "true", "true"),
+        ("max_clock_skew_secs", "7", "7"),
+        ("max_body_bytes", "2048", "2048"),
+        ("payload_field", r#""p""#, "p"),
+        ("sink_timeout_ms", "1234", "1234"),
+        ("log_format", r#""json""#, "json"),
+        ("listen", r#""127.0.0.1:9""#, "127.0.0.1:9"),
+    ];
+    for setting in SETTINGS {
+        let value = values.iter().find(|(key, _, _)| *key == setting.key);
+        let text = format!(
+            "[relay]\nhmac_secret = \"x\"\n{} = {}\n",
+            setting.key,
+            value.map_or("\"v\"", |v| v.1)
+        );
+        let text = text.replace("hmac_secret = \"x\"\nhmac_secret", "hmac_secret");
+        let result = ConfigFile::new(&text).load(&[("RELAY_FILE_SINK", "-")]);
+        match (setting.in_file, value) {
+            (true, Some((_, _, shown))) => {
+                let c = result.unwrap_or_else(|e| panic!("{}: {e}", setting.key));
+                assert_eq!(effective(&c, setting.var), *shown, "{}", setting.key);
+            }
+            (false, None) => {
+                let message = result.unwrap_err().to_string();
+                assert!(
+                    message.contains(&format!("relay.toml:3:")),
+                    "{}: {message}",
+                    setting.key
+                );
+                assert!(message.contains(setting.key), "{message}");
+            }
+            (in_file, value) => panic!(
+                "{}: in_file {in_file} and a test value {value:?}",
+                setting.key
+            ),
+        }
+    }
+    let c = ConfigFile::new(
+        "[relay]\nhmac_secret = \"x\"\nlog_format = \"json\"\nlisten = \"127.0.0.1:9\"\n",
+    )
+    .load(&[("RELAY_FILE_SINK", "-")])
+    .unwrap();
+    assert_eq!(
+        (c.log_format, c.listen.map(|a| a.port())),
+        (LogFormat::Json, Some(9))
+    );
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let err = config_errors(&[("RELAY_CONFIG", "/nonexistent/relay.toml")]);
+    assert_eq!(vars_of(&err), ["RELAY_CONFIG"]);
+    assert!(
+        err.to_string()
+            .contains("cannot read /nonexistent/relay.toml")
+    );
+}
+
+#[test]
+fn spots_unknown_relay_variables() {
+    let names = ["RELAY_HMAC_SECERT", "RELAY_FILE_SINK", "PATH"].map(String::from);
+    assert_eq!(Config::unknown_vars(names), ["RELAY_HMAC_SECERT"]);
+}
+
+#[test]
+fn the_readme_table_is_the_settings_table() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let start = readme
+        .find("<!-- settings:start -->")
+        .expect("the start marker")
+        + "<!-- settings:start -->".len();
+    let end = readme
+        .find("<!-- settings:end -->")
+        .expect("the end marker");
+    let expected = markdown_table();
+    assert_eq!(
+        readme[start..end].trim(),
+        expected.trim(),
+        "README.md's configuration table should read:\n{expected}"
+    );
+}

@@ -1,0 +1,349 @@
+//! What the relay's tests share, so that each is written once: the DSS captures by name,
+//! configurations from `(variable, value)` pairs or a file, sinks that record, fail or never
+//! answer, a [`Relay`] with those sinks and the configured routes, and requests signed and
+//! encoded as the DSS sent them.
+
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use relay_core::config::ConfigErrors;
+use relay_core::verify::{Clock, FixedClock, Secret, sign};
+use relay_core::{Config, Message, Outcome, Receipt, Relay, Sink, SinkError};
+
+/// The captured DSS requests, byte for byte, and what they were signed with.
+pub mod capture {
+    use super::*;
+
+    /// The `Date` every capture was signed with.
+    pub const DATE: &str = "Fri, 15 Nov 2019 20:24:11 GMT";
+    /// The DSS test suite's HMAC secret, which signed the captures.
+    pub const SECRET: &str = "ribos0me";
+    /// Every capture, by name.
+    pub const NAMES: [&str; 3] = [
+        "v2-json-post",
+        "v1-json-post-custom-keyid",
+        "v2-multipart-put",
+    ];
+
+    /// The captures' `Date` as a time, for a clock pinned to it.
+    pub fn time() -> SystemTime {
+        httpdate::parse_http_date(DATE).expect("a valid date")
+    }
+
+    /// The raw request, as it crossed the wire.
+    pub fn raw(name: &str) -> &'static [u8] {
+        match name {
+            "v2-json-post" => include_bytes!("../../relay-core/tests/data/dss/v2-json-post.http"),
+            "v1-json-post-custom-keyid" => {
+                include_bytes!("../../relay-core/tests/data/dss/v1-json-post-custom-keyid.http")
+            }
+            "v2-multipart-put" => {
+                include_bytes!("../../relay-core/tests/data/dss/v2-multipart-put.http")
+            }
+            other => panic!("no capture {other:?}; captures are {NAMES:?}"),
+        }
+    }
+
+    /// The body of the capture.
+    pub fn body(name: &str) -> &'static [u8] {
+        let raw = raw(name);
+        &raw[raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a header end")
+            + 4..]
+    }
+
+    /// The capture as the request the relay receives.
+    pub fn request(name: &str) -> http::Request<Bytes> {
+        let raw = raw(name);
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut parsed = httparse::Request::new(&mut headers);
+        let httparse::Status::Complete(offset) = parsed.parse(raw).expect("a valid capture") else {
+            panic!("incomplete capture {name}");
+        };
+        let mut builder = http::Request::builder()
+            .method(parsed.method.expect("a method"))
+            .uri(parsed.path.expect("a target"));
+        for h in parsed.headers.iter() {
+            builder = builder.header(h.name, h.value);
+        }
+        builder
+            .body(Bytes::copy_from_slice(&raw[offset..]))
+            .expect("a valid request")
+    }
+
+    /// The payload the capture carries: the body, or the `payload` field of a multipart body.
+    pub fn payload(name: &str) -> &'static [u8] {
+        match name {
+            // The multipart capture carries the v2 JSON capture's body in its payload field.
+            "v2-multipart-put" => body("v2-json-post"),
+            other => body(other),
+        }
+    }
+}
+
+/// A variable lookup over `pairs` only (the last pair of a name wins), as `Config::from_vars`
+/// takes it.
+pub fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name| {
+        pairs
+            .iter()
+            .rfind(|(k, _)| *k == name)
+            .map(|(_, v)| (*v).to_owned())
+    }
+}
+
+/// The configuration `pairs` give; panics with the problems when it is invalid.
+pub fn config(pairs: &[(&str, &str)]) -> Config {
+    Config::from_vars(vars(pairs)).unwrap_or_else(|e| panic!("a valid test configuration: {e}"))
+}
+
+/// The problems of an invalid configuration; panics when it is valid.
+pub fn config_errors(pairs: &[(&str, &str)]) -> ConfigErrors {
+    Config::from_vars(vars(pairs)).expect_err("an invalid configuration")
+}
+
+/// A `RELAY_CONFIG` file in a temporary folder that lives as long as this value.
+#[derive(Debug)]
+pub struct ConfigFile {
+    _dir: tempfile::TempDir,
+    /// The file's path.
+    pub path: String,
+}
+
+impl ConfigFile {
+    /// Writes `text` as `relay.toml`.
+    pub fn new(text: &str) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("relay.toml");
+        std::fs::write(&path, text).expect("a writable folder");
+        Self {
+            _dir: dir,
+            path: path.display().to_string(),
+        }
+    }
+
+    /// The configuration this file and `pairs` give.
+    pub fn load(&self, pairs: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+        let mut all = vec![("RELAY_CONFIG", self.path.as_str())];
+        all.extend_from_slice(pairs);
+        Config::from_vars(vars(&all))
+    }
+}
+
+/// Records every message it accepts.
+#[derive(Debug)]
+pub struct RecordingSink {
+    name: String,
+    messages: Mutex<Vec<Message>>,
+}
+
+impl RecordingSink {
+    /// An empty recorder called `name` in logs and receipts.
+    pub fn new(name: &str) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            messages: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// What it has accepted so far, in order.
+    pub fn messages(&self) -> Vec<Message> {
+        self.messages.lock().expect("not poisoned").clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl Sink for RecordingSink {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        let mut messages = self.messages.lock().expect("not poisoned");
+        batch
+            .iter()
+            .map(|m| {
+                messages.push(m.clone());
+                Ok(Receipt {
+                    message_id: Some(messages.len().to_string()),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Fails every message, retryably or not, and counts the calls.
+#[derive(Debug)]
+pub struct FailingSink {
+    name: String,
+    retryable: bool,
+    calls: Mutex<usize>,
+}
+
+impl FailingSink {
+    /// A sink whose every publish fails.
+    pub fn new(name: &str, retryable: bool) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            retryable,
+            calls: Mutex::new(0),
+        })
+    }
+
+    /// How many publish calls it received.
+    pub fn calls(&self) -> usize {
+        *self.calls.lock().expect("not poisoned")
+    }
+}
+
+#[async_trait::async_trait]
+impl Sink for FailingSink {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        *self.calls.lock().expect("not poisoned") += 1;
+        let fail = || -> SinkError {
+            let cause = "simulated failure".into();
+            match self.retryable {
+                true => SinkError::Retryable(cause),
+                false => SinkError::Permanent(cause),
+            }
+        };
+        batch.iter().map(|_| Err(fail())).collect()
+    }
+}
+
+/// Never answers.
+#[derive(Debug)]
+pub struct StuckSink;
+
+#[async_trait::async_trait]
+impl Sink for StuckSink {
+    fn name(&self) -> &str {
+        "stuck"
+    }
+
+    async fn publish(&self, _: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        std::future::pending().await
+    }
+}
+
+/// A relay with the configuration's routes and shaping, whose sinks are `sinks`, by configured
+/// name; a configured sink without one here gets a recorder nobody reads.
+pub fn relay(config: Config, sinks: &[(&str, Arc<dyn Sink>)], clock: Arc<dyn Clock>) -> Relay {
+    Relay::with_sinks(
+        config,
+        |c| match sinks.iter().find(|(name, _)| *name == c.name) {
+            Some((_, sink)) => Arc::clone(sink),
+            None => RecordingSink::new(&c.name),
+        },
+        clock,
+    )
+}
+
+/// A relay with the capture secret, the clock at the captures' `Date`, `pairs` on top, and one
+/// recording sink in place of the configured `file` sink.
+pub fn capture_relay(pairs: &[(&str, &str)]) -> (Relay, Arc<RecordingSink>) {
+    let mut all = vec![
+        ("RELAY_HMAC_SECRET", capture::SECRET),
+        ("RELAY_FILE_SINK", "-"),
+    ];
+    all.extend_from_slice(pairs);
+    let sink = RecordingSink::new("memory");
+    let relay = relay(
+        config(&all),
+        &[("file", sink.clone() as Arc<dyn Sink>)],
+        capture_clock(),
+    );
+    (relay, sink)
+}
+
+/// A clock at the captures' `Date`.
+pub fn capture_clock() -> Arc<dyn Clock> {
+    Arc::new(FixedClock(capture::time()))
+}
+
+/// Signs requests as the DSS did: `Date`, `Digest` and `Authorization` over `date digest`.
+#[derive(Debug, Clone)]
+pub struct Signer {
+    /// The keyId.
+    pub key_id: String,
+    /// The secret.
+    pub secret: String,
+    /// The time the `Date` header gives.
+    pub at: SystemTime,
+}
+
+/// The multipart boundary of the DSS captures.
+pub const BOUNDARY: &str = "2769baffc4f24cbc83ced26aa0c2f712";
+
+impl Signer {
+    /// Signs with the capture secret at the captures' `Date`.
+    pub fn capture(key_id: &str) -> Self {
+        Self {
+            key_id: key_id.to_owned(),
+            secret: capture::SECRET.to_owned(),
+            at: capture::time(),
+        }
+    }
+
+    /// A signed `POST /` with `body` as `application/json`.
+    pub fn json(&self, body: &str) -> http::Request<Bytes> {
+        self.request("application/json", body.as_bytes().to_vec())
+    }
+
+    /// A signed `PUT /` with `payload` in the `payload` field after `foo=bar`, as the DSS's
+    /// multipart subscriptions sent it.
+    pub fn multipart(&self, payload: &str) -> http::Request<Bytes> {
+        let fields = [("foo".to_owned(), "bar".to_owned())];
+        let body = relay_core::intake::dss_multipart_body(
+            BOUNDARY,
+            &fields,
+            "payload",
+            payload.as_bytes(),
+        );
+        let mut request = self.request(&format!("multipart/form-data; boundary={BOUNDARY}"), body);
+        *request.method_mut() = http::Method::PUT;
+        request
+    }
+
+    /// A signed `POST /` with this content type and body.
+    pub fn request(&self, content_type: &str, body: Vec<u8>) -> http::Request<Bytes> {
+        let signature = sign(
+            &self.key_id,
+            &Secret::new(self.secret.as_str()),
+            self.at,
+            &body,
+        )
+        .expect("a valid keyId");
+        http::Request::post("/")
+            .header("content-type", content_type)
+            .header("date", signature.date)
+            .header("digest", signature.digest)
+            .header("authorization", signature.authorization)
+            .body(Bytes::from(body))
+            .expect("a valid request")
+    }
+}
+
+/// The status and `error.code` (empty for a success) of an answer.
+pub fn status_and_code(outcome: &Outcome) -> (u16, String) {
+    let body: serde_json::Value = serde_json::from_slice(&outcome.body).expect("a JSON body");
+    let code = body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (outcome.status.as_u16(), code)
+}
+
+/// A short v2 notification with the given event type.
+pub fn v2(event_type: &str) -> String {
+    format!(
+        r#"{{"subscription_id": "s", "event_type": "{event_type}", "match": {{"bundle_uuid": "u", "bundle_version": "v"}}}}"#
+    )
+}
