@@ -94,6 +94,29 @@ pub(crate) async fn send(request: http::Request<Full<Bytes>>) -> (u16, serde_jso
     )
 }
 
+/// Sends each payload in its encoding and checks that the relay published it to its one sink,
+/// whose name starts with `kind:`, with a message id.
+pub(crate) async fn publish_each(
+    url: &str,
+    payloads: &[String],
+    encodings: &[Encoding],
+    kind: &str,
+) {
+    for (payload, encoding) in payloads.iter().zip(encodings) {
+        let (status, body) = send(dss_request(url, payload, *encoding)).await;
+        assert_eq!(status, 202, "{body}");
+        let delivery = &body["deliveries"][0];
+        assert!(
+            delivery["sink"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{kind}:")),
+            "{body}"
+        );
+        assert!(delivery["message_id"].is_string(), "{body}");
+    }
+}
+
 /// A relay configuration from the given `RELAY_*` variables, the test key, and the rest of the
 /// environment (`PUBSUB_EMULATOR_HOST`) as production reads it.
 pub(crate) fn config(vars: &[(&str, &str)]) -> Config {
@@ -178,22 +201,18 @@ pub(crate) async fn sqs() -> aws_sdk_sqs::Client {
 }
 
 pub(crate) async fn create_queue(sqs: &aws_sdk_sqs::Client, fifo: bool) -> String {
-    let name = if fifo {
-        format!("{}.fifo", unique("dss"))
-    } else {
-        unique("dss")
-    };
+    let name = unique("dss");
+    create_named_queue(sqs, &if fifo { format!("{name}.fifo") } else { name }).await
+}
+
+/// Creates the queue `name` (FIFO when it ends in `.fifo`); returns its URL.
+pub(crate) async fn create_named_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> String {
     let mut request = sqs.create_queue().queue_name(name);
-    if fifo {
+    if name.ends_with(".fifo") {
         request = request.attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true");
     }
-    request
-        .send()
-        .await
-        .unwrap()
-        .queue_url()
-        .unwrap()
-        .to_owned()
+    let created = request.send().await.expect("the queue is created");
+    created.queue_url().expect("a queue URL").to_owned()
 }
 
 /// Receives (and deletes) until `want` messages arrived, then keeps listening for `linger` to

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use google_cloud_pubsub::client::{Subscriber, SubscriptionAdmin, TopicAdmin};
 
-use crate::common::{Encoding, dss_request, gcf, send, unique, v1, v2};
+use crate::common::{Encoding, gcf, publish_each, unique, v1, v2};
 
 fn endpoint() -> String {
     format!(
@@ -85,20 +85,13 @@ async fn json_and_multipart_reach_a_pubsub_topic_unchanged_and_ordered() {
         v1(&sub, "b1"),
         v2(&sub, "b1", "TOMBSTONE", "t2"),
     ];
-    for (payload, encoding) in
-        payloads
-            .iter()
-            .zip([Encoding::Json, Encoding::Multipart, Encoding::Json])
-    {
-        let (status, body) = send(dss_request(&url, payload, encoding)).await;
-        assert_eq!(status, 202, "{body}");
-        assert!(
-            body["deliveries"][0]["sink"]
-                .as_str()
-                .unwrap()
-                .starts_with("pubsub:")
-        );
-    }
+    publish_each(
+        &url,
+        &payloads,
+        &[Encoding::Json, Encoding::Multipart, Encoding::Json],
+        "pubsub",
+    )
+    .await;
     let messages = pull(&subscription, 3).await;
     let data: Vec<&[u8]> = messages.iter().map(|m| m.data.as_ref()).collect();
     let sent: Vec<&[u8]> = payloads.iter().map(|p| p.as_bytes()).collect();

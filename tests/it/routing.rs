@@ -4,10 +4,12 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
 use serde_json::json;
 
-use crate::common::{Encoding, attribute, config, dss_request, receive, send, serve, sqs, unique};
+use crate::common::{
+    Encoding, attribute, config, create_named_queue, dss_request, receive, send, serve, sqs, unique,
+};
 
 /// The sample configuration, with queue names made unique for this run.
 fn example_with(suffix: &str) -> String {
@@ -80,19 +82,7 @@ async fn a_mixed_stream_lands_in_exactly_the_right_queues() {
         format!("dss-indexer-{suffix}.fifo"),
         format!("dss-gcp-replica-{suffix}"),
     ] {
-        let mut request = sqs.create_queue().queue_name(&name);
-        if name.ends_with(".fifo") {
-            request = request.attributes(QueueAttributeName::FifoQueue, "true");
-        }
-        queues.push(
-            request
-                .send()
-                .await
-                .unwrap()
-                .queue_url()
-                .unwrap()
-                .to_owned(),
-        );
+        queues.push(create_named_queue(&sqs, &name).await);
     }
     let relay = relay_core::Relay::from_config(config(&[("RELAY_CONFIG", file.to_str().unwrap())]))
         .await

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::common::{
-    Encoding, attribute, create_queue, dss_request, gcf, receive, sdk, send, sqs, unique, v1, v2,
+    Encoding, attribute, create_queue, gcf, publish_each, receive, sdk, sqs, unique, v1, v2,
 };
 
 #[tokio::test]
@@ -42,16 +42,13 @@ async fn json_and_multipart_reach_an_sns_topic_unchanged() {
     let url = gcf(&[("RELAY_SNS_TOPIC_ARN", &topic)]).await;
     let sub = unique("sub");
     let payloads = [v2(&sub, "b1", "DELETE", "t1"), v1(&sub, "b2")];
-    for (payload, encoding) in payloads.iter().zip([Encoding::Json, Encoding::Multipart]) {
-        let (status, body) = send(dss_request(&url, payload, encoding)).await;
-        assert_eq!(status, 202, "{body}");
-        assert!(
-            body["deliveries"][0]["sink"]
-                .as_str()
-                .unwrap()
-                .starts_with("sns:")
-        );
-    }
+    publish_each(
+        &url,
+        &payloads,
+        &[Encoding::Json, Encoding::Multipart],
+        "sns",
+    )
+    .await;
     let mut messages = receive(&sqs, &queue, 2, Duration::from_millis(500)).await;
     assert_eq!(messages.len(), 2);
     messages.sort_by_key(|m| attribute(m, "dss.bundle_uuid").unwrap().to_owned());

@@ -5,8 +5,8 @@ use std::time::Duration;
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 
 use crate::common::{
-    CountingProxy, Encoding, attribute, create_queue, dss_request, gcf, gcf_with, receive, send,
-    sqs, unique, v1, v2,
+    CountingProxy, Encoding, attribute, create_queue, dss_request, gcf, gcf_with, publish_each,
+    receive, send, sqs, unique, v1, v2,
 };
 
 #[tokio::test]
@@ -16,17 +16,13 @@ async fn json_and_multipart_land_byte_identical_in_a_standard_queue() {
     let url = gcf(&[("RELAY_SQS_QUEUE_URL", &queue)]).await;
     let sub = unique("sub");
     let payloads = [v2(&sub, "b1", "CREATE", "t1"), v1(&sub, "b2")];
-    for (payload, encoding) in payloads.iter().zip([Encoding::Json, Encoding::Multipart]) {
-        let (status, body) = send(dss_request(&url, payload, encoding)).await;
-        assert_eq!(status, 202, "{body}");
-        assert!(
-            body["deliveries"][0]["sink"]
-                .as_str()
-                .unwrap()
-                .starts_with("sqs:")
-        );
-        assert!(body["deliveries"][0]["message_id"].is_string());
-    }
+    publish_each(
+        &url,
+        &payloads,
+        &[Encoding::Json, Encoding::Multipart],
+        "sqs",
+    )
+    .await;
     let mut messages = receive(&sqs, &queue, 2, Duration::from_millis(500)).await;
     assert_eq!(messages.len(), 2);
     messages.sort_by_key(|m| attribute(m, "dss.bundle_uuid").unwrap().to_owned());

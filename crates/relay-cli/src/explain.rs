@@ -138,21 +138,7 @@ pub(crate) fn run(args: &ExplainArgs) -> ExitCode {
 }
 
 fn explain(args: &ExplainArgs) -> Result<String, String> {
-    // Explaining needs the sinks and routes, not the keys: without any key configured, accept
-    // the configuration as unsigned rather than refuse it.
-    let env = crate::env_with_config(args.config.as_deref());
-    let no_keys = [
-        "RELAY_HMAC_KEYS",
-        "RELAY_HMAC_SECRET",
-        "RELAY_HMAC_KEYS_SECRET_ARN",
-    ]
-    .iter()
-    .all(|name| env(name).is_none());
-    let config = Config::from_vars(|name| match name {
-        "RELAY_ALLOW_UNSIGNED" if no_keys => Some("true".into()),
-        _ => env(name),
-    })
-    .map_err(|e| e.to_string())?;
+    let config = load(args.config.as_deref())?;
     let payload = std::fs::read(&args.notification)
         .map_err(|e| format!("cannot read {}: {e}", args.notification.display()))?;
     let notification = Notification::parse(Bytes::from(payload)).map_err(|e| e.to_string())?;

@@ -21,6 +21,20 @@ fn relay_cmd() -> Command {
 }
 
 /// Starts the relay-gcf app on a free loopback port with a file sink; returns its URL.
+/// `relay send FILE --url URL --key-id dev`.
+fn send_cmd(file: &Path, url: &str) -> Command {
+    let mut cmd = relay_cmd();
+    cmd.args([
+        "send",
+        file.to_str().unwrap(),
+        "--url",
+        url,
+        "--key-id",
+        "dev",
+    ]);
+    cmd
+}
+
 async fn start_relay(sink: &Path) -> String {
     let vars = [
         ("RELAY_HMAC_KEYS", format!(r#"{{"dev": "{SECRET}"}}"#)),
@@ -66,16 +80,8 @@ async fn send_lands_every_example_byte_identical_in_every_encoding() {
             continue;
         }
         for (method, encoding) in [("post", "json"), ("put", "multipart")] {
-            let mut cmd = relay_cmd();
+            let mut cmd = send_cmd(&file, &url);
             cmd.args([
-                "send",
-                file.to_str().unwrap(),
-                "--url",
-                &url,
-                "--key-id",
-                "dev",
-            ])
-            .args([
                 "--method",
                 method,
                 "--encoding",
@@ -107,16 +113,8 @@ async fn send_reports_a_refusal_with_a_failing_exit_code() {
     let sink = dir.path().join("sink.jsonl");
     let url = start_relay(&sink).await;
     let file = examples().join("v2-create.json");
-    let mut cmd = relay_cmd();
-    cmd.args([
-        "send",
-        file.to_str().unwrap(),
-        "--url",
-        &url,
-        "--key-id",
-        "dev",
-    ])
-    .env("RELAY_SEND_SECRET", "wrong");
+    let mut cmd = send_cmd(&file, &url);
+    cmd.env("RELAY_SEND_SECRET", "wrong");
     let out = run(cmd).await;
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -165,27 +165,17 @@ mod tests {
 
     #[tokio::test]
     async fn multipart_field_is_the_payload() {
-        let got = extract_payload(
-            &headers("multipart/form-data; boundary=b0"),
-            Bytes::from(FORM),
-            "payload",
-        )
-        .await;
-        assert_eq!(got, Ok(Bytes::from_static(b"{\"a\": 1}")));
-        let got = extract_payload(
-            &headers("multipart/form-data; boundary=b0"),
-            Bytes::from(FORM),
-            "foo",
-        )
-        .await;
-        assert_eq!(got, Ok(Bytes::from_static(b"bar")));
-        let got = extract_payload(
-            &headers("multipart/form-data; boundary=b0"),
-            Bytes::from(FORM),
-            "file",
-        )
-        .await;
-        assert_eq!(got, Err(IntakeError::MissingPayloadField("file".into())));
+        let form = headers("multipart/form-data; boundary=b0");
+        let field = |name: &'static str| extract_payload(&form, Bytes::from(FORM), name);
+        assert_eq!(
+            field("payload").await,
+            Ok(Bytes::from_static(b"{\"a\": 1}"))
+        );
+        assert_eq!(field("foo").await, Ok(Bytes::from_static(b"bar")));
+        assert_eq!(
+            field("file").await,
+            Err(IntakeError::MissingPayloadField("file".into()))
+        );
     }
 
     #[tokio::test]

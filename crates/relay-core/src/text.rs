@@ -17,6 +17,40 @@ macro_rules! deserialize_from_text {
 }
 pub(crate) use deserialize_from_text;
 
+/// Defines a string newtype that only holds values `$check` accepts, with `as_str`, `Display`,
+/// `FromStr` and `Deserialize`.
+macro_rules! checked_string {
+    ($(#[$meta:meta])* $name:ident, $expecting:literal, $check:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The value.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                let check: fn(&str) -> Result<(), String> = $check;
+                check(s).map(|()| Self(s.to_owned()))
+            }
+        }
+
+        $crate::text::deserialize_from_text!($name, $expecting);
+    };
+}
+pub(crate) use checked_string;
+
 /// Visits any scalar as text and parses it with `T::from_str`.
 pub(crate) struct TextVisitor<T> {
     expecting: &'static str,

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use relay_core::verify::{Secret, sign};
 use relay_testkit::capture::{self, DATE as CAPTURE_DATE, SECRET as CAPTURE_SECRET};
-use relay_testkit::{capture_clock, capture_relay, config, status_and_code};
+use relay_testkit::{assert_accepted, capture_clock, capture_relay, config, status_and_code};
 
 fn error_code(outcome: &relay_core::Outcome) -> String {
     status_and_code(outcome).1
@@ -817,12 +817,7 @@ async fn good_inputs_in_every_shape_are_published() {
         ),
     ] {
         let outcome = relay.accept(request(&row)).await;
-        assert_eq!(
-            outcome.status,
-            StatusCode::ACCEPTED,
-            "{}",
-            String::from_utf8_lossy(&outcome.body)
-        );
+        assert_accepted(&outcome);
     }
     let messages = sink.messages();
     assert_eq!(messages.len(), 4);

@@ -6,7 +6,9 @@ use bytes::Bytes;
 use http::{HeaderValue, StatusCode};
 use relay_core::verify::SystemClock;
 use relay_testkit::capture::{self, NAMES, SECRET};
-use relay_testkit::{capture_clock, capture_relay, config, relay, status_and_code};
+use relay_testkit::{
+    assert_accepted, capture_clock, capture_relay, config, relay, status_and_code,
+};
 
 const V2_JSON: &str = "v2-json-post";
 const V1_JSON: &str = "v1-json-post-custom-keyid";
@@ -33,12 +35,7 @@ async fn every_capture_verifies_and_publishes_its_exact_payload() {
     ] {
         let (relay, sink) = capture_relay(&[]);
         let outcome = relay.accept(capture::request(name)).await;
-        assert_eq!(
-            outcome.status,
-            StatusCode::ACCEPTED,
-            "{}",
-            String::from_utf8_lossy(&outcome.body)
-        );
+        assert_accepted(&outcome);
         let messages = sink.messages();
         assert_eq!(messages.len(), 1);
         let m = &messages[0];

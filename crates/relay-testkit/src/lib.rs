@@ -331,6 +331,12 @@ impl Signer {
     }
 }
 
+/// Panics, showing the body, unless the answer is 202.
+pub fn assert_accepted(outcome: &Outcome) {
+    let body = String::from_utf8_lossy(&outcome.body);
+    assert_eq!(outcome.status, http::StatusCode::ACCEPTED, "{body}");
+}
+
 /// The status and `error.code` (empty for a success) of an answer.
 pub fn status_and_code(outcome: &Outcome) -> (u16, String) {
     let body: serde_json::Value = serde_json::from_slice(&outcome.body).expect("a JSON body");

@@ -123,7 +123,10 @@ impl Config {
             settings.hmac_keys.clone().unwrap_or_default().0,
             settings.hmac_secret.clone(),
         );
-        let keys_secret_arn = settings.hmac_keys_secret_arn.as_ref().map(|a| a.0.clone());
+        let keys_secret_arn = settings
+            .hmac_keys_secret_arn
+            .as_ref()
+            .map(|a| a.to_string());
         let allow_unsigned = settings.allow_unsigned.is_some_and(|f| f.0);
         if keys.is_empty() && keys_secret_arn.is_none() && !allow_unsigned {
             fail(
@@ -198,7 +201,7 @@ impl Config {
             payload_field: settings
                 .payload_field
                 .as_ref()
-                .map_or(DEFAULT_PAYLOAD_FIELD.into(), |f| f.0.clone()),
+                .map_or(DEFAULT_PAYLOAD_FIELD.into(), |f| f.to_string()),
             sink_timeout: Duration::from_millis(settings.sink_timeout_ms.map_or(0, |m| m.0)),
             log_format,
             listen: settings.listen.map(|l| l.0),

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::de::{Error as _, MapAccess, Visitor};
 
-use crate::text::deserialize_from_text;
+use crate::text::{checked_string, deserialize_from_text};
 use crate::verify::Secret;
 
 /// How `relay check` shows a value; secrets are masked.
@@ -93,65 +93,31 @@ value!(
     |s| s.parse().ok()
 );
 
-/// A multipart form field name: non-empty, without quotes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldName(pub String);
+checked_string!(
+    /// A multipart form field name: non-empty, without quotes.
+    FieldName,
+    "a form field name",
+    |s| match s.is_empty() || s.contains('"') {
+        true => Err(format!("expected a non-empty form field name without quotes, got {s:?}")),
+        false => Ok(()),
+    }
+);
 
-impl FromStr for FieldName {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.is_empty() || s.contains('"') {
-            true => Err(format!(
-                "expected a non-empty form field name without quotes, got {s:?}"
-            )),
-            false => Ok(Self(s.to_owned())),
+checked_string!(
+    /// An AWS Secrets Manager secret ARN.
+    SecretArn,
+    "a Secrets Manager secret ARN",
+    |arn| match arn.splitn(7, ':').collect::<Vec<_>>().as_slice() {
+        ["arn", partition, "secretsmanager", region, account, "secret", name]
+            if partition.starts_with("aws") && ![region, account, name].iter().any(|p| p.is_empty()) =>
+        {
+            Ok(())
         }
+        _ => Err(format!(
+            "expected a Secrets Manager secret ARN such as arn:aws:secretsmanager:us-east-1:123456789012:secret:dss-relay-hmac, got {arn:?}"
+        )),
     }
-}
-
-impl fmt::Display for FieldName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-deserialize_from_text!(FieldName, "a form field name");
-
-/// An AWS Secrets Manager secret ARN.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecretArn(pub String);
-
-impl FromStr for SecretArn {
-    type Err = String;
-    fn from_str(arn: &str) -> Result<Self, String> {
-        match arn.splitn(7, ':').collect::<Vec<_>>().as_slice() {
-            [
-                "arn",
-                partition,
-                "secretsmanager",
-                region,
-                account,
-                "secret",
-                name,
-            ] if partition.starts_with("aws")
-                && ![region, account, name].iter().any(|p| p.is_empty()) =>
-            {
-                Ok(Self(arn.to_owned()))
-            }
-            _ => Err(format!(
-                "expected a Secrets Manager secret ARN such as arn:aws:secretsmanager:us-east-1:123456789012:secret:dss-relay-hmac, got {arn:?}"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for SecretArn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-deserialize_from_text!(SecretArn, "a Secrets Manager secret ARN");
+);
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

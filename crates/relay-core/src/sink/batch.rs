@@ -202,34 +202,51 @@ mod tests {
         }
     }
 
+    /// Starts a batcher over a recorder and publishes `payloads` concurrently, one request
+    /// each; returns each payload's result and the recorder.
+    async fn publish_concurrently(
+        limits: Limits,
+        payloads: Vec<String>,
+    ) -> (Vec<(String, Result<Receipt, SinkError>)>, Arc<Recorder>) {
+        let recorder = Arc::new(Recorder::default());
+        let batcher = Arc::new(Batcher::spawn(
+            Arc::clone(&recorder) as Arc<dyn SendBatch>,
+            limits,
+        ));
+        let tasks: Vec<_> = payloads
+            .into_iter()
+            .map(|payload| {
+                let batcher = Arc::clone(&batcher);
+                tokio::spawn(async move {
+                    let mut results = batcher.publish(&[message(&payload)]).await;
+                    (payload, results.remove(0))
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for task in tasks {
+            results.push(task.await.unwrap());
+        }
+        (results, recorder)
+    }
+
     #[tokio::test]
     async fn concurrent_messages_share_calls_and_keep_their_own_results() {
-        let recorder = Arc::new(Recorder::default());
         let limits = Limits {
             max_entries: 10,
             max_bytes: 1000,
             max_in_flight: 2,
         };
-        let batcher = Arc::new(Batcher::spawn(
-            Arc::clone(&recorder) as Arc<dyn SendBatch>,
-            limits,
-        ));
-        let tasks: Vec<_> = (0..100)
-            .map(|i| {
-                let batcher = Arc::clone(&batcher);
-                tokio::spawn(async move {
-                    let payload = if i % 7 == 0 {
-                        "fail".to_owned()
-                    } else {
-                        format!("m{i}")
-                    };
-                    (payload.clone(), batcher.publish(&[message(&payload)]).await)
-                })
-            })
-            .collect();
-        for task in tasks {
-            let (payload, results) = task.await.unwrap();
-            match &results[0] {
+        let payloads = (0..100).map(|i| {
+            if i % 7 == 0 {
+                "fail".to_owned()
+            } else {
+                format!("m{i}")
+            }
+        });
+        let (results, recorder) = publish_concurrently(limits, payloads.collect()).await;
+        for (payload, result) in &results {
+            match result {
                 Ok(receipt) => assert_eq!(receipt.message_id.as_deref(), Some(payload.as_str())),
                 Err(e) => assert!(payload == "fail" && !e.is_retryable()),
             }
@@ -248,25 +265,13 @@ mod tests {
 
     #[tokio::test]
     async fn the_byte_limit_splits_batches() {
-        let recorder = Arc::new(Recorder::default());
         let limits = Limits {
             max_entries: 10,
             max_bytes: 10,
             max_in_flight: 1,
         };
-        let batcher = Arc::new(Batcher::spawn(
-            Arc::clone(&recorder) as Arc<dyn SendBatch>,
-            limits,
-        ));
-        let tasks: Vec<_> = (0..6)
-            .map(|_| {
-                let batcher = Arc::clone(&batcher);
-                tokio::spawn(async move { batcher.publish(&[message("abcd")]).await })
-            })
-            .collect();
-        for task in tasks {
-            assert!(task.await.unwrap()[0].is_ok());
-        }
+        let (results, recorder) = publish_concurrently(limits, vec!["abcd".to_owned(); 6]).await;
+        assert!(results.iter().all(|(_, r)| r.is_ok()));
         // 4-byte messages under a 10-byte limit: the first alone (nothing was queued yet), then
         // pairs. One message per call would be six calls of one.
         let batches = recorder.batches.lock().unwrap();

@@ -61,31 +61,15 @@ impl PubSubConfig {
     }
 }
 
-/// A Pub/Sub topic name: `projects/<project>/topics/<topic>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PubSubTopic(String);
-
-impl std::fmt::Display for PubSubTopic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+crate::text::checked_string!(
+    /// A Pub/Sub topic name: `projects/<project>/topics/<topic>`.
+    PubSubTopic,
+    "a Pub/Sub topic name",
+    |topic| match topic.split('/').collect::<Vec<_>>().as_slice() {
+        ["projects", project, "topics", name] if !project.is_empty() && name.len() >= 3 => Ok(()),
+        _ => Err(format!("expected projects/<project>/topics/<topic>, the topic at least 3 characters, got {topic:?}")),
     }
-}
-
-impl std::str::FromStr for PubSubTopic {
-    type Err = String;
-    fn from_str(topic: &str) -> Result<Self, String> {
-        match topic.split('/').collect::<Vec<_>>().as_slice() {
-            ["projects", project, "topics", name] if !project.is_empty() && name.len() >= 3 => {
-                Ok(Self(topic.to_owned()))
-            }
-            _ => Err(format!(
-                "expected projects/<project>/topics/<topic>, the topic at least 3 characters, got {topic:?}"
-            )),
-        }
-    }
-}
-
-crate::text::deserialize_from_text!(PubSubTopic, "a Pub/Sub topic name");
+);
 
 #[cfg(feature = "pubsub")]
 pub use client::PubSubSink;
@@ -114,7 +98,7 @@ mod client {
         pub async fn new(
             target: &PubSubConfig,
         ) -> Result<Self, google_cloud_gax::client_builder::Error> {
-            let mut builder = Publisher::builder(target.topic.0.clone());
+            let mut builder = Publisher::builder(target.topic.to_string());
             if let Some(host) = &target.emulator_host {
                 builder = builder
                     .with_endpoint(format!("http://{host}"))
@@ -125,7 +109,7 @@ mod client {
             Ok(Self {
                 name: format!(
                     "pubsub:{}",
-                    target.topic.0.rsplit('/').next().unwrap_or_default()
+                    target.topic.as_str().rsplit('/').next().unwrap_or_default()
                 ),
                 publisher: builder.build().await?,
             })

@@ -41,7 +41,7 @@ impl SnsConfig {
 
     /// True for a FIFO topic.
     pub fn is_fifo(&self) -> bool {
-        self.topic_arn.0.ends_with(".fifo")
+        self.topic_arn.as_str().ends_with(".fifo")
     }
 
     pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
@@ -58,46 +58,26 @@ impl SnsConfig {
     }
 }
 
-/// An SNS topic ARN: `arn:<partition>:sns:<region>:<account>:<name>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicArn(String);
+crate::text::checked_string!(
+    /// An SNS topic ARN: `arn:<partition>:sns:<region>:<account>:<name>`.
+    TopicArn,
+    "an SNS topic ARN",
+    |arn| match arn.split(':').collect::<Vec<_>>().as_slice() {
+        ["arn", partition, "sns", region, account, name]
+            if partition.starts_with("aws") && ![region, account, name].iter().any(|p| p.is_empty()) =>
+        {
+            Ok(())
+        }
+        _ => Err(format!("expected a topic ARN such as arn:aws:sns:us-east-1:123456789012:name, got {arn:?}")),
+    }
+);
 
 impl TopicArn {
-    /// The ARN.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
     /// The topic's region.
     pub fn region(&self) -> &str {
         self.0.split(':').nth(3).unwrap_or_default()
     }
 }
-
-impl std::fmt::Display for TopicArn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::str::FromStr for TopicArn {
-    type Err = String;
-    fn from_str(arn: &str) -> Result<Self, String> {
-        match arn.split(':').collect::<Vec<_>>().as_slice() {
-            ["arn", partition, "sns", region, account, name]
-                if partition.starts_with("aws")
-                    && ![region, account, name].iter().any(|p| p.is_empty()) =>
-            {
-                Ok(Self(arn.to_owned()))
-            }
-            _ => Err(format!(
-                "expected a topic ARN such as arn:aws:sns:us-east-1:123456789012:name, got {arn:?}"
-            )),
-        }
-    }
-}
-
-crate::text::deserialize_from_text!(TopicArn, "an SNS topic ARN");
 
 #[cfg(feature = "sns")]
 mod api {

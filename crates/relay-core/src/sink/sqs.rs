@@ -42,7 +42,7 @@ impl SqsConfig {
 
     /// True for a FIFO queue.
     pub fn is_fifo(&self) -> bool {
-        self.queue_url.0.ends_with(".fifo")
+        self.queue_url.as_str().ends_with(".fifo")
     }
 
     pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
@@ -56,41 +56,20 @@ impl SqsConfig {
     }
 }
 
-/// An SQS queue URL: `http(s)://host/<account>/<name>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueUrl(String);
-
-impl QueueUrl {
-    /// The URL.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for QueueUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::str::FromStr for QueueUrl {
-    type Err = String;
-    fn from_str(url: &str) -> Result<Self, String> {
-        let shape_ok = url.parse::<http::Uri>().is_ok_and(|uri| {
-            matches!(uri.scheme_str(), Some("https" | "http"))
-                && uri.host().is_some()
-                && uri.path().trim_matches('/').split('/').count() == 2
-        });
-        match shape_ok {
-            true => Ok(Self(url.to_owned())),
-            false => Err(format!(
+crate::text::checked_string!(
+    /// An SQS queue URL: `http(s)://host/<account>/<name>`.
+    QueueUrl,
+    "an SQS queue URL",
+    |url| {
+        let uri = url.parse::<http::Uri>().ok();
+        match uri.filter(|u| matches!(u.scheme_str(), Some("https" | "http")) && u.host().is_some()) {
+            Some(u) if u.path().trim_matches('/').split('/').count() == 2 => Ok(()),
+            _ => Err(format!(
                 "expected a queue URL such as https://sqs.us-east-1.amazonaws.com/123456789012/name, got {url:?}"
             )),
         }
     }
-}
-
-crate::text::deserialize_from_text!(QueueUrl, "an SQS queue URL");
+);
 
 #[cfg(feature = "sqs")]
 mod api {
