@@ -5,8 +5,10 @@
 //! matches; `fallback` routes take what no other route matched. A sink that several routes
 //! name receives the notification once.
 
+mod describe;
 mod export;
 mod pattern;
+mod request;
 mod template;
 
 use std::collections::BTreeMap;
@@ -14,7 +16,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 pub use export::{Export, FilterLanguage};
-pub use pattern::{Input, Pattern, PatternError, REQUEST, request_document};
+pub use pattern::{Input, Pattern, PatternError, REQUEST};
+pub use request::request_document;
 pub use template::{Template, TemplateError};
 
 /// A compiled route.

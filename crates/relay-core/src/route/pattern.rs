@@ -11,7 +11,7 @@ use std::fmt;
 
 use jmespath::{Context, DEFAULT_RUNTIME, Rcvar, Variable};
 use regex::Regex;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A compiled pattern: every condition must hold.
 #[derive(Debug, Clone)]
@@ -60,7 +60,7 @@ pub(super) enum Cmp {
 
 /// A compiled JMESPath expression, evaluated without copying the document more than once.
 #[derive(Clone)]
-pub(super) struct Jmes(std::sync::Arc<jmespath::Expression<'static>>);
+pub(super) struct Jmes(pub(super) std::sync::Arc<jmespath::Expression<'static>>);
 
 impl fmt::Debug for Jmes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -480,93 +480,6 @@ impl Matcher {
     }
 }
 
-impl fmt::Display for Matcher {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Matcher::Exact(v) => write!(f, "{v}"),
-            Matcher::Prefix(p, false) => write!(f, "prefix {p:?}"),
-            Matcher::Prefix(p, true) => write!(f, "prefix {p:?} (ignoring case)"),
-            Matcher::Suffix(s, false) => write!(f, "suffix {s:?}"),
-            Matcher::Suffix(s, true) => write!(f, "suffix {s:?} (ignoring case)"),
-            Matcher::EqualsIgnoreCase(s) => write!(f, "equals-ignore-case {s:?}"),
-            Matcher::AnythingBut(values) => {
-                let list: Vec<String> = values.iter().map(ToString::to_string).collect();
-                write!(f, "anything-but [{}]", list.join(", "))
-            }
-            Matcher::AnythingButPrefix(p) => write!(f, "anything-but prefix {p:?}"),
-            Matcher::AnythingButSuffix(s) => write!(f, "anything-but suffix {s:?}"),
-            Matcher::Numeric(ranges) => {
-                let parts: Vec<String> = ranges
-                    .iter()
-                    .map(|(cmp, n)| {
-                        let op = match cmp {
-                            Cmp::Lt => "<",
-                            Cmp::Le => "<=",
-                            Cmp::Eq => "=",
-                            Cmp::Ge => ">=",
-                            Cmp::Gt => ">",
-                        };
-                        format!("{op} {n}")
-                    })
-                    .collect();
-                write!(f, "numeric {}", parts.join(" and "))
-            }
-            Matcher::Exists(b) => write!(f, "exists {b}"),
-            Matcher::Wildcard(re) => write!(f, "wildcard /{}/", re.as_str()),
-            Matcher::Regex(re) => write!(f, "regex /{}/", re.as_str()),
-            Matcher::Jmes(expr) => write!(f, "jmespath {:?}", expr.0.as_str()),
-        }
-    }
-}
-
-impl fmt::Display for Condition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Condition::Field { path, matchers } => {
-                let list: Vec<String> = matchers.iter().map(ToString::to_string).collect();
-                write!(f, "{} is one of [{}]", path.join("."), list.join(", "))
-            }
-            Condition::Or(alternatives) => write!(f, "$or of {} patterns", alternatives.len()),
-            Condition::Jmes { path, expr } if path.is_empty() => {
-                write!(f, "$jmespath {:?}", expr.0.as_str())
-            }
-            Condition::Jmes { path, expr } => {
-                write!(f, "{}.$jmespath {:?}", path.join("."), expr.0.as_str())
-            }
-        }
-    }
-}
-
-/// The request metadata routes can match under `$request`.
-pub fn request_document(path: &str, query: Option<&str>, headers: &http::HeaderMap) -> Value {
-    let mut q = Map::new();
-    for pair in query
-        .unwrap_or_default()
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let entry = q
-            .entry(name.to_owned())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(values) = entry {
-            values.push(Value::String(value.to_owned()));
-        }
-    }
-    let mut h = Map::new();
-    for (name, value) in headers {
-        if let Ok(value) = value.to_str() {
-            let entry = h
-                .entry(name.as_str().to_owned())
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(values) = entry {
-                values.push(Value::String(value.to_owned()));
-            }
-        }
-    }
-    serde_json::json!({"path": path, "query": q, "headers": h})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -604,7 +517,8 @@ mod tests {
     fn request_document_collects_repeated_query_values() {
         let mut headers = http::HeaderMap::new();
         headers.insert("x-dss-notify-attempt", http::HeaderValue::from_static("2"));
-        let doc = request_document("/dss", Some("replica=aws&replica=gcp&flag"), &headers);
+        let doc =
+            super::super::request_document("/dss", Some("replica=aws&replica=gcp&flag"), &headers);
         assert_eq!(doc["query"]["replica"], json!(["aws", "gcp"]));
         assert_eq!(doc["query"]["flag"], json!([""]));
         // Header values are strings: numeric does not match them, as in EventBridge.
