@@ -163,7 +163,7 @@ pub(crate) async fn gcf_with(vars: &[(&str, &str)], sdk: &aws_config::SdkConfig)
     let config = config(vars);
     let mut sinks = Vec::new();
     for sink in &config.sinks {
-        let clients = relay_core::sink::Clients { aws: Some(sdk) };
+        let clients = relay_core::sink::Clients::with_aws(sdk);
         sinks.push(sink.target.build(clients).await.expect("the sink builds"));
     }
     let mut sinks = sinks.into_iter();

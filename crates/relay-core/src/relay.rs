@@ -100,11 +100,12 @@ impl Relay {
                 "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
             )));
         }
-        let clients = Clients {
-            #[cfg(feature = "aws")]
-            aws: aws.as_ref(),
-            ..Clients::default()
-        };
+        #[cfg(feature = "aws")]
+        let clients = aws
+            .as_ref()
+            .map_or_else(Clients::default, Clients::with_aws);
+        #[cfg(not(feature = "aws"))]
+        let clients = Clients::default();
         let mut sinks = Vec::with_capacity(config.sinks.len());
         for sink in &config.sinks {
             let fail = |error| StartError::Sink {

@@ -219,7 +219,8 @@ fn a_file_names_sinks_and_routes_and_variables_override_it() {
 
 #[test]
 fn file_errors_name_the_file_the_place_and_the_field() {
-    let cases: [(String, &[(&str, &str)], &str); 10] = [
+    type Case<'a> = (String, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case<'_>; 10] = [
         (
             FILE.replace("type = \"sqs\"", "type = \"kafka\""),
             &[],
@@ -328,7 +329,7 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
             (false, None) => {
                 let message = result.unwrap_err().to_string();
                 assert!(
-                    message.contains(&format!("relay.toml:3:")),
+                    message.contains("relay.toml:3:"),
                     "{}: {message}",
                     setting.key
                 );

@@ -46,14 +46,11 @@ match = { project = [{ prefix = "Glio" }] }
 to = ["a"]
 "#;
 
-fn routed(a: &Arc<dyn Sink>, b: &Arc<dyn Sink>) -> Relay {
+fn routed(a: &Arc<RecordingSink>, b: &Arc<RecordingSink>) -> Relay {
     let file = ConfigFile::new(ROUTED);
     let config = file.load(&[]).expect("a valid configuration");
-    relay(
-        config,
-        &[("a", Arc::clone(a)), ("b", Arc::clone(b))],
-        capture_clock(),
-    )
+    let (a, b): (Arc<dyn Sink>, Arc<dyn Sink>) = (Arc::clone(a) as _, Arc::clone(b) as _);
+    relay(config, &[("a", a), ("b", b)], capture_clock())
 }
 
 fn notification(event_type: &str, project: Option<&str>) -> String {
@@ -77,7 +74,7 @@ fn body(outcome: &Outcome) -> serde_json::Value {
 #[tokio::test]
 async fn routes_pick_the_sinks_and_a_shared_sink_is_reached_once() {
     let (a, b) = (RecordingSink::new("a"), RecordingSink::new("b"));
-    let relay = routed(&(a.clone() as Arc<dyn Sink>), &(b.clone() as Arc<dyn Sink>));
+    let relay = routed(&a, &b);
 
     // A Glioblastoma CREATE matches "creates" and "glioblastoma": `a` once, `b` once.
     let outcome = relay
@@ -119,7 +116,7 @@ async fn routes_pick_the_sinks_and_a_shared_sink_is_reached_once() {
 #[tokio::test]
 async fn a_notification_no_route_wants_is_filtered_with_202() {
     let (a, b) = (RecordingSink::new("a"), RecordingSink::new("b"));
-    let relay = routed(&(a.clone() as Arc<dyn Sink>), &(b.clone() as Arc<dyn Sink>));
+    let relay = routed(&a, &b);
     let outcome = relay.accept(signed(&notification("TOMBSTONE", None))).await;
     assert_eq!(outcome.status, StatusCode::ACCEPTED);
     assert_eq!(body(&outcome)["status"], "filtered");
@@ -130,7 +127,7 @@ async fn a_notification_no_route_wants_is_filtered_with_202() {
 #[tokio::test]
 async fn a_template_one_routed_sink_cannot_fill_is_502_and_no_sink_is_called() {
     let (a, b) = (RecordingSink::new("a"), RecordingSink::new("b"));
-    let relay = routed(&(a.clone() as Arc<dyn Sink>), &(b.clone() as Arc<dyn Sink>));
+    let relay = routed(&a, &b);
     // A CREATE without `project`: b's ordering key cannot be filled; a could take it.
     let outcome = relay.accept(signed(&notification("CREATE", None))).await;
     assert_eq!(status_and_code(&outcome), (502, "sink_failed".to_owned()));
@@ -164,7 +161,7 @@ async fn one_failing_sink_fails_the_request() {
     let retry: Arc<dyn Sink> = FailingSink::new("flaky", true);
     let broken: Arc<dyn Sink> = FailingSink::new("broken", false);
 
-    let outcome = to_both(&[], ok.clone(), retry.clone())
+    let outcome = to_both(&[], Arc::clone(&ok), Arc::clone(&retry))
         .accept(signed(&v2("CREATE")))
         .await;
     assert_eq!(
@@ -173,7 +170,7 @@ async fn one_failing_sink_fails_the_request() {
     );
     assert_eq!(outcome.headers["retry-after"], "5");
 
-    let outcome = to_both(&[], ok, broken.clone())
+    let outcome = to_both(&[], ok, Arc::clone(&broken))
         .accept(signed(&v2("CREATE")))
         .await;
     assert_eq!(status_and_code(&outcome), (502, "sink_failed".to_owned()));
@@ -194,7 +191,7 @@ async fn a_sink_that_never_answers_gets_503_by_the_deadline() {
     let ok: Arc<dyn Sink> = RecordingSink::new("ok");
     let quick = to_both(
         &[("RELAY_SINK_TIMEOUT_MS", "300")],
-        ok.clone(),
+        Arc::clone(&ok),
         Arc::new(StuckSink),
     );
     let started = Instant::now();
@@ -220,8 +217,8 @@ async fn too_large_for_one_sink_is_413_before_any_sink_is_called() {
     let (file, queue) = (RecordingSink::new("file"), RecordingSink::new("queue"));
     let relay = to_both(
         &[("RELAY_SQS_MAX_MESSAGE_BYTES", "300")],
-        file.clone(),
-        queue.clone(),
+        Arc::<RecordingSink>::clone(&file),
+        Arc::<RecordingSink>::clone(&queue),
     );
     let big = v2("CREATE").replace(r#""s""#, &format!("\"{}\"", "s".repeat(200)));
     let outcome = relay.accept(signed(&big)).await;

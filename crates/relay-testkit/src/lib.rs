@@ -257,7 +257,7 @@ pub fn capture_relay(pairs: &[(&str, &str)]) -> (Relay, Arc<RecordingSink>) {
     let sink = RecordingSink::new("memory");
     let relay = relay(
         config(&all),
-        &[("file", sink.clone() as Arc<dyn Sink>)],
+        &[("file", Arc::clone(&sink) as Arc<dyn Sink>)],
         capture_clock(),
     );
     (relay, sink)

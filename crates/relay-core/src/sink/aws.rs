@@ -93,6 +93,7 @@ pub(super) trait AwsApi: Send + Sync + std::fmt::Debug + 'static {
 #[derive(Debug)]
 pub(super) struct AwsSender<A>(pub(super) A);
 
+#[cfg(any(feature = "sqs", feature = "sns"))]
 #[async_trait::async_trait]
 impl<A: AwsApi> super::batch::SendBatch for AwsSender<A> {
     async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {

@@ -287,15 +287,25 @@ pub enum BuildError {
     NotBuiltIn(&'static str),
 }
 
-/// What building clients needs from outside the sink's own table.
+/// What building clients needs beyond a sink's own table: the shared AWS configuration, loaded
+/// once when an SQS or SNS sink exists.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Clients<'a> {
-    /// The shared AWS configuration, loaded once when an SQS or SNS sink exists.
     #[cfg(feature = "aws")]
-    pub aws: Option<&'a aws_config::SdkConfig>,
-    #[cfg(not(feature = "aws"))]
-    #[doc(hidden)]
-    pub _unused: std::marker::PhantomData<&'a ()>,
+    #[cfg_attr(not(any(feature = "sqs", feature = "sns")), allow(dead_code))]
+    aws: Option<&'a aws_config::SdkConfig>,
+    lifetime: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> Clients<'a> {
+    /// Clients for SQS and SNS are built from `sdk`.
+    #[cfg(feature = "aws")]
+    pub fn with_aws(sdk: &'a aws_config::SdkConfig) -> Self {
+        Self {
+            aws: Some(sdk),
+            lifetime: std::marker::PhantomData,
+        }
+    }
 }
 
 impl Target {
@@ -306,6 +316,7 @@ impl Target {
 
     /// Builds the destination's client, once, at start.
     pub async fn build(&self, clients: Clients<'_>) -> Result<Arc<dyn Sink>, BuildError> {
+        #[cfg(not(any(feature = "sqs", feature = "sns")))]
         let _ = clients;
         Ok(match self {
             Self::File(c) => Arc::new(
