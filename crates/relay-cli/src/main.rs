@@ -156,8 +156,10 @@ fn check(config: Option<String>) -> ExitCode {
     match Config::from_vars(env_with_config(config.as_deref())) {
         Ok(config) => {
             println!("configuration is valid; effective settings:");
-            for (name, value) in config.effective() {
-                println!("  {name:<27} {value}");
+            let lines = config.effective();
+            let width = lines.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+            for (name, value) in lines {
+                println!("  {name:<width$}  {value}");
             }
             ExitCode::SUCCESS
         }
