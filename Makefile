@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
 .PHONY: help build run test test-unit test-integration smoke lint fmt emulators-up emulators-down \
-	lambda lambda-tools image tf-check bench clean-run
+	lambda lambda-tools image tf-check bench clean-run fuzz fuzz-tools
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -72,6 +72,23 @@ image: ## Build the relay-gcf image (infra/docker/Dockerfile); needs a Docker en
 
 bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-all baselines
 	$(CARGO) bench -p relay-core --bench route
+
+# Fuzzing needs the nightly toolchain and cargo-fuzz (installed from crates.io into .tools-fuzz).
+FUZZ_TOOLS := .tools-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := signature_header verification intake notification pattern config_file
+
+fuzz-tools: $(FUZZ_TOOLS)/bin/cargo-fuzz ## Install cargo-fuzz into .tools-fuzz (needs the nightly toolchain)
+
+$(FUZZ_TOOLS)/bin/cargo-fuzz:
+	$(CARGO) +nightly install --locked cargo-fuzz --root $(FUZZ_TOOLS)
+
+fuzz: fuzz-tools ## Run every fuzz target for FUZZ_SECONDS (default 60) each, then minimize its corpus
+	cd fuzz && for target in $(FUZZ_TARGETS); do \
+	  PATH="$(CURDIR)/$(FUZZ_TOOLS)/bin:$$PATH" $(CARGO) +nightly fuzz run $$target -- \
+	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
+	  PATH="$(CURDIR)/$(FUZZ_TOOLS)/bin:$$PATH" $(CARGO) +nightly fuzz cmin $$target || exit 1; \
+	done
 
 lint: ## rustfmt check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

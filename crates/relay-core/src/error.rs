@@ -32,6 +32,16 @@ pub enum Error {
     /// The adapter could not read the body, e.g. the client went away (400).
     #[error("the request body could not be read")]
     UnreadableBody,
+    /// The body did not arrive within the body read timeout (408).
+    #[error("the request body did not arrive within {secs} s")]
+    RequestTimeout {
+        /// The timeout, in whole seconds.
+        secs: u64,
+    },
+    /// Too many requests or body bytes in flight; refused before the body is read (503 with
+    /// `Retry-After`).
+    #[error("the relay is at its limit of requests in flight; retry later")]
+    Overloaded,
     /// The signature check failed (401).
     #[error(transparent)]
     Unauthorized(#[from] VerifyError),
@@ -68,6 +78,8 @@ impl Error {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             Self::UnreadableBody | Self::Payload(_) => StatusCode::BAD_REQUEST,
+            Self::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Intake(e) => e.status(),
             Self::SinkRetryable { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -83,6 +95,8 @@ impl Error {
             Self::BodyTooLarge { .. } => "body_too_large",
             Self::MessageTooLarge { .. } => "message_too_large",
             Self::UnreadableBody => "unreadable_body",
+            Self::RequestTimeout { .. } => "request_timeout",
+            Self::Overloaded => "overloaded",
             Self::Unauthorized(e) => e.code(),
             Self::Intake(e) => e.code(),
             Self::Payload(e) => e.code(),

@@ -8,6 +8,7 @@
 //! the `RELAY_CONFIG` file into the types that [`sink`] and [`route`] define.
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod bootstrap;
 pub mod config;
 pub mod error;

@@ -11,9 +11,10 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::request::Parts;
-use http::{Method, StatusCode, header};
+use http::{HeaderMap, Method, StatusCode, header};
 use serde_json::json;
 
+use crate::admission::{Admission, Ticket};
 use crate::config::Config;
 use crate::error::Error;
 use crate::intake::extract_payload;
@@ -25,6 +26,23 @@ use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
 
 /// The DSS v1 retry-queue index header; forwarded as the `dss.notify_attempt` attribute.
 pub const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
+
+/// The `X-DSS-Notify-Attempt` value, kept only when it is a small decimal number: the header is
+/// not signed, so anything else is dropped (and logged by length, never by value).
+fn notify_attempt(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(NOTIFY_ATTEMPT)?;
+    let text = value
+        .to_str()
+        .ok()
+        .filter(|t| (1..=4).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_digit()));
+    if text.is_none() {
+        tracing::warn!(
+            length = value.len(),
+            "X-DSS-Notify-Attempt is not a small number; dropped."
+        );
+    }
+    text
+}
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
 pub const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
@@ -39,6 +57,18 @@ pub struct Relay {
     destinations: Vec<Destination>,
     router: Router,
     clock: Arc<dyn Clock>,
+    admission: Admission,
+}
+
+/// Why a body could not be read in full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unreadable {
+    /// It exceeded the body limit (413).
+    TooLarge,
+    /// It did not arrive within the body read timeout (408).
+    TimedOut,
+    /// The client went away or sent a broken body (400).
+    Broken,
 }
 
 /// Why the relay could not start.
@@ -136,6 +166,11 @@ impl Relay {
                 Destination::new(c, sink(c)).expect("shapes are checked with the configuration")
             })
             .collect();
+        if config.max_clock_skew.is_none() {
+            tracing::warn!(
+                "The Date check is off (RELAY_MAX_CLOCK_SKEW_SECS=0): a captured notification can be replayed at any time."
+            );
+        }
         if config.allow_unsigned {
             if config.keys.is_empty() {
                 tracing::warn!(
@@ -152,6 +187,12 @@ impl Relay {
             allow_unsigned: config.allow_unsigned,
         };
         let router = config.router.clone();
+        let limits = config.server;
+        let admission = Admission::new(
+            limits.max_concurrent_requests,
+            limits.max_buffered_bytes,
+            config.max_body_bytes,
+        );
         let names: Vec<&str> = config.sinks.iter().map(|s| s.name.as_str()).collect();
         tracing::info!(sinks = ?names, routes = router.routes().len(), max_body_bytes = config.max_body_bytes, "Relay ready.");
         Self {
@@ -160,6 +201,7 @@ impl Relay {
             destinations,
             router,
             clock,
+            admission,
         }
     }
 
@@ -182,15 +224,27 @@ impl Relay {
         Some(answer.for_method(&parts.method))
     }
 
-    /// The answer for a request whose body could not be read in full: 413 when it exceeded
-    /// the limit, 400 otherwise.
-    pub fn answer_unreadable(&self, parts: &Parts, too_large: bool) -> Outcome {
-        let error = if too_large {
-            Error::BodyTooLarge {
+    /// Admits a request whose head has arrived into the budget of requests and body bytes in
+    /// flight (relay-gcf), or answers 503 `overloaded` before its body is read. The ticket is
+    /// held until the answer is sent.
+    pub fn admit(&self, parts: &Parts) -> Result<Ticket, Box<Outcome>> {
+        self.admission.admit(parts).map_err(|e| {
+            let outcome = Outcome::from_error(&e);
+            self.log(parts, &outcome, &LogFields::default(), Instant::now());
+            Box::new(outcome)
+        })
+    }
+
+    /// The answer for a request whose body could not be read in full.
+    pub fn answer_unreadable(&self, parts: &Parts, why: Unreadable) -> Outcome {
+        let error = match why {
+            Unreadable::TooLarge => Error::BodyTooLarge {
                 limit: self.config.max_body_bytes,
-            }
-        } else {
-            Error::UnreadableBody
+            },
+            Unreadable::TimedOut => Error::RequestTimeout {
+                secs: self.config.server.body_timeout.as_secs(),
+            },
+            Unreadable::Broken => Error::UnreadableBody,
         };
         let outcome = Outcome::from_error(&error);
         self.log(parts, &outcome, &LogFields::default(), Instant::now());
@@ -301,10 +355,7 @@ impl Relay {
             ));
         }
 
-        let attempt = parts
-            .headers
-            .get(NOTIFY_ATTEMPT)
-            .and_then(|v| v.to_str().ok());
+        let attempt = notify_attempt(&parts.headers);
         let base = Message::new(&notification, attempt, received_at);
         // Every routed destination's message is shaped and size-checked before any sink is
         // called: a notification one of them cannot take is refused before anything leaves.

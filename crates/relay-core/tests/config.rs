@@ -311,6 +311,10 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
         ("sink_timeout_ms", "1234", "1234"),
         ("log_format", r#""json""#, "json"),
         ("listen", r#""127.0.0.1:9""#, "127.0.0.1:9"),
+        ("header_timeout_ms", "700", "700"),
+        ("body_timeout_ms", "900", "900"),
+        ("max_concurrent_requests", "3", "3"),
+        ("max_buffered_bytes", "100000", "100000"),
     ];
     for setting in SETTINGS {
         let value = values.iter().find(|(key, _, _)| *key == setting.key);

@@ -219,3 +219,28 @@ fn signing_reproduces_the_captured_headers() {
         assert_eq!(sig.date, req.headers()["date"]);
     }
 }
+
+#[tokio::test]
+async fn an_attempt_header_that_is_not_a_small_number_is_dropped() {
+    for (value, kept) in [
+        ("12", Some("12")),
+        ("3; injected=1", None),
+        ("99999", None),
+        ("-1", None),
+        ("0x1", None),
+        ("", None),
+    ] {
+        let (relay, sink) = capture_relay(&[]);
+        let mut req = capture::request(V1_JSON);
+        req.headers_mut().insert(
+            "x-dss-notify-attempt",
+            HeaderValue::from_str(value).unwrap(),
+        );
+        assert_accepted(&relay.accept(req).await);
+        assert_eq!(
+            sink.messages()[0].attributes.get("dss.notify_attempt"),
+            kept,
+            "{value:?}"
+        );
+    }
+}

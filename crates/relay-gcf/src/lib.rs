@@ -1,20 +1,77 @@
 //! The relay as an HTTP service with the Cloud Run / Functions Framework contract: every path
 //! goes to relay-core, which may answer before the body is read; the body is read up to the
-//! configured limit, and relay-core decides every answer (crawler paths included).
+//! configured limit and within the body timeout, and relay-core decides every answer.
+//!
+//! [`serve`] speaks HTTP/1.1 only, with a header timeout that also bounds idle keep-alive
+//! connections, and admits each request into relay-core's budget of requests and body bytes
+//! in flight before reading its body.
 #![warn(missing_docs)]
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use relay_core::relay::Unreadable;
 use relay_core::{Outcome, Relay};
+use tokio::net::TcpListener;
+
+/// Cloud Run sends SIGKILL 10 s after SIGTERM; requests in flight must finish before that.
+pub const DRAIN: Duration = Duration::from_secs(10);
 
 /// The whole HTTP surface. Tests drive it with `tower::ServiceExt::oneshot`.
 pub fn app(relay: Arc<Relay>) -> Router {
     Router::new().fallback(deliver).with_state(relay)
+}
+
+/// Serves `app(relay)` on `listener` until `shutdown` completes, then stops accepting and gives
+/// the requests in flight up to [`DRAIN`] to finish.
+pub async fn serve(listener: TcpListener, relay: Arc<Relay>, shutdown: impl Future<Output = ()>) {
+    let limits = relay.config().server;
+    let app = app(relay);
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, usually: let connections close before retrying.
+                    tracing::warn!(error = %e, "Cannot accept a connection.");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            // Timeouts and clients that go away end connections; nothing to report.
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    tracing::info!(
+        drain_secs = DRAIN.as_secs(),
+        "Shutting down; draining in-flight requests."
+    );
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("In-flight requests did not finish within the drain period.");
+    }
 }
 
 async fn deliver(State(relay): State<Arc<Relay>>, request: Request) -> Response {
@@ -22,16 +79,24 @@ async fn deliver(State(relay): State<Arc<Relay>>, request: Request) -> Response 
     if let Some(answer) = relay.answer_before_body(&parts) {
         return respond(answer);
     }
-    // Never buffer more than the limit, whatever Content-Length claimed.
-    let body = match Limited::new(body, relay.config().max_body_bytes)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            let too_large = e.downcast_ref::<LengthLimitError>().is_some();
-            return respond(relay.answer_unreadable(&parts, too_large));
+    // Held until the answer is sent: the request and its body count against the budget.
+    let _ticket = match relay.admit(&parts) {
+        Ok(ticket) => ticket,
+        Err(answer) => return respond(*answer),
+    };
+    let config = relay.config();
+    // Never buffer more than the limit, whatever Content-Length claimed, nor wait forever.
+    let read = Limited::new(body, config.max_body_bytes).collect();
+    let body = match tokio::time::timeout(config.server.body_timeout, read).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) => {
+            let why = match e.downcast_ref::<LengthLimitError>() {
+                Some(_) => Unreadable::TooLarge,
+                None => Unreadable::Broken,
+            };
+            return respond(relay.answer_unreadable(&parts, why));
         }
+        Err(_) => return respond(relay.answer_unreadable(&parts, Unreadable::TimedOut)),
     };
     respond(relay.accept(Request::from_parts(parts, body)).await)
 }

@@ -3,12 +3,6 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
-
-use tokio::sync::Notify;
-
-/// Cloud Run sends SIGKILL 10 s after SIGTERM; in-flight requests must finish before that.
-const DRAIN: Duration = Duration::from_secs(10);
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -24,32 +18,17 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     // Sinks are ready before the port opens, so the first request never waits for them.
     let relay = Arc::new(relay_core::bootstrap::start().await?);
+    // Idle and stalled connections hold a descriptor each until their timeout.
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        tracing::warn!(error = %e, "Cannot raise the open-file limit.");
+    }
     let addr = listen_addr(relay.config().listen)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     tracing::info!(%addr, "Listening.");
-
-    let stopping = Arc::new(Notify::new());
-    let signal = {
-        let stopping = Arc::clone(&stopping);
-        async move {
-            shutdown_signal().await;
-            tracing::info!(
-                drain_secs = DRAIN.as_secs(),
-                "Shutting down; draining in-flight requests."
-            );
-            stopping.notify_one();
-        }
-    };
-    let server = axum::serve(listener, relay_gcf::app(relay)).with_graceful_shutdown(signal);
-    tokio::select! {
-        served = server => served.map_err(|e| format!("server error: {e}")),
-        () = async { stopping.notified().await; tokio::time::sleep(DRAIN).await } => {
-            tracing::warn!("In-flight requests did not finish within the drain period.");
-            Ok(())
-        }
-    }
+    relay_gcf::serve(listener, relay, shutdown_signal()).await;
+    Ok(())
 }
 
 /// The configured `listen` address, else `0.0.0.0:$PORT` with `PORT` defaulting to 8080.

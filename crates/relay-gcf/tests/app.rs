@@ -1,8 +1,10 @@
 //! The HTTP surface of relay-gcf, driven through the router and through the real binary.
 
+mod common;
+
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -167,46 +169,11 @@ fn endless(chunk: Vec<u8>) -> Box<Chunks> {
     Box::new(futures_util::stream::repeat_with(move || Ok(chunk.clone())))
 }
 
-/// A free loopback port.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn spawn_server(port: u16, sink: &std::path::Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_relay-gcf"))
-        .env("RELAY_LISTEN", format!("127.0.0.1:{port}"))
-        .env("RELAY_HMAC_SECRET", "ribos0me")
-        .env("RELAY_MAX_CLOCK_SKEW_SECS", "0")
-        .env("RELAY_FILE_SINK", sink)
-        .env("RELAY_LOG_FORMAT", "json")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-fn connect(port: u16) -> TcpStream {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => return s,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => panic!("relay-gcf did not start: {e}"),
-        }
-    }
-}
-
 #[test]
 fn sigterm_drains_the_request_in_flight_then_exits() {
-    let dir = tempfile::tempdir().unwrap();
-    let sink = dir.path().join("sink.jsonl");
-    let port = free_port();
-    let mut server = spawn_server(port, &sink);
-    let mut stream = connect(port);
+    let mut server = common::Server::start(&[]);
+    let sink = server.sink();
+    let mut stream = server.connect();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -218,11 +185,7 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
     stream.write_all(&body[..300]).unwrap();
     stream.flush().unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let killed = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    server.terminate();
     std::thread::sleep(Duration::from_millis(200));
 
     // The in-flight request still completes and is published.
@@ -233,7 +196,7 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
 
     let started = Instant::now();
     let status = loop {
-        if let Some(status) = server.try_wait().unwrap() {
+        if let Some(status) = server.child.try_wait().unwrap() {
             break status;
         }
         assert!(
@@ -255,7 +218,7 @@ fn refuses_to_start_without_a_key() {
         .env_remove("RELAY_HMAC_KEYS")
         .env_remove("RELAY_ALLOW_UNSIGNED")
         .env("RELAY_FILE_SINK", "-")
-        .env("RELAY_LISTEN", format!("127.0.0.1:{}", free_port()))
+        .env("RELAY_LISTEN", format!("127.0.0.1:{}", common::free_port()))
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
@@ -275,7 +238,7 @@ fn log_format_from_the_file_gives_json_lines() {
         "[relay]\nhmac_secret = \"x\"\nlog_format = \"json\"\n",
     )
     .unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let server = Command::new(env!("CARGO_BIN_EXE_relay-gcf"))
         .env_remove("RELAY_LOG_FORMAT")
         .env_remove("K_SERVICE")
@@ -285,7 +248,7 @@ fn log_format_from_the_file_gives_json_lines() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    drop(connect(port));
+    drop(common::connect(port));
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status();

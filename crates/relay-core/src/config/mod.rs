@@ -49,6 +49,8 @@ pub struct Config {
     pub log_format: LogFormat,
     /// relay-gcf's listen address, when set.
     pub listen: Option<SocketAddr>,
+    /// relay-gcf's limits on connections and requests in flight.
+    pub server: ServerLimits,
     /// The named sinks: `[sinks]`, or the ones the variables describe.
     pub sinks: Vec<SinkConfig>,
     /// The routes over [`sinks`](Self::sinks): `[[routes]]`, or every notification to every sink.
@@ -57,6 +59,19 @@ pub struct Config {
     pub config_file: Option<String>,
     /// The settings in effect, for [`effective`](Self::effective).
     settings: Settings,
+}
+
+/// What relay-gcf allows a client: how long it may take, and how much may be in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Headers must arrive within this; also the longest idle wait of a kept-alive connection.
+    pub header_timeout: Duration,
+    /// A body must arrive within this after its headers.
+    pub body_timeout: Duration,
+    /// Requests in flight at once.
+    pub max_concurrent_requests: usize,
+    /// Bytes of large bodies buffered at once.
+    pub max_buffered_bytes: usize,
 }
 
 /// One invalid setting.
@@ -206,6 +221,14 @@ impl Config {
             sink_timeout: Duration::from_millis(settings.sink_timeout_ms.map_or(0, |m| m.0)),
             log_format,
             listen: settings.listen.map(|l| l.0),
+            server: ServerLimits {
+                header_timeout: Duration::from_millis(
+                    settings.header_timeout_ms.map_or(0, |m| m.0),
+                ),
+                body_timeout: Duration::from_millis(settings.body_timeout_ms.map_or(0, |m| m.0)),
+                max_concurrent_requests: settings.max_concurrent_requests.map_or(1, |c| c.0),
+                max_buffered_bytes: settings.max_buffered_bytes.map_or(0, |b| b.get()),
+            },
             sinks,
             router: router.expect("no routing error was reported"),
             config_file,

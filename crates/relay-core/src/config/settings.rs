@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde::de::{Error as _, MapAccess, Visitor};
 
 use super::values::{
-    FieldName, Flag, HmacKeys, ListenAddr, LogFormat, Millis, Seconds, SecretArn, Show,
+    Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, Millis, Seconds, SecretArn, Show,
 };
 use crate::sink::ByteLimit;
 use crate::sink::file::FileTarget;
@@ -127,6 +127,14 @@ settings! {
     log_format: LogFormat = "RELAY_LOG_FORMAT", file, default "json on Lambda and Cloud Run, else text";
     /// relay-gcf: the address to listen on.
     listen: ListenAddr = "RELAY_LISTEN", file, default "0.0.0.0:$PORT (PORT defaults to 8080)";
+    /// relay-gcf: a request's headers must arrive within this, and a kept-alive connection waits no longer idle; else it is closed.
+    header_timeout_ms: Millis = "RELAY_HEADER_TIMEOUT_MS", file, default "10000";
+    /// relay-gcf: a request's body must arrive within this after its headers; else 408 `request_timeout`.
+    body_timeout_ms: Millis = "RELAY_BODY_TIMEOUT_MS", file, default "20000";
+    /// relay-gcf: requests in flight at once; beyond it 503 `overloaded`, before the body is read.
+    max_concurrent_requests: Count = "RELAY_MAX_CONCURRENT_REQUESTS", file, default "256";
+    /// relay-gcf: bytes of bodies over 64 KiB buffered at once; beyond it 503 `overloaded`, before the body is read.
+    max_buffered_bytes: ByteLimit = "RELAY_MAX_BUFFERED_BYTES", file, default "67108864";
     /// Without `[sinks]`: append one JSON line per notification to this path, or `-` for standard output.
     file_sink: FileTarget = "RELAY_FILE_SINK", var, default "";
     /// Without `[sinks]`: publish to this SQS queue; a name ending in `.fifo` makes it FIFO.

@@ -87,6 +87,13 @@ value!(
 );
 
 value!(
+    /// A positive count.
+    Count(usize),
+    "a positive whole number",
+    |s| s.parse().ok().filter(|&n| n > 0)
+);
+
+value!(
     /// A socket address such as `127.0.0.1:8080`.
     ListenAddr(std::net::SocketAddr),
     "an address such as 127.0.0.1:8080",

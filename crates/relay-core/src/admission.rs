@@ -1,0 +1,116 @@
+//! The budget of requests in flight, for a server that reads bodies itself (relay-gcf): how many
+//! requests at once, and how many bytes of large bodies buffered at once. A request beyond either
+//! is refused with 503 `overloaded` before its body is read, so a client cannot make the relay
+//! hold more memory than the budget by opening connections or by sending slowly.
+
+use std::sync::Arc;
+
+use http::header;
+use http::request::Parts;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::Error;
+
+/// Bodies up to this size count only against the request limit; a DSS notification is a few
+/// KiB, so legitimate traffic keeps flowing while large bodies wait for the byte budget.
+pub const SMALL_BODY_BYTES: usize = 64 * 1024;
+
+/// The limits, shared by every connection.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    requests: Arc<Semaphore>,
+    large_bytes: Arc<Semaphore>,
+    max_body_bytes: usize,
+}
+
+/// What an admitted request holds until its answer is sent.
+#[derive(Debug)]
+pub struct Ticket {
+    _request: OwnedSemaphorePermit,
+    _bytes: Option<OwnedSemaphorePermit>,
+}
+
+impl Admission {
+    /// At most `max_requests` in flight, and at most `max_large_bytes` of bodies over
+    /// [`SMALL_BODY_BYTES`] at once.
+    pub fn new(max_requests: usize, max_large_bytes: usize, max_body_bytes: usize) -> Self {
+        Self {
+            requests: Arc::new(Semaphore::new(max_requests)),
+            large_bytes: Arc::new(Semaphore::new(max_large_bytes)),
+            max_body_bytes,
+        }
+    }
+
+    /// Admits a request whose head has arrived, reserving what its body may take: the
+    /// declared `Content-Length`, or the body limit when none is declared.
+    pub fn admit(&self, parts: &Parts) -> Result<Ticket, Error> {
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<usize>().ok());
+        let size = declared
+            .unwrap_or(self.max_body_bytes)
+            .min(self.max_body_bytes);
+        let request = Arc::clone(&self.requests)
+            .try_acquire_owned()
+            .map_err(|_| Error::Overloaded)?;
+        let bytes = match size > SMALL_BODY_BYTES {
+            false => None,
+            true => {
+                let permits = u32::try_from(size).map_err(|_| Error::Overloaded)?;
+                let reserved = Arc::clone(&self.large_bytes).try_acquire_many_owned(permits);
+                Some(reserved.map_err(|_| Error::Overloaded)?)
+            }
+        };
+        Ok(Ticket {
+            _request: request,
+            _bytes: bytes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(length: Option<usize>) -> Parts {
+        let mut request = http::Request::post("/");
+        if let Some(n) = length {
+            request = request.header("content-length", n.to_string());
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn requests_and_large_bytes_are_bounded_and_released() {
+        let admission = Admission::new(3, 2_000_000, 1_048_576);
+        let big = admission.admit(&head(Some(1_000_000))).unwrap();
+        let unknown = admission.admit(&head(None)).err();
+        assert!(
+            matches!(unknown, Some(Error::Overloaded)),
+            "no length: the limit is reserved"
+        );
+        let small = admission.admit(&head(Some(4096))).unwrap();
+        let second_big = admission.admit(&head(Some(900_000))).unwrap();
+        assert!(
+            matches!(admission.admit(&head(Some(10))), Err(Error::Overloaded)),
+            "three in flight"
+        );
+        drop((big, small, second_big));
+        assert!(
+            admission.admit(&head(None)).is_ok(),
+            "released with the tickets"
+        );
+    }
+
+    #[test]
+    fn small_bodies_pass_while_large_ones_wait() {
+        let admission = Admission::new(10, 1_048_576, 1_048_576);
+        let _big = admission.admit(&head(Some(1_048_576))).unwrap();
+        assert!(matches!(
+            admission.admit(&head(Some(100_000))),
+            Err(Error::Overloaded)
+        ));
+        assert!(admission.admit(&head(Some(SMALL_BODY_BYTES))).is_ok());
+    }
+}
