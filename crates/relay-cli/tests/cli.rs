@@ -154,17 +154,7 @@ fn send_without_a_secret_explains_what_to_set() {
 
 #[test]
 fn check_rejects_a_configuration_without_keys() {
-    let out = relay_cmd()
-        .env("RELAY_FILE_SINK", "-")
-        .arg("check")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"),
-        "{stderr}"
-    );
+    relay_testkit::assert_refuses_without_a_key(relay_cmd().arg("check"), 1);
 }
 
 #[test]

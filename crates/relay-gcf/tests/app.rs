@@ -213,20 +213,9 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
 
 #[test]
 fn refuses_to_start_without_a_key() {
-    let output = Command::new(env!("CARGO_BIN_EXE_relay-gcf"))
-        .env_remove("RELAY_HMAC_SECRET")
-        .env_remove("RELAY_HMAC_KEYS")
-        .env_remove("RELAY_ALLOW_UNSIGNED")
-        .env("RELAY_FILE_SINK", "-")
-        .env("RELAY_LISTEN", format!("127.0.0.1:{}", common::free_port()))
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"),
-        "{stderr}"
-    );
+    let mut relay_gcf = Command::new(env!("CARGO_BIN_EXE_relay-gcf"));
+    relay_gcf.env("RELAY_LISTEN", format!("127.0.0.1:{}", common::free_port()));
+    relay_testkit::assert_refuses_without_a_key(&mut relay_gcf, 2);
 }
 
 #[test]

@@ -162,11 +162,10 @@ fn timeouts_close_idle_connections_and_answer_slow_bodies_with_408() {
 
 #[test]
 fn beyond_the_budget_is_503_overloaded_before_the_body_is_read() {
-    let vars = [
+    let server = Server::start(&[
         ("RELAY_MAX_CONCURRENT_REQUESTS", "1"),
         ("RELAY_BODY_TIMEOUT_MS", "5000"),
-    ];
-    let server = Server::start(&vars);
+    ]);
     let _holder = stalled_body(&server);
     std::thread::sleep(Duration::from_millis(200));
     let answer = exchange(&server, head(100).as_bytes());

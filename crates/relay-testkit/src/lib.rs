@@ -337,6 +337,24 @@ pub fn assert_accepted(outcome: &Outcome) {
     assert_eq!(outcome.status, http::StatusCode::ACCEPTED, "{body}");
 }
 
+/// Runs `command` (a relay binary with no HMAC key configured) and checks that it refuses to
+/// start: exit code `code`, and the reason on standard error.
+pub fn assert_refuses_without_a_key(command: &mut std::process::Command, code: i32) {
+    let output = command
+        .env_remove("RELAY_HMAC_SECRET")
+        .env_remove("RELAY_HMAC_KEYS")
+        .env_remove("RELAY_ALLOW_UNSIGNED")
+        .env("RELAY_FILE_SINK", "-")
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "{stderr}");
+    assert!(
+        stderr.contains("RELAY_HMAC_KEYS: no HMAC key is configured"),
+        "{stderr}"
+    );
+}
+
 /// The status and `error.code` (empty for a success) of an answer.
 pub fn status_and_code(outcome: &Outcome) -> (u16, String) {
     let body: serde_json::Value = serde_json::from_slice(&outcome.body).expect("a JSON body");
