@@ -38,6 +38,10 @@ pub enum Error {
         /// The timeout, in whole seconds.
         secs: u64,
     },
+    /// The platform's deadline for this request has already passed: no sink is called (503 with
+    /// `Retry-After`).
+    #[error("no time is left before the platform's deadline; retry later")]
+    DeadlinePassed,
     /// Too many requests or body bytes in flight; refused before the body is read (503 with
     /// `Retry-After`).
     #[error("the relay is at its limit of requests in flight; retry later")]
@@ -79,7 +83,7 @@ impl Error {
             }
             Self::UnreadableBody | Self::Payload(_) => StatusCode::BAD_REQUEST,
             Self::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
-            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::DeadlinePassed => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Intake(e) => e.status(),
             Self::SinkRetryable { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -97,6 +101,7 @@ impl Error {
             Self::UnreadableBody => "unreadable_body",
             Self::RequestTimeout { .. } => "request_timeout",
             Self::Overloaded => "overloaded",
+            Self::DeadlinePassed => "deadline_passed",
             Self::Unauthorized(e) => e.code(),
             Self::Intake(e) => e.code(),
             Self::Payload(e) => e.code(),

@@ -47,7 +47,7 @@ impl Outcome {
                 header::WWW_AUTHENTICATE,
                 r#"Signature realm="dss-relay",headers="date digest""#.to_owned(),
             )),
-            Error::SinkRetryable { .. } | Error::Overloaded => {
+            Error::SinkRetryable { .. } | Error::Overloaded | Error::DeadlinePassed => {
                 Some((header::RETRY_AFTER, RETRY_AFTER_SECS.to_string()))
             }
             _ => None,

@@ -318,6 +318,9 @@ impl Relay {
         if let Some(answer) = self.check_head(parts)? {
             return Ok(answer);
         }
+        if deadline <= Instant::now() {
+            return Err(Error::DeadlinePassed);
+        }
         if body.len() > self.config.max_body_bytes {
             return Err(Error::BodyTooLarge {
                 limit: self.config.max_body_bytes,

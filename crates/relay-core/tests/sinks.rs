@@ -228,3 +228,22 @@ async fn too_large_for_one_sink_is_413_before_any_sink_is_called() {
     );
     assert!(file.messages().is_empty() && queue.messages().is_empty());
 }
+
+#[tokio::test]
+async fn a_deadline_already_passed_is_503_and_no_sink_is_called() {
+    let (file, queue) = (RecordingSink::new("file"), RecordingSink::new("queue"));
+    let relay = to_both(
+        &[],
+        Arc::<RecordingSink>::clone(&file),
+        Arc::<RecordingSink>::clone(&queue),
+    );
+    let outcome = relay
+        .accept_until(signed(&v2("CREATE")), Some(Instant::now()))
+        .await;
+    assert_eq!(
+        status_and_code(&outcome),
+        (503, "deadline_passed".to_owned())
+    );
+    assert_eq!(outcome.headers["retry-after"], "5");
+    assert!(file.messages().is_empty() && queue.messages().is_empty());
+}

@@ -33,9 +33,27 @@ pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
         .map(|json| Body::Text(String::from_utf8_lossy(&json).into_owned()))
 }
 
-/// The invocation deadline (milliseconds since the epoch) as an `Instant`, less the margin.
+/// The invocation deadline (milliseconds since the epoch) as an `Instant`, less the margin; a
+/// deadline already passed is now, so the relay answers 503 at once instead of calling a sink.
 fn deadline(epoch_ms: u64) -> Option<Instant> {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
-    let left = Duration::from_millis(epoch_ms).checked_sub(now)?;
+    let left = Duration::from_millis(epoch_ms).saturating_sub(now);
     Some(Instant::now() + left.saturating_sub(MARGIN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_passed_deadline_is_now_not_the_sink_timeout() {
+        let past = deadline(1_000).expect("a deadline");
+        assert!(past <= Instant::now());
+        let soon = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_secs(3);
+        let soon = deadline(soon.as_millis() as u64).expect("a deadline");
+        assert!(
+            soon > Instant::now() + Duration::from_secs(2)
+                && soon < Instant::now() + Duration::from_secs(3)
+        );
+    }
 }

@@ -4,6 +4,10 @@
 //! The dispatcher takes whatever is queued, up to the entry and byte limits of the API, and
 //! sends it; while `max_in_flight` calls are outstanding, new messages queue up and form the
 //! next, larger batch. A lone message leaves at once: batching never adds a delay.
+//!
+//! The queue is bounded: when it is full, a request is refused at once (503) rather than held.
+//! A queued message whose request has given up (its deadline passed, or the client went away)
+//! is dropped before its batch leaves, so it is never sent after its sender was told to retry.
 
 use std::sync::Arc;
 
@@ -57,6 +61,8 @@ pub(crate) struct Limits {
     pub(crate) max_entries: usize,
     pub(crate) max_bytes: usize,
     pub(crate) max_in_flight: usize,
+    /// Messages waiting for a call, at most; beyond it a request is refused at once.
+    pub(crate) max_queued: usize,
 }
 
 type Reply = oneshot::Sender<Result<Receipt, SinkError>>;
@@ -64,13 +70,13 @@ type Reply = oneshot::Sender<Result<Receipt, SinkError>>;
 /// The handle requests publish through.
 #[derive(Debug)]
 pub(crate) struct Batcher {
-    tx: mpsc::UnboundedSender<(Message, Reply)>,
+    tx: mpsc::Sender<(Message, Reply)>,
 }
 
 impl Batcher {
     /// Starts the dispatcher on the current Tokio runtime.
     pub(crate) fn spawn(sender: Arc<dyn SendBatch>, limits: Limits) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(limits.max_queued.max(1));
         tokio::spawn(dispatch(sender, limits, rx));
         Self { tx }
     }
@@ -80,15 +86,20 @@ impl Batcher {
             .iter()
             .map(|message| {
                 let (reply, result) = oneshot::channel();
-                let _ = self.tx.send((message.clone(), reply));
-                result
+                match self.tx.try_send((message.clone(), reply)) {
+                    Ok(()) => Ok(result),
+                    Err(_) => Err(SinkError::Retryable("the sink's queue is full".into())),
+                }
             })
             .collect();
         let mut results = Vec::with_capacity(waiting.len());
         for result in waiting {
-            results.push(result.await.unwrap_or_else(|_| {
-                Err(SinkError::Retryable("the sink's dispatcher stopped".into()))
-            }));
+            results.push(match result {
+                Ok(reply) => reply.await.unwrap_or_else(|_| {
+                    Err(SinkError::Retryable("the sink's dispatcher stopped".into()))
+                }),
+                Err(full) => Err(full),
+            });
         }
         results
     }
@@ -97,7 +108,7 @@ impl Batcher {
 async fn dispatch(
     sender: Arc<dyn SendBatch>,
     limits: Limits,
-    mut rx: mpsc::UnboundedReceiver<(Message, Reply)>,
+    mut rx: mpsc::Receiver<(Message, Reply)>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
     let mut carried: Option<(Message, Reply)> = None;
@@ -113,17 +124,26 @@ async fn dispatch(
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
             return;
         };
-        let mut bytes = sender.size(&first.0);
-        let mut batch = vec![first];
-        while batch.len() < limits.max_entries {
-            let Ok(item) = rx.try_recv() else { break };
+        let (mut batch, mut bytes) = (Vec::new(), 0);
+        let mut next = Some(first);
+        while let Some(item) = next.take().or_else(|| rx.try_recv().ok()) {
+            if item.1.is_closed() {
+                // Its request gave up while it waited: its sender has been told to retry.
+                continue;
+            }
             let size = sender.size(&item.0);
-            if bytes + size > limits.max_bytes {
+            if !batch.is_empty() && bytes + size > limits.max_bytes {
                 carried = Some(item);
                 break;
             }
             bytes += size;
             batch.push(item);
+            if batch.len() >= limits.max_entries {
+                break;
+            }
+        }
+        if batch.is_empty() {
+            continue;
         }
         let sender = Arc::clone(&sender);
         tokio::spawn(async move {
@@ -236,6 +256,7 @@ mod tests {
             max_entries: 10,
             max_bytes: 1000,
             max_in_flight: 2,
+            max_queued: 1000,
         };
         let payloads = (0..100).map(|i| {
             if i % 7 == 0 {
@@ -269,6 +290,7 @@ mod tests {
             max_entries: 10,
             max_bytes: 10,
             max_in_flight: 1,
+            max_queued: 1000,
         };
         let (results, recorder) = publish_concurrently(limits, vec!["abcd".to_owned(); 6]).await;
         assert!(results.iter().all(|(_, r)| r.is_ok()));
@@ -281,5 +303,98 @@ mod tests {
             batches.iter().filter(|&&n| n == 2).count() >= 2,
             "{batches:?}"
         );
+    }
+
+    /// Holds every call until the gate opens; records the payloads it was given.
+    struct Gated {
+        gate: Semaphore,
+        seen: Mutex<Vec<String>>,
+    }
+
+    #[async_trait::async_trait]
+    impl SendBatch for Gated {
+        async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
+            self.send_many(std::slice::from_ref(message))
+                .await
+                .remove(0)
+        }
+
+        async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+            let payloads = batch
+                .iter()
+                .map(|m| String::from_utf8_lossy(&m.payload).into_owned());
+            self.seen.lock().unwrap().extend(payloads);
+            drop(self.gate.acquire().await.unwrap());
+            batch
+                .iter()
+                .map(|_| Ok(Receipt { message_id: None }))
+                .collect()
+        }
+    }
+
+    fn gated(max_queued: usize) -> (Arc<Gated>, Arc<Batcher>) {
+        let gated = Arc::new(Gated {
+            gate: Semaphore::new(0),
+            seen: Mutex::default(),
+        });
+        let limits = Limits {
+            max_entries: 10,
+            max_bytes: 1000,
+            max_in_flight: 1,
+            max_queued,
+        };
+        let batcher = Batcher::spawn(Arc::clone(&gated) as Arc<dyn SendBatch>, limits);
+        (gated, Arc::new(batcher))
+    }
+
+    fn publish_in_background(
+        batcher: &Arc<Batcher>,
+        payload: &str,
+    ) -> tokio::task::JoinHandle<Result<Receipt, SinkError>> {
+        let (batcher, message) = (Arc::clone(batcher), message(payload));
+        tokio::spawn(async move { batcher.publish(&[message]).await.remove(0) })
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_refuses_at_once() {
+        let (gated, batcher) = gated(2);
+        let first = publish_in_background(&batcher, "in flight");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let waiting: Vec<_> = (0..6)
+            .map(|i| publish_in_background(&batcher, &format!("m{i}")))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (refused, held): (Vec<_>, Vec<_>) = waiting.into_iter().partition(|t| t.is_finished());
+        assert!(
+            !refused.is_empty() && !held.is_empty(),
+            "{} refused",
+            refused.len()
+        );
+        for task in refused {
+            let error = task.await.unwrap().unwrap_err();
+            assert!(
+                error.is_retryable() && error.to_string().contains("queue is full"),
+                "{error}"
+            );
+        }
+        gated.gate.add_permits(100);
+        assert!(first.await.unwrap().is_ok());
+        for task in held {
+            assert!(task.await.unwrap().is_ok());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_whose_request_gave_up_is_never_sent() {
+        let (gated, batcher) = gated(100);
+        let first = publish_in_background(&batcher, "a");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let gave_up =
+            tokio::time::timeout(Duration::from_millis(50), batcher.publish(&[message("b")])).await;
+        assert!(gave_up.is_err(), "b waits behind a");
+        let after = publish_in_background(&batcher, "c");
+        gated.gate.add_permits(100);
+        assert!(first.await.unwrap().is_ok() && after.await.unwrap().is_ok());
+        assert_eq!(*gated.seen.lock().unwrap(), ["a", "c"]);
     }
 }

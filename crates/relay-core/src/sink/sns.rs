@@ -100,6 +100,7 @@ mod api {
         max_entries: 10,
         max_bytes: 256 * 1024,
         max_in_flight: 8,
+        max_queued: 4096,
     };
 
     impl SnsConfig {

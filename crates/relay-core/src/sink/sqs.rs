@@ -92,6 +92,7 @@ mod api {
         max_entries: 10,
         max_bytes: 1024 * 1024,
         max_in_flight: 8,
+        max_queued: 4096,
     };
 
     impl SqsConfig {
