@@ -13,6 +13,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod error;
 pub mod intake;
+mod lenient;
 pub mod notification;
 pub mod outcome;
 pub mod relay;

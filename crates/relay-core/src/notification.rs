@@ -92,8 +92,14 @@ impl Notification<Unverified> {
         if payload.iter().all(u8::is_ascii_whitespace) {
             return Err(PayloadError::Empty);
         }
-        let value: Value = serde_json::from_slice(&payload)
-            .map_err(|e| PayloadError::InvalidJson(e.to_string()))?;
+        // What Python's json module writes but strict JSON refuses is read from a copy; the
+        // payload itself is forwarded as it came.
+        let value: Value = match serde_json::from_slice(&payload) {
+            Ok(value) => value,
+            Err(strict) => crate::lenient::readable_copy(&payload)
+                .and_then(|copy| serde_json::from_slice(&copy).ok())
+                .ok_or_else(|| PayloadError::InvalidJson(strict.to_string()))?,
+        };
         let Value::Object(ref document) = value else {
             return Err(PayloadError::NotAnObject);
         };
