@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
 .PHONY: help build run test test-unit test-integration smoke lint fmt emulators-up emulators-down \
-	lambda lambda-tools image tf-check bench clean-run fuzz fuzz-tools
+	lambda lambda-tools image tf-check bench clean-run fuzz fuzz-tools faults
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -72,6 +72,10 @@ image: ## Build the relay-gcf image (infra/docker/Dockerfile); needs a Docker en
 
 bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-all baselines
 	$(CARGO) bench -p relay-core --bench route
+
+faults: ## The fault matrix with 10,000 notifications per fault; prints the table (docs/faults.md)
+	$(CARGO) build -p relay-gcf
+	FAULT_NOTIFICATIONS=10000 $(CARGO) test -p relay-tests --test faults -- --nocapture
 
 # Fuzzing needs the nightly toolchain and cargo-fuzz (installed from crates.io into .tools-fuzz).
 FUZZ_TOOLS := .tools-fuzz

@@ -17,12 +17,14 @@ const BOUNDARY: &str = "2769baffc4f24cbc83ced26aa0c2f712";
 
 /// How a row builds its request.
 struct Row {
-    name: &'static str,
+    name: String,
     method: Method,
     content_type: Option<&'static str>,
     body: Vec<u8>,
     /// Applied after signing; may replace or add headers.
     tweak: fn(&mut HeaderMap),
+    /// Headers set (or, with `None`, removed) after the tweak.
+    headers: Vec<(&'static str, Option<String>)>,
     status: StatusCode,
     code: &'static str,
 }
@@ -80,14 +82,17 @@ fn json(body: &str) -> (Option<&'static str>, Vec<u8>) {
 fn rows() -> Vec<Row> {
     let none: fn(&mut HeaderMap) = |_| {};
     let row =
-        |name, (content_type, body): (Option<&'static str>, Vec<u8>), tweak, status, code| Row {
-            name,
-            method: Method::POST,
-            content_type,
-            body,
-            tweak,
-            status,
-            code,
+        |name: &str, (content_type, body): (Option<&'static str>, Vec<u8>), tweak, status, code| {
+            Row {
+                name: name.to_owned(),
+                method: Method::POST,
+                content_type,
+                body,
+                tweak,
+                headers: Vec::new(),
+                status,
+                code,
+            }
         };
     let mp = "multipart/form-data; boundary=2769baffc4f24cbc83ced26aa0c2f712";
     vec![
@@ -699,6 +704,284 @@ fn rows() -> Vec<Row> {
     ]
 }
 
+/// Families of rows written as loops: every required and optional field with every wrong JSON
+/// type, every non-object document, truncations, content types, `Authorization` forms,
+/// duplicated headers, methods and empty bodies.
+fn generated_rows() -> Vec<Row> {
+    let plain =
+        |name: String, content_type: Option<&'static str>, body: Vec<u8>, status, code| Row {
+            name,
+            method: Method::POST,
+            content_type,
+            body,
+            tweak: |_| {},
+            headers: Vec::new(),
+            status,
+            code,
+        };
+    let bad_request = StatusCode::BAD_REQUEST;
+    let json_row = |name: String, body: String, code| {
+        plain(
+            name,
+            Some("application/json"),
+            body.into_bytes(),
+            bad_request,
+            code,
+        )
+    };
+    let document = |subscription: &str, match_: &str, extra: &str| {
+        format!(r#"{{"subscription_id": {subscription}, "match": {match_}{extra}}}"#)
+    };
+    let good_match = r#"{"bundle_uuid": "u", "bundle_version": "v"}"#;
+    let wrong_types = [
+        ("null", "null"),
+        ("a number", "7"),
+        ("an empty string", r#""""#),
+        ("an array", r#"["s"]"#),
+        ("an object", r#"{"s": 1}"#),
+        ("a boolean", "true"),
+    ];
+    let mut rows = Vec::new();
+    for (what, value) in wrong_types {
+        let code = if value == "null" {
+            "missing_field"
+        } else {
+            "invalid_field"
+        };
+        rows.push(json_row(
+            format!("subscription_id is {what}"),
+            document(value, good_match, ""),
+            code,
+        ));
+        for field in ["bundle_uuid", "bundle_version"] {
+            let match_ = good_match.replace(
+                &format!(r#""{field}": "{}""#, &field[7..8]),
+                &format!(r#""{field}": {value}"#),
+            );
+            rows.push(json_row(
+                format!("match.{field} is {what}"),
+                document(r#""s""#, &match_, ""),
+                code,
+            ));
+        }
+        if value != "null" {
+            for field in ["event_type", "transaction_id"] {
+                let extra = format!(r#", "{field}": {value}"#);
+                rows.push(json_row(
+                    format!("{field} is {what}"),
+                    document(r#""s""#, good_match, &extra),
+                    "invalid_field",
+                ));
+            }
+        }
+    }
+    for field in ["bundle_uuid", "bundle_version"] {
+        let match_ = good_match
+            .replace(&format!(r#""{field}": "{}", "#, &field[7..8]), "")
+            .replace(&format!(r#", "{field}": "{}""#, &field[7..8]), "");
+        rows.push(json_row(
+            format!("match.{field} missing"),
+            document(r#""s""#, &match_, ""),
+            "missing_field",
+        ));
+    }
+    for (what, value) in [
+        ("an array", "[]"),
+        ("a string", r#""u""#),
+        ("a number", "1"),
+        ("a boolean", "false"),
+    ] {
+        rows.push(json_row(
+            format!("match is {what}"),
+            document(r#""s""#, value, ""),
+            "invalid_field",
+        ));
+    }
+    for (what, value) in [
+        ("an array", "[1, 2]"),
+        ("a string", r#""x""#),
+        ("a number", "12"),
+        ("null", "null"),
+        ("a boolean", "true"),
+    ] {
+        rows.push(json_row(
+            format!("the document is {what}"),
+            value.to_owned(),
+            "not_an_object",
+        ));
+    }
+    for cut in [1, 2, 10, 30, 60, 90, 120, 150, 180, GOOD.len() - 2] {
+        rows.push(json_row(
+            format!("JSON cut after {cut} bytes"),
+            GOOD[..cut].to_owned(),
+            "invalid_json",
+        ));
+    }
+    rows.push(json_row(
+        "nesting deeper than the parser allows".into(),
+        "[".repeat(5000),
+        "invalid_json",
+    ));
+    rows.push(json_row(
+        "a single quote string".into(),
+        GOOD.replace('"', "'"),
+        "invalid_json",
+    ));
+    rows.push(json_row(
+        "a comment".into(),
+        format!("/* c */ {GOOD}"),
+        "invalid_json",
+    ));
+    for blank in ["", " ", "\n\t ", "\r\n"] {
+        rows.push(json_row(
+            format!("a body of {blank:?}"),
+            blank.to_owned(),
+            "empty_payload",
+        ));
+    }
+    for content_type in [
+        "text/plain",
+        "application/xml",
+        "application/x-www-form-urlencoded",
+        "application/jsonx",
+        "text/json",
+        "image/png",
+        "multipart/mixed; boundary=b",
+    ] {
+        rows.push(plain(
+            format!("Content-Type {content_type}"),
+            Some(content_type),
+            GOOD.into(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ));
+    }
+    for (what, value, code) in [
+        ("Basic", "Basic ZHNzOnNlY3JldA==", "unsupported_scheme"),
+        ("Bearer", "Bearer abc", "unsupported_scheme"),
+        (
+            "lower-case scheme",
+            r#"signature keyId="hca-dss:s",algorithm="hmac-sha256",signature="x""#,
+            "unsupported_scheme",
+        ),
+        ("scheme only", "Signature ", "malformed_signature"),
+        (
+            "no algorithm",
+            r#"Signature keyId="hca-dss:s",signature="x""#,
+            "malformed_signature",
+        ),
+        (
+            "no signature",
+            r#"Signature keyId="hca-dss:s",algorithm="hmac-sha256""#,
+            "malformed_signature",
+        ),
+        (
+            "an unclosed quote",
+            r#"Signature keyId="hca-dss:s,algorithm="hmac-sha256",signature="x"#,
+            "malformed_signature",
+        ),
+        (
+            "semicolons",
+            r#"Signature keyId="hca-dss:s";algorithm="hmac-sha256";signature="x""#,
+            "malformed_signature",
+        ),
+        (
+            "rsa-sha256",
+            r#"Signature keyId="hca-dss:s",algorithm="rsa-sha256",headers="date digest",signature="x""#,
+            "unsupported_algorithm",
+        ),
+        (
+            "HMAC-SHA256 in capitals",
+            r#"Signature keyId="hca-dss:s",algorithm="HMAC-SHA256",headers="date digest",signature="x""#,
+            "unsupported_algorithm",
+        ),
+        (
+            "a signature that is not base64",
+            r#"Signature keyId="hca-dss:s",algorithm="hmac-sha256",headers="date digest",signature="%%%""#,
+            "bad_signature",
+        ),
+        (
+            "an empty signature",
+            r#"Signature keyId="hca-dss:s",algorithm="hmac-sha256",headers="date digest",signature="""#,
+            "bad_signature",
+        ),
+    ] {
+        let mut row = json_row(format!("Authorization: {what}"), GOOD.to_owned(), code);
+        row.status = StatusCode::UNAUTHORIZED;
+        row.headers.push(("authorization", Some(value.to_owned())));
+        rows.push(row);
+    }
+    for header in ["authorization", "date", "digest"] {
+        let mut row = json_row(format!("{header} removed"), GOOD.to_owned(), "");
+        row.headers.push((header, None));
+        (row.status, row.code) = match header {
+            "authorization" => (StatusCode::UNAUTHORIZED, "missing_authorization"),
+            _ => (StatusCode::UNAUTHORIZED, "missing_signed_header"),
+        };
+        rows.push(row);
+    }
+    for declared in ["1048577", "10737418240"] {
+        let mut row = json_row(
+            format!("Content-Length {declared}"),
+            GOOD.to_owned(),
+            "body_too_large",
+        );
+        row.status = StatusCode::PAYLOAD_TOO_LARGE;
+        row.headers
+            .push(("content-length", Some(declared.to_owned())));
+        rows.push(row);
+    }
+    let mp = "multipart/form-data; boundary=2769baffc4f24cbc83ced26aa0c2f712";
+    for (what, content_type, body, code) in [
+        (
+            "without a boundary",
+            "multipart/form-data",
+            form(&[("payload", GOOD)]),
+            "invalid_multipart",
+        ),
+        (
+            "with another boundary",
+            "multipart/form-data; boundary=other",
+            form(&[("payload", GOOD)]),
+            "invalid_multipart",
+        ),
+        ("with an empty body", mp, Vec::new(), "invalid_multipart"),
+        (
+            "whose payload is an array",
+            mp,
+            form(&[("payload", "[1]")]),
+            "not_an_object",
+        ),
+        (
+            "whose payload lacks match",
+            mp,
+            form(&[("payload", r#"{"subscription_id": "s"}"#)]),
+            "missing_field",
+        ),
+    ] {
+        rows.push(plain(
+            format!("multipart {what}"),
+            Some(content_type),
+            body,
+            bad_request,
+            code,
+        ));
+    }
+    for method in ["TRACE", "CONNECT", "MKCOL"] {
+        let mut row = json_row(
+            format!("method {method}"),
+            GOOD.to_owned(),
+            "method_not_allowed",
+        );
+        (row.method, row.status) = (
+            Method::from_bytes(method.as_bytes()).unwrap(),
+            StatusCode::METHOD_NOT_ALLOWED,
+        );
+        rows.push(row);
+    }
+    rows
+}
+
 fn request(row: &Row) -> http::Request<Bytes> {
     let mut headers = HeaderMap::new();
     if let Some(ct) = row.content_type {
@@ -716,6 +999,12 @@ fn request(row: &Row) -> http::Request<Bytes> {
     headers.insert("digest", sig.digest);
     headers.insert("authorization", sig.authorization);
     (row.tweak)(&mut headers);
+    for (name, value) in &row.headers {
+        match value {
+            Some(value) => set(&mut headers, name, value),
+            None => drop(headers.remove(*name)),
+        }
+    }
     let mut req = http::Request::new(Bytes::from(row.body.clone()));
     *req.method_mut() = row.method.clone();
     *req.uri_mut() = "/dss/notify?replica=aws".parse().unwrap();
@@ -725,8 +1014,9 @@ fn request(row: &Row) -> http::Request<Bytes> {
 
 #[tokio::test]
 async fn every_bad_input_gets_its_documented_status_and_code() {
-    let rows = rows();
-    assert!(rows.len() >= 30, "{} rows", rows.len());
+    let mut rows = rows();
+    rows.extend(generated_rows());
+    assert!(rows.len() >= 150, "{} rows", rows.len());
     let (relay, sink) = capture_relay(&[]);
     for row in &rows {
         let outcome = relay.accept(request(row)).await;
@@ -762,7 +1052,8 @@ async fn unknown_key_id_is_refused_without_a_catch_all_secret() {
     let (relay, _) = capture_relay(&[]);
     // With the catch-all secret any keyId verifies.
     let base = Row {
-        name: "any keyId",
+        name: "any keyId".to_owned(),
+        headers: Vec::new(),
         method: Method::POST,
         content_type: Some("application/json"),
         body: GOOD.into(),
@@ -798,11 +1089,12 @@ async fn good_inputs_in_every_shape_are_published() {
     let (relay, sink) = capture_relay(&[]);
     let mp = "multipart/form-data; boundary=2769baffc4f24cbc83ced26aa0c2f712";
     let ok = |method, content_type, body: Vec<u8>| Row {
-        name: "ok",
+        name: "ok".to_owned(),
         method,
         content_type: Some(content_type),
         body,
         tweak: |_| {},
+        headers: Vec::new(),
         status: StatusCode::ACCEPTED,
         code: "",
     };

@@ -15,6 +15,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
+use futures_util::FutureExt as _;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -25,6 +26,10 @@ use tokio::net::TcpListener;
 
 /// Cloud Run sends SIGKILL 10 s after SIGTERM; requests in flight must finish before that.
 pub const DRAIN: Duration = Duration::from_secs(10);
+
+/// After the listener closes, how long connections already accepted may take to start reading
+/// their request before the drain treats them as idle.
+const SETTLE: Duration = Duration::from_millis(250);
 
 /// The whole HTTP surface. Tests drive it with `tower::ServiceExt::oneshot`.
 pub fn app(relay: Arc<Relay>) -> Router {
@@ -40,28 +45,36 @@ pub async fn serve(listener: TcpListener, relay: Arc<Relay>, shutdown: impl Futu
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
     let graceful = GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of file descriptors, usually: let connections close before retrying.
-                    tracing::warn!(error = %e, "Cannot accept a connection.");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
+    let serve_one = |stream| {
         let service = TowerToHyperService::new(app.clone());
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             // Timeouts and clients that go away end connections; nothing to report.
             let _ = connection.await;
         });
+    };
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => serve_one(stream),
+                Err(e) => {
+                    // Out of file descriptors, usually: let connections close before retrying.
+                    tracing::warn!(error = %e, "Cannot accept a connection.");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    // Connections the kernel already accepted are served rather than reset; then new ones are
+    // refused, and the connections just accepted get a moment to read the request they carry,
+    // so that the drain waits for it instead of closing them as idle.
+    while let Some(Ok((stream, _))) = listener.accept().now_or_never() {
+        serve_one(stream);
     }
     drop(listener);
+    tokio::time::sleep(SETTLE).await;
     tracing::info!(
         drain_secs = DRAIN.as_secs(),
         "Shutting down; draining in-flight requests."

@@ -6,6 +6,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+pub mod fake_sqs;
+
 use bytes::Bytes;
 use relay_core::config::ConfigErrors;
 use relay_core::verify::{Clock, FixedClock, Secret, sign};
