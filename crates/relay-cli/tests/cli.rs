@@ -334,3 +334,30 @@ fn export_writes_cloud_filters_and_names_what_it_leaves_out() {
     );
     assert_eq!(export("nope", "sns-filter-policy").status.code(), Some(2));
 }
+
+#[test]
+fn check_gives_the_place_of_an_error_and_never_the_secret_line() {
+    for text in relay_testkit::FILES_WITH_A_BROKEN_SECRET_LINE {
+        let file = relay_testkit::ConfigFile::new(text);
+        let out = relay_cmd()
+            .env_remove("RELAY_HMAC_SECRET")
+            .env_remove("RELAY_HMAC_KEYS")
+            .env("RELAY_FILE_SINK", "-")
+            .args(["check", "--config", &file.path])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(1), "{text:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("relay.toml:"),
+            "no place for {text:?}: {stderr}"
+        );
+        assert!(
+            !format!("{stdout}{stderr}").contains("s3cret"),
+            "{text:?}: {stdout}{stderr}"
+        );
+    }
+}

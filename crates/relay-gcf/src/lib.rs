@@ -27,9 +27,10 @@ use tokio::net::TcpListener;
 /// Cloud Run sends SIGKILL 10 s after SIGTERM; requests in flight must finish before that.
 pub const DRAIN: Duration = Duration::from_secs(10);
 
-/// After the listener closes, how long connections already accepted may take to start reading
-/// their request before the drain treats them as idle.
-const SETTLE: Duration = Duration::from_millis(250);
+/// After the listener closes, how long a connection already accepted may take to send its
+/// request before the drain treats it as idle and closes it. A request sent later than this
+/// after SIGTERM is a new request, and Cloud Run stops routing new requests before SIGTERM.
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// The whole HTTP surface. Tests drive it with `tower::ServiceExt::oneshot`.
 pub fn app(relay: Arc<Relay>) -> Router {

@@ -251,3 +251,23 @@ fn log_format_from_the_file_gives_json_lines() {
         assert!(parsed["message"].is_string(), "{line}");
     }
 }
+
+#[test]
+fn a_broken_secret_line_stops_the_start_without_being_logged() {
+    for text in relay_testkit::FILES_WITH_A_BROKEN_SECRET_LINE {
+        let file = relay_testkit::ConfigFile::new(text);
+        let output = Command::new(env!("CARGO_BIN_EXE_relay-gcf"))
+            .env("RELAY_CONFIG", &file.path)
+            .env("RELAY_FILE_SINK", "-")
+            .env("RELAY_LISTEN", format!("127.0.0.1:{}", common::free_port()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{text:?}: {stderr}");
+        assert!(
+            stderr.contains("relay.toml:"),
+            "no place for {text:?}: {stderr}"
+        );
+        assert!(!stderr.contains("s3cret"), "{text:?}: {stderr}");
+    }
+}

@@ -357,6 +357,16 @@ pub fn assert_refuses_without_a_key(command: &mut std::process::Command, code: i
     );
 }
 
+/// Configuration files with an error on a line that holds the secret `s3cret-…`: whatever
+/// reports the error must give its place and must not repeat the line.
+pub const FILES_WITH_A_BROKEN_SECRET_LINE: [&str; 5] = [
+    "[relay]\nhmac_secret = \"s3cret-unterminated\n",
+    "[relay]\nhmac_secret = s3cret-bare\n",
+    "[relay]\nhmac_keys = { k = \"s3cret-in-table\" x }\n",
+    "[relay]\nhmac_keys = \"s3cret-not-json\"\n",
+    "[relay]\nhmac_secret = \"s3cret-first\"\nhmac_secret = \"s3cret-again\"\n",
+];
+
 /// The status and `error.code` (empty for a success) of an answer.
 pub fn status_and_code(outcome: &Outcome) -> (u16, String) {
     let body: serde_json::Value = serde_json::from_slice(&outcome.body).expect("a JSON body");
