@@ -220,20 +220,41 @@ fn refuses_to_start_without_a_key() {
 
 #[test]
 fn log_format_from_the_file_gives_json_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("relay.toml");
-    std::fs::write(
-        &file,
-        "[relay]\nhmac_secret = \"x\"\nlog_format = \"json\"\n",
-    )
-    .unwrap();
+    let stderr = start_and_stop("[relay]\nhmac_secret = \"x\"\nlog_format = \"json\"\n");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.iter().any(|l| l.contains("Relay ready.")), "{stderr}");
+    for line in lines {
+        let parsed: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(parsed["message"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn text_logs_to_a_file_have_no_colours_and_an_open_replay_window_is_warned_of() {
+    let stderr = start_and_stop(
+        "[relay]\nhmac_secret = \"x\"\nlog_format = \"text\"\nmax_clock_skew_secs = 0\n",
+    );
+    assert!(stderr.contains("Relay ready."), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "ANSI escapes in a log file: {stderr:?}"
+    );
+    assert!(stderr.contains("The Date check is off"), "{stderr}");
+}
+
+/// Starts relay-gcf with `config` as its file (standard error to a pipe, not a terminal), stops
+/// it once it listens, and returns what it logged.
+fn start_and_stop(config: &str) -> String {
+    let file = relay_testkit::ConfigFile::new(config);
     let port = common::free_port();
     let server = Command::new(env!("CARGO_BIN_EXE_relay-gcf"))
         .env_remove("RELAY_LOG_FORMAT")
         .env_remove("K_SERVICE")
-        .env("RELAY_CONFIG", &file)
-        .env("RELAY_FILE_SINK", dir.path().join("sink.jsonl"))
+        .env("RELAY_CONFIG", &file.path)
+        .env("RELAY_FILE_SINK", "-")
         .env("RELAY_LISTEN", format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -242,14 +263,7 @@ fn log_format_from_the_file_gives_json_lines() {
         .args(["-TERM", &server.id().to_string()])
         .status();
     let output = server.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(lines.iter().any(|l| l.contains("Relay ready.")), "{stderr}");
-    for line in lines {
-        let parsed: serde_json::Value =
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        assert!(parsed["message"].is_string(), "{line}");
-    }
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[test]
