@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
 .PHONY: help build run test test-unit test-integration smoke lint fmt emulators-up emulators-down \
-	lambda lambda-tools image tf-check bench clean-run fuzz fuzz-tools faults
+	lambda lambda-tools image tf-check bench clean-run fuzz fuzz-tools faults bench-load
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -72,6 +72,10 @@ image: ## Build the relay-gcf image (infra/docker/Dockerfile); needs a Docker en
 
 bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-all baselines
 	$(CARGO) bench -p relay-core --bench route
+
+bench-load: ## relay-gcf's cost per notification against a bare floor, on loopback (release build)
+	$(CARGO) build --release -p relay-gcf -p relay-bench
+	target/release/bench-load
 
 faults: ## The fault matrix with 10,000 notifications per fault; prints the table (docs/faults.md)
 	$(CARGO) build -p relay-gcf

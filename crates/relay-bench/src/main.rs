@@ -1,0 +1,135 @@
+//! `make bench-load`: what a notification costs relay-gcf, against a floor measured in the same
+//! run. relay-gcf (release) and a bare HTTP server that reads the body and answers 202 (the
+//! floor) each run pinned to core 0; the load and a loopback SQS-protocol endpoint run on the
+//! other core. Every figure is printed next to the floor's, as a ratio.
+//!
+//! Run with `make bench-load`, or `cargo build --release -p relay-gcf -p relay-bench` and then
+//! `target/release/bench-load`. `BENCH_SECONDS` sets each measured run's length (default 5).
+
+mod load;
+mod process;
+
+use std::time::Duration;
+
+use load::{Driver, Measured};
+use process::Pinned;
+use relay_testkit::fake_sqs::{FakeSqs, Fault};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    match args.get(1).map(String::as_str) {
+        Some("floor") => runtime.block_on(load::floor(args[2].parse().expect("an address"))),
+        _ => runtime.block_on(run()),
+    }
+}
+
+fn seconds() -> Duration {
+    let secs = std::env::var("BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    Duration::from_secs(secs)
+}
+
+/// One row of the table: the relay against the floor under the same load.
+fn row(scenario: &str, relay: &Measured, floor: &Measured, sqs_calls: u64, peak_rss_kib: u64) {
+    let per = |m: &Measured| m.cpu_us_per_request();
+    println!(
+        "| {scenario} | {:.0} | {:.1} | {:.1} | {:.2}× | {:.3} | {:.2} | {:.2} | {:.1} |",
+        relay.per_second(),
+        per(relay),
+        per(floor),
+        per(relay) / per(floor),
+        sqs_calls as f64 / relay.ok.max(1) as f64,
+        relay
+            .percentile(0.50)
+            .saturating_sub(floor.percentile(0.50))
+            .as_secs_f64()
+            * 1e3,
+        relay
+            .percentile(0.99)
+            .saturating_sub(floor.percentile(0.99))
+            .as_secs_f64()
+            * 1e3,
+        peak_rss_kib as f64 / 1024.0,
+    );
+}
+
+async fn run() {
+    let floor = Pinned::floor();
+    println!(
+        "| scenario | notifications/s | CPU-µs per notification | floor CPU-µs | ratio to floor | SQS calls per notification | p50 added (ms) | p99 added (ms) | peak RSS (MiB) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (size, latency) in [(1024, 0), (4096, 0), (65536, 0), (4096, 10)] {
+        let sqs = FakeSqs::start(fault(latency)).await;
+        let relay = Pinned::relay(&sqs);
+        let driver = Driver::new(size);
+        let floor_run = driver.closed_loop(&floor, seconds()).await;
+        relay.reset_peak_rss();
+        let calls = sqs.calls();
+        let relay_run = driver.closed_loop(&relay, seconds()).await;
+        let scenario = format!("saturation, {} KB, endpoint {latency} ms", size / 1024);
+        row(
+            &scenario,
+            &relay_run,
+            &floor_run,
+            sqs.calls() - calls,
+            relay.peak_rss_kib(),
+        );
+        if size == 4096 && latency == 0 {
+            let rate = relay_run.per_second() / 2.0;
+            let floor_half = driver.open_loop(&floor, rate, seconds()).await;
+            let calls = sqs.calls();
+            let relay_half = driver.open_loop(&relay, rate, seconds()).await;
+            let scenario = format!("half load ({rate:.0}/s), 4 KB, endpoint 0 ms");
+            row(
+                &scenario,
+                &relay_half,
+                &floor_half,
+                sqs.calls() - calls,
+                relay.peak_rss_kib(),
+            );
+            let floor_lone = driver.lone(&floor, 20).await;
+            let calls = sqs.calls();
+            let relay_lone = driver.lone(&relay, 20).await;
+            row(
+                "a lone notification (20, one at a time)",
+                &relay_lone,
+                &floor_lone,
+                sqs.calls() - calls,
+                relay.peak_rss_kib(),
+            );
+        }
+    }
+    println!();
+    println!(
+        "| burst | endpoint | all acknowledged (ms) | all in the queue (ms) | SQS calls per notification | peak RSS (MiB) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for (count, latency) in [(1000, 0), (1000, 20), (10_000, 0)] {
+        let sqs = FakeSqs::start(fault(latency)).await;
+        let relay = Pinned::relay(&sqs);
+        relay.reset_peak_rss();
+        let burst = Driver::new(4096).burst(&relay, &sqs, count).await;
+        println!(
+            "| {count} × 4 KB at once | {latency} ms | {:.0} | {:.0} | {:.3} | {:.1} |",
+            burst.acknowledged.as_secs_f64() * 1e3,
+            burst.queued.as_secs_f64() * 1e3,
+            sqs.calls() as f64 / count as f64,
+            relay.peak_rss_kib() as f64 / 1024.0
+        );
+    }
+}
+
+fn fault(latency_ms: u64) -> Fault {
+    match latency_ms {
+        0 => Fault::None,
+        ms => Fault::Latency(Duration::from_millis(ms)),
+    }
+}
