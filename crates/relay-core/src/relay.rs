@@ -1,9 +1,10 @@
 //! The relay's one entry point: a request in, an [`Outcome`] out.
 //!
-//! The path of a notification: method and size checks, then [`verify`](crate::verify) over the
-//! raw bytes, then [`intake`](crate::intake) takes the payload out of the body, then
-//! [`Notification`] parses it, then the [`Router`] picks the sinks, and each [`Sink`] it picked
-//! publishes it. The answer is 202 only when every routed sink acknowledged.
+//! The path of a notification: crawler path, method and size checks, then
+//! [`verify`](crate::verify) over the raw bytes, then [`intake`](crate::intake) takes the payload
+//! out of the body, then [`Notification`] parses it, then the [`Router`] picks the destinations,
+//! each shapes and size-checks its message, and only then does each [`Sink`] publish it. The
+//! answer is 202 only when every routed sink acknowledged.
 
 use std::sync::Arc;
 use std::time::Instant;

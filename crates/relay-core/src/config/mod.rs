@@ -197,11 +197,13 @@ impl Config {
             }
         }
         let names: Vec<String> = sinks.iter().map(|s| s.name.clone()).collect();
-        let router = match !sinks_in_file {
-            true => Some(Router::to_all(names)),
-            false => Router::compile(&file.routes, names)
+        // Sinks from variables take every notification; sinks in the file take their routes.
+        let router = if sinks_in_file {
+            Router::compile(&file.routes, names)
                 .map_err(|e| fail("RELAY_CONFIG", in_file(e.to_string())))
-                .ok(),
+                .ok()
+        } else {
+            Some(Router::to_all(names))
         };
 
         if !errors.is_empty() {
