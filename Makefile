@@ -52,13 +52,22 @@ $(TOOLS)/bin/cargo-lambda:
 	python3 -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check cargo-lambda ziglang
 
-lambda: lambda-tools ## Build target/lambda/relay-lambda/bootstrap.zip (arm64; x86_64 without the arm64 target)
-	@if rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$$'; then \
-	  set -x; $(CARGO) lambda build --release --arm64 -p relay-lambda --output-format zip; \
+# The zip's instruction set goes to target/lambda/relay-lambda/architecture ("arm64" or "x86_64"),
+# which the aws-relay module reads: the function's architecture always matches the build. The file
+# is removed first, so a failed build leaves no stale one behind.
+lambda: lambda-tools ## Build target/lambda/relay-lambda/bootstrap.zip (arm64; x86_64 without the arm64 target) and record its architecture next to it
+	@rm -f target/lambda/relay-lambda/architecture
+	@set -e; \
+	if rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$$'; then \
+	  arch=arm64; \
+	  set -x; $(CARGO) lambda build --release --arm64 -p relay-lambda --output-format zip; set +x; \
 	else \
-	  echo "lambda: no aarch64-unknown-linux-gnu target installed; building x86_64 (set architecture = x86_64)"; \
-	  set -x; $(CARGO) lambda build --release --x86-64 --compiler cargo -p relay-lambda --output-format zip; \
-	fi
+	  arch=x86_64; \
+	  echo "lambda: no aarch64-unknown-linux-gnu target installed; building x86_64"; \
+	  set -x; $(CARGO) lambda build --release --x86-64 --compiler cargo -p relay-lambda --output-format zip; set +x; \
+	fi; \
+	echo "$$arch" > target/lambda/relay-lambda/architecture; \
+	echo "lambda: $$arch (written to target/lambda/relay-lambda/architecture, which the aws-relay module reads)"
 	@ls -l target/lambda/relay-lambda/bootstrap.zip
 
 tf-check: ## terraform fmt -check and checkov over terraform/ (offline), then the hcl-rs tests
@@ -66,9 +75,11 @@ tf-check: ## terraform fmt -check and checkov over terraform/ (offline), then th
 	$(CARGO) test -p relay-tests --test terraform
 
 IMAGE ?= relay-gcf:dev
-image: ## Build the relay-gcf image (infra/docker/Dockerfile); needs a Docker engine with BuildKit
+# Cloud Run runs linux/amd64 images only: the platform is fixed, so an arm64 builder (Apple
+# silicon, Graviton) still produces an image Cloud Run can start (built under emulation there).
+image: ## Build the relay-gcf image for linux/amd64 (infra/docker/Dockerfile); needs a Docker engine with BuildKit
 	@command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 || { echo "image: no Docker engine here; build where one runs, or with Cloud Build" >&2; exit 1; }
-	DOCKER_BUILDKIT=1 docker build -f infra/docker/Dockerfile -t $(IMAGE) .
+	DOCKER_BUILDKIT=1 docker build --platform linux/amd64 -f infra/docker/Dockerfile -t $(IMAGE) .
 
 bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-all baselines
 	$(CARGO) bench -p relay-core --bench route

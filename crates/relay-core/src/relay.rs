@@ -16,9 +16,10 @@ use http::{HeaderMap, Method, StatusCode, header};
 use serde_json::json;
 
 use crate::admission::{Admission, Ticket};
-use crate::config::Config;
+use crate::config::{Config, MetricsFormat};
 use crate::error::Error;
 use crate::intake::extract_payload;
+use crate::metrics::{self, Metrics};
 use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
 use crate::route::{Input, Router, request_document};
@@ -59,6 +60,7 @@ pub struct Relay {
     router: Router,
     clock: Arc<dyn Clock>,
     admission: Admission,
+    metrics: Metrics,
 }
 
 /// Why a body could not be read in full.
@@ -194,6 +196,10 @@ impl Relay {
             limits.max_buffered_bytes,
             config.max_body_bytes,
         );
+        let metrics = match config.metrics {
+            MetricsFormat::Emf => Metrics::emf(Arc::new(metrics::Stdout)),
+            MetricsFormat::Off => Metrics::off(),
+        };
         let names: Vec<&str> = config.sinks.iter().map(|s| s.name.as_str()).collect();
         tracing::info!(sinks = ?names, routes = router.routes().len(), max_body_bytes = config.max_body_bytes, "Relay ready.");
         Self {
@@ -203,7 +209,14 @@ impl Relay {
             router,
             clock,
             admission,
+            metrics,
         }
+    }
+
+    /// The same relay, writing its metric lines to `metrics`; tests use it to read them.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The configuration the relay runs with.
@@ -394,6 +407,7 @@ impl Relay {
         deadline: Instant,
     ) -> Result<Outcome, Error> {
         let results = join_all(messages.into_iter().map(|(sink, message)| async move {
+            let started = Instant::now();
             let publish = sink.publish(std::slice::from_ref(&message));
             let result = match tokio::time::timeout_at(deadline.into(), publish).await {
                 Ok(results) => results.into_iter().next().unwrap_or_else(|| {
@@ -405,6 +419,13 @@ impl Relay {
                     "no acknowledgement before the deadline".into(),
                 )),
             };
+            let kind = match &result {
+                Ok(_) => "ok",
+                Err(e) if e.is_retryable() => "retryable",
+                Err(_) => "permanent",
+            };
+            self.metrics
+                .publish(sink.name(), kind, started.elapsed().as_secs_f64() * 1000.0);
             (sink.name(), result)
         }))
         .await;
@@ -450,6 +471,12 @@ impl Relay {
     fn log(&self, parts: &Parts, outcome: &Outcome, fields: &LogFields, started: Instant) {
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let status = outcome.status.as_u16();
+        let code = outcome.code.unwrap_or(match status {
+            _ if fields.filtered => "filtered",
+            200 => "ok",
+            _ => "published",
+        });
+        self.metrics.answer(status, code, latency_ms);
         macro_rules! line {
             ($level:ident, $msg:literal) => {
                 tracing::$level!(

@@ -99,3 +99,90 @@ async fn lambda_answers_exactly_as_relay_gcf_does() {
         assert_eq!(lambda.body().as_ref(), gcf_body.as_ref(), "{method} {path}");
     }
 }
+
+/// Collects metric lines.
+#[derive(Debug, Default)]
+struct Lines(std::sync::Mutex<Vec<serde_json::Value>>);
+
+impl relay_core::metrics::MetricsOut for Lines {
+    fn write_line(&self, line: &str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(serde_json::from_str(line).expect("one JSON object per line"));
+    }
+}
+
+/// On Lambda every answer, and every sink's publish, is an Embedded Metric Format line.
+#[tokio::test]
+async fn answers_and_publishes_are_embedded_metric_lines() {
+    let on_lambda = [
+        ("RELAY_HMAC_SECRET", capture::SECRET),
+        ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
+        ("RELAY_FILE_SINK", "-"),
+        ("AWS_LAMBDA_FUNCTION_NAME", "relay"),
+    ];
+    assert_eq!(
+        relay_testkit::config(&on_lambda).metrics,
+        relay_core::config::MetricsFormat::Emf
+    );
+    let lines = Arc::new(Lines::default());
+    let relay_with = |sink: Arc<dyn relay_core::Sink>| {
+        let relay = relay_testkit::relay(
+            relay_testkit::config(&on_lambda),
+            &[("file", sink)],
+            relay_testkit::capture_clock(),
+        );
+        relay.with_metrics(relay_core::metrics::Metrics::emf(Arc::clone(&lines) as _))
+    };
+    let working = relay_with(relay_testkit::RecordingSink::new("memory"));
+    let failing = relay_with(relay_testkit::FailingSink::new("flaky", true));
+    for (relay, name, status) in [
+        (&working, "dss-v2-create.json", 202),
+        (&working, "dss-bad-signature.json", 401),
+        (&failing, "dss-v2-create.json", 503),
+    ] {
+        assert_eq!(
+            relay_lambda::handle(relay, event(name))
+                .await
+                .status()
+                .as_u16(),
+            status,
+            "{name}"
+        );
+    }
+    let lines = lines.0.lock().unwrap();
+    let answers: Vec<(String, String)> = lines
+        .iter()
+        .filter(|l| l["Answers"] == 1)
+        .map(|l| {
+            (
+                l["Status"].as_str().unwrap().to_owned(),
+                l["Code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("202", "published"),
+        ("401", "bad_signature"),
+        ("503", "sink_unavailable"),
+    ];
+    assert_eq!(answers, expected.map(|(s, c)| (s.to_owned(), c.to_owned())));
+    let publishes: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["Publishes"] == 1)
+        .map(|l| (l["Sink"].as_str().unwrap(), l["Result"].as_str().unwrap()))
+        .collect();
+    assert_eq!(publishes, [("memory", "ok"), ("flaky", "retryable")]);
+    for line in lines.iter() {
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "DssRelay", "{line}");
+        assert!(
+            line["_aws"]["Timestamp"].as_u64().is_some_and(|t| t > 0),
+            "{line}"
+        );
+        for metric in directive["Metrics"].as_array().unwrap() {
+            assert!(line[metric["Name"].as_str().unwrap()].is_number(), "{line}");
+        }
+    }
+}

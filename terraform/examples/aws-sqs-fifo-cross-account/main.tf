@@ -53,6 +53,8 @@ module "relay" {
   architecture    = var.architecture
   callback_path   = "/?replica=aws"
 
+  hmac_secret_version = var.hmac_secret_version
+
   create_queue   = false
   existing_queue = { arn = aws_sqs_queue.subscriber.arn, url = aws_sqs_queue.subscriber.url }
 }

@@ -13,4 +13,6 @@ module "relay" {
 
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=aws"
+
+  hmac_secret_version = var.hmac_secret_version
 }

@@ -1,17 +1,27 @@
 # The relay runs in one project; the subscriber's topic lives in another. The subscriber grants
 # the relay's service account roles/pubsub.publisher on that one topic (gcp-topic-grant).
+#
+# Two identities: the default provider acts in the relay's project with the caller's
+# application-default credentials; the subscriber's provider acts in the subscriber's project,
+# with the same credentials or, when subscriber_impersonate_service_account is set, as that
+# service account of the subscriber's. README.md lists the roles each one needs.
 provider "google" {
   project = var.relay_project_id
 }
 
 provider "google" {
-  alias   = "subscriber"
-  project = var.subscriber_project_id
+  alias                       = "subscriber"
+  project                     = var.subscriber_project_id
+  impersonate_service_account = var.subscriber_impersonate_service_account
 }
 
+# pubsub.googleapis.com is enabled here as well: Pub/Sub charges a publish to the project of the
+# caller's credentials, here the relay's service account's project, and refuses it (the relay
+# answers 502, forever) while the API is disabled there, wherever the topic lives.
 resource "google_project_service" "relay" {
   for_each = toset([
     "iam.googleapis.com",
+    "pubsub.googleapis.com",
     "run.googleapis.com",
     "secretmanager.googleapis.com",
   ])
@@ -64,6 +74,8 @@ module "relay" {
   name                = "dss-relay"
   image               = var.image
   deletion_protection = var.deletion_protection
+  public_invocation   = var.public_invocation
+  hmac_secret_version = var.hmac_secret_version
   callback_path       = "/?replica=gcp"
 
   create_topic   = false

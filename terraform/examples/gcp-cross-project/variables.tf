@@ -24,3 +24,31 @@ variable "deletion_protection" {
   type        = bool
   default     = true
 }
+
+variable "public_invocation" {
+  description = "How the service accepts the DSS's unauthenticated calls: \"allusers_binding\" (allUsers as roles/run.invoker) or \"invoker_iam_disabled\" (no IAM check; needed where domain-restricted sharing refuses allUsers). See the gcp-relay README."
+  type        = string
+  default     = "allusers_binding"
+
+  validation {
+    condition     = contains(["allusers_binding", "invoker_iam_disabled"], var.public_invocation)
+    error_message = "public_invocation must be \"allusers_binding\" or \"invoker_iam_disabled\"."
+  }
+}
+
+variable "hmac_secret_version" {
+  description = "Version of the HMAC secret in Secret Manager: raise it to write a new generated secret (then register the DSS subscription again)."
+  type        = number
+  default     = 1
+}
+
+variable "subscriber_impersonate_service_account" {
+  description = "Service account of the subscriber's that the subscriber's provider impersonates (the topic, its subscription, the Pub/Sub API and the grant in subscriber_project_id); null uses the caller's own application-default credentials there too. The caller needs roles/iam.serviceAccountTokenCreator on it."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.subscriber_impersonate_service_account == null || can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9-]+\\.iam\\.gserviceaccount\\.com$", var.subscriber_impersonate_service_account))
+    error_message = "subscriber_impersonate_service_account must be null or a service account email such as terraform@subscriber-project.iam.gserviceaccount.com."
+  }
+}

@@ -4,7 +4,7 @@ output "endpoint_url" {
 }
 
 output "dss_subscription" {
-  description = "JSON body for PUT /v1/subscriptions?replica=gcp (add hmac_secret_key from hmac_secret)."
+  description = "JSON body for PUT /v1/subscriptions?replica=gcp (add hmac_secret_key, read from the hmac_secret_version secret version)."
   value       = module.relay.dss_subscription
 }
 
@@ -13,10 +13,10 @@ output "hmac_key_id" {
   value       = module.relay.hmac_key_id
 }
 
-output "hmac_secret" {
-  description = "The subscription's hmac_secret_key (RELAY_SEND_SECRET for relay send)."
-  value       = module.relay.hmac_secret
-  sensitive   = true
+# The secret itself is no output (outputs are kept in the state): read it from Secret Manager.
+output "hmac_secret_version" {
+  description = "Secret Manager version holding {\"<hmac_key_id>\": \"<secret>\"}: the subscription's hmac_secret_key, and RELAY_SEND_SECRET for relay send."
+  value       = module.relay.hmac_secret_version
 }
 
 output "subscription_name" {

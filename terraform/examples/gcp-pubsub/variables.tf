@@ -19,3 +19,20 @@ variable "deletion_protection" {
   type        = bool
   default     = true
 }
+
+variable "public_invocation" {
+  description = "How the service accepts the DSS's unauthenticated calls: \"allusers_binding\" (allUsers as roles/run.invoker) or \"invoker_iam_disabled\" (no IAM check; needed where domain-restricted sharing refuses allUsers). See the gcp-relay README."
+  type        = string
+  default     = "allusers_binding"
+
+  validation {
+    condition     = contains(["allusers_binding", "invoker_iam_disabled"], var.public_invocation)
+    error_message = "public_invocation must be \"allusers_binding\" or \"invoker_iam_disabled\"."
+  }
+}
+
+variable "hmac_secret_version" {
+  description = "Version of the HMAC secret in Secret Manager: raise it to write a new generated secret (then register the DSS subscription again)."
+  type        = number
+  default     = 1
+}

@@ -1,8 +1,17 @@
 locals {
   hmac_key_id = coalesce(var.hmac_key_id, var.name)
-  # random_password.hmac always exists: count cannot branch on a sensitive input. It is unused
-  # when hmac_secret is given.
-  hmac_secret = coalesce(var.hmac_secret, random_password.hmac.result)
+  # Ephemeral: neither the generated secret nor this value is written to the plan or the state.
+  # ephemeral.random_password.hmac is opened on every run (count cannot branch on a sensitive
+  # input) and draws a new value each time; only the value of the run that writes the secret
+  # version (a new hmac_secret_version) is kept, in Secrets Manager.
+  hmac_secret = coalesce(var.hmac_secret, ephemeral.random_password.hmac.result)
+
+  # The instruction set of bootstrap.zip: `make lambda` writes it to a file named architecture
+  # next to the zip, so the function's architecture follows what was built. "" when neither that
+  # file nor var.architecture says; a precondition on the function refuses the plan then.
+  architecture_file  = "${dirname(var.lambda_zip_path)}/architecture"
+  built_architecture = fileexists(local.architecture_file) ? trimspace(file(local.architecture_file)) : ""
+  architecture       = var.architecture != null ? var.architecture : local.built_architecture
 
   queue_base_name = coalesce(var.queue_name, "${var.name}-events")
   queue_suffix    = var.fifo_queue ? ".fifo" : ""
@@ -14,8 +23,14 @@ locals {
   queue_url = var.create_queue ? aws_sqs_queue.this[0].url : try(var.existing_queue.url, null)
 
   # Customer-managed keys the role must be able to use: the module's own key (secret, created
-  # queue, log group, environment) and the key of an existing queue.
-  kms_key_arns = distinct([for arn in [var.kms_key_arn, try(var.existing_queue.kms_key_arn, null)] : arn if arn != null])
+  # queue, log group, environment), the key of an existing queue and the key of the SNS topic.
+  kms_key_arns = distinct([
+    for arn in [
+      var.kms_key_arn,
+      try(var.existing_queue.kms_key_arn, null),
+      local.sns_enabled ? var.sns_topic_kms_key_arn : null,
+    ] : arn if arn != null
+  ])
 
   # Every RELAY_* variable the function gets. The HMAC keys are not among them: the function
   # reads the secret named by RELAY_HMAC_KEYS_SECRET_ARN once, at start.
@@ -38,7 +53,7 @@ locals {
 # HMAC key, in Secrets Manager
 ################################################################################
 
-resource "random_password" "hmac" {
+ephemeral "random_password" "hmac" {
   length  = 48
   special = false
 }
@@ -52,9 +67,12 @@ resource "aws_secretsmanager_secret" "hmac" {
   tags                    = var.tags
 }
 
+# RELAY_HMAC_KEYS: a JSON object {"<keyId>": "<secret>"}, in a write-only argument: Terraform
+# sends it when secret_string_wo_version changes and keeps only that number in its state.
 resource "aws_secretsmanager_secret_version" "hmac" {
-  secret_id     = aws_secretsmanager_secret.hmac.id
-  secret_string = jsonencode({ (local.hmac_key_id) = local.hmac_secret })
+  secret_id                = aws_secretsmanager_secret.hmac.id
+  secret_string_wo         = jsonencode({ (local.hmac_key_id) = local.hmac_secret })
+  secret_string_wo_version = var.hmac_secret_version
 }
 
 ################################################################################
@@ -122,7 +140,7 @@ resource "aws_lambda_function" "this" {
   role                           = aws_iam_role.this.arn
   runtime                        = "provided.al2023"
   handler                        = "bootstrap"
-  architectures                  = [var.architecture]
+  architectures                  = [local.architecture]
   filename                       = var.lambda_zip_path
   source_code_hash               = filebase64sha256(var.lambda_zip_path)
   memory_size                    = var.memory_size
@@ -154,6 +172,14 @@ resource "aws_lambda_function" "this" {
       condition     = local.sqs_enabled || local.sns_enabled
       error_message = "The relay needs a sink: create_queue = true, existing_queue, or sns_topic_arn."
     }
+    precondition {
+      condition     = contains(["arm64", "x86_64"], local.architecture)
+      error_message = "Unknown architecture of the zip: `make lambda` writes it (arm64 or x86_64) to the file \"architecture\" next to bootstrap.zip. Build the zip with `make lambda`, or set architecture."
+    }
+    precondition {
+      condition     = var.sns_topic_kms_key_arn == null || local.sns_enabled
+      error_message = "sns_topic_kms_key_arn is the key of the topic sns_topic_arn names; set sns_topic_arn too, or leave it null."
+    }
   }
 
   depends_on = [aws_iam_role_policy.this, aws_secretsmanager_secret_version.hmac]
@@ -173,9 +199,14 @@ resource "aws_lambda_function_url" "this" {
   invoke_mode        = "BUFFERED"
 }
 
-# A public Function URL needs both statements since October 2025. The provider may add its own
-# statements for authorization NONE too; these have their own ids, are kept in state, and go
-# away with the module.
+# A public Function URL needs both statements since October 2025: lambda:InvokeFunctionUrl (auth
+# type NONE) and lambda:InvokeFunction (only through a Function URL). Both are kept, on purpose,
+# although aws_lambda_function_url with authorization NONE adds equivalent statements of its own
+# (FunctionURLAllowPublicAccess, and in recent 6.x releases FunctionURLAllowInvokeAction too): the
+# provider adds those once, at creation, keeps them out of the state, never restores them and
+# leaves them behind on destroy; which releases add the second is not pinned down here. These two have their own ids (no
+# conflict with the provider's), are in the state, are put back by the next apply if removed, and
+# go away with the module. The duplicates are harmless: identical Allow statements.
 resource "aws_lambda_permission" "function_url" {
   #checkov:skip=CKV_AWS_301:Public by design: the DSS cannot present AWS credentials. The statement only allows calls through the Function URL (lambda:FunctionUrlAuthType NONE), and the relay verifies HMAC.
   statement_id           = "AllowPublicFunctionUrl"

@@ -13,7 +13,7 @@ output "callback_url" {
 }
 
 output "dss_subscription" {
-  description = "JSON body for PUT /v1/subscriptions on the DSS, without the secret: add hmac_secret_key from the hmac_secret output."
+  description = "JSON body for PUT /v1/subscriptions on the DSS, without the secret: add hmac_secret_key, read from Secrets Manager (hmac_secret_arn)."
   value = jsonencode({
     callback_url = local.callback_url
     method       = "POST"
@@ -27,14 +27,10 @@ output "hmac_key_id" {
   value       = local.hmac_key_id
 }
 
-output "hmac_secret" {
-  description = "HMAC secret shared with the DSS (the subscription's hmac_secret_key)."
-  value       = local.hmac_secret
-  sensitive   = true
-}
-
+# No hmac_secret output: the secret is ephemeral and stays out of the state. Read it from Secrets
+# Manager (hmac_secret_arn; README.md, "Deploy to AWS").
 output "hmac_secret_arn" {
-  description = "ARN of the Secrets Manager secret holding RELAY_HMAC_KEYS."
+  description = "ARN of the Secrets Manager secret holding RELAY_HMAC_KEYS: the JSON object {\"<hmac_key_id>\": \"<secret>\"}, whose value for hmac_key_id is the subscription's hmac_secret_key."
   value       = aws_secretsmanager_secret.hmac.arn
 }
 
@@ -50,6 +46,11 @@ output "function_name" {
 output "function_arn" {
   description = "ARN of the Lambda function."
   value       = aws_lambda_function.this.arn
+}
+
+output "architecture" {
+  description = "Instruction set of the function (arm64 or x86_64): architecture, or what `make lambda` recorded next to the zip."
+  value       = try(aws_lambda_function.this.architectures[0], null)
 }
 
 output "role_arn" {

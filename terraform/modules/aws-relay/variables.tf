@@ -38,13 +38,13 @@ variable "lambda_zip_path" {
 }
 
 variable "architecture" {
-  description = "Instruction set of the bootstrap binary: arm64 (the default of `make lambda`) or x86_64 (what `make lambda` builds when the aarch64 target is not installed)."
+  description = "Instruction set of the bootstrap binary: arm64 or x86_64. null (the default) reads it from the file \"architecture\" that `make lambda` writes next to the zip (target/lambda/relay-lambda/architecture), so the function always matches what was built; set it only for a zip built some other way."
   type        = string
-  default     = "arm64"
+  default     = null
 
   validation {
-    condition     = contains(["arm64", "x86_64"], var.architecture)
-    error_message = "architecture must be \"arm64\" or \"x86_64\"."
+    condition     = var.architecture == null || try(contains(["arm64", "x86_64"], var.architecture), false)
+    error_message = "architecture must be null, \"arm64\" or \"x86_64\"."
   }
 }
 
@@ -156,7 +156,7 @@ variable "hmac_key_id" {
 }
 
 variable "hmac_secret" {
-  description = "HMAC secret shared with the DSS (the subscription's hmac_secret_key). null generates a 48-character one with random_password. It is stored in Secrets Manager and never in the function's environment."
+  description = "HMAC secret shared with the DSS (the subscription's hmac_secret_key). null generates a 48-character one with the ephemeral random_password. It is written to Secrets Manager through a write-only argument (never to the Terraform state) when hmac_secret_version changes, and never to the function's environment. A caller that passes it should declare its own variable ephemeral, or it lands in saved plan files."
   type        = string
   default     = null
   sensitive   = true
@@ -164,6 +164,17 @@ variable "hmac_secret" {
   validation {
     condition     = var.hmac_secret == null || can(regex("^[!-~]{32,256}$", var.hmac_secret))
     error_message = "hmac_secret must be null or 32-256 printable ASCII characters without spaces (the DSS uses its UTF-8 bytes)."
+  }
+}
+
+variable "hmac_secret_version" {
+  description = "Version of the HMAC secret written to Secrets Manager (secret_string_wo_version). The secret is written only when this number changes: raise it to store a new generated secret, or a new hmac_secret (the DSS subscription must then be registered again with the new secret)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.hmac_secret_version >= 1 && floor(var.hmac_secret_version) == var.hmac_secret_version
+    error_message = "hmac_secret_version must be a whole number >= 1."
   }
 }
 
@@ -287,6 +298,17 @@ variable "sns_topic_arn" {
   validation {
     condition     = var.sns_topic_arn == null || can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", var.sns_topic_arn))
     error_message = "sns_topic_arn must be null or a topic ARN such as arn:aws:sns:us-east-1:123456789012:dss-events."
+  }
+}
+
+variable "sns_topic_kms_key_arn" {
+  description = "The customer-managed KMS key that encrypts the sns_topic_arn topic, if any: the role then may use kms:GenerateDataKey and kms:Decrypt on that key, and only it (SNS needs both from a publisher to an encrypted topic). null for a topic without server-side encryption, with the AWS managed key alias/aws/sns, or encrypted with kms_key_arn. The key's policy must also allow the role (role_arn) these actions."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.sns_topic_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.sns_topic_kms_key_arn))
+    error_message = "sns_topic_kms_key_arn must be null or a KMS key ARN such as arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab."
   }
 }
 

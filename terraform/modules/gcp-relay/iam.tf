@@ -34,9 +34,16 @@ resource "google_pubsub_topic_iam_member" "relay" {
 # The DSS signs each request with draft-cavage HMAC in the Authorization header and cannot present
 # a Google identity token there, so the service allows unauthenticated invocation and the relay
 # verifies the HMAC signature itself (401 otherwise) before publishing anything.
+#
+# public_invocation chooses how: "allusers_binding" (this grant) or "invoker_iam_disabled"
+# (invoker_iam_disabled on the service, no grant). An organisation that enforces domain-restricted
+# sharing (iam.allowedPolicyMemberDomains) refuses an allUsers member, so there this grant fails
+# to apply and only "invoker_iam_disabled" works.
 # (checkov 3.3.30's CKV_GCP_102 checks only the v1 google_cloud_run_service_iam_* resources, so
 # nothing is skipped here; a checkov that checks v2 will want a skip with this reason.)
 resource "google_cloud_run_v2_service_iam_member" "public" {
+  count = var.public_invocation == "allusers_binding" ? 1 : 0
+
   project  = google_cloud_run_v2_service.this.project
   location = google_cloud_run_v2_service.this.location
   name     = google_cloud_run_v2_service.this.name

@@ -1,8 +1,10 @@
 locals {
   hmac_key_id = coalesce(var.hmac_key_id, var.name)
-  # random_password.hmac always exists: count cannot branch on a sensitive input. It is unused
-  # when hmac_secret is given.
-  hmac_secret = coalesce(var.hmac_secret, random_password.hmac.result)
+  # Ephemeral: neither the generated secret nor this value is written to the plan or the state.
+  # ephemeral.random_password.hmac is opened on every run (count cannot branch on a sensitive
+  # input) and draws a new value each time; only the value of the run that writes the secret
+  # version (a new hmac_secret_version) is kept, in Secret Manager.
+  hmac_secret = coalesce(var.hmac_secret, ephemeral.random_password.hmac.result)
 
   topic_id = var.create_topic ? google_pubsub_topic.this[0].id : var.existing_topic
 
@@ -13,7 +15,7 @@ locals {
 # HMAC key, in Secret Manager
 ################################################################################
 
-resource "random_password" "hmac" {
+ephemeral "random_password" "hmac" {
   length  = 48
   special = false
 }
@@ -28,10 +30,14 @@ resource "google_secret_manager_secret" "hmac" {
   }
 }
 
-# RELAY_HMAC_KEYS: a JSON object {"<keyId>": "<secret>"}.
+# RELAY_HMAC_KEYS: a JSON object {"<keyId>": "<secret>"}, in a write-only argument: Terraform
+# sends it when the version is created and keeps only secret_data_wo_version in its state. A new
+# hmac_secret_version replaces this version (secret_data_wo_version forces a new one), which is
+# the only way to write another value.
 resource "google_secret_manager_secret_version" "hmac" {
-  secret      = google_secret_manager_secret.hmac.id
-  secret_data = jsonencode({ (local.hmac_key_id) = local.hmac_secret })
+  secret                 = google_secret_manager_secret.hmac.id
+  secret_data_wo         = jsonencode({ (local.hmac_key_id) = local.hmac_secret })
+  secret_data_wo_version = var.hmac_secret_version
 }
 
 ################################################################################
@@ -60,6 +66,10 @@ resource "google_cloud_run_v2_service" "this" {
   ingress             = "INGRESS_TRAFFIC_ALL"
   deletion_protection = var.deletion_protection
   labels              = var.labels
+
+  # Public invocation without an allUsers binding (public_invocation, iam.tf): Cloud Run skips
+  # the run.routes.invoke check for every caller.
+  invoker_iam_disabled = var.public_invocation == "invoker_iam_disabled"
 
   template {
     service_account                  = google_service_account.this.email

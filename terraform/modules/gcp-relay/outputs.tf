@@ -13,7 +13,7 @@ output "callback_url" {
 }
 
 output "dss_subscription" {
-  description = "JSON body for PUT /v1/subscriptions on the DSS, without the secret: add hmac_secret_key from the hmac_secret output."
+  description = "JSON body for PUT /v1/subscriptions on the DSS, without the secret: add hmac_secret_key, read from Secret Manager (hmac_secret_version)."
   value = jsonencode({
     callback_url = local.callback_url
     method       = "POST"
@@ -27,15 +27,16 @@ output "hmac_key_id" {
   value       = local.hmac_key_id
 }
 
-output "hmac_secret" {
-  description = "HMAC secret shared with the DSS (the subscription's hmac_secret_key)."
-  value       = local.hmac_secret
-  sensitive   = true
+# No hmac_secret output: the secret is ephemeral and stays out of the state. Read it from Secret
+# Manager (hmac_secret_id; README.md, "Deploy to GCP").
+output "hmac_secret_id" {
+  description = "Secret Manager secret holding RELAY_HMAC_KEYS (projects/P/secrets/S): the JSON object {\"<hmac_key_id>\": \"<secret>\"}, whose value for hmac_key_id is the subscription's hmac_secret_key."
+  value       = google_secret_manager_secret.hmac.id
 }
 
-output "hmac_secret_id" {
-  description = "Secret Manager secret holding RELAY_HMAC_KEYS (projects/P/secrets/S)."
-  value       = google_secret_manager_secret.hmac.id
+output "hmac_secret_version" {
+  description = "The Secret Manager version holding RELAY_HMAC_KEYS that the service reads (projects/P/secrets/S/versions/N)."
+  value       = google_secret_manager_secret_version.hmac.name
 }
 
 ################################################################################

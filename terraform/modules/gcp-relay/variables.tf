@@ -129,6 +129,17 @@ variable "deletion_protection" {
   default     = true
 }
 
+variable "public_invocation" {
+  description = "How the service accepts unauthenticated calls (the DSS cannot present a Google identity): \"allusers_binding\" grants allUsers roles/run.invoker on the service; \"invoker_iam_disabled\" sets invoker_iam_disabled on the service and grants nothing, which is the way that works where an organisation policy enforces domain-restricted sharing (an allUsers member is refused there). Disabling the check needs run.services.setIamPolicy (roles/run.admin)."
+  type        = string
+  default     = "allusers_binding"
+
+  validation {
+    condition     = contains(["allusers_binding", "invoker_iam_disabled"], var.public_invocation)
+    error_message = "public_invocation must be \"allusers_binding\" or \"invoker_iam_disabled\"."
+  }
+}
+
 ################################################################################
 # Relay settings (RELAY_* environment variables)
 ################################################################################
@@ -188,7 +199,7 @@ variable "hmac_key_id" {
 }
 
 variable "hmac_secret" {
-  description = "HMAC secret shared with the DSS (the subscription's hmac_secret_key). null generates a 48-character one with random_password. It reaches the container as RELAY_HMAC_KEYS from Secret Manager, never as a plain value."
+  description = "HMAC secret shared with the DSS (the subscription's hmac_secret_key). null generates a 48-character one with the ephemeral random_password. It is written to Secret Manager through a write-only argument (never to the Terraform state) when hmac_secret_version changes, and reaches the container as RELAY_HMAC_KEYS from Secret Manager, never as a plain value. A caller that passes it should declare its own variable ephemeral, or it lands in saved plan files."
   type        = string
   default     = null
   sensitive   = true
@@ -196,6 +207,17 @@ variable "hmac_secret" {
   validation {
     condition     = var.hmac_secret == null || can(regex("^[!-~]{32,256}$", var.hmac_secret))
     error_message = "hmac_secret must be null or 32-256 printable ASCII characters without spaces (the DSS uses its UTF-8 bytes)."
+  }
+}
+
+variable "hmac_secret_version" {
+  description = "Version of the HMAC secret written to Secret Manager (secret_data_wo_version). The secret is written only when this number changes: raise it to store a new generated secret, or a new hmac_secret, in a new secret version (the previous version is deleted, and the DSS subscription must then be registered again with the new secret)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.hmac_secret_version >= 1 && floor(var.hmac_secret_version) == var.hmac_secret_version
+    error_message = "hmac_secret_version must be a whole number >= 1."
   }
 }
 

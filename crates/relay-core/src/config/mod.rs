@@ -17,7 +17,7 @@ use std::time::Duration;
 
 pub use file::FileConfig;
 pub use settings::{SETTINGS, Setting, Settings, markdown_table};
-pub use values::{HmacKeys, LogFormat, Show};
+pub use values::{HmacKeys, LogFormat, MetricsFormat, Show};
 
 use crate::route::{Router, Template};
 use crate::sink::{
@@ -47,6 +47,8 @@ pub struct Config {
     pub sink_timeout: Duration,
     /// Log output format, resolved for the platform.
     pub log_format: LogFormat,
+    /// Metric lines, resolved for the platform.
+    pub metrics: MetricsFormat,
     /// relay-gcf's listen address, when set.
     pub listen: Option<SocketAddr>,
     /// relay-gcf's limits on connections and requests in flight.
@@ -128,7 +130,13 @@ impl Config {
             |message: String| format!("{}: {message}", config_file.as_deref().unwrap_or_default());
         // Variables override the file's [relay] settings.
         let mut settings = vars.clone().or(file.relay).or_defaults();
-        let on_platform = var("AWS_LAMBDA_FUNCTION_NAME").is_some() || var("K_SERVICE").is_some();
+        let on_lambda = var("AWS_LAMBDA_FUNCTION_NAME").is_some();
+        let on_platform = on_lambda || var("K_SERVICE").is_some();
+        let metrics = *settings.metrics.get_or_insert(if on_lambda {
+            MetricsFormat::Emf
+        } else {
+            MetricsFormat::Off
+        });
         let log_format = *settings.log_format.get_or_insert(if on_platform {
             LogFormat::Json
         } else {
@@ -222,6 +230,7 @@ impl Config {
                 .map_or(DEFAULT_PAYLOAD_FIELD.into(), |f| f.to_string()),
             sink_timeout: Duration::from_millis(settings.sink_timeout_ms.map_or(0, |m| m.0)),
             log_format,
+            metrics,
             listen: settings.listen.map(|l| l.0),
             server: ServerLimits {
                 header_timeout: Duration::from_millis(

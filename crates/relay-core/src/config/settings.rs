@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use serde::de::{Error as _, MapAccess, Visitor};
 
 use super::values::{
-    Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, Millis, Seconds, SecretArn, Show,
+    Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, MetricsFormat, Millis, Seconds,
+    SecretArn, Show,
 };
 use crate::sink::ByteLimit;
 use crate::sink::file::FileTarget;
@@ -125,6 +126,8 @@ settings! {
     sink_timeout_ms: Millis = "RELAY_SINK_TIMEOUT_MS", file, default "5000";
     /// `json` or `text` log lines, to standard error; `RUST_LOG` filters them.
     log_format: LogFormat = "RELAY_LOG_FORMAT", file, default "json on Lambda and Cloud Run, else text";
+    /// `emf`: one CloudWatch Embedded Metric Format line per answer and per sink publish, on standard output; `off`: none.
+    metrics: MetricsFormat = "RELAY_METRICS", file, default "emf on Lambda, else off";
     /// relay-gcf: the address to listen on.
     listen: ListenAddr = "RELAY_LISTEN", file, default "0.0.0.0:$PORT (PORT defaults to 8080)";
     /// relay-gcf: a request's headers must arrive within this, and a kept-alive connection waits no longer idle; else it is closed.
@@ -254,7 +257,7 @@ mod tests {
             .filter(|s| !s.default.is_empty() && defaults.shown(s.key).is_none())
             .map(|s| s.key)
             .collect();
-        assert_eq!(descriptive, ["log_format", "listen"]);
+        assert_eq!(descriptive, ["log_format", "metrics", "listen"]);
     }
 
     #[test]

@@ -157,6 +157,37 @@ impl fmt::Display for LogFormat {
 
 deserialize_from_text!(LogFormat, "json or text");
 
+/// Whether the relay writes metric lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsFormat {
+    /// CloudWatch Embedded Metric Format lines on standard output (the default on Lambda).
+    Emf,
+    /// None (the default elsewhere: the request log line carries the same fields).
+    Off,
+}
+
+impl FromStr for MetricsFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "emf" => Ok(Self::Emf),
+            "off" => Ok(Self::Off),
+            _ => Err(format!("expected emf or off, got {s:?}")),
+        }
+    }
+}
+
+impl fmt::Display for MetricsFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Emf => "emf",
+            Self::Off => "off",
+        })
+    }
+}
+
+deserialize_from_text!(MetricsFormat, "emf or off");
+
 /// HMAC keys by keyId: a TOML table in the file, a JSON object in `RELAY_HMAC_KEYS`. Neither a
 /// key nor a secret is ever echoed in an error.
 #[derive(Debug, Clone, Default)]
