@@ -19,8 +19,8 @@ use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use relay_testkit::Signer;
 use relay_testkit::fake_sqs::{FakeSqs, Fault};
+use relay_testkit::{Signer, free_port};
 use tokio::sync::Semaphore;
 
 const SECRET: &str = "fault-matrix-secret";
@@ -76,14 +76,6 @@ async fn listening(port: u16) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("relay-gcf did not listen on {port}");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn notification(i: usize) -> String {

@@ -18,15 +18,6 @@ fn request(url: &str) -> http::Request<http_body_util::Full<bytes::Bytes>> {
     )
 }
 
-/// A loopback port with nothing listening.
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::test]
 async fn a_missing_queue_is_502() {
     let sqs = sqs().await;
@@ -60,7 +51,7 @@ async fn a_missing_topic_is_502() {
 #[tokio::test]
 async fn sqs_down_is_503_within_the_deadline() {
     let sdk = sdk_via(
-        &format!("http://127.0.0.1:{}", closed_port()),
+        &format!("http://127.0.0.1:{}", relay_testkit::free_port()),
         Duration::from_millis(1500),
     )
     .await;
@@ -112,7 +103,7 @@ async fn sqs_that_never_answers_is_503_at_the_deadline() {
 
 #[tokio::test]
 async fn pubsub_down_is_503_within_the_deadline() {
-    let emulator = format!("127.0.0.1:{}", closed_port());
+    let emulator = format!("127.0.0.1:{}", relay_testkit::free_port());
     let vars = [
         ("RELAY_SINK_TIMEOUT_MS", "1500"),
         (

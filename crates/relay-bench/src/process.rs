@@ -4,6 +4,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use relay_testkit::fake_sqs::FakeSqs;
+use relay_testkit::free_port;
 
 /// The HMAC secret the load signs with.
 pub(crate) const SECRET: &str = "bench-secret";
@@ -116,12 +117,4 @@ impl Drop for Pinned {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("a port")
-        .local_addr()
-        .expect("an address")
-        .port()
 }

@@ -7,7 +7,7 @@
 
 /// Implements `serde::Deserialize` for a `FromStr` type whose error is a `String`.
 macro_rules! deserialize_from_text {
-    ($type:ty, $expecting:literal) => {
+    ($type:ty, $expecting:expr) => {
         impl<'de> serde::Deserialize<'de> for $type {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 deserializer.deserialize_any($crate::text::TextVisitor::<$type>::new($expecting))

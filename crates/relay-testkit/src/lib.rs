@@ -86,6 +86,12 @@ pub mod capture {
     }
 }
 
+/// A loopback port nothing listens on (yet).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    listener.local_addr().expect("an address").port()
+}
+
 /// A variable lookup over `pairs` only (the last pair of a name wins), as `Config::from_vars`
 /// takes it.
 pub fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {

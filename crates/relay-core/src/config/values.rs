@@ -61,6 +61,37 @@ macro_rules! value {
     };
 }
 
+/// Defines an enum of keywords, with `FromStr`, `Display` and `Deserialize`.
+macro_rules! keywords {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err(format!("expected {}, got {s:?}", [$($text),+].join(" or "))),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self {
+                    $(Self::$variant => $text,)+
+                })
+            }
+        }
+
+        deserialize_from_text!($name, concat!("one of", $(" ", $text),+));
+    };
+}
+
 value!(
     /// `true`/`false` (also `1`/`0`, `yes`/`no`; empty is false).
     Flag(bool),
@@ -126,67 +157,25 @@ checked_string!(
     }
 );
 
-/// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    /// One JSON object per line (the default on Lambda and Cloud Run).
-    Json,
-    /// Human-readable lines (the default elsewhere).
-    Text,
-}
-
-impl FromStr for LogFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "json" => Ok(Self::Json),
-            "text" => Ok(Self::Text),
-            _ => Err(format!("expected json or text, got {s:?}")),
-        }
+keywords!(
+    /// Log output format.
+    LogFormat {
+        /// One JSON object per line (the default on Lambda and Cloud Run).
+        Json = "json",
+        /// Human-readable lines (the default elsewhere).
+        Text = "text",
     }
-}
+);
 
-impl fmt::Display for LogFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Json => "json",
-            Self::Text => "text",
-        })
+keywords!(
+    /// Whether the relay writes metric lines.
+    MetricsFormat {
+        /// CloudWatch Embedded Metric Format lines on standard output (the default on Lambda).
+        Emf = "emf",
+        /// None (the default elsewhere: the request log line carries the same fields).
+        Off = "off",
     }
-}
-
-deserialize_from_text!(LogFormat, "json or text");
-
-/// Whether the relay writes metric lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricsFormat {
-    /// CloudWatch Embedded Metric Format lines on standard output (the default on Lambda).
-    Emf,
-    /// None (the default elsewhere: the request log line carries the same fields).
-    Off,
-}
-
-impl FromStr for MetricsFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "emf" => Ok(Self::Emf),
-            "off" => Ok(Self::Off),
-            _ => Err(format!("expected emf or off, got {s:?}")),
-        }
-    }
-}
-
-impl fmt::Display for MetricsFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Emf => "emf",
-            Self::Off => "off",
-        })
-    }
-}
-
-deserialize_from_text!(MetricsFormat, "emf or off");
+);
 
 /// HMAC keys by keyId: a TOML table in the file, a JSON object in `RELAY_HMAC_KEYS`. Neither a
 /// key nor a secret is ever echoed in an error.

@@ -18,7 +18,12 @@ use super::{Message, Receipt, Sink, SinkError};
 /// One destination's publish API: a single message, or a batch answered per message in order.
 #[async_trait::async_trait]
 pub(crate) trait SendBatch: Send + Sync + 'static {
-    async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError>;
+    /// Sends a lone message; by default, as a batch of one.
+    async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
+        self.send_many(std::slice::from_ref(message))
+            .await
+            .remove(0)
+    }
 
     async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>>;
 
@@ -182,12 +187,6 @@ mod tests {
 
     #[async_trait::async_trait]
     impl SendBatch for Recorder {
-        async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
-            self.send_many(std::slice::from_ref(message))
-                .await
-                .remove(0)
-        }
-
         async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
             self.batches.lock().unwrap().push(batch.len());
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -313,12 +312,6 @@ mod tests {
 
     #[async_trait::async_trait]
     impl SendBatch for Gated {
-        async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
-            self.send_many(std::slice::from_ref(message))
-                .await
-                .remove(0)
-        }
-
         async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
             let payloads = batch
                 .iter()

@@ -5,14 +5,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free loopback port.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use relay_testkit::free_port;
 
 /// A connection to `port`, waiting up to 20 s for a server to listen there.
 pub fn connect(port: u16) -> TcpStream {
