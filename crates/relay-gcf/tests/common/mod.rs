@@ -1,7 +1,7 @@
 //! The real relay-gcf binary on a free loopback port, for tests that need its server.
 #![allow(dead_code, unreachable_pub)]
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
