@@ -10,6 +10,22 @@ use crate::common::{
 /// A queue URL for tests whose endpoint never lets the call reach a queue.
 const QUEUE: &str = "http://127.0.0.1:5000/123456789012/q";
 
+/// One notification through a relay whose SQS client is built from `sdk`, with this sink
+/// timeout: the status, the body and how long the answer took.
+async fn send_through_sqs(
+    sdk: &aws_config::SdkConfig,
+    timeout_ms: &str,
+) -> (u16, serde_json::Value, Duration) {
+    let vars = [
+        ("RELAY_SINK_TIMEOUT_MS", timeout_ms),
+        ("RELAY_SQS_QUEUE_URL", QUEUE),
+    ];
+    let url = gcf_with(&vars, sdk).await;
+    let started = Instant::now();
+    let (status, body) = send(request(&url)).await;
+    (status, body, started.elapsed())
+}
+
 fn request(url: &str) -> http::Request<http_body_util::Full<bytes::Bytes>> {
     dss_request(
         url,
@@ -55,14 +71,7 @@ async fn sqs_down_is_503_within_the_deadline() {
         Duration::from_millis(1500),
     )
     .await;
-    let vars = [
-        ("RELAY_SINK_TIMEOUT_MS", "1500"),
-        ("RELAY_SQS_QUEUE_URL", QUEUE),
-    ];
-    let url = gcf_with(&vars, &sdk).await;
-    let started = Instant::now();
-    let (status, body) = send(request(&url)).await;
-    let took = started.elapsed();
+    let (status, body, took) = send_through_sqs(&sdk, "1500").await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (503, Some("sink_unavailable")),
@@ -86,14 +95,7 @@ async fn sqs_that_never_answers_is_503_at_the_deadline() {
         }
     });
     let sdk = sdk_via(&endpoint, Duration::from_millis(1000)).await;
-    let vars = [
-        ("RELAY_SINK_TIMEOUT_MS", "1000"),
-        ("RELAY_SQS_QUEUE_URL", QUEUE),
-    ];
-    let url = gcf_with(&vars, &sdk).await;
-    let started = Instant::now();
-    let (status, _) = send(request(&url)).await;
-    let took = started.elapsed();
+    let (status, _, took) = send_through_sqs(&sdk, "1000").await;
     assert_eq!(status, 503);
     assert!(
         took >= Duration::from_millis(900) && took < Duration::from_millis(2000),

@@ -9,11 +9,18 @@ use crate::common::{
     receive, send, sqs, unique, v1, v2,
 };
 
+/// A new queue, standard or FIFO, and relay-gcf publishing to it: the client, the queue URL
+/// and the relay's URL.
+async fn relay_to_a_new_queue(fifo: bool) -> (aws_sdk_sqs::Client, String, String) {
+    let sqs = sqs().await;
+    let queue = create_queue(&sqs, fifo).await;
+    let url = gcf(&[("RELAY_SQS_QUEUE_URL", &queue)]).await;
+    (sqs, queue, url)
+}
+
 #[tokio::test]
 async fn json_and_multipart_land_byte_identical_in_a_standard_queue() {
-    let sqs = sqs().await;
-    let queue = create_queue(&sqs, false).await;
-    let url = gcf(&[("RELAY_SQS_QUEUE_URL", &queue)]).await;
+    let (sqs, queue, url) = relay_to_a_new_queue(false).await;
     let sub = unique("sub");
     let payloads = [v2(&sub, "b1", "CREATE", "t1"), v1(&sub, "b2")];
     publish_each(
@@ -53,9 +60,7 @@ async fn json_and_multipart_land_byte_identical_in_a_standard_queue() {
 
 #[tokio::test]
 async fn a_dss_retry_is_delivered_once_to_a_fifo_queue() {
-    let sqs = sqs().await;
-    let queue = create_queue(&sqs, true).await;
-    let url = gcf(&[("RELAY_SQS_QUEUE_URL", &queue)]).await;
+    let (sqs, queue, url) = relay_to_a_new_queue(true).await;
     let sub = unique("sub");
     // The same event twice (a DSS retry: new transaction_id), then another event.
     for (event, transaction) in [("CREATE", "t1"), ("CREATE", "t2"), ("TOMBSTONE", "t3")] {

@@ -168,17 +168,10 @@ impl<'a> Scope<'a> {
                 .map(|e| self.samples(e))
                 .unwrap_or_default(),
             "data" | "module" | "path" | "each" | "count" | "self" | "terraform" => Vec::new(),
+            // An ephemeral resource: `ephemeral.<type>.<name>.<attribute>`.
+            "ephemeral" => return resource_attribute(first, rest.get(1..).unwrap_or_default()),
             // A resource: `<type>.<name>[index].<attribute>`.
-            resource_type => {
-                let attribute = rest.iter().find_map(|op| match op {
-                    TraversalOperator::GetAttr(a) => Some(a.as_str()),
-                    _ => None,
-                });
-                return attribute
-                    .and_then(|a| computed_attribute(resource_type, a))
-                    .into_iter()
-                    .collect();
-            }
+            resource_type => return resource_attribute(resource_type, rest),
         };
         base.into_iter()
             .flat_map(|value| apply(value, rest))
@@ -328,4 +321,16 @@ fn dedup(values: &mut Vec<Value>) {
             true
         }
     });
+}
+
+/// What a resource's computed attribute may hold, from `ops` after the resource's name.
+fn resource_attribute(resource_type: &str, ops: &[TraversalOperator]) -> Vec<Value> {
+    let attribute = ops.iter().find_map(|op| match op {
+        TraversalOperator::GetAttr(a) => Some(a.as_str()),
+        _ => None,
+    });
+    attribute
+        .and_then(|a| computed_attribute(resource_type, a))
+        .into_iter()
+        .collect()
 }

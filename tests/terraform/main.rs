@@ -419,12 +419,12 @@ fn stored_secrets_are_relay_hmac_keys_objects() {
         (
             "aws-relay",
             "aws_secretsmanager_secret_version",
-            "secret_string",
+            "secret_string_wo",
         ),
         (
             "gcp-relay",
             "google_secret_manager_secret_version",
-            "secret_data",
+            "secret_data_wo",
         ),
     ] {
         let config = model::module(name);
@@ -744,10 +744,11 @@ fn examples_call_their_modules_with_all_required_inputs() {
     }
 }
 
-/// Every example outputs `endpoint_url`, `dss_subscription` (the relay module's JSON body) and
-/// the HMAC secret, marked sensitive; the relay modules' `dss_subscription` is a JSON object of
-/// exactly callback_url (https, with the callback path), method POST, encoding application/json
-/// and hmac_key_id, with no secret in it.
+/// Every example outputs `endpoint_url` and `dss_subscription` (the relay module's JSON body),
+/// and no output of an example or a relay module carries the HMAC secret, which is written to
+/// the secret store only; the relay modules' `dss_subscription` is a JSON object of exactly
+/// callback_url (https, with the callback path), method POST, encoding application/json and
+/// hmac_key_id, with no secret in it.
 #[test]
 fn examples_output_the_endpoint_and_the_dss_subscription() {
     for example in model::examples() {
@@ -758,10 +759,14 @@ fn examples_output_the_endpoint_and_the_dss_subscription() {
             .find(|(_, target, _)| RELAY_MODULES.contains(&target.as_str()))
             .map(|(call, _, _)| call.to_owned())
             .unwrap_or_else(|| panic!("{}: calls no relay module", example.name));
+        assert!(
+            !outputs.contains_key("hmac_secret"),
+            "{}: outputs the secret",
+            example.name
+        );
         for (output, from) in [
             ("endpoint_url", "endpoint_url"),
             ("dss_subscription", "dss_subscription"),
-            ("hmac_secret", "hmac_secret"),
         ] {
             let block = outputs
                 .get(output)
@@ -773,14 +778,6 @@ fn examples_output_the_endpoint_and_the_dss_subscription() {
                 "{}: output {output}",
                 example.name
             );
-            let sensitive = attr(block.body(), "sensitive")
-                .is_some_and(|s| matches!(s, Expression::Bool(true)));
-            assert_eq!(
-                sensitive,
-                output == "hmac_secret",
-                "{}: only the secret output is sensitive",
-                example.name
-            );
         }
     }
 
@@ -788,16 +785,13 @@ fn examples_output_the_endpoint_and_the_dss_subscription() {
     for name in RELAY_MODULES {
         let config = model::module(name);
         let outputs = config.outputs();
-        let secret = outputs
-            .get("hmac_secret")
-            .unwrap_or_else(|| panic!("{name}: no hmac_secret output"));
-        assert!(
-            matches!(
-                attr(secret.body(), "sensitive"),
-                Some(Expression::Bool(true))
-            ),
-            "{name}: hmac_secret must be sensitive"
-        );
+        for (output, block) in &outputs {
+            let value = attr(block.body(), "value").expect("value");
+            assert!(
+                !mentions_secret(&config, value),
+                "{name}: output {output} carries the secret"
+            );
+        }
 
         let value = attr(outputs["dss_subscription"].body(), "value").expect("value");
         let Expression::FuncCall(call) = value else {
@@ -967,6 +961,7 @@ fn mentions_secret(config: &Config, expr: &Expression) -> bool {
         walk(e, &mut |inner| {
             hit |= root_attribute(inner, "var").is_some_and(|v| v == "hmac_secret")
                 || root_attribute(inner, "random_password").is_some()
+                || root_attribute(inner, "ephemeral").is_some_and(|t| t == "random_password")
                 || root_attribute(inner, "local").is_some_and(|l| l == "hmac_secret");
         });
         hit

@@ -50,10 +50,7 @@ module "relay" {
 
   name            = "dss-relay-fifo"
   lambda_zip_path = "../../../target/lambda/relay-lambda/bootstrap.zip" # make lambda
-  architecture    = var.architecture
   callback_path   = "/?replica=aws"
-
-  hmac_secret_version = var.hmac_secret_version
 
   create_queue   = false
   existing_queue = { arn = aws_sqs_queue.subscriber.arn, url = aws_sqs_queue.subscriber.url }

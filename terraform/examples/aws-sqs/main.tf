@@ -9,10 +9,7 @@ module "relay" {
 
   name            = var.name
   lambda_zip_path = "../../../target/lambda/relay-lambda/bootstrap.zip" # make lambda
-  architecture    = var.architecture
 
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=aws"
-
-  hmac_secret_version = var.hmac_secret_version
 }

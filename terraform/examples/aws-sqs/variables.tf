@@ -10,19 +10,3 @@ variable "name" {
   default     = "dss-relay"
 }
 
-variable "architecture" {
-  description = "Instruction set of bootstrap.zip, arm64 or x86_64. null (the default) uses what `make lambda` built, which it records in target/lambda/relay-lambda/architecture."
-  type        = string
-  default     = null
-
-  validation {
-    condition     = var.architecture == null || try(contains(["arm64", "x86_64"], var.architecture), false)
-    error_message = "architecture must be null, \"arm64\" or \"x86_64\"."
-  }
-}
-
-variable "hmac_secret_version" {
-  description = "Version of the HMAC secret in Secrets Manager: raise it to write a new generated secret (then register the DSS subscription again)."
-  type        = number
-  default     = 1
-}

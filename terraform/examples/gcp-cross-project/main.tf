@@ -75,7 +75,6 @@ module "relay" {
   image               = var.image
   deletion_protection = var.deletion_protection
   public_invocation   = var.public_invocation
-  hmac_secret_version = var.hmac_secret_version
   callback_path       = "/?replica=gcp"
 
   create_topic   = false

@@ -36,12 +36,6 @@ variable "public_invocation" {
   }
 }
 
-variable "hmac_secret_version" {
-  description = "Version of the HMAC secret in Secret Manager: raise it to write a new generated secret (then register the DSS subscription again)."
-  type        = number
-  default     = 1
-}
-
 variable "subscriber_impersonate_service_account" {
   description = "Service account of the subscriber's that the subscriber's provider impersonates (the topic, its subscription, the Pub/Sub API and the grant in subscriber_project_id); null uses the caller's own application-default credentials there too. The caller needs roles/iam.serviceAccountTokenCreator on it."
   type        = string

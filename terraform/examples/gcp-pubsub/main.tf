@@ -26,7 +26,6 @@ module "relay" {
   image               = var.image
   deletion_protection = var.deletion_protection
   public_invocation   = var.public_invocation
-  hmac_secret_version = var.hmac_secret_version
 
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=gcp"

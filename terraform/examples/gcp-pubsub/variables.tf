@@ -31,8 +31,3 @@ variable "public_invocation" {
   }
 }
 
-variable "hmac_secret_version" {
-  description = "Version of the HMAC secret in Secret Manager: raise it to write a new generated secret (then register the DSS subscription again)."
-  type        = number
-  default     = 1
-}

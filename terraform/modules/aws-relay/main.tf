@@ -202,11 +202,12 @@ resource "aws_lambda_function_url" "this" {
 # A public Function URL needs both statements since October 2025: lambda:InvokeFunctionUrl (auth
 # type NONE) and lambda:InvokeFunction (only through a Function URL). Both are kept, on purpose,
 # although aws_lambda_function_url with authorization NONE adds equivalent statements of its own
-# (FunctionURLAllowPublicAccess, and in recent 6.x releases FunctionURLAllowInvokeAction too): the
+# (FunctionURLAllowPublicAccess and, in recent 6.x releases, FunctionURLAllowInvokeAction): the
 # provider adds those once, at creation, keeps them out of the state, never restores them and
-# leaves them behind on destroy; which releases add the second is not pinned down here. These two have their own ids (no
-# conflict with the provider's), are in the state, are put back by the next apply if removed, and
-# go away with the module. The duplicates are harmless: identical Allow statements.
+# leaves them behind on destroy, and which 6.x releases add the second is not pinned down. These
+# two have their own ids (no conflict with the provider's), are in the state, are put back by the
+# next apply if removed, and go away with the module. The duplicates are harmless: identical
+# Allow statements under other ids.
 resource "aws_lambda_permission" "function_url" {
   #checkov:skip=CKV_AWS_301:Public by design: the DSS cannot present AWS credentials. The statement only allows calls through the Function URL (lambda:FunctionUrlAuthType NONE), and the relay verifies HMAC.
   statement_id           = "AllowPublicFunctionUrl"

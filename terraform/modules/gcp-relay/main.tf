@@ -38,6 +38,11 @@ resource "google_secret_manager_secret_version" "hmac" {
   secret                 = google_secret_manager_secret.hmac.id
   secret_data_wo         = jsonencode({ (local.hmac_key_id) = local.hmac_secret })
   secret_data_wo_version = var.hmac_secret_version
+
+  # The running revision reads the old version until the service points at the new one.
+  lifecycle {
+    create_before_destroy = true
+  }
 }
 
 ################################################################################
