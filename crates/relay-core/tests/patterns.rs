@@ -455,3 +455,19 @@ fn unknown_operators_and_bad_arguments_name_their_place() {
         assert_eq!(error.at, at, "{pattern}: {error}");
     }
 }
+
+#[test]
+fn a_regex_nested_too_deep_is_refused_not_a_crash() {
+    // Deep nesting is refused: a fuzz input of stacked repetitions overflowed a thread's stack
+    // while compiling (fuzz/regressions/pattern keeps it, and make test replays it).
+    for text in [
+        format!("a{}", "*".repeat(300)),
+        format!("{}a{}", "(".repeat(100), ")".repeat(100)),
+    ] {
+        let err = Pattern::compile(&json!({"bundle_uuid": [{"regex": text}]})).unwrap_err();
+        assert!(err.message.contains("invalid regex"), "{err}");
+    }
+    assert!(
+        Pattern::compile(&json!({"bundle_uuid": [{"regex": "^(c8|(ab)+)[0-9a-f]*$"}]})).is_ok()
+    );
+}

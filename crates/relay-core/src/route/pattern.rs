@@ -13,6 +13,9 @@ use jmespath::{Context, DEFAULT_RUNTIME, Rcvar, Variable};
 use regex::Regex;
 use serde_json::Value;
 
+/// The deepest nesting of groups and repetitions a `regex` condition may have.
+const REGEX_NEST_LIMIT: u32 = 32;
+
 /// A compiled pattern: every condition must hold.
 #[derive(Debug, Clone)]
 pub struct Pattern {
@@ -333,9 +336,13 @@ fn compile_matcher(value: &Value, path: &[String]) -> Result<Matcher, PatternErr
         }
         "regex" => {
             let text = string(arg, path, op)?;
+            // A shallow nesting limit: deeply nested repetitions and groups (`a****…`) would
+            // otherwise recurse deep enough to overflow a thread's stack while compiling.
+            let compiled = regex::RegexBuilder::new(&text)
+                .nest_limit(REGEX_NEST_LIMIT)
+                .build();
             Matcher::Regex(
-                Regex::new(&text)
-                    .map_err(|e| error(path, format!("invalid regex {text:?}: {e}")))?,
+                compiled.map_err(|e| error(path, format!("invalid regex {text:?}: {e}")))?,
             )
         }
         "jmespath" => {
