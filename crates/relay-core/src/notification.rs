@@ -340,6 +340,26 @@ impl Attributes {
     }
 }
 
+/// The DSS v1 retry-queue index header; forwarded as the `dss.notify_attempt` attribute.
+pub const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
+
+/// The `X-DSS-Notify-Attempt` value, kept only when it is a small decimal number: the header is
+/// not signed, so anything else is dropped (and logged by length, never by value).
+pub(crate) fn notify_attempt(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(NOTIFY_ATTEMPT)?;
+    let text = value
+        .to_str()
+        .ok()
+        .filter(|t| (1..=4).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_digit()));
+    if text.is_none() {
+        tracing::warn!(
+            length = value.len(),
+            "X-DSS-Notify-Attempt is not a small number; dropped."
+        );
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::request::Parts;
-use http::{HeaderMap, Method, StatusCode, header};
+use http::{Method, StatusCode, header};
 use serde_json::json;
 
 use crate::admission::{Admission, Ticket};
@@ -25,26 +25,6 @@ use crate::outcome::Outcome;
 use crate::route::{Input, Router, request_document};
 use crate::sink::{BuildError, Clients, Destination, Message, Sink, SinkConfig, SinkError};
 use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
-
-/// The DSS v1 retry-queue index header; forwarded as the `dss.notify_attempt` attribute.
-pub const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
-
-/// The `X-DSS-Notify-Attempt` value, kept only when it is a small decimal number: the header is
-/// not signed, so anything else is dropped (and logged by length, never by value).
-fn notify_attempt(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(NOTIFY_ATTEMPT)?;
-    let text = value
-        .to_str()
-        .ok()
-        .filter(|t| (1..=4).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_digit()));
-    if text.is_none() {
-        tracing::warn!(
-            length = value.len(),
-            "X-DSS-Notify-Attempt is not a small number; dropped."
-        );
-    }
-    text
-}
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
 pub const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
@@ -372,7 +352,7 @@ impl Relay {
             ));
         }
 
-        let attempt = notify_attempt(&parts.headers);
+        let attempt = crate::notification::notify_attempt(&parts.headers);
         let base = Message::new(&notification, attempt, received_at);
         // Every routed destination's message is shaped and size-checked before any sink is
         // called: a notification one of them cannot take is refused before anything leaves.
