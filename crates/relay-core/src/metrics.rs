@@ -52,6 +52,9 @@ impl Metrics {
     /// One answer: its status, its code (`published`, `filtered`, `ok` or the error code) and
     /// how long it took.
     pub fn answer(&self, status: u16, code: &str, latency_ms: f64) {
+        if self.out.is_none() {
+            return;
+        }
         self.emit(
             &[&["Status"], &["Status", "Code"]],
             &[("Answers", "Count"), ("Latency", "Milliseconds")],
@@ -62,6 +65,9 @@ impl Metrics {
     /// One sink's publish of one notification: `ok`, `retryable` or `permanent`, and how long
     /// the sink took to answer.
     pub fn publish(&self, sink: &str, result: &str, latency_ms: f64) {
+        if self.out.is_none() {
+            return;
+        }
         self.emit(
             &[&["Sink"], &["Sink", "Result"]],
             &[("Publishes", "Count"), ("PublishLatency", "Milliseconds")],
