@@ -15,14 +15,13 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use futures_util::FutureExt as _;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use relay_core::relay::Unreadable;
 use relay_core::{Outcome, Relay};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 /// Cloud Run sends SIGKILL 10 s after SIGTERM; requests in flight must finish before that.
 pub const DRAIN: Duration = Duration::from_secs(10);
@@ -71,10 +70,7 @@ pub async fn serve(listener: TcpListener, relay: Arc<Relay>, shutdown: impl Futu
     // Connections the kernel already accepted are served rather than reset; then new ones are
     // refused, and the connections just accepted get a moment to read the request they carry,
     // so that the drain waits for it instead of closing them as idle.
-    while let Some(Ok((stream, _))) = listener.accept().now_or_never() {
-        serve_one(stream);
-    }
-    drop(listener);
+    accept_backlog(listener, serve_one);
     tokio::time::sleep(SETTLE).await;
     tracing::info!(
         drain_secs = DRAIN.as_secs(),
@@ -85,6 +81,24 @@ pub async fn serve(listener: TcpListener, relay: Arc<Relay>, shutdown: impl Futu
         .is_err()
     {
         tracing::warn!("In-flight requests did not finish within the drain period.");
+    }
+}
+
+/// Serves every connection the kernel has completed, then closes `listener`. The accept calls
+/// are made on the socket itself: the runtime may not have been told of these connections yet,
+/// and a connection left in the queue is reset when the listener closes.
+fn accept_backlog(listener: TcpListener, mut serve_one: impl FnMut(TcpStream)) {
+    let Ok(listener) = listener.into_std() else {
+        return;
+    };
+    // Non-blocking: the loop ends at the first "would block", or at any other error.
+    while let Ok((stream, _)) = listener.accept() {
+        let stream = stream
+            .set_nonblocking(true)
+            .and_then(|()| TcpStream::from_std(stream));
+        if let Ok(stream) = stream {
+            serve_one(stream);
+        }
     }
 }
 
