@@ -177,7 +177,7 @@ impl Relay {
             config.max_body_bytes,
         );
         let metrics = match config.metrics {
-            MetricsFormat::Emf => Metrics::emf(Arc::new(metrics::Stdout)),
+            MetricsFormat::Emf => Metrics::emf(Arc::new(metrics::Stdout), &config.metrics_name),
             MetricsFormat::Off => Metrics::off(),
         };
         let names: Vec<&str> = config.sinks.iter().map(|s| s.name.as_str()).collect();
@@ -193,9 +193,9 @@ impl Relay {
         }
     }
 
-    /// The same relay, writing its metric lines to `metrics`; tests use it to read them.
-    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
-        self.metrics = metrics;
+    /// The same relay, writing its metric lines to `out`; tests use it to read them.
+    pub fn with_metrics(mut self, out: Arc<dyn metrics::MetricsOut>) -> Self {
+        self.metrics = Metrics::emf(out, &self.config.metrics_name);
         self
     }
 
@@ -399,13 +399,11 @@ impl Relay {
                     "no acknowledgement before the deadline".into(),
                 )),
             };
-            let kind = match &result {
-                Ok(_) => "ok",
-                Err(e) if e.is_retryable() => "retryable",
-                Err(_) => "permanent",
-            };
-            self.metrics
-                .publish(sink.name(), kind, started.elapsed().as_secs_f64() * 1000.0);
+            self.metrics.publish(
+                sink.name(),
+                result.as_ref(),
+                started.elapsed().as_secs_f64() * 1000.0,
+            );
             (sink.name(), result)
         }))
         .await;

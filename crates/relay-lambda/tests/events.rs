@@ -120,7 +120,7 @@ async fn answers_and_publishes_are_embedded_metric_lines() {
         ("RELAY_HMAC_SECRET", capture::SECRET),
         ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
         ("RELAY_FILE_SINK", "-"),
-        ("AWS_LAMBDA_FUNCTION_NAME", "relay"),
+        ("AWS_LAMBDA_FUNCTION_NAME", "dss-relay"),
     ];
     assert_eq!(
         relay_testkit::config(&on_lambda).metrics,
@@ -133,7 +133,7 @@ async fn answers_and_publishes_are_embedded_metric_lines() {
             &[("file", sink)],
             relay_testkit::capture_clock(),
         );
-        relay.with_metrics(relay_core::metrics::Metrics::emf(Arc::clone(&lines) as _))
+        relay.with_metrics(Arc::clone(&lines) as _)
     };
     let working = relay_with(relay_testkit::RecordingSink::new("memory"));
     let failing = relay_with(relay_testkit::FailingSink::new("flaky", true));
@@ -152,22 +152,19 @@ async fn answers_and_publishes_are_embedded_metric_lines() {
         );
     }
     let lines = lines.0.lock().unwrap();
-    let answers: Vec<(String, String)> = lines
+    let answers: Vec<[&str; 3]> = lines
         .iter()
         .filter(|l| l["Answers"] == 1)
-        .map(|l| {
-            (
-                l["Status"].as_str().unwrap().to_owned(),
-                l["Code"].as_str().unwrap().to_owned(),
-            )
-        })
+        .map(|l| ["Class", "Status", "Code"].map(|key| l[key].as_str().unwrap()))
         .collect();
-    let expected = [
-        ("202", "published"),
-        ("401", "bad_signature"),
-        ("503", "sink_unavailable"),
-    ];
-    assert_eq!(answers, expected.map(|(s, c)| (s.to_owned(), c.to_owned())));
+    assert_eq!(
+        answers,
+        [
+            ["2xx", "202", "published"],
+            ["4xx", "401", "bad_signature"],
+            ["5xx", "503", "sink_unavailable"],
+        ]
+    );
     let publishes: Vec<(&str, &str)> = lines
         .iter()
         .filter(|l| l["Publishes"] == 1)
@@ -175,8 +172,16 @@ async fn answers_and_publishes_are_embedded_metric_lines() {
         .collect();
     assert_eq!(publishes, [("memory", "ok"), ("flaky", "retryable")]);
     for line in lines.iter() {
+        // The function's name tells relays in one account apart, in every dimension set.
+        assert_eq!(line["Relay"], "dss-relay", "{line}");
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], "DssRelay", "{line}");
+        for set in directive["Dimensions"].as_array().unwrap() {
+            assert_eq!(set[0], "Relay", "{line}");
+            for dimension in set.as_array().unwrap() {
+                assert!(line[dimension.as_str().unwrap()].is_string(), "{line}");
+            }
+        }
         assert!(
             line["_aws"]["Timestamp"].as_u64().is_some_and(|t| t > 0),
             "{line}"

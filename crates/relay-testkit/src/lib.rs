@@ -175,9 +175,7 @@ impl Sink for RecordingSink {
             .iter()
             .map(|m| {
                 messages.push(m.clone());
-                Ok(Receipt {
-                    message_id: Some(messages.len().to_string()),
-                })
+                Ok(Receipt::new(Some(messages.len().to_string())))
             })
             .collect()
     }

@@ -49,6 +49,9 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Metric lines, resolved for the platform.
     pub metrics: MetricsFormat,
+    /// The relay's name in its metrics (the `Relay` dimension): the Lambda function's name, the
+    /// Cloud Run service's, else `relay`.
+    pub metrics_name: String,
     /// relay-gcf's listen address, when set.
     pub listen: Option<SocketAddr>,
     /// relay-gcf's limits on connections and requests in flight.
@@ -132,6 +135,9 @@ impl Config {
         let mut settings = vars.clone().or(file.relay).or_defaults();
         let on_lambda = var("AWS_LAMBDA_FUNCTION_NAME").is_some();
         let on_platform = on_lambda || var("K_SERVICE").is_some();
+        let metrics_name = var("AWS_LAMBDA_FUNCTION_NAME")
+            .or_else(|| var("K_SERVICE"))
+            .unwrap_or_else(|| "relay".into());
         let metrics = *settings.metrics.get_or_insert(if on_lambda {
             MetricsFormat::Emf
         } else {
@@ -231,6 +237,7 @@ impl Config {
             sink_timeout: Duration::from_millis(settings.sink_timeout_ms.map_or(0, |m| m.0)),
             log_format,
             metrics,
+            metrics_name,
             listen: settings.listen.map(|l| l.0),
             server: ServerLimits {
                 header_timeout: Duration::from_millis(

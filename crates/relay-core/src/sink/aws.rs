@@ -98,7 +98,7 @@ pub(super) struct AwsSender<A>(pub(super) A);
 impl<A: AwsApi> super::batch::SendBatch for AwsSender<A> {
     async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
         let message_id = self.0.send(Entry::new(0, message)?).await?;
-        Ok(Receipt { message_id })
+        Ok(Receipt::new(message_id))
     }
 
     async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
@@ -128,7 +128,7 @@ async fn send_entries(api: &dyn AwsApi, batch: &[Message]) -> Vec<Result<Receipt
                 let accepted = report
                     .accepted
                     .into_iter()
-                    .map(|(id, message_id)| (id, Ok(Receipt { message_id })));
+                    .map(|(id, message_id)| (id, Ok(Receipt::new(message_id))));
                 for (id, result) in accepted.chain(failed) {
                     if let Some(slot) = id.parse::<usize>().ok().and_then(|i| results.get_mut(i)) {
                         *slot = Some(result);

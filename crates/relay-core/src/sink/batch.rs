@@ -158,13 +158,17 @@ async fn dispatch(
                 many => sender.send_many(many).await,
             }
             .into_iter();
+            let batch_size = replies.len();
             for reply in replies {
                 let result = results.next().unwrap_or_else(|| {
                     Err(SinkError::Permanent(
                         "the destination answered for fewer messages".into(),
                     ))
                 });
-                let _ = reply.send(result);
+                let _ = reply.send(result.map(|receipt| Receipt {
+                    batch_size: Some(batch_size),
+                    ..receipt
+                }));
             }
             drop(slot);
         });
@@ -196,9 +200,9 @@ mod tests {
                     if m.payload == "fail" {
                         Err(SinkError::Permanent("rejected".into()))
                     } else {
-                        Ok(Receipt {
-                            message_id: Some(String::from_utf8_lossy(&m.payload).into()),
-                        })
+                        Ok(Receipt::new(Some(
+                            String::from_utf8_lossy(&m.payload).into(),
+                        )))
                     }
                 })
                 .collect()
@@ -274,6 +278,14 @@ mod tests {
         let batches = recorder.batches.lock().unwrap();
         assert_eq!(batches.iter().sum::<usize>(), 100);
         assert!(batches.iter().all(|&n| n <= 10));
+        // Each receipt tells the size of the call that carried it.
+        let sizes: Vec<usize> = results
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().ok())
+            .map(|receipt| receipt.batch_size.expect("a batched receipt"))
+            .collect();
+        assert!(sizes.iter().all(|size| batches.contains(size)), "{sizes:?}");
+        assert!(sizes.contains(&10), "{sizes:?}");
         // With two calls in flight, everything else queues and leaves in full batches: two
         // single messages first, then batches of ten. One message per call would be 100 calls.
         assert!(
@@ -318,10 +330,7 @@ mod tests {
                 .map(|m| String::from_utf8_lossy(&m.payload).into_owned());
             self.seen.lock().unwrap().extend(payloads);
             drop(self.gate.acquire().await.unwrap());
-            batch
-                .iter()
-                .map(|_| Ok(Receipt { message_id: None }))
-                .collect()
+            batch.iter().map(|_| Ok(Receipt::new(None))).collect()
         }
     }
 

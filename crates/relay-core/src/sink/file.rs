@@ -140,15 +140,13 @@ async fn write_line(out: &mut Output, line: &[u8]) -> std::io::Result<Receipt> {
         Output::Stdout(stdout) => {
             stdout.write_all(line).await?;
             stdout.flush().await?;
-            Ok(Receipt { message_id: None })
+            Ok(Receipt::new(None))
         }
         Output::File(file) => {
             let offset = file.seek(std::io::SeekFrom::End(0)).await?;
             file.write_all(line).await?;
             file.flush().await?;
-            Ok(Receipt {
-                message_id: Some(format!("offset:{offset}")),
-            })
+            Ok(Receipt::new(Some(format!("offset:{offset}"))))
         }
     }
 }

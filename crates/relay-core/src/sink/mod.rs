@@ -95,6 +95,19 @@ impl Message {
 pub struct Receipt {
     /// The identifier the destination assigned, where it assigns one.
     pub message_id: Option<String>,
+    /// How many messages the destination call that carried this one held, where the relay
+    /// batched them itself (SQS, SNS).
+    pub batch_size: Option<usize>,
+}
+
+impl Receipt {
+    /// An acknowledgement with the destination's message id, outside any batch of the relay's.
+    pub fn new(message_id: Option<String>) -> Self {
+        Self {
+            message_id,
+            batch_size: None,
+        }
+    }
 }
 
 /// Why a sink did not accept a message.

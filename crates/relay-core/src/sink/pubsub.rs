@@ -139,9 +139,7 @@ mod client {
             let mut results = Vec::with_capacity(pending.len());
             for (future, message) in pending.into_iter().zip(batch) {
                 results.push(match future.await {
-                    Ok(id) => Ok(Receipt {
-                        message_id: Some(id),
-                    }),
+                    Ok(id) => Ok(Receipt::new(Some(id))),
                     Err(e) => {
                         if let Some(key) = &message.ordering_key {
                             // A failure pauses its ordering key; the sender's retry must go through.
