@@ -5,6 +5,7 @@
 //!
 //! Run with `cargo test -p relay-tests --test terraform`.
 
+mod contract;
 mod eval;
 mod model;
 mod platform;

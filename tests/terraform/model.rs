@@ -54,19 +54,25 @@ pub(crate) struct Config {
 impl Config {
     /// Parses every `*.tf` file of `dir`; a file hcl-rs cannot parse fails the test.
     pub(crate) fn load(dir: &Path) -> Config {
+        Self::load_edited(dir, &|_, text| text)
+    }
+
+    /// [`load`](Self::load), with each file's text passed through `edit(file name, text)`
+    /// first: how the mutation tests break a configuration without touching the disk.
+    pub(crate) fn load_edited(dir: &Path, edit: &dyn Fn(&str, String) -> String) -> Config {
         let mut files = BTreeMap::new();
         for entry in
             fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         {
             let path = entry.expect("directory entry").path();
             if path.extension().is_some_and(|ext| ext == "tf") {
-                let text = fs::read_to_string(&path).expect("readable .tf file");
-                let body = hcl::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 let file = path
                     .file_name()
                     .expect("file name")
                     .to_string_lossy()
                     .into_owned();
+                let text = edit(&file, fs::read_to_string(&path).expect("readable .tf file"));
+                let body = hcl::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 files.insert(file, body);
             }
         }

@@ -12,4 +12,7 @@ module "relay" {
 
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=aws"
+
+  # Sustained non-2xx answers and dead letters notify these (an SNS topic, say).
+  alarm_actions = var.alarm_actions
 }

@@ -10,3 +10,9 @@ variable "name" {
   default     = "dss-relay"
 }
 
+
+variable "alarm_actions" {
+  description = "ARNs the relay's alarms notify (sustained non-2xx answers, dead letters), e.g. an SNS topic with the operators' subscriptions. [] leaves the alarms in the console only."
+  type        = list(string)
+  default     = []
+}

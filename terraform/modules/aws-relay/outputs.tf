@@ -91,3 +91,15 @@ output "dlq_url" {
   description = "URL of the created dead-letter queue; null when the queue was not created here."
   value       = try(aws_sqs_queue.dlq[0].url, null)
 }
+
+################################################################################
+# Alarms
+################################################################################
+
+output "alarm_arns" {
+  description = "ARNs of the CloudWatch alarms by purpose (non_2xx, dead_letters); absent when not created."
+  value = merge(
+    { for alarm in aws_cloudwatch_metric_alarm.non_2xx : "non_2xx" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.dead_letters : "dead_letters" => alarm.arn },
+  )
+}

@@ -326,3 +326,46 @@ variable "callback_path" {
     error_message = "callback_path must start with / and contain no whitespace or fragment."
   }
 }
+
+################################################################################
+# Alarms
+################################################################################
+
+variable "alarms_enabled" {
+  description = "Create the CloudWatch alarms: sustained non-2xx answers, and messages in the dead-letter queue (with create_queue)."
+  type        = bool
+  default     = true
+}
+
+variable "alarm_actions" {
+  description = "ARNs notified when an alarm fires and when it clears, typically an SNS topic with the operators' subscriptions. [] creates the alarms without notifying anyone (they still show in the CloudWatch console)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.alarm_actions : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:", arn))])
+    error_message = "alarm_actions must be ARNs (arn:aws:sns:<region>:<account>:<topic>, …)."
+  }
+}
+
+variable "alarm_non_2xx_per_minute" {
+  description = "Non-2xx answers per minute at or above which a minute counts as failing, for the non-2xx alarm. 1: any refusal or failure counts."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.alarm_non_2xx_per_minute >= 1
+    error_message = "alarm_non_2xx_per_minute must be at least 1."
+  }
+}
+
+variable "alarm_non_2xx_minutes" {
+  description = "Consecutive failing minutes before the non-2xx alarm fires. The default, 10, lets a lone bad request or a short sink outage that the DSS's retries cover pass without a page."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.alarm_non_2xx_minutes >= 1 && var.alarm_non_2xx_minutes <= 1440 && floor(var.alarm_non_2xx_minutes) == var.alarm_non_2xx_minutes
+    error_message = "alarm_non_2xx_minutes must be a whole number of minutes from 1 to 1440 (one day)."
+  }
+}
