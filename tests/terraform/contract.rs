@@ -30,7 +30,7 @@ use crate::model::{self, Config, attr, label, literal_string, literal_strings, n
 const NEWER_AWS_ARGUMENTS: [(&str, &str, &str); 1] = [(
     "aws_lambda_permission",
     "invoked_via_function_url",
-    "6.x, with Lambda's October 2025 Function URL permission change",
+    "6.29.0, for Lambda's October 2025 Function URL permission change",
 )];
 
 /// Runtimes on which Lambda starts the package's `bootstrap` (the OS-only runtimes).

@@ -838,6 +838,63 @@ fn examples_output_the_endpoint_and_the_dss_subscription() {
     }
 }
 
+/// Each relay module alarms on sustained non-2xx answers and on dead letters, with text for
+/// whoever is told, and sends the alarms to a list the caller gives, checked by a validation.
+#[test]
+fn relay_modules_alarm_on_non_2xx_answers_and_dead_letters() {
+    for (module, ty, text, notify, variable, signals) in [
+        (
+            "aws-relay",
+            "aws_cloudwatch_metric_alarm",
+            "alarm_description",
+            "alarm_actions",
+            "alarm_actions",
+            [
+                ("non_2xx", "Url5xxCount"),
+                ("dead_letters", "ApproximateNumberOfMessagesVisible"),
+            ],
+        ),
+        (
+            "gcp-relay",
+            "google_monitoring_alert_policy",
+            "documentation",
+            "notification_channels",
+            "alert_notification_channels",
+            [
+                ("non_2xx", "run.googleapis.com/request_count"),
+                ("dead_letters", "subscription/num_undelivered_messages"),
+            ],
+        ),
+    ] {
+        let config = model::module(module);
+        for (name, signal) in signals {
+            let alarm = config.resource(ty, name);
+            let source = hcl::to_string(alarm.body()).expect("printable");
+            assert!(
+                source.contains(signal),
+                "{module}: {ty}.{name} does not watch {signal}"
+            );
+            let described = attr(alarm.body(), text).is_some()
+                || nested(alarm.body(), text).next().is_some();
+            assert!(described, "{module}: {ty}.{name} has no {text}");
+            let target = attr(alarm.body(), notify).map(ToString::to_string);
+            assert_eq!(
+                target.as_deref(),
+                Some(format!("var.{variable}").as_str()),
+                "{module}: {ty}.{name} must notify var.{variable}"
+            );
+        }
+        let variables = config.variables();
+        let variable_block = variables
+            .get(variable)
+            .unwrap_or_else(|| panic!("{module}: no variable {variable}"));
+        assert!(
+            nested(variable_block.body(), "validation").next().is_some(),
+            "{module}: variable {variable} has no validation"
+        );
+    }
+}
+
 /// The platform's own deadline stays above the relay's sink deadline, for the defaults and for
 /// every value the examples pass, and a precondition says so at plan time: the relay answers
 /// 503 in time instead of the platform timing out.

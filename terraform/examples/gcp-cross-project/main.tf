@@ -17,10 +17,13 @@ provider "google" {
 
 # pubsub.googleapis.com is enabled here as well: Pub/Sub charges a publish to the project of the
 # caller's credentials, here the relay's service account's project, and refuses it (the relay
-# answers 502, forever) while the API is disabled there, wherever the topic lives.
+# answers 502, forever) while the API is disabled there, wherever the topic lives. Logging and
+# Monitoring hold the relay module's logs-based metrics and alert policy.
 resource "google_project_service" "relay" {
   for_each = toset([
     "iam.googleapis.com",
+    "logging.googleapis.com",
+    "monitoring.googleapis.com",
     "pubsub.googleapis.com",
     "run.googleapis.com",
     "secretmanager.googleapis.com",

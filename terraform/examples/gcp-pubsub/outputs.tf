@@ -23,3 +23,18 @@ output "subscription_name" {
   description = "Pull subscription on the topic (gcloud pubsub subscriptions pull)."
   value       = google_pubsub_subscription.smoke.name
 }
+
+output "dead_letter_subscription_name" {
+  description = "Subscription of the dead-letter topic: notifications the smoke subscription's consumer failed to acknowledge 5 times (the relay's dead-letter alert watches it)."
+  value       = google_pubsub_subscription.dead_letter.name
+}
+
+output "image" {
+  description = "The relay-gcf image the service runs: var.image, or the one Cloud Build built from this checkout."
+  value       = var.image != null ? var.image : module.image[0].image
+}
+
+output "alert_policy_names" {
+  description = "The relay's alert policies in Cloud Monitoring (non_2xx, dead_letters)."
+  value       = module.relay.alert_policy_names
+}

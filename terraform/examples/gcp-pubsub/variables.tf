@@ -10,8 +10,14 @@ variable "region" {
 }
 
 variable "image" {
-  description = "The relay-gcf image pushed by `make image`, e.g. us-east1-docker.pkg.dev/PROJECT/relay/relay-gcf:TAG."
+  description = "A relay-gcf image already pushed (e.g. by `make image` and `docker push`), such as us-east1-docker.pkg.dev/PROJECT/relay/relay-gcf:TAG. null (the default) builds it with Cloud Build from this checkout (the gcp-relay-image module), which needs the gcloud CLI signed in with `gcloud auth login` and no Docker engine."
   type        = string
+  default     = null
+
+  validation {
+    condition     = var.image == null || can(regex("^[a-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$", var.image))
+    error_message = "image must be null or a full image reference with a registry and a tag or digest, e.g. us-east1-docker.pkg.dev/my-project/relay/relay-gcf:0.1.0."
+  }
 }
 
 variable "deletion_protection" {
@@ -31,3 +37,13 @@ variable "public_invocation" {
   }
 }
 
+variable "alert_notification_channels" {
+  description = "Cloud Monitoring notification channels (projects/PROJECT/notificationChannels/ID) for the relay's alerts: sustained non-2xx answers, and messages in the dead-letter subscription. Empty: incidents show in Cloud Monitoring only."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.alert_notification_channels : can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/notificationChannels/[0-9]+$", c))])
+    error_message = "Each alert_notification_channels entry must be projects/PROJECT/notificationChannels/ID."
+  }
+}

@@ -138,6 +138,13 @@ resource "google_cloud_run_v2_service" "this" {
         value = var.log_format
       }
 
+      # One JSON line on standard output per answer and per publish, which Cloud Logging parses
+      # into jsonPayload; the logs-based metrics in monitoring.tf are read from these lines.
+      env {
+        name  = "RELAY_METRICS"
+        value = "emf"
+      }
+
       # GET on any path answers 200 {"status":"ok"} once the configuration is valid and the
       # Pub/Sub client is built.
       startup_probe {

@@ -61,3 +61,25 @@ output "topic_id" {
   description = "RELAY_PUBSUB_TOPIC: the topic the relay publishes to (projects/P/topics/T)."
   value       = local.topic_id
 }
+
+################################################################################
+# Metrics and alerts
+################################################################################
+
+output "metric_names" {
+  description = "Names of the logs-based metrics (answers, answer_latency, publish_latency, batch_size); in Cloud Monitoring they are logging.googleapis.com/user/<name>."
+  value = {
+    answers         = google_logging_metric.answers.name
+    answer_latency  = google_logging_metric.answer_latency.name
+    publish_latency = google_logging_metric.publish_latency.name
+    batch_size      = google_logging_metric.batch_size.name
+  }
+}
+
+output "alert_policy_names" {
+  description = "Names (projects/P/alertPolicies/ID) of the alert policies: non_2xx, and dead_letters (null without dead_letter_subscriptions)."
+  value = {
+    non_2xx      = google_monitoring_alert_policy.non_2xx.name
+    dead_letters = one(google_monitoring_alert_policy.dead_letters[*].name)
+  }
+}

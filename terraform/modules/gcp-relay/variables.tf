@@ -48,7 +48,7 @@ variable "labels" {
 ################################################################################
 
 variable "image" {
-  description = "The relay-gcf container image (infra/docker/Dockerfile, `make image`), e.g. us-east1-docker.pkg.dev/PROJECT/REPO/relay-gcf:TAG or @sha256:DIGEST."
+  description = "The relay-gcf container image (infra/docker/Dockerfile: the gcp-relay-image module's image output, or `make image`), e.g. us-east1-docker.pkg.dev/PROJECT/REPO/relay-gcf:TAG or @sha256:DIGEST."
   type        = string
 
   validation {
@@ -287,5 +287,59 @@ variable "callback_path" {
   validation {
     condition     = startswith(var.callback_path, "/") && !can(regex("[\\s#]", var.callback_path))
     error_message = "callback_path must start with / and contain no whitespace or fragment."
+  }
+}
+
+################################################################################
+# Alerts (monitoring.tf)
+################################################################################
+
+variable "alerts_enabled" {
+  description = "Whether the alert policies open incidents and notify. false keeps the policies, disabled; the logs-based metrics are recorded either way."
+  type        = bool
+  default     = true
+}
+
+variable "alert_notification_channels" {
+  description = "Cloud Monitoring notification channels the alert policies notify, as projects/PROJECT/notificationChannels/ID. Empty: incidents are opened in Cloud Monitoring and notify no one."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.alert_notification_channels : can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/notificationChannels/[0-9]+$", c))])
+    error_message = "Each alert_notification_channels entry must be projects/PROJECT/notificationChannels/ID (a numeric ID)."
+  }
+}
+
+variable "non_2xx_threshold" {
+  description = "Rate of non-2xx answers (Cloud Run's request count, per second, summed over the service's revisions, taken per minute) above which the non-2xx alert's condition holds. 0: any non-2xx answer in the minute."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.non_2xx_threshold >= 0
+    error_message = "non_2xx_threshold must be a rate per second >= 0."
+  }
+}
+
+variable "non_2xx_duration_seconds" {
+  description = "How long the non-2xx rate must stay above non_2xx_threshold before the alert opens an incident, in seconds: a whole number of minutes. The default, 600, lets a short burst (a scanner on the public URL, one failed retry) pass and catches a relay that fails every notification."
+  type        = number
+  default     = 600
+
+  validation {
+    condition     = var.non_2xx_duration_seconds >= 60 && var.non_2xx_duration_seconds <= 86400 && var.non_2xx_duration_seconds % 60 == 0
+    error_message = "non_2xx_duration_seconds must be a whole number of minutes, in seconds, between 60 and 86400."
+  }
+}
+
+variable "dead_letter_subscriptions" {
+  description = "Subscription IDs (not full names) in project_id that receive dead-lettered notifications, i.e. the subscriptions of dead-letter topics of the relay's consumers. Any message waiting in one for 5 minutes opens an incident; empty creates no dead-letter alert."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for s in var.dead_letter_subscriptions : can(regex("^[A-Za-z][A-Za-z0-9._~%+-]{2,254}$", s)) && !startswith(lower(s), "goog")])
+    error_message = "Each dead_letter_subscriptions entry must be a subscription ID: 3-255 characters starting with a letter (letters, digits, . _ ~ % + -), not starting with goog."
   }
 }
