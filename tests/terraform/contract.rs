@@ -38,7 +38,10 @@ const BOOTSTRAP_RUNTIMES: [&str; 2] = ["provided.al2023", "provided.al2"];
 
 /// The API each kind of Google resource needs enabled in its project, by type prefix.
 const API_OF_TYPE: [(&str, &str); 10] = [
-    ("google_artifact_registry_", "artifactregistry.googleapis.com"),
+    (
+        "google_artifact_registry_",
+        "artifactregistry.googleapis.com",
+    ),
     ("google_cloud_run_v2_", "run.googleapis.com"),
     ("google_logging_", "logging.googleapis.com"),
     ("google_monitoring_", "monitoring.googleapis.com"),
@@ -86,8 +89,8 @@ fn schema(provider: &str) -> &'static Value {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("terraform/schemas")
             .join(format!("{provider}.json"));
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     })
 }
@@ -145,7 +148,10 @@ fn check_body(body: &Body, schema: &Value, ty: &str, here: &str, problems: &mut 
             "dynamic" => match nested(block.body(), "content").next() {
                 Some(content) => (label(block, 0), content.body()),
                 None => {
-                    problems.push(format!("{here}: dynamic {} without content", label(block, 0)));
+                    problems.push(format!(
+                        "{here}: dynamic {} without content",
+                        label(block, 0)
+                    ));
                     continue;
                 }
             },
@@ -189,7 +195,9 @@ fn function_url_problems(config: &Config) -> Vec<String> {
     let mut problems = Vec::new();
     let permissions = config.resources("aws_lambda_permission");
     for (url, block) in config.resources("aws_lambda_function_url") {
-        if attr(block.body(), "authorization_type").and_then(literal_string).as_deref()
+        if attr(block.body(), "authorization_type")
+            .and_then(literal_string)
+            .as_deref()
             != Some("NONE")
         {
             continue;
@@ -206,8 +214,14 @@ fn function_url_problems(config: &Config) -> Vec<String> {
             })
         };
         for (action, condition) in [
-            ("lambda:InvokeFunctionUrl", ("function_url_auth_type", "\"NONE\"")),
-            ("lambda:InvokeFunction", ("invoked_via_function_url", "true")),
+            (
+                "lambda:InvokeFunctionUrl",
+                ("function_url_auth_type", "\"NONE\""),
+            ),
+            (
+                "lambda:InvokeFunction",
+                ("invoked_via_function_url", "true"),
+            ),
         ] {
             if !statement(action, condition) {
                 problems.push(format!(
@@ -228,7 +242,8 @@ fn function_url_problems(config: &Config) -> Vec<String> {
 fn api_problems(example: &Config) -> Vec<String> {
     let calls = example.module_calls();
     let Some(project) = calls.iter().find_map(|(_, target, block)| {
-        (target == "gcp-relay").then(|| attr(block.body(), "project_id").map(ToString::to_string))?
+        (target == "gcp-relay")
+            .then(|| attr(block.body(), "project_id").map(ToString::to_string))?
     }) else {
         return Vec::new();
     };
@@ -242,7 +257,11 @@ fn api_problems(example: &Config) -> Vec<String> {
             continue;
         }
         let module = model::module(target);
-        needed.extend(google_types(&module).into_iter().map(|ty| api_of(&module.name, &ty)));
+        needed.extend(
+            google_types(&module)
+                .into_iter()
+                .map(|ty| api_of(&module.name, &ty)),
+        );
         needed.extend(
             API_OF_MODULE
                 .iter()
@@ -254,7 +273,11 @@ fn api_problems(example: &Config) -> Vec<String> {
         for block in example.blocks(kind) {
             let ty = label(block, 0);
             if ty.starts_with("google_") && ty != "google_project_service" {
-                let key = if ty == "google_project" { "project_id" } else { "project" };
+                let key = if ty == "google_project" {
+                    "project_id"
+                } else {
+                    "project"
+                };
                 if in_project(block.body(), key) {
                     needed.insert(api_of(&example.name, ty));
                 }

@@ -874,8 +874,8 @@ fn relay_modules_alarm_on_non_2xx_answers_and_dead_letters() {
                 source.contains(signal),
                 "{module}: {ty}.{name} does not watch {signal}"
             );
-            let described = attr(alarm.body(), text).is_some()
-                || nested(alarm.body(), text).next().is_some();
+            let described =
+                attr(alarm.body(), text).is_some() || nested(alarm.body(), text).next().is_some();
             assert!(described, "{module}: {ty}.{name} has no {text}");
             let target = attr(alarm.body(), notify).map(ToString::to_string);
             assert_eq!(
