@@ -24,7 +24,7 @@ async fn connections_waiting_to_be_accepted_when_shutdown_comes_are_answered() {
             stream
                 .set_read_timeout(Some(Duration::from_secs(10)))
                 .unwrap();
-            stream.write_all(&capture::raw("v2-json-post")).unwrap();
+            stream.write_all(capture::raw("v2-json-post")).unwrap();
             stream
         })
         .collect();
