@@ -14,6 +14,7 @@ pub mod config;
 pub mod error;
 pub mod intake;
 mod lenient;
+pub mod live;
 pub mod metrics;
 pub mod notification;
 pub mod outcome;

@@ -2,13 +2,14 @@
 //!
 //! The path of a notification: crawler path, method and size checks, then
 //! [`verify`](crate::verify) over the raw bytes, then [`intake`](crate::intake) takes the payload
-//! out of the body, then [`Notification`] parses it, then the [`Router`] picks the destinations,
-//! each shapes and size-checks its message, and only then does each [`Sink`] publish it. The
-//! answer is 202 only when every routed sink acknowledged.
+//! out of the body, then [`Notification`] parses it, then the routing [`Table`] in effect (splits,
+//! then routes) picks the destinations, each shapes and size-checks its message, and only then
+//! does each [`Sink`] publish it. The answer is 202 only when every routed sink acknowledged.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::request::Parts;
@@ -19,25 +20,28 @@ use crate::admission::{Admission, Ticket};
 use crate::config::{Config, MetricsFormat};
 use crate::error::Error;
 use crate::intake::extract_payload;
+use crate::live::refresh::{LiveRoutes, Refreshed, SinkFactory};
+use crate::live::{Deployed, Plan, Table};
 use crate::metrics::{self, Metrics};
 use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
-use crate::route::{Input, Router, request_document};
-use crate::sink::{BuildError, Clients, Destination, Message, Sink, SinkConfig, SinkError};
+use crate::route::{Input, request_document};
+use crate::sink::{BuildError, Clients, Message, Sink, SinkConfig, SinkError};
 use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
 pub const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
 
 /// A configured relay: keys, policy, routes and destinations, built once at start and shared
-/// by every request.
+/// by every request. The routing table is swapped whole when the stored routes change.
 #[derive(Debug)]
 pub struct Relay {
     config: Config,
     policy: Policy,
-    /// The router's sink indexes point into this list.
-    destinations: Vec<Destination>,
-    router: Router,
+    /// The routes, splits and destinations in effect.
+    table: ArcSwap<Table>,
+    /// The stored routes, when `RELAY_ROUTES_URL` is set.
+    live: Option<LiveRoutes>,
     clock: Arc<dyn Clock>,
     admission: Admission,
     metrics: Metrics,
@@ -69,6 +73,9 @@ pub enum StartError {
     /// The HMAC keys could not be read from `RELAY_HMAC_KEYS_SECRET_ARN`.
     #[error("RELAY_HMAC_KEYS_SECRET_ARN: {0}")]
     Secret(String),
+    /// The stored routes' store cannot be used.
+    #[error("RELAY_ROUTES_URL: {0}")]
+    Routes(String),
 }
 
 /// What the per-request log line says about the notification.
@@ -79,6 +86,8 @@ struct LogFields {
     bundle_uuid: Option<String>,
     bundle_version: Option<String>,
     event_type: Option<String>,
+    routes_version: Option<String>,
+    split: Option<String>,
 }
 
 impl Relay {
@@ -127,12 +136,83 @@ impl Relay {
             };
             sinks.push(sink.target.build(clients).await.map_err(fail)?);
         }
+        #[cfg(feature = "aws")]
+        let factory = sink_factory(aws.clone(), config.sink_timeout);
+        #[cfg(not(feature = "aws"))]
+        let factory = sink_factory();
+        let routes_url = config.routes_url.clone();
         let mut sinks = sinks.into_iter();
-        Ok(Self::with_sinks(
+        let relay = Self::with_sinks(
             config,
             |_| sinks.next().expect("one per sink"),
             Arc::new(SystemClock),
-        ))
+        );
+        let Some(url) = routes_url else {
+            return Ok(relay);
+        };
+        let store = crate::live::store::open(&url).map_err(|e| StartError::Routes(e.to_string()))?;
+        let relay = relay.with_live_routes(store, factory);
+        // At start, a store that cannot be read or a refused document leaves the deployed
+        // routes in effect; both are logged, and the next refresh tries again.
+        relay.refresh().await;
+        Ok(relay)
+    }
+
+    /// The same relay, adding the routes stored in `store` to the deployed ones; new sinks are
+    /// built by `factory`. Call [`refresh`](Self::refresh) to read the store.
+    pub fn with_live_routes(mut self, store: Box<dyn crate::live::Store>, factory: SinkFactory) -> Self {
+        let table = self.table.load();
+        let built = self
+            .config
+            .sinks
+            .iter()
+            .cloned()
+            .zip(table.destinations.iter().map(|d| Arc::clone(&d.sink)))
+            .collect();
+        let deployed = deployed(&self.config);
+        self.live = Some(LiveRoutes::new(store, factory, deployed, self.config.routes_refresh, built));
+        self
+    }
+
+    /// Reads the stored routes and swaps in their table when they changed and are good; the
+    /// last good routes stay in effect otherwise. Without a store, does nothing.
+    pub async fn refresh(&self) -> Option<Refreshed> {
+        Some(self.live.as_ref()?.refresh(&self.table).await)
+    }
+
+    /// [`refresh`](Self::refresh), when the refresh interval has passed since the last read,
+    /// waiting at most `timeout` (Lambda, at the start of an invocation: background work
+    /// freezes between invocations).
+    pub async fn refresh_if_due(&self, timeout: std::time::Duration) {
+        if self.live.as_ref().is_some_and(LiveRoutes::is_due) {
+            if tokio::time::timeout(timeout, self.refresh()).await.is_err() {
+                tracing::warn!("Reading the stored routes took too long; the routes in effect stay.");
+            }
+        }
+    }
+
+    /// Refreshes the stored routes every interval, forever (relay-gcf runs it in a task).
+    pub async fn keep_routes_fresh(self: Arc<Self>) {
+        let Some(every) = self.live.as_ref().map(LiveRoutes::every) else {
+            return;
+        };
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            self.refresh().await;
+        }
+    }
+
+    /// The routing table in effect.
+    pub fn table(&self) -> Arc<Table> {
+        self.table.load_full()
+    }
+
+    /// The problem with the stored routes document read last, when it was refused.
+    pub fn routes_problem(&self) -> Option<String> {
+        self.live.as_ref()?.problem()
     }
 
     /// A relay with the configured routes and shaping, whose sinks come from `sink` instead of
@@ -142,13 +222,8 @@ impl Relay {
         mut sink: impl FnMut(&SinkConfig) -> Arc<dyn Sink>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let destinations = config
-            .sinks
-            .iter()
-            .map(|c| {
-                Destination::new(c, sink(c)).expect("shapes are checked with the configuration")
-            })
-            .collect();
+        let plan = Plan::deployed(&deployed(&config)).expect("routes are checked with the configuration");
+        let table = Table::new(plan, None, &mut sink).expect("shapes are checked with the configuration");
         if config.max_clock_skew.is_none() {
             tracing::warn!(
                 "The Date check is off (RELAY_MAX_CLOCK_SKEW_SECS=0): a captured notification can be replayed at any time."
@@ -169,7 +244,6 @@ impl Relay {
             max_clock_skew: config.max_clock_skew,
             allow_unsigned: config.allow_unsigned,
         };
-        let router = config.router.clone();
         let limits = config.server;
         let admission = Admission::new(
             limits.max_concurrent_requests,
@@ -181,12 +255,12 @@ impl Relay {
             MetricsFormat::Off => Metrics::off(),
         };
         let names: Vec<&str> = config.sinks.iter().map(|s| s.name.as_str()).collect();
-        tracing::info!(sinks = ?names, routes = router.routes().len(), max_body_bytes = config.max_body_bytes, "Relay ready.");
+        tracing::info!(sinks = ?names, routes = table.router.routes().len(), max_body_bytes = config.max_body_bytes, "Relay ready.");
         Self {
             config,
             policy,
-            destinations,
-            router,
+            table: ArcSwap::from_pointee(table),
+            live: None,
             clock,
             admission,
             metrics,
@@ -335,20 +409,29 @@ impl Relay {
         fields.bundle_version = Some(notification.bundle_version().to_owned());
         fields.event_type = notification.event_type().map(str::to_owned);
 
-        let request = match self.router.uses_request() {
+        let table = self.table.load_full();
+        let routes_version = table.version.as_ref().map(|v| v.0.as_str());
+        fields.routes_version = routes_version.map(str::to_owned);
+        let request = match table.uses_request() {
             true => request_document(parts.uri.path(), parts.uri.query(), &parts.headers),
             false => serde_json::Value::Null,
         };
-        let routing = self.router.route(&Input {
+        let input = Input {
             document: notification.document(),
             request: &request,
-        });
-        if routing.sinks.is_empty() {
+        };
+        let decision = table.decide(&input, received_at);
+        fields.split.clone_from(&decision.split);
+        if decision.destinations.is_empty() {
             // Nothing wants it: acknowledge, so the DSS does not retry.
             fields.filtered = true;
             return Ok(Outcome::json(
                 StatusCode::ACCEPTED,
-                &json!({"status": "filtered", "dedup_key": notification.dedup_key()}),
+                &json!({
+                    "status": "filtered",
+                    "dedup_key": notification.dedup_key(),
+                    "routes_version": routes_version,
+                }),
             ));
         }
 
@@ -356,9 +439,9 @@ impl Relay {
         let base = Message::new(&notification, attempt, received_at);
         // Every routed destination's message is shaped and size-checked before any sink is
         // called: a notification one of them cannot take is refused before anything leaves.
-        let mut messages = Vec::with_capacity(routing.sinks.len());
-        for &i in &routing.sinks {
-            let destination = &self.destinations[i];
+        let mut messages = Vec::with_capacity(decision.destinations.len());
+        for &i in &decision.destinations {
+            let destination = &table.destinations[i];
             let message = destination.shape.apply(&base, &notification).map_err(|e| {
                 tracing::error!(sink = destination.name, error = %e, "A template cannot be filled; an operator must act.");
                 Error::SinkFailed {
@@ -376,7 +459,8 @@ impl Relay {
             }
             messages.push((&destination.sink, message));
         }
-        self.publish(&notification, messages, deadline).await
+        self.publish(&notification, messages, deadline, routes_version)
+            .await
     }
 
     /// Publishes to the routed sinks concurrently; 202 only when all of them acknowledged.
@@ -385,6 +469,7 @@ impl Relay {
         notification: &Notification<Verified>,
         messages: Vec<(&Arc<dyn Sink>, Message)>,
         deadline: Instant,
+        routes_version: Option<&str>,
     ) -> Result<Outcome, Error> {
         let results = join_all(messages.into_iter().map(|(sink, message)| async move {
             let started = Instant::now();
@@ -442,6 +527,7 @@ impl Relay {
                 "status": "published",
                 "dedup_key": notification.dedup_key(),
                 "deliveries": deliveries,
+                "routes_version": routes_version,
             }),
         ))
     }
@@ -466,6 +552,8 @@ impl Relay {
                     bundle_uuid = fields.bundle_uuid.as_deref(),
                     bundle_version = fields.bundle_version.as_deref(),
                     event_type = fields.event_type.as_deref(),
+                    routes_version = fields.routes_version.as_deref(),
+                    split = fields.split.as_deref(),
                     latency_ms,
                     $msg
                 )
@@ -478,4 +566,41 @@ impl Relay {
             _ => line!(warn, "Request refused."),
         }
     }
+}
+
+/// What the deployment fixed, for merging stored routes into.
+fn deployed(config: &Config) -> Deployed {
+    Deployed {
+        sinks: config.sinks.clone(),
+        routes: config.routes.clone(),
+        pubsub_emulator: config.pubsub_emulator.clone(),
+    }
+}
+
+/// Builds the clients of sinks that stored routes add, with the AWS configuration loaded at
+/// start (or, when no deployed sink needed it, on first use).
+#[cfg(feature = "aws")]
+fn sink_factory(sdk: Option<aws_config::SdkConfig>, timeout: std::time::Duration) -> SinkFactory {
+    let sdk = Arc::new(tokio::sync::OnceCell::new_with(sdk));
+    Arc::new(move |config: SinkConfig| {
+        let sdk = Arc::clone(&sdk);
+        Box::pin(async move {
+            let clients = match config.target.uses_aws() {
+                true => Clients::with_aws(
+                    sdk.get_or_init(|| crate::sink::load_aws_config(timeout))
+                        .await,
+                ),
+                false => Clients::default(),
+            };
+            config.target.build(clients).await
+        })
+    })
+}
+
+/// Builds the clients of sinks that stored routes add.
+#[cfg(not(feature = "aws"))]
+fn sink_factory() -> SinkFactory {
+    Arc::new(|config: SinkConfig| {
+        Box::pin(async move { config.target.build(Clients::default()).await })
+    })
 }

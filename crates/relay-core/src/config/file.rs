@@ -50,11 +50,17 @@ impl FileConfig {
 
     /// Parses a configuration document; the error starts with `line:column: `.
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
-            format!("{line}:{column}: {}", e.message().trim_end())
-        })
+        parse_document(text)
     }
+}
+
+/// Parses a TOML document into `T`; the error is `line:column: ` and the parser's message,
+/// never the text of the line. The stored routes document is read this way too.
+pub fn parse_document<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
+        format!("{line}:{column}: {}", e.message().trim_end())
+    })
 }
 
 /// The 1-based line and column of byte `offset` in `text`.

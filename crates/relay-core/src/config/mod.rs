@@ -15,11 +15,12 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use file::FileConfig;
+pub use file::{FileConfig, parse_document};
 pub use settings::{SETTINGS, Setting, Settings, markdown_table};
 pub use values::{HmacKeys, LogFormat, MetricsFormat, Show};
 
-use crate::route::{Router, Template};
+use crate::live::{RoutesUrl, deployed_routes};
+use crate::route::{RouteSpec, Router, Template};
 use crate::sink::{
     FileConfig as FileSinkConfig, PubSubConfig, Selection, SinkConfig, SnsConfig, SqsConfig, Target,
 };
@@ -60,6 +61,14 @@ pub struct Config {
     pub sinks: Vec<SinkConfig>,
     /// The routes over [`sinks`](Self::sinks): `[[routes]]`, or every notification to every sink.
     pub router: Router,
+    /// The deployed routes as written: `[[routes]]`, or one route `all` to every sink.
+    pub routes: Vec<RouteSpec>,
+    /// The stored routes document, when there is one.
+    pub routes_url: Option<RoutesUrl>,
+    /// How often, at most, the stored routes are read again.
+    pub routes_refresh: Duration,
+    /// `PUBSUB_EMULATOR_HOST`: Pub/Sub sinks publish to the emulator there.
+    pub pubsub_emulator: Option<String>,
     /// The configuration file, when one is used.
     pub config_file: Option<String>,
     /// The settings in effect, for [`effective`](Self::effective).
@@ -210,6 +219,7 @@ impl Config {
                 target.emulator_host.clone_from(&emulator);
             }
         }
+        let routes = deployed_routes(&file.routes, &sinks);
         let names: Vec<String> = sinks.iter().map(|s| s.name.clone()).collect();
         // Sinks from variables take every notification; sinks in the file take their routes.
         let router = if sinks_in_file {
@@ -249,6 +259,10 @@ impl Config {
             },
             sinks,
             router: router.expect("no routing error was reported"),
+            routes,
+            routes_url: settings.routes_url.clone(),
+            routes_refresh: Duration::from_secs(settings.routes_refresh_secs.map_or(10, |s| s.0)),
+            pubsub_emulator: emulator,
             config_file,
             settings,
         })

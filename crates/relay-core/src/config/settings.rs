@@ -11,6 +11,7 @@ use super::values::{
     Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, MetricsFormat, Millis, Seconds,
     SecretArn, Show,
 };
+use crate::live::RoutesUrl;
 use crate::sink::ByteLimit;
 use crate::sink::file::FileTarget;
 use crate::sink::pubsub::PubSubTopic;
@@ -128,6 +129,10 @@ settings! {
     log_format: LogFormat = "RELAY_LOG_FORMAT", file, default "json on Lambda and Cloud Run, else text";
     /// `emf`: one CloudWatch Embedded Metric Format line per answer and per sink publish, on standard output; `off`: none.
     metrics: MetricsFormat = "RELAY_METRICS", file, default "emf on Lambda, else off";
+    /// The stored routes document: a path, `s3://<bucket>/<key>` or `gs://<bucket>/<object>`, holding `[sinks.<name>]`, `[[routes]]` and `[[splits]]` added to the deployed ones; read at start and again while the relay runs.
+    routes_url: RoutesUrl = "RELAY_ROUTES_URL", file, default "";
+    /// How often, at most, each instance reads the stored routes again (a conditional read); on Lambda, at the start of an invocation once this much time has passed.
+    routes_refresh_secs: Seconds = "RELAY_ROUTES_REFRESH_SECS", file, default "10";
     /// relay-gcf: the address to listen on.
     listen: ListenAddr = "RELAY_LISTEN", file, default "0.0.0.0:$PORT (PORT defaults to 8080)";
     /// relay-gcf: a request's headers must arrive within this, and a kept-alive connection waits no longer idle; else it is closed.
