@@ -3,6 +3,7 @@
 //! Run with `cargo run -p relay-cli -- --help`.
 
 mod explain;
+mod routes;
 mod send;
 
 use std::path::PathBuf;
@@ -38,6 +39,17 @@ enum Command {
     Send(Box<SendArgs>),
     /// Print a new random HMAC secret (32 bytes, hex).
     Keygen,
+    /// Show or change the stored routes (RELAY_ROUTES_URL) that running relays add to their
+    /// deployed ones, without a redeploy.
+    Routes {
+        #[command(subcommand)]
+        command: routes::RoutesCommand,
+    },
+    /// Send a slice of the live notification stream to your own queue for a while.
+    Split {
+        #[command(subcommand)]
+        command: routes::SplitCommand,
+    },
 }
 
 /// How the notification is put in the body, as a DSS subscription's `encoding`.
@@ -118,6 +130,8 @@ fn main() -> ExitCode {
         Command::Check { config } => check(config),
         Command::Explain(args) => explain::run(&args),
         Command::Export(args) => explain::export(&args),
+        Command::Routes { command } => routes::routes(command),
+        Command::Split { command } => routes::split(command),
         Command::Send(args) => match send::run(&args) {
             Ok(code) => code,
             Err(message) => {

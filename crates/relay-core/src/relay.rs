@@ -150,7 +150,8 @@ impl Relay {
         let Some(url) = routes_url else {
             return Ok(relay);
         };
-        let store = crate::live::store::open(&url).map_err(|e| StartError::Routes(e.to_string()))?;
+        let store =
+            crate::live::store::open(&url).map_err(|e| StartError::Routes(e.to_string()))?;
         let relay = relay.with_live_routes(store, factory);
         // At start, a store that cannot be read or a refused document leaves the deployed
         // routes in effect; both are logged, and the next refresh tries again.
@@ -160,7 +161,11 @@ impl Relay {
 
     /// The same relay, adding the routes stored in `store` to the deployed ones; new sinks are
     /// built by `factory`. Call [`refresh`](Self::refresh) to read the store.
-    pub fn with_live_routes(mut self, store: Box<dyn crate::live::Store>, factory: SinkFactory) -> Self {
+    pub fn with_live_routes(
+        mut self,
+        store: Box<dyn crate::live::Store>,
+        factory: SinkFactory,
+    ) -> Self {
         let table = self.table.load();
         let built = self
             .config
@@ -169,8 +174,14 @@ impl Relay {
             .cloned()
             .zip(table.destinations.iter().map(|d| Arc::clone(&d.sink)))
             .collect();
-        let deployed = deployed(&self.config);
-        self.live = Some(LiveRoutes::new(store, factory, deployed, self.config.routes_refresh, built));
+        let deployed = Deployed::from(&self.config);
+        self.live = Some(LiveRoutes::new(
+            store,
+            factory,
+            deployed,
+            self.config.routes_refresh,
+            built,
+        ));
         self
     }
 
@@ -186,7 +197,9 @@ impl Relay {
     pub async fn refresh_if_due(&self, timeout: std::time::Duration) {
         if self.live.as_ref().is_some_and(LiveRoutes::is_due) {
             if tokio::time::timeout(timeout, self.refresh()).await.is_err() {
-                tracing::warn!("Reading the stored routes took too long; the routes in effect stay.");
+                tracing::warn!(
+                    "Reading the stored routes took too long; the routes in effect stay."
+                );
             }
         }
     }
@@ -222,8 +235,10 @@ impl Relay {
         mut sink: impl FnMut(&SinkConfig) -> Arc<dyn Sink>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let plan = Plan::deployed(&deployed(&config)).expect("routes are checked with the configuration");
-        let table = Table::new(plan, None, &mut sink).expect("shapes are checked with the configuration");
+        let plan = Plan::deployed(&Deployed::from(&config))
+            .expect("routes are checked with the configuration");
+        let table =
+            Table::new(plan, None, &mut sink).expect("shapes are checked with the configuration");
         if config.max_clock_skew.is_none() {
             tracing::warn!(
                 "The Date check is off (RELAY_MAX_CLOCK_SKEW_SECS=0): a captured notification can be replayed at any time."
@@ -565,15 +580,6 @@ impl Relay {
             502 => line!(error, "Notification not delivered."),
             _ => line!(warn, "Request refused."),
         }
-    }
-}
-
-/// What the deployment fixed, for merging stored routes into.
-fn deployed(config: &Config) -> Deployed {
-    Deployed {
-        sinks: config.sinks.clone(),
-        routes: config.routes.clone(),
-        pubsub_emulator: config.pubsub_emulator.clone(),
     }
 }
 

@@ -311,7 +311,11 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
         ("sink_timeout_ms", "1234", "1234"),
         ("log_format", r#""json""#, "json"),
         ("metrics", r#""emf""#, "emf"),
-        ("routes_url", r#""/srv/relay/routes.toml""#, "/srv/relay/routes.toml"),
+        (
+            "routes_url",
+            r#""/srv/relay/routes.toml""#,
+            "/srv/relay/routes.toml",
+        ),
         ("routes_refresh_secs", "3", "3"),
         ("listen", r#""127.0.0.1:9""#, "127.0.0.1:9"),
         ("header_timeout_ms", "700", "700"),

@@ -12,11 +12,16 @@ use relay_core::Relay;
 /// Time kept back from the invocation's deadline to send the answer.
 const MARGIN: Duration = Duration::from_millis(500);
 
+/// How long an invocation waits, at most, for stale stored routes to be read.
+const ROUTES_READ_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// Turns one event into one relay answer.
 pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
     let deadline = request
         .lambda_context_ref()
         .and_then(|ctx| deadline(ctx.deadline));
+    // Background work freezes between invocations: stored routes are read here, when stale.
+    relay.refresh_if_due(ROUTES_READ_TIMEOUT).await;
     let (parts, body) = request.into_parts();
     let body = match body {
         Body::Empty => Bytes::new(),

@@ -63,6 +63,50 @@ pub struct Deployed {
     pub pubsub_emulator: Option<String>,
 }
 
+impl From<&crate::Config> for Deployed {
+    fn from(config: &crate::Config) -> Self {
+        Self {
+            sinks: config.sinks.clone(),
+            routes: config.routes.clone(),
+            pubsub_emulator: config.pubsub_emulator.clone(),
+        }
+    }
+}
+
+/// Checks a stored document before it is written: against the deployed configuration when it
+/// is known (everything the relay will check), else on its own (its splits, and its routes over
+/// its own sinks when they name no other).
+pub fn check_document(text: &str, deployed: Option<&Deployed>) -> Result<StoredRoutes, String> {
+    let stored = StoredRoutes::parse(text)?;
+    match deployed {
+        Some(deployed) => {
+            Plan::merge(deployed, &stored)?;
+        }
+        None => {
+            let mut names = BTreeSet::new();
+            for split in &stored.splits {
+                if !names.insert(&split.name) {
+                    return Err(format!(
+                        "split {:?}: another split has this name",
+                        split.name
+                    ));
+                }
+                split.check()?;
+            }
+            let named_here = stored
+                .routes
+                .iter()
+                .flat_map(|r| &r.to)
+                .all(|sink| stored.sinks.contains_key(sink));
+            if !stored.routes.is_empty() && named_here {
+                let names = stored.sinks.keys().cloned().collect();
+                Router::compile(&stored.routes, names).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(stored)
+}
+
 /// A split, checked and ready to match.
 #[derive(Debug, Clone)]
 pub struct ActiveSplit {
@@ -140,7 +184,10 @@ impl Plan {
         let mut seen = BTreeSet::new();
         for spec in &stored.splits {
             if !seen.insert(spec.name.as_str()) {
-                return Err(format!("split {:?}: another split has this name", spec.name));
+                return Err(format!(
+                    "split {:?}: another split has this name",
+                    spec.name
+                ));
             }
             let mut split = spec.check()?;
             set_emulator(&mut split.sink, deployed);
@@ -167,9 +214,7 @@ impl Plan {
 
 fn set_emulator(sink: &mut SinkConfig, deployed: &Deployed) {
     if let Target::PubSub(target) = &mut sink.target {
-        target
-            .emulator_host
-            .clone_from(&deployed.pubsub_emulator);
+        target.emulator_host.clone_from(&deployed.pubsub_emulator);
     }
 }
 
@@ -213,8 +258,8 @@ impl Table {
                     .map_err(|e| format!("sink {:?}, {e}", config.name))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let uses_request = plan.router.uses_request()
-            || plan.splits.iter().any(|s| s.pattern.uses_request());
+        let uses_request =
+            plan.router.uses_request() || plan.splits.iter().any(|s| s.pattern.uses_request());
         Ok(Self {
             version,
             router: plan.router,

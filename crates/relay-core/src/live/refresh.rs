@@ -164,7 +164,11 @@ impl LiveRoutes {
     }
 
     /// The table of `stored` merged into the deployed configuration; builds the sinks it adds.
-    pub async fn build(&self, stored: &StoredRoutes, version: Option<Version>) -> Result<Table, String> {
+    pub async fn build(
+        &self,
+        stored: &StoredRoutes,
+        version: Option<Version>,
+    ) -> Result<Table, String> {
         let plan = Plan::merge(&self.deployed, stored)?;
         let wanted: Vec<SinkConfig> = plan.sink_configs().cloned().collect();
         let mut sinks = Vec::with_capacity(wanted.len());
@@ -195,9 +199,10 @@ impl LiveRoutes {
         let table = Table::new(plan, version, |_| sinks.next().expect("one per sink"))?;
         // Forget the clients no table uses any more (a stopped split's queue), but never the
         // deployed ones.
-        self.built.lock().expect("not poisoned").retain(|(config, _)| {
-            wanted.contains(config) || self.deployed.sinks.contains(config)
-        });
+        self.built
+            .lock()
+            .expect("not poisoned")
+            .retain(|(config, _)| wanted.contains(config) || self.deployed.sinks.contains(config));
         Ok(table)
     }
 }

@@ -46,7 +46,9 @@ impl std::str::FromStr for RoutesUrl {
                 Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => {
                     Ok((bucket.to_owned(), key.to_owned()))
                 }
-                _ => Err(format!("expected {scheme}://<bucket>/<object>, got {text:?}")),
+                _ => Err(format!(
+                    "expected {scheme}://<bucket>/<object>, got {text:?}"
+                )),
             }
         };
         if let Some(rest) = text.strip_prefix("s3://") {
@@ -67,7 +69,10 @@ impl std::str::FromStr for RoutesUrl {
     }
 }
 
-crate::text::deserialize_from_text!(RoutesUrl, "a path, s3://<bucket>/<key> or gs://<bucket>/<object>");
+crate::text::deserialize_from_text!(
+    RoutesUrl,
+    "a path, s3://<bucket>/<key> or gs://<bucket>/<object>"
+);
 
 impl fmt::Display for RoutesUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -261,11 +266,7 @@ impl Store for FileStore {
         expected: Option<&Version>,
         text: Option<&str>,
     ) -> Result<Option<Version>, WriteError> {
-        let (store, expected, text) = (
-            self.clone(),
-            expected.cloned(),
-            text.map(str::to_owned),
-        );
+        let (store, expected, text) = (self.clone(), expected.cloned(), text.map(str::to_owned));
         tokio::task::spawn_blocking(move || store.write_now(expected.as_ref(), text.as_deref()))
             .await
             .map_err(|e| WriteError::Store(self.error(e)))?

@@ -56,10 +56,7 @@ impl Sink for Idle {
         &self.0
     }
 
-    async fn publish(
-        &self,
-        _: &[crate::Message],
-    ) -> Vec<Result<crate::Receipt, crate::SinkError>> {
+    async fn publish(&self, _: &[crate::Message]) -> Vec<Result<crate::Receipt, crate::SinkError>> {
         Vec::new()
     }
 }
@@ -106,7 +103,12 @@ fn a_split_takes_its_slice_and_the_routes_keep_the_rest() {
 fn overlapping_splits_go_to_the_earliest_registered() {
     // Bob is listed first but registered later.
     let text = split("bob", "a", "2026-12-01T10:00:00Z", "2026-12-02T00:00:00Z")
-        + &split("alice", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z");
+        + &split(
+            "alice",
+            "aa",
+            "2026-12-01T09:00:00Z",
+            "2026-12-02T00:00:00Z",
+        );
     let table = table(&stored(&text));
     let noon = "2026-12-01T12:00:00Z";
     assert_eq!(destinations(&table, "aa01", noon), ["split:alice"]);
@@ -116,8 +118,13 @@ fn overlapping_splits_go_to_the_earliest_registered() {
 
 #[test]
 fn a_copy_split_adds_to_the_routes() {
-    let text = split("carol", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z")
-        .replace("expires_at", "copy = true\nexpires_at");
+    let text = split(
+        "carol",
+        "aa",
+        "2026-12-01T09:00:00Z",
+        "2026-12-02T00:00:00Z",
+    )
+    .replace("expires_at", "copy = true\nexpires_at");
     let table = table(&stored(&text));
     assert_eq!(
         destinations(&table, "aa01", "2026-12-01T12:00:00Z"),
@@ -133,16 +140,20 @@ fn splits_that_take_everything_are_refused() {
         r#"match = { match = { bundle_uuid = [{ "anything-but" = ["x"] }] } }"#,
     ];
     for pattern in everything {
-        let text = split("eve", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z")
-            .replace(
-                r#"match = { match = { bundle_uuid = [{ prefix = "aa" }] } }"#,
-                pattern,
-            );
+        let text = split("eve", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z").replace(
+            r#"match = { match = { bundle_uuid = [{ prefix = "aa" }] } }"#,
+            pattern,
+        );
         let error = Plan::merge(&deployed(), &stored(&text)).unwrap_err();
-        assert!(error.contains("takes every notification"), "{pattern}: {error}");
+        assert!(
+            error.contains("takes every notification"),
+            "{pattern}: {error}"
+        );
     }
-    let missing = split("eve", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z")
-        .replace(r#"match = { match = { bundle_uuid = [{ prefix = "aa" }] } }"#, "");
+    let missing = split("eve", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z").replace(
+        r#"match = { match = { bundle_uuid = [{ prefix = "aa" }] } }"#,
+        "",
+    );
     let error = StoredRoutes::parse(&missing).unwrap_err();
     assert!(error.contains("missing field `match`"), "{error}");
 }
@@ -195,16 +206,35 @@ to = ["audit"]
 fn split_names_and_times_are_checked() {
     for (text, expected) in [
         (
-            split("al ice", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z"),
+            split(
+                "al ice",
+                "aa",
+                "2026-12-01T09:00:00Z",
+                "2026-12-02T00:00:00Z",
+            ),
             "a name is 1 to 40",
         ),
         (
-            split("alice", "aa", "2026-12-01T09:00:00Z", "2026-12-01T08:00:00Z"),
+            split(
+                "alice",
+                "aa",
+                "2026-12-01T09:00:00Z",
+                "2026-12-01T08:00:00Z",
+            ),
             "expires before it was registered",
         ),
         (
-            split("alice", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z")
-                + &split("alice", "bb", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z"),
+            split(
+                "alice",
+                "aa",
+                "2026-12-01T09:00:00Z",
+                "2026-12-02T00:00:00Z",
+            ) + &split(
+                "alice",
+                "bb",
+                "2026-12-01T09:00:00Z",
+                "2026-12-02T00:00:00Z",
+            ),
             "another split has this name",
         ),
     ] {
