@@ -8,6 +8,7 @@ mod failures;
 mod fanout;
 mod lambda;
 mod pubsub;
+mod routes;
 mod routing;
 mod secrets;
 mod sns;

@@ -13,16 +13,8 @@ use serde_json::Value;
 const SECRET: &str = "live-routes-secret";
 const SPLIT_MATCH: &str = r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#;
 
-/// A binary built next to this test.
 fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().and_then(Path::parent).unwrap().join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: cargo build --workspace",
-        path.display()
-    );
-    path
+    relay_testkit::built_binary(name)
 }
 
 /// relay-gcf with a file sink `main.jsonl` and the stored routes `routes.toml`, both in `dir`,

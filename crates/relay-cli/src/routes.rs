@@ -251,21 +251,16 @@ async fn update(
     edit: impl Fn(&mut Table) -> Result<(), String>,
 ) -> Result<(), String> {
     const ATTEMPTS: u32 = 50;
-    let store = store::open(&args.url).map_err(|e| e.to_string())?;
+    let store = store::open(&args.url).await.map_err(|e| e.to_string())?;
     let deployed = deployed(args)?;
     for attempt in 0..ATTEMPTS {
         let (mut document, version) = read(store.as_ref()).await?;
         edit(&mut document)?;
         document.retain(|_, value| !is_empty(value));
-        let text = (!document.is_empty())
-            .then(|| toml::to_string(&document).map_err(|e| e.to_string()))
-            .transpose()?;
-        if let Some(text) = &text {
-            check_document(text, deployed.as_ref())?;
-        }
-        match store.write(version.as_ref(), text.as_deref()).await {
+        let text = toml::to_string(&document).map_err(|e| e.to_string())?;
+        check_document(&text, deployed.as_ref())?;
+        match store.write(version.as_ref(), &text).await {
             Ok(version) => {
-                let version = version.map_or_else(|| "none (no document)".into(), |v| v.0);
                 eprintln!("{}: version {version}", store.url());
                 return Ok(());
             }
@@ -292,7 +287,7 @@ fn is_empty(value: &toml::Value) -> bool {
 }
 
 async fn show(args: &StoreArgs, json: bool) -> Result<(), String> {
-    let store = store::open(&args.url).map_err(|e| e.to_string())?;
+    let store = store::open(&args.url).await.map_err(|e| e.to_string())?;
     let (document, version) = read(store.as_ref()).await?;
     let version = version.map(|v| v.0);
     if json {
@@ -356,7 +351,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
 }
 
 async fn list(args: &StoreArgs, json: bool) -> Result<(), String> {
-    let store = store::open(&args.url).map_err(|e| e.to_string())?;
+    let store = store::open(&args.url).await.map_err(|e| e.to_string())?;
     let (document, _) = read(store.as_ref()).await?;
     let stored: StoredRoutes = toml::to_string(&document)
         .map_err(|e| e.to_string())

@@ -150,8 +150,9 @@ impl Relay {
         let Some(url) = routes_url else {
             return Ok(relay);
         };
-        let store =
-            crate::live::store::open(&url).map_err(|e| StartError::Routes(e.to_string()))?;
+        let store = crate::live::store::open(&url)
+            .await
+            .map_err(|e| StartError::Routes(e.to_string()))?;
         let relay = relay.with_live_routes(store, factory);
         // At start, a store that cannot be read or a refused document leaves the deployed
         // routes in effect; both are logged, and the next refresh tries again.

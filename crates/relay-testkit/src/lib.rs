@@ -87,6 +87,23 @@ pub mod capture {
 }
 
 /// A loopback port nothing listens on (yet).
+/// A binary of the workspace built next to the running test (`target/<profile>/<name>`): the
+/// relay-gcf server, the `relay` command. `cargo build --workspace` builds them.
+pub fn built_binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let path = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>/deps")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: cargo build --workspace",
+        path.display()
+    );
+    path
+}
+
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.local_addr().expect("an address").port()

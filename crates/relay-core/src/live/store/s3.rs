@@ -1,0 +1,104 @@
+//! The stored routes in an S3 object: conditional GET on the ETag (`If-None-Match`), and
+//! conditional PUT (`If-Match` the ETag read, or `If-None-Match: *` to create).
+
+use std::time::Duration;
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_smithy_types::error::display::DisplayErrorContext;
+
+use super::{Fetched, Store, StoreError, Version, WriteError};
+
+/// How long one read or write of the document may take, retries included.
+const DEADLINE: Duration = Duration::from_secs(5);
+
+/// An S3 object holding the stored routes.
+#[derive(Debug, Clone)]
+pub struct S3Store {
+    client: Client,
+    bucket: String,
+    key: String,
+}
+
+impl S3Store {
+    /// The object `key` in `bucket`, with the standard AWS configuration. An endpoint set with
+    /// `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_S3` (an emulator) is addressed path-style.
+    pub async fn new(bucket: String, key: String) -> Self {
+        let sdk = crate::sink::load_aws_config(DEADLINE).await;
+        let custom_endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
+        let config = aws_sdk_s3::config::Builder::from(&sdk)
+            .force_path_style(custom_endpoint)
+            .build();
+        Self {
+            client: Client::from_conf(config),
+            bucket,
+            key,
+        }
+    }
+
+    fn error(&self, message: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            url: self.url(),
+            message: message.to_string(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for S3Store {
+    fn url(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.key)
+    }
+
+    async fn read(&self, known: Option<&Version>) -> Result<Fetched, StoreError> {
+        let mut get = self.client.get_object().bucket(&self.bucket).key(&self.key);
+        if let Some(version) = known {
+            get = get.if_none_match(&version.0);
+        }
+        let object = match get.send().await {
+            Ok(object) => object,
+            Err(e) => {
+                return match e.raw_response().map(|r| r.status().as_u16()) {
+                    Some(304) => Ok(Fetched::Unchanged),
+                    Some(404) => Ok(Fetched::Missing),
+                    _ => Err(self.error(DisplayErrorContext(&e))),
+                };
+            }
+        };
+        let version = Version(object.e_tag().unwrap_or_default().to_owned());
+        let bytes = object
+            .body
+            .collect()
+            .await
+            .map_err(|e| self.error(e))?
+            .into_bytes();
+        let text = String::from_utf8(bytes.to_vec()).map_err(|_| self.error("not UTF-8 text"))?;
+        Ok(Fetched::Document { text, version })
+    }
+
+    async fn write(&self, expected: Option<&Version>, text: &str) -> Result<Version, WriteError> {
+        let put = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(&self.key)
+            .content_type("application/toml")
+            .body(ByteStream::from(text.as_bytes().to_vec()));
+        let put = match expected {
+            Some(version) => put.if_match(&version.0),
+            None => put.if_none_match("*"),
+        };
+        match put.send().await {
+            Ok(out) => Ok(Version(out.e_tag().unwrap_or_default().to_owned())),
+            // 412: the precondition failed; 409: a concurrent conditional write won.
+            Err(e) => match e.raw_response().map(|r| r.status().as_u16()) {
+                Some(409 | 412) => Err(WriteError::Conflict),
+                // If-Match on an object that is gone.
+                Some(404) if expected.is_some() => Err(WriteError::Conflict),
+                _ => Err(self.error(DisplayErrorContext(&e)).into()),
+            },
+        }
+    }
+}
