@@ -152,11 +152,14 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
         headers.append(name, value);
     }
     let request = request_document(&args.path, args.query.as_deref(), &headers);
-    let router = &config.router;
-    let routing = router.route(&Input {
+    let input = Input {
         document: notification.document(),
         request: &request,
-    });
+    };
+    let (plan, version) = crate::routes::plan_in_effect(&config)?;
+    let now = std::time::SystemTime::now();
+    let decision = plan.decide(&input, now);
+    let routing = &decision.routing;
 
     let mut out = format!(
         "notification: {} {}, subscription {}, bundle {} version {}\n",
@@ -166,6 +169,27 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
         notification.bundle_uuid(),
         notification.bundle_version(),
     );
+    if let Some(version) = version {
+        out.push_str(&format!("stored routes: version {version}\n"));
+    }
+    for split in &plan.splits {
+        let verdict = if now >= split.expires_at {
+            "expired; takes nothing".to_owned()
+        } else if decision.split.as_deref() == Some(split.name.as_str()) {
+            let how = if split.copy {
+                "as well as the routes"
+            } else {
+                "instead of the routes"
+            };
+            format!("TAKES it, {how}")
+        } else {
+            match split.pattern.first_failure(&input) {
+                Some(failed) => format!("failed: {failed}"),
+                None => "matched, but an earlier split took it".to_owned(),
+            }
+        };
+        out.push_str(&format!("  split {}  {verdict}\n", split.name));
+    }
     let width = routing
         .decisions
         .iter()
@@ -183,11 +207,8 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
             decision.route, decision.reason
         ));
     }
-    let sinks: Vec<&str> = routing
-        .sinks
-        .iter()
-        .map(|&i| router.sink_names()[i].as_str())
-        .collect();
+    let names: Vec<&str> = plan.sink_configs().map(|s| s.name.as_str()).collect();
+    let sinks: Vec<&str> = decision.destinations.iter().map(|&i| names[i]).collect();
     if sinks.is_empty() {
         out.push_str("sinks: none: the relay answers 202 {\"status\":\"filtered\"}\n");
     } else {

@@ -175,7 +175,26 @@ fn check(config: Option<String>) -> ExitCode {
             for (name, value) in lines {
                 println!("  {name:<width$}  {value}");
             }
-            ExitCode::SUCCESS
+            // What the relay will do with the stored routes: take them, or keep its last good.
+            match (&config.routes_url, routes::plan_in_effect(&config)) {
+                (None, _) => ExitCode::SUCCESS,
+                (Some(url), Ok((plan, version))) => {
+                    let version = version.map_or_else(|| "none (no document)".into(), |v| v.0);
+                    let now = std::time::SystemTime::now();
+                    let active = plan.splits.iter().filter(|s| now < s.expires_at).count();
+                    println!(
+                        "stored routes {url}: version {version}: valid; {} routes, {} splits ({active} active)",
+                        plan.router.routes().len(),
+                        plan.splits.len()
+                    );
+                    ExitCode::SUCCESS
+                }
+                (Some(_), Err(problem)) => {
+                    eprintln!("{problem}");
+                    eprintln!("a running relay keeps its last good routes until this is fixed");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Err(errors) => {
             eprintln!("{errors}");

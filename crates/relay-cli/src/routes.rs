@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use clap::{Args, Subcommand};
 use relay_core::Config;
 use relay_core::live::store::{self, Fetched, Store, Version, WriteError};
-use relay_core::live::{Deployed, RoutesUrl, StoredRoutes, Timestamp, check_document};
+use relay_core::live::{Deployed, Plan, RoutesUrl, StoredRoutes, Timestamp, check_document};
 use serde_json::Value;
 use toml::Table;
 
@@ -198,6 +198,33 @@ pub(crate) fn split(command: SplitCommand) -> ExitCode {
                 })
                 .await
             }
+        }
+    })
+}
+
+/// The routes a relay with `config` has in effect now: the deployed ones merged with the stored
+/// document when `RELAY_ROUTES_URL` names one, and that document's version.
+pub(crate) fn plan_in_effect(config: &Config) -> Result<(Plan, Option<Version>), String> {
+    let deployed = Deployed::from(config);
+    let Some(url) = &config.routes_url else {
+        return Ok((Plan::deployed(&deployed)?, None));
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let store = store::open(url).await.map_err(|e| e.to_string())?;
+        match store.read(None).await.map_err(|e| e.to_string())? {
+            Fetched::Document { text, version } => {
+                let stored = StoredRoutes::parse(&text)
+                    .map_err(|e| format!("stored routes {}:{e}", store.url()))?;
+                let plan = Plan::merge(&deployed, &stored).map_err(|e| {
+                    format!("stored routes {} (version {version}): {e}", store.url())
+                })?;
+                Ok((plan, Some(version)))
+            }
+            Fetched::Missing | Fetched::Unchanged => Ok((Plan::deployed(&deployed)?, None)),
         }
     })
 }

@@ -361,3 +361,72 @@ fn check_gives_the_place_of_an_error_and_never_the_secret_line() {
         );
     }
 }
+
+#[test]
+fn explain_and_check_read_the_stored_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    let with_routes = |args: &[&str]| {
+        relay_cmd()
+            .env("RELAY_HMAC_SECRET", "s")
+            .env("RELAY_ROUTES_URL", &routes)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let start = with_routes(&[
+        "split",
+        "start",
+        "alice",
+        "--match",
+        r#"{"match":{"bundle_uuid":[{"prefix":"c863"}]}}"#,
+        "--file",
+        "/tmp/alice.jsonl",
+        "--config",
+        &example_config(),
+    ]);
+    assert!(
+        start.status.success(),
+        "{}",
+        String::from_utf8_lossy(&start.stderr)
+    );
+
+    let notification = examples().join("v2-create.json");
+    let explain = with_routes(&[
+        "explain",
+        "--config",
+        &example_config(),
+        notification.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        explain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&explain.stderr)
+    );
+    assert!(
+        text.contains("split alice  TAKES it, instead of the routes"),
+        "{text}"
+    );
+    assert!(text.ends_with("sinks: split:alice\n"), "{text}");
+
+    let check = with_routes(&["check", "--config", &example_config()]);
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("valid; 5 routes, 1 splits (1 active)"),
+        "{stdout}"
+    );
+
+    // A document the relay would refuse: check says so and fails.
+    std::fs::write(
+        &routes,
+        "[[routes]]\nname = \"creates\"\nto = [\"analysis\"]\n",
+    )
+    .unwrap();
+    let check = with_routes(&["check", "--config", &example_config()]);
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("route \"creates\" is deployed"), "{stderr}");
+    assert!(stderr.contains("keeps its last good routes"), "{stderr}");
+}

@@ -204,6 +204,12 @@ impl Plan {
         })
     }
 
+    /// Where a notification goes at `now`; destination indexes count the named sinks, then
+    /// the splits, as in the [`Table`] built from this plan.
+    pub fn decide(&self, input: &Input<'_>, now: SystemTime) -> Decision {
+        decide(&self.router, &self.splits, input, now)
+    }
+
     /// Every sink the plan needs built: the named ones, then one per split.
     pub fn sink_configs(&self) -> impl Iterator<Item = &SinkConfig> {
         self.sinks
@@ -277,27 +283,30 @@ impl Table {
     /// Decides where a notification goes at `now`: the first active split it matches, else (or,
     /// for a `copy` split, also) what its routes say.
     pub fn decide(&self, input: &Input<'_>, now: SystemTime) -> Decision {
-        let routing = self.router.route(input);
-        let named = self.router.sink_names().len();
-        let split = self
-            .splits
-            .iter()
-            .enumerate()
-            .find(|(_, split)| now < split.expires_at && split.pattern.matches(input));
-        let destinations = match split {
-            None => routing.sinks.clone(),
-            Some((i, split)) if split.copy => {
-                let mut all = routing.sinks.clone();
-                all.push(named + i);
-                all
-            }
-            Some((i, _)) => vec![named + i],
-        };
-        Decision {
-            split: split.map(|(_, s)| s.name.clone()),
-            routing,
-            destinations,
+        decide(&self.router, &self.splits, input, now)
+    }
+}
+
+fn decide(router: &Router, splits: &[ActiveSplit], input: &Input<'_>, now: SystemTime) -> Decision {
+    let routing = router.route(input);
+    let named = router.sink_names().len();
+    let split = splits
+        .iter()
+        .enumerate()
+        .find(|(_, split)| now < split.expires_at && split.pattern.matches(input));
+    let destinations = match split {
+        None => routing.sinks.clone(),
+        Some((i, split)) if split.copy => {
+            let mut all = routing.sinks.clone();
+            all.push(named + i);
+            all
         }
+        Some((i, _)) => vec![named + i],
+    };
+    Decision {
+        split: split.map(|(_, s)| s.name.clone()),
+        routing,
+        destinations,
     }
 }
 
