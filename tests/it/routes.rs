@@ -1,9 +1,9 @@
-//! The stored routes in S3, on moto: conditional reads, compare-and-swap writes, and two
-//! `relay split` writers at once losing no update.
+//! The stored routes in S3 (moto) and Cloud Storage (fake-gcs-server): conditional reads,
+//! compare-and-swap writes, and two `relay split` writers at once losing no update.
 
 use std::process::Command;
 
-use relay_core::live::store::{Fetched, S3Store, Store, WriteError};
+use relay_core::live::store::{Fetched, GcsStore, S3Store, Store, WriteError};
 
 use crate::common;
 
@@ -20,10 +20,29 @@ async fn bucket(name: &str) -> String {
     bucket
 }
 
-#[tokio::test]
-async fn s3_reads_are_conditional_and_writes_compare_and_swap() {
-    let bucket = bucket("routes-cas").await;
-    let store = S3Store::new(bucket, "routes.toml".into()).await;
+/// A new bucket on fake-gcs-server (`STORAGE_EMULATOR_HOST`), made through its JSON API.
+async fn gcs_bucket(name: &str) -> String {
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::client::legacy::Client;
+    let host = std::env::var("STORAGE_EMULATOR_HOST").expect("source infra/local/env.sh");
+    let bucket = format!("{name}-{}", std::process::id());
+    let client: Client<_, Full<bytes::Bytes>> =
+        Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+    let request = http::Request::post(format!("http://{host}/storage/v1/b?project=test"))
+        .header("content-type", "application/json")
+        .body(Full::new(bytes::Bytes::from(format!(
+            r#"{{"name": "{bucket}"}}"#
+        ))))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(status.is_success(), "{status}: {body:?}");
+    bucket
+}
+
+/// Missing, create-only, unchanged, swap, stale swap refused, read back.
+async fn reads_are_conditional_and_writes_compare_and_swap(store: &dyn Store) {
     assert_eq!(store.read(None).await.unwrap(), Fetched::Missing);
     let first = store.write(None, "a = 1\n").await.unwrap();
     assert!(matches!(
@@ -46,14 +65,29 @@ async fn s3_reads_are_conditional_and_writes_compare_and_swap() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_writers_on_s3_lose_no_update() {
+#[tokio::test]
+async fn s3_reads_are_conditional_and_writes_compare_and_swap() {
+    let bucket = bucket("routes-cas").await;
+    reads_are_conditional_and_writes_compare_and_swap(
+        &S3Store::new(bucket, "routes.toml".into()).await,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn gcs_reads_are_conditional_and_writes_compare_and_swap() {
+    let bucket = gcs_bucket("routes-cas").await;
+    let store = GcsStore::new(bucket, "routes.toml".into()).await.unwrap();
+    reads_are_conditional_and_writes_compare_and_swap(&store).await;
+}
+
+/// Two threads each run `relay split start` 50 times against `url`; all 100 splits are there.
+fn two_writers_lose_no_update(url: &str) {
     const EACH: usize = 50;
-    let url = format!("s3://{}/routes.toml", bucket("routes-writers").await);
     let writers: Vec<_> = ["w1", "w2"]
         .into_iter()
         .map(|writer| {
-            let url = url.clone();
+            let url = url.to_owned();
             std::thread::spawn(move || {
                 for i in 0..EACH {
                     let name = format!("{writer}-{i}");
@@ -77,7 +111,7 @@ async fn two_writers_on_s3_lose_no_update() {
         writer.join().unwrap();
     }
     let out = Command::new(relay_testkit::built_binary("relay"))
-        .args(["split", "list", "--json", "--routes", &url])
+        .args(["split", "list", "--json", "--routes", url])
         .output()
         .unwrap();
     assert!(
@@ -87,4 +121,20 @@ async fn two_writers_on_s3_lose_no_update() {
     );
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 2 * EACH, "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_on_s3_lose_no_update() {
+    let url = format!("s3://{}/routes.toml", bucket("routes-writers").await);
+    tokio::task::spawn_blocking(move || two_writers_lose_no_update(&url))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_on_gcs_lose_no_update() {
+    let url = format!("gs://{}/routes.toml", gcs_bucket("routes-writers").await);
+    tokio::task::spawn_blocking(move || two_writers_lose_no_update(&url))
+        .await
+        .unwrap();
 }

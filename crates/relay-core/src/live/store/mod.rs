@@ -10,6 +10,8 @@
 //! ETag) and Cloud Storage (preconditions on the generation), each behind its cargo feature.
 
 mod file;
+#[cfg(feature = "gcs")]
+mod gcs;
 #[cfg(feature = "s3")]
 mod s3;
 
@@ -17,6 +19,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use file::{FileStore, content_version};
+#[cfg(feature = "gcs")]
+pub use gcs::GcsStore;
 #[cfg(feature = "s3")]
 pub use s3::S3Store;
 
@@ -163,6 +167,11 @@ pub async fn open(url: &RoutesUrl) -> Result<Box<dyn Store>, StoreError> {
             url: url.to_string(),
             message: "this build leaves out the cargo feature \"s3\"".into(),
         }),
+        #[cfg(feature = "gcs")]
+        RoutesUrl::Gcs { bucket, object } => Ok(Box::new(
+            GcsStore::new(bucket.clone(), object.clone()).await?,
+        )),
+        #[cfg(not(feature = "gcs"))]
         RoutesUrl::Gcs { .. } => Err(StoreError {
             url: url.to_string(),
             message: "this build leaves out the cargo feature \"gcs\"".into(),

@@ -1,0 +1,122 @@
+//! The stored routes in a Cloud Storage object: reads with `ifGenerationNotMatch`, writes with
+//! `ifGenerationMatch` (0: only if there is no object yet). The generation is the version.
+
+use google_cloud_storage::client::Storage;
+
+use super::{Fetched, Store, StoreError, Version, WriteError};
+
+/// A Cloud Storage object holding the stored routes.
+#[derive(Debug, Clone)]
+pub struct GcsStore {
+    client: Storage,
+    bucket: String,
+    object: String,
+}
+
+impl GcsStore {
+    /// The object `object` in `bucket`: against `STORAGE_EMULATOR_HOST` with anonymous
+    /// credentials when it is set, else against Google with the platform's default credentials.
+    pub async fn new(bucket: String, object: String) -> Result<Self, StoreError> {
+        let url = format!("gs://{bucket}/{object}");
+        let mut builder = Storage::builder();
+        if let Some(host) = std::env::var("STORAGE_EMULATOR_HOST")
+            .ok()
+            .filter(|h| !h.is_empty())
+        {
+            let endpoint = match host.contains("://") {
+                true => host,
+                false => format!("http://{host}"),
+            };
+            builder = builder.with_endpoint(endpoint).with_credentials(
+                google_cloud_auth::credentials::anonymous::Builder::new().build(),
+            );
+        }
+        let client = builder.build().await.map_err(|e| StoreError {
+            url,
+            message: format!("cannot build the Cloud Storage client: {e}"),
+        })?;
+        Ok(Self {
+            client,
+            bucket,
+            object,
+        })
+    }
+
+    fn bucket_name(&self) -> String {
+        format!("projects/_/buckets/{}", self.bucket)
+    }
+
+    fn error(&self, message: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            url: self.url(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// A version is a generation, written in decimal.
+fn generation(version: &Version) -> Option<i64> {
+    version.0.parse().ok()
+}
+
+#[async_trait::async_trait]
+impl Store for GcsStore {
+    fn url(&self) -> String {
+        format!("gs://{}/{}", self.bucket, self.object)
+    }
+
+    async fn read(&self, known: Option<&Version>) -> Result<Fetched, StoreError> {
+        let known = known.and_then(generation);
+        let mut read = self.client.read_object(self.bucket_name(), &self.object);
+        if let Some(known) = known {
+            read = read.set_if_generation_not_match(known);
+        }
+        let mut response = match read.send().await {
+            Ok(response) => response,
+            Err(e) => {
+                return match e.http_status_code() {
+                    Some(304) => Ok(Fetched::Unchanged),
+                    // A conditional read of a missing object may fail its precondition.
+                    Some(404) => Ok(Fetched::Missing),
+                    Some(412) if known.is_some() => Ok(Fetched::Missing),
+                    _ => Err(self.error(e)),
+                };
+            }
+        };
+        let generation = response.object().generation;
+        // Some emulators ignore ifGenerationNotMatch and answer 200.
+        if Some(generation) == known {
+            return Ok(Fetched::Unchanged);
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.next().await {
+            bytes.extend_from_slice(&chunk.map_err(|e| self.error(e))?);
+        }
+        let text = String::from_utf8(bytes).map_err(|_| self.error("not UTF-8 text"))?;
+        Ok(Fetched::Document {
+            text,
+            version: Version(generation.to_string()),
+        })
+    }
+
+    async fn write(&self, expected: Option<&Version>, text: &str) -> Result<Version, WriteError> {
+        let expected_generation = match expected {
+            Some(version) => generation(version)
+                .ok_or_else(|| self.error(format!("{version} is not a generation")))?,
+            None => 0,
+        };
+        // Buffered: one multipart request, with its checksum in the metadata.
+        let written = self
+            .client
+            .write_object(self.bucket_name(), &self.object, text.to_owned())
+            .set_if_generation_match(expected_generation)
+            .set_content_type("application/toml")
+            .send_buffered()
+            .await;
+        match written {
+            Ok(object) => Ok(Version(object.generation.to_string())),
+            Err(e) if e.http_status_code() == Some(412) => Err(WriteError::Conflict),
+            Err(e) => Err(self.error(e).into()),
+        }
+    }
+}
