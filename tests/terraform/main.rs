@@ -34,15 +34,28 @@ const STANDARD_FILES: [&str; 5] = [
     "README.md",
 ];
 
-/// On Lambda, the relay's sinks and its secret, and the one IAM action each calls.
-/// (SendMessageBatch is authorized by sqs:SendMessage, PublishBatch by sns:Publish.)
-const ACTION_OF_VARIABLE: [(&str, &str); 3] = [
+/// On Lambda, the relay's sinks, its secret and its stored routes, and the IAM actions each
+/// calls. (SendMessageBatch is authorized by sqs:SendMessage, PublishBatch by sns:Publish.) The
+/// stored routes: GetObject reads the document, ListBucket makes a missing one a 404, and the
+/// splits' queues and topics take SendMessage and Publish.
+const ACTION_OF_VARIABLE: [(&str, &str); 7] = [
     ("RELAY_SQS_QUEUE_URL", "sqs:SendMessage"),
     ("RELAY_SNS_TOPIC_ARN", "sns:Publish"),
     (
         "RELAY_HMAC_KEYS_SECRET_ARN",
         "secretsmanager:GetSecretValue",
     ),
+    ("RELAY_ROUTES_URL", "s3:GetObject"),
+    ("RELAY_ROUTES_URL", "s3:ListBucket"),
+    ("RELAY_ROUTES_URL", "sqs:SendMessage"),
+    ("RELAY_ROUTES_URL", "sns:Publish"),
+];
+
+/// The only statements whose resources end in a wildcard: a name prefix, the splits' queues
+/// and topics (`<split_prefix>*`), which developers create and delete while the relay runs.
+const SPLIT_STATEMENTS: [(&str, &str); 2] = [
+    ("SendToSplitQueues", "local.split_queue_arns"),
+    ("PublishToSplitTopics", "local.split_topic_arns"),
 ];
 
 /// What a Lambda function needs to write its own log group, whatever it relays.
@@ -499,26 +512,26 @@ fn lambda_role_allows_exactly_what_the_enabled_sinks_call() {
         "aws-relay: the role has exactly one policy"
     );
 
-    // action → the condition under which it must be granted (None: always).
-    let mut expected: BTreeMap<&str, Option<String>> =
+    // (action, the condition under which it must be granted; None: always).
+    let mut expected: Vec<(&str, Option<String>)> =
         LOG_ACTIONS.iter().map(|a| (*a, None)).collect();
     for var in &env {
-        if let Some((_, action)) = ACTION_OF_VARIABLE
+        for (_, action) in ACTION_OF_VARIABLE
             .iter()
-            .find(|(name, _)| *name == var.name)
+            .filter(|(name, _)| *name == var.name)
         {
-            expected.insert(action, var.gate.clone());
+            expected.push((action, var.gate.clone()));
         }
     }
     let customer_keys = config.variables().contains_key("kms_key_arn");
     if customer_keys {
         for action in KMS_ACTIONS {
-            expected.insert(action, Some("kms_key_arns".to_owned()));
+            expected.push((action, Some("kms_key_arns".to_owned())));
         }
     }
 
     let statements = policy_statements(&config, &documents[0]);
-    let mut granted: BTreeMap<&str, Option<String>> = BTreeMap::new();
+    let mut granted: Vec<(&str, Option<String>)> = Vec::new();
     for statement in &statements {
         assert_eq!(
             statement.effect, "Allow",
@@ -537,36 +550,55 @@ fn lambda_role_allows_exactly_what_the_enabled_sinks_call() {
             "aws-relay: statement {} grants on a wildcard resource: {resources}",
             statement.sid
         );
-        for action in &statement.actions {
-            assert!(!action.contains('*'), "aws-relay: wildcard action {action}");
-            assert!(
-                granted
-                    .insert(action.as_str(), statement.gate.clone())
-                    .is_none(),
-                "aws-relay: {action} granted twice"
+        // A name-prefix wildcard, through a local, only where the splits need one.
+        let gate = statement.gate.as_deref().unwrap_or_default();
+        for (sid, local) in SPLIT_STATEMENTS {
+            assert_eq!(
+                gate.contains(local),
+                statement.sid == sid,
+                "aws-relay: {local} (a <split_prefix>* wildcard) belongs to {sid} only, not {}",
+                statement.sid
             );
         }
+        for action in &statement.actions {
+            assert!(!action.contains('*'), "aws-relay: wildcard action {action}");
+            let grant = (action.as_str(), statement.gate.clone());
+            assert!(
+                !granted.contains(&grant),
+                "aws-relay: {action} granted twice under {gate:?}"
+            );
+            granted.push(grant);
+        }
+    }
+    for (sid, local) in SPLIT_STATEMENTS {
+        let arns = config.locals()[local.trim_start_matches("local.")].to_string();
+        assert!(
+            arns.ends_with(":${local.split_prefix}*\""),
+            "aws-relay: {sid} must be limited to the split prefix: {arns}"
+        );
     }
 
-    let granted_actions: BTreeSet<&str> = granted.keys().copied().collect();
-    let expected_actions: BTreeSet<&str> = expected.keys().copied().collect();
-    assert_eq!(
-        granted_actions, expected_actions,
-        "aws-relay: the role must grant exactly what the sinks call"
-    );
-
+    // Each expected grant under its condition, and nothing else.
+    let holds = |condition: &Option<String>, gate: &Option<String>| match (condition, gate) {
+        (None, None) => true,
+        (Some(condition), Some(gate)) => gate.contains(condition.as_str()),
+        _ => false,
+    };
     for (action, condition) in &expected {
-        let gate = granted[action].as_deref();
-        match condition {
-            None => assert!(
-                gate.is_none(),
-                "aws-relay: {action} is always needed but granted only when {gate:?}"
-            ),
-            Some(condition) => assert!(
-                gate.is_some_and(|g| g.contains(condition.as_str())),
-                "aws-relay: {action} must be granted under the same condition as its variable ({condition}), not {gate:?}"
-            ),
-        }
+        assert!(
+            granted
+                .iter()
+                .any(|(a, gate)| a == action && holds(condition, gate)),
+            "aws-relay: {action} must be granted under the same condition as its variable ({condition:?}); grants: {granted:?}"
+        );
+    }
+    for (action, gate) in &granted {
+        assert!(
+            expected
+                .iter()
+                .any(|(a, condition)| a == action && holds(condition, gate)),
+            "aws-relay: {action} granted under {gate:?}, which no sink calls for"
+        );
     }
 }
 
@@ -676,6 +708,18 @@ fn gcp_grants_are_on_single_resources() {
             "google_cloud_run_v2_service_iam_member",
             "roles/run.invoker",
             "allUsers",
+        ),
+        // The stored routes: the relay reads the one object, route_writers write it (both
+        // limited to it by an IAM condition, checked in gcp_routes_grants_are_on_the_one_object).
+        (
+            "google_storage_bucket_iam_member",
+            "roles/storage.objectViewer",
+            sa,
+        ),
+        (
+            "google_storage_bucket_iam_member",
+            "roles/storage.objectUser",
+            "each.value",
         ),
     ]
     .iter()
@@ -835,6 +879,33 @@ fn examples_output_the_endpoint_and_the_dss_subscription() {
                 "{name}: callback_url {url:?}"
             );
         }
+    }
+}
+
+/// The stored routes' grants on Cloud Storage are on the bucket, so each carries an IAM
+/// condition that limits it to the one routes object.
+#[test]
+fn gcp_routes_grants_are_on_the_one_object() {
+    let relay = model::module("gcp-relay");
+    let condition = relay.locals()["routes_object_condition"].to_string();
+    assert!(
+        condition.contains(
+            r#"resource.name == "projects/_/buckets/${local.routes_bucket}/objects/${var.routes_object}""#
+        ),
+        "gcp-relay: the condition names one object: {condition}"
+    );
+    let grants = relay.resources("google_storage_bucket_iam_member");
+    assert_eq!(grants.len(), 2, "gcp-relay: the routes grants");
+    for (name, grant) in grants {
+        let expression = nested(grant.body(), "condition")
+            .next()
+            .and_then(|c| attr(c.body(), "expression"))
+            .map(ToString::to_string);
+        assert_eq!(
+            expression.as_deref(),
+            Some("local.routes_object_condition"),
+            "gcp-relay: google_storage_bucket_iam_member.{name} must be limited to the routes object"
+        );
     }
 }
 

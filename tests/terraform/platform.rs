@@ -119,6 +119,41 @@ pub(crate) fn cloud_run_environment(config: &Config) -> Vec<EnvVar<'_>> {
                     gate: None,
                 });
             }
+            // dynamic "env" { for_each = cond ? { NAME = value, … } : {}  content { name =
+            // env.key, value = env.value } }: variables set only when cond holds.
+            for dynamic in nested(container.body(), "dynamic").filter(|d| label(d, 0) == "env") {
+                let content = nested(dynamic.body(), "content")
+                    .next()
+                    .expect("dynamic env content");
+                for (key, expected) in [("name", "env.key"), ("value", "env.value")] {
+                    assert_eq!(
+                        attr(content.body(), key)
+                            .map(ToString::to_string)
+                            .as_deref(),
+                        Some(expected),
+                        "{}: a dynamic env sets {key} = {expected}",
+                        config.name
+                    );
+                }
+                let for_each = attr(dynamic.body(), "for_each").expect("dynamic env for_each");
+                let (gate, object) = match for_each {
+                    Expression::Conditional(c) => (Some(c.cond_expr.to_string()), &c.true_expr),
+                    other => (None, other),
+                };
+                let Expression::Object(object) = object else {
+                    panic!(
+                        "{}: a dynamic env's for_each is an object, or cond ? object : {{}}",
+                        config.name
+                    );
+                };
+                for (key, value) in object.iter() {
+                    out.push(EnvVar {
+                        name: object_key(key),
+                        value: EnvValue::Plain(value),
+                        gate: gate.clone(),
+                    });
+                }
+            }
         }
     }
     out

@@ -1,5 +1,5 @@
 # A relay in one account publishing to a standard SQS queue it creates (with a dead-letter queue):
-# the module's defaults (create_queue = true, fifo_queue = false).
+# the module's defaults (create_queue = true, fifo_queue = false), with live routes and splits.
 provider "aws" {
   region = var.region
 }
@@ -15,4 +15,9 @@ module "relay" {
 
   # Sustained non-2xx answers and dead letters notify these (an SNS topic, say).
   alarm_actions = var.alarm_actions
+
+  # Live routes and splits: a bucket for the stored routes document, which these principals
+  # change with `relay routes` and `relay split` (they also need route_writer_policy_json).
+  routes_enabled = true
+  route_writers  = var.route_writers
 }

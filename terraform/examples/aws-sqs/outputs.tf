@@ -28,3 +28,18 @@ output "log_group_name" {
   description = "The function's log group (aws logs tail)."
   value       = module.relay.log_group_name
 }
+
+output "routes_url" {
+  description = "The stored routes document (s3://<bucket>/<key>): RELAY_ROUTES_URL for relay routes and relay split."
+  value       = module.relay.routes_url
+}
+
+output "split_prefix" {
+  description = "Name prefix of the split queues and topics the relay may send to."
+  value       = module.relay.split_prefix
+}
+
+output "route_writer_policy_json" {
+  description = "IAM policy for the administrators of each route writer to attach: the routes document and the split queues."
+  value       = module.relay.route_writer_policy_json
+}

@@ -10,9 +10,14 @@ variable "name" {
   default     = "dss-relay"
 }
 
-
 variable "alarm_actions" {
   description = "ARNs the relay's alarms notify (sustained non-2xx answers, dead letters), e.g. an SNS topic with the operators' subscriptions. [] leaves the alarms in the console only."
+  type        = list(string)
+  default     = []
+}
+
+variable "route_writers" {
+  description = "IAM role or user ARNs that may change the stored routes and manage split queues (the bucket policy lets them at the document; attach the route_writer_policy_json output to each as well). [] leaves the document to the account's administrators."
   type        = list(string)
   default     = []
 }

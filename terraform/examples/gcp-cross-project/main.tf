@@ -18,7 +18,8 @@ provider "google" {
 # pubsub.googleapis.com is enabled here as well: Pub/Sub charges a publish to the project of the
 # caller's credentials, here the relay's service account's project, and refuses it (the relay
 # answers 502, forever) while the API is disabled there, wherever the topic lives. Logging and
-# Monitoring hold the relay module's logs-based metrics and alert policy.
+# Monitoring hold the relay module's logs-based metrics and alert policy. Cloud Storage holds the
+# routes bucket the module creates with routes_enabled (off here); enabling it costs nothing.
 resource "google_project_service" "relay" {
   for_each = toset([
     "iam.googleapis.com",
@@ -27,6 +28,7 @@ resource "google_project_service" "relay" {
     "pubsub.googleapis.com",
     "run.googleapis.com",
     "secretmanager.googleapis.com",
+    "storage.googleapis.com",
   ])
 
   project            = var.relay_project_id

@@ -17,7 +17,7 @@ locals {
 # Registry, Cloud Build and Cloud Storage for the image (gcp-relay-image); Resource Manager for
 # the project lookup and the builder's log-writer grant; IAM for the service accounts; Logging
 # for the logs-based metrics and the build's log; Monitoring for the alert policies; Pub/Sub,
-# Cloud Run and Secret Manager for the relay.
+# Cloud Run and Secret Manager for the relay; Cloud Storage again for its routes bucket.
 resource "google_project_service" "this" {
   for_each = toset([
     "artifactregistry.googleapis.com",
@@ -84,6 +84,11 @@ module "relay" {
   # Incidents for sustained non-2xx answers, and for messages in the dead-letter subscription.
   dead_letter_subscriptions   = [google_pubsub_subscription.dead_letter.name]
   alert_notification_channels = var.alert_notification_channels
+
+  # Live routes and splits: a bucket for the stored routes document, which these members change
+  # with `relay routes` and `relay split`.
+  routes_enabled = true
+  route_writers  = var.route_writers
 
   depends_on = [google_project_service.this]
 }

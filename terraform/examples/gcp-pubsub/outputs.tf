@@ -38,3 +38,13 @@ output "alert_policy_names" {
   description = "The relay's alert policies in Cloud Monitoring (non_2xx, dead_letters)."
   value       = module.relay.alert_policy_names
 }
+
+output "routes_url" {
+  description = "The stored routes document (gs://<bucket>/<object>): RELAY_ROUTES_URL for relay routes and relay split."
+  value       = module.relay.routes_url
+}
+
+output "split_prefix" {
+  description = "Name prefix of the split topics and subscriptions relay split start --create creates."
+  value       = module.relay.split_prefix
+}

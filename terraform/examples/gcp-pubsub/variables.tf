@@ -47,3 +47,9 @@ variable "alert_notification_channels" {
     error_message = "Each alert_notification_channels entry must be projects/PROJECT/notificationChannels/ID."
   }
 }
+
+variable "route_writers" {
+  description = "IAM members (user:…, group:…, serviceAccount:…) that may change the stored routes document. Split topics need more, in the project (the gcp-relay README, \"Live routes and splits\"). [] leaves the document to the project's administrators."
+  type        = list(string)
+  default     = []
+}

@@ -62,8 +62,59 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
+  # RELAY_ROUTES_URL: the stored routes document, GetObject (conditional on its ETag) …
+  dynamic "statement" {
+    for_each = var.routes_enabled ? [local.routes_object_arn] : []
+    content {
+      sid       = "ReadStoredRoutes"
+      effect    = "Allow"
+      actions   = ["s3:GetObject"]
+      resources = [statement.value]
+    }
+  }
+
+  # … and ListBucket limited to the document's key: without it S3 answers 403 for a missing
+  # object, and the relay must see 404 (no stored routes) to start.
+  dynamic "statement" {
+    for_each = var.routes_enabled ? [local.routes_bucket_arn] : []
+    content {
+      sid       = "FindStoredRoutes"
+      effect    = "Allow"
+      actions   = ["s3:ListBucket"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "s3:prefix"
+        values   = [var.routes_key]
+      }
+    }
+  }
+
+  # RELAY_ROUTES_URL: splits and stored sinks send to queues and topics named <split_prefix>…
+  # in this account and region (the split queues route_writers create, or a developer's own).
+  dynamic "statement" {
+    for_each = var.routes_enabled ? [local.split_queue_arns] : []
+    content {
+      sid       = "SendToSplitQueues"
+      effect    = "Allow"
+      actions   = ["sqs:SendMessage"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.routes_enabled ? [local.split_topic_arns] : []
+    content {
+      sid       = "PublishToSplitTopics"
+      effect    = "Allow"
+      actions   = ["sns:Publish"]
+      resources = [statement.value]
+    }
+  }
+
   # Only with customer-managed keys: SQS needs GenerateDataKey and Decrypt from the sender of an
-  # encrypted message; reading the secret needs Decrypt.
+  # encrypted message; reading the secret, or a routes document encrypted with one, needs Decrypt.
   dynamic "statement" {
     for_each = length(local.kms_key_arns) > 0 ? [local.kms_key_arns] : []
     content {

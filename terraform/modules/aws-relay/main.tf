@@ -23,12 +23,14 @@ locals {
   queue_url = var.create_queue ? aws_sqs_queue.this[0].url : try(var.existing_queue.url, null)
 
   # Customer-managed keys the role must be able to use: the module's own key (secret, created
-  # queue, log group, environment), the key of an existing queue and the key of the SNS topic.
+  # queue, log group, environment, created routes bucket), the key of an existing queue, the key
+  # of the SNS topic and the key of an existing routes bucket (routes.tf).
   kms_key_arns = distinct([
     for arn in [
       var.kms_key_arn,
       try(var.existing_queue.kms_key_arn, null),
       local.sns_enabled ? var.sns_topic_kms_key_arn : null,
+      local.routes_kms_key_arn,
     ] : arn if arn != null
   ])
 
@@ -43,6 +45,10 @@ locals {
     },
     local.sqs_enabled ? { RELAY_SQS_QUEUE_URL = local.queue_url } : {},
     local.sns_enabled ? { RELAY_SNS_TOPIC_ARN = var.sns_topic_arn } : {},
+    var.routes_enabled ? {
+      RELAY_ROUTES_URL          = local.routes_url
+      RELAY_ROUTES_REFRESH_SECS = tostring(var.routes_refresh_secs)
+    } : {},
   )
 
   # The Function URL ends with "/"; callback_path starts with one.
@@ -179,6 +185,14 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = var.sns_topic_kms_key_arn == null || local.sns_enabled
       error_message = "sns_topic_kms_key_arn is the key of the topic sns_topic_arn names; set sns_topic_arn too, or leave it null."
+    }
+    precondition {
+      condition     = var.routes_enabled || (var.routes_bucket == null && var.routes_bucket_kms_key_arn == null && var.split_prefix == null && length(var.route_writers) == 0)
+      error_message = "routes_bucket, routes_bucket_kms_key_arn, split_prefix and route_writers take effect only with routes_enabled = true; set it, or leave them unset."
+    }
+    precondition {
+      condition     = var.routes_bucket_kms_key_arn == null || var.routes_bucket != null
+      error_message = "routes_bucket_kms_key_arn is the key of an existing routes_bucket; a bucket created here is encrypted with kms_key_arn."
     }
   }
 

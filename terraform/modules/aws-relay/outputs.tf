@@ -103,3 +103,27 @@ output "alarm_arns" {
     { for alarm in aws_cloudwatch_metric_alarm.dead_letters : "dead_letters" => alarm.arn },
   )
 }
+
+################################################################################
+# Live routes and splits
+################################################################################
+
+output "routes_url" {
+  description = "RELAY_ROUTES_URL, s3://<bucket>/<key>: the stored routes document the relay reads, and the --routes (or RELAY_ROUTES_URL) of `relay routes` and `relay split`; null without routes_enabled."
+  value       = local.routes_url
+}
+
+output "routes_bucket" {
+  description = "The bucket holding the routes document (routes_bucket, or the one created here); null without routes_enabled."
+  value       = local.routes_bucket
+}
+
+output "split_prefix" {
+  description = "Name prefix of the split destinations the relay may send to (queues and topics <split_prefix>… in this account and region); null without routes_enabled."
+  value       = var.routes_enabled ? local.split_prefix : null
+}
+
+output "route_writer_policy_json" {
+  description = "IAM policy (JSON) for the administrators of each route_writers principal to attach to it: read and write the routes document, list only its key, and create, read and delete the split queues <split_prefix>…; with a customer-managed key on the bucket, use that key. null without routes_enabled."
+  value       = one(data.aws_iam_policy_document.route_writers[*].json)
+}

@@ -369,3 +369,96 @@ variable "alarm_non_2xx_minutes" {
     error_message = "alarm_non_2xx_minutes must be a whole number of minutes from 1 to 1440 (one day)."
   }
 }
+
+################################################################################
+# Live routes and splits (routes.tf): RELAY_ROUTES_URL, RELAY_ROUTES_REFRESH_SECS
+################################################################################
+
+variable "routes_enabled" {
+  description = "Give the relay a stored routes document: an S3 object (routes_bucket, or a bucket created here) that every instance reads at start and again at most every routes_refresh_secs (RELAY_ROUTES_URL, RELAY_ROUTES_REFRESH_SECS), which route_writers change with `relay routes` and `relay split`. The role may then read that one object and send to the split destinations named <split_prefix>*. false sets neither variable and creates nothing."
+  type        = bool
+  default     = false
+}
+
+variable "routes_bucket" {
+  description = "An existing S3 bucket, in the function's region, to keep the routes document in. null (the default) creates one (with routes_enabled): versioned, encrypted, private, TLS only. The module changes nothing on an existing bucket: its owner lets route_writers in (route_writer_policy_json lists what they need)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.routes_bucket == null || can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.routes_bucket))
+    error_message = "routes_bucket must be null or an S3 bucket name: 3-63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit."
+  }
+}
+
+variable "routes_bucket_kms_key_arn" {
+  description = "The customer-managed KMS key that encrypts the existing routes_bucket, if any: the role then may use kms:Decrypt and kms:GenerateDataKey on it, and route_writer_policy_json names it. null for a bucket with SSE-S3 or the AWS managed key. A bucket created here uses kms_key_arn instead."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.routes_bucket_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.routes_bucket_kms_key_arn))
+    error_message = "routes_bucket_kms_key_arn must be null or a KMS key ARN such as arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab."
+  }
+}
+
+variable "routes_key" {
+  description = "Key of the routes document in the bucket. The object need not exist: a missing object means no stored routes, and the first `relay routes put` or `relay split start` creates it."
+  type        = string
+  default     = "routes.toml"
+
+  validation {
+    condition     = length(var.routes_key) <= 1024 && can(regex("^[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*$", var.routes_key))
+    error_message = "routes_key must be an object key of at most 1024 characters: letters, digits and ! _ . ' ( ) -, in segments separated by single slashes (no leading or trailing slash, no * or ?, which IAM reads as wildcards)."
+  }
+}
+
+variable "routes_refresh_secs" {
+  description = "RELAY_ROUTES_REFRESH_SECS: how often, at most, an instance reads the routes document again (a conditional GetObject on its ETag); on Lambda, at the start of an invocation once this much time has passed. It bounds how long a change takes to reach every instance."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.routes_refresh_secs >= 1 && var.routes_refresh_secs <= 3600 && floor(var.routes_refresh_secs) == var.routes_refresh_secs
+    error_message = "routes_refresh_secs must be a whole number of seconds between 1 and 3600."
+  }
+}
+
+variable "routes_noncurrent_version_days" {
+  description = "Days the created bucket keeps a replaced version of the routes document (versioning keeps every write, so an earlier document can be restored) before it expires."
+  type        = number
+  default     = 90
+
+  validation {
+    condition     = var.routes_noncurrent_version_days >= 1 && var.routes_noncurrent_version_days <= 3650 && floor(var.routes_noncurrent_version_days) == var.routes_noncurrent_version_days
+    error_message = "routes_noncurrent_version_days must be a whole number of days between 1 and 3650."
+  }
+}
+
+variable "routes_force_destroy" {
+  description = "Let terraform destroy delete the created routes bucket with every version of the document in it. false (the default) refuses to destroy a bucket that holds any."
+  type        = bool
+  default     = false
+}
+
+variable "split_prefix" {
+  description = "Name prefix of the split destinations: `relay split start --create` names the queue it creates <split_prefix><split name>-<suffix>, and the role may sqs:SendMessage to queues and sns:Publish to topics whose names start with it, in this account and region. null uses \"<name>-split-\"."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.split_prefix == null || can(regex("^[A-Za-z0-9_-]{1,60}$", var.split_prefix))
+    error_message = "split_prefix must be null or 1-60 letters, digits, hyphens or underscores (SQS queue names are at most 80 characters, and the split's name and a suffix follow the prefix)."
+  }
+}
+
+variable "route_writers" {
+  description = "IAM roles and users (ARNs, in this account or another) that change the routes document and manage split queues. On a bucket created here, its policy lets them read and write the document; each also needs route_writer_policy_json attached to it by its account's administrators (a role in another account needs both). [] lets no one in through the bucket policy."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.route_writers : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$", arn))])
+    error_message = "route_writers must be IAM role or user ARNs such as arn:aws:iam::123456789012:role/relay-developers."
+  }
+}

@@ -1,12 +1,12 @@
 ################################################################################
-# Service account: reads its own secret, publishes to its one topic
+# Service account: reads its own secret and routes document, publishes to its one topic
 ################################################################################
 
 resource "google_service_account" "this" {
   project      = var.project_id
   account_id   = "relay-${var.name}"
   display_name = "DSS relay ${var.name}"
-  description  = "Runs the ${var.name} Cloud Run relay: reads its HMAC secret and publishes to its topic, nothing else."
+  description  = "Runs the ${var.name} Cloud Run relay: reads its HMAC secret (and its stored routes document) and publishes to its topic, nothing else."
 }
 
 resource "google_secret_manager_secret_iam_member" "relay" {
@@ -26,6 +26,54 @@ resource "google_pubsub_topic_iam_member" "relay" {
   role    = "roles/pubsub.publisher"
   member  = "serviceAccount:${google_service_account.this.email}"
 }
+
+################################################################################
+# Live routes (routes.tf): the one routes object, read by the relay, written by route_writers
+################################################################################
+
+# Both grants are on the bucket, with an IAM condition that limits them to the routes object:
+# Cloud Storage names an object projects/_/buckets/<bucket>/objects/<object> in conditions, and
+# conditions need uniform bucket-level access on the bucket.
+
+# Reading the document (storage.objects.get). A missing object is a 404 (no stored routes).
+resource "google_storage_bucket_iam_member" "relay_routes" {
+  count = var.routes_enabled ? 1 : 0
+
+  bucket = var.routes_bucket != null ? var.routes_bucket : google_storage_bucket.routes[0].name
+  role   = "roles/storage.objectViewer"
+  member = "serviceAccount:${google_service_account.this.email}"
+
+  condition {
+    title       = "routes-document-only"
+    description = "Only the stored routes document of the ${var.name} relay."
+    expression  = local.routes_object_condition
+  }
+}
+
+# Writing it with a generation precondition: creating the object needs storage.objects.create;
+# replacing it also storage.objects.delete (Cloud Storage asks both of an upload over a live
+# object); reading the generation to compare, storage.objects.get. roles/storage.objectUser is the smallest
+# predefined role with all three (objectCreator has neither get nor delete; objectAdmin adds
+# object IAM and retention on top).
+resource "google_storage_bucket_iam_member" "route_writers" {
+  for_each = toset(var.routes_enabled ? var.route_writers : [])
+
+  bucket = var.routes_bucket != null ? var.routes_bucket : google_storage_bucket.routes[0].name
+  role   = "roles/storage.objectUser"
+  member = each.value
+
+  condition {
+    title       = "routes-document-only"
+    description = "Only the stored routes document of the ${var.name} relay."
+    expression  = local.routes_object_condition
+  }
+}
+
+# No grant on split topics. Pub/Sub takes no IAM condition on resource names (its bindings
+# accept none, and pubsub.googleapis.com is not among the services that read resource.name in a
+# condition), so "topics whose name starts with split_prefix" cannot be granted ahead of time.
+# `relay split start --create` grants roles/pubsub.publisher to this service account on each
+# topic it creates, and deleting the topic removes the grant.
 
 ################################################################################
 # Public invocation: on purpose

@@ -138,6 +138,19 @@ resource "google_cloud_run_v2_service" "this" {
         value = var.log_format
       }
 
+      # The stored routes (routes.tf), only with routes_enabled: read at start, then again at
+      # most every routes_refresh_secs.
+      dynamic "env" {
+        for_each = var.routes_enabled ? {
+          RELAY_ROUTES_URL          = local.routes_url
+          RELAY_ROUTES_REFRESH_SECS = tostring(var.routes_refresh_secs)
+        } : {}
+        content {
+          name  = env.key
+          value = env.value
+        }
+      }
+
       # One JSON line on standard output per answer and per publish, which Cloud Logging parses
       # into jsonPayload; the logs-based metrics in monitoring.tf are read from these lines.
       env {
@@ -163,6 +176,10 @@ resource "google_cloud_run_v2_service" "this" {
     precondition {
       condition     = var.create_topic != (var.existing_topic != null)
       error_message = "Set either create_topic = true or existing_topic, exactly one."
+    }
+    precondition {
+      condition     = var.routes_enabled || (var.routes_bucket == null && var.split_prefix == null && length(var.route_writers) == 0)
+      error_message = "routes_bucket, split_prefix and route_writers take effect only with routes_enabled = true; set it, or leave them unset."
     }
   }
 

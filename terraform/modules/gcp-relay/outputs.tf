@@ -83,3 +83,22 @@ output "alert_policy_names" {
     dead_letters = one(google_monitoring_alert_policy.dead_letters[*].name)
   }
 }
+
+################################################################################
+# Live routes and splits
+################################################################################
+
+output "routes_url" {
+  description = "RELAY_ROUTES_URL, gs://<bucket>/<object>: the stored routes document the relay reads, and the --routes (or RELAY_ROUTES_URL) of `relay routes` and `relay split`; null without routes_enabled."
+  value       = local.routes_url
+}
+
+output "routes_bucket" {
+  description = "The bucket holding the routes document (routes_bucket, or the one created here); null without routes_enabled."
+  value       = local.routes_bucket
+}
+
+output "split_prefix" {
+  description = "Name prefix of the split topics and subscriptions `relay split start --create` creates in project_id; null without routes_enabled."
+  value       = var.routes_enabled ? local.split_prefix : null
+}

@@ -343,3 +343,85 @@ variable "dead_letter_subscriptions" {
     error_message = "Each dead_letter_subscriptions entry must be a subscription ID: 3-255 characters starting with a letter (letters, digits, . _ ~ % + -), not starting with goog."
   }
 }
+
+################################################################################
+# Live routes and splits (routes.tf): RELAY_ROUTES_URL, RELAY_ROUTES_REFRESH_SECS
+################################################################################
+
+variable "routes_enabled" {
+  description = "Give the relay a stored routes document: a Cloud Storage object (in routes_bucket, or a bucket created here) that every instance reads at start and again at most every routes_refresh_secs (RELAY_ROUTES_URL, RELAY_ROUTES_REFRESH_SECS), which route_writers change with `relay routes` and `relay split`. The service account may then read that one object, and route_writers write it. false sets neither variable and creates nothing."
+  type        = bool
+  default     = false
+}
+
+variable "routes_bucket" {
+  description = "An existing Cloud Storage bucket, with uniform bucket-level access (IAM conditions need it), to keep the routes document in; the module adds its two object-scoped grants to it. null (the default) creates one (with routes_enabled) in project_id and region: versioned, uniform access, public access prevention enforced."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.routes_bucket == null || can(regex("^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$", var.routes_bucket))
+    error_message = "routes_bucket must be null or a bucket name: 3-63 lowercase letters, digits, _ . or -, starting and ending with a letter or digit."
+  }
+}
+
+variable "routes_object" {
+  description = "Name of the routes document in the bucket. The object need not exist: a missing object means no stored routes, and the first `relay routes put` or `relay split start` creates it."
+  type        = string
+  default     = "routes.toml"
+
+  validation {
+    condition     = length(var.routes_object) <= 1024 && can(regex("^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", var.routes_object))
+    error_message = "routes_object must be an object name of at most 1024 characters: letters, digits, _ . -, in segments separated by single slashes (it is written into an IAM condition, so no quotes or other characters)."
+  }
+}
+
+variable "routes_refresh_secs" {
+  description = "RELAY_ROUTES_REFRESH_SECS: how often, at most, an instance reads the routes document again (a get conditional on the generation it has). It bounds how long a change takes to reach every instance."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.routes_refresh_secs >= 1 && var.routes_refresh_secs <= 3600 && floor(var.routes_refresh_secs) == var.routes_refresh_secs
+    error_message = "routes_refresh_secs must be a whole number of seconds between 1 and 3600."
+  }
+}
+
+variable "routes_noncurrent_version_days" {
+  description = "Days the created bucket keeps a replaced generation of the routes document (versioning keeps every write, so an earlier document can be restored) before deleting it."
+  type        = number
+  default     = 90
+
+  validation {
+    condition     = var.routes_noncurrent_version_days >= 1 && var.routes_noncurrent_version_days <= 3650 && floor(var.routes_noncurrent_version_days) == var.routes_noncurrent_version_days
+    error_message = "routes_noncurrent_version_days must be a whole number of days between 1 and 3650."
+  }
+}
+
+variable "routes_force_destroy" {
+  description = "Let terraform destroy delete the created routes bucket with every generation of the document in it. false (the default) refuses to destroy a bucket that holds any."
+  type        = bool
+  default     = false
+}
+
+variable "split_prefix" {
+  description = "Name prefix of the split topics and pull subscriptions `relay split start --create` creates in project_id (<split_prefix><split name>-<suffix>). Pub/Sub grants cannot be limited to a name prefix, so nothing is granted on it here: see the README, \"Live routes and splits\". null uses \"<name>-split-\"."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.split_prefix == null || (can(regex("^[A-Za-z][A-Za-z0-9._~%+-]{0,199}$", var.split_prefix)) && !startswith(lower(var.split_prefix), "goog"))
+    error_message = "split_prefix must be null or 1-200 characters starting with a letter (letters, digits, . _ ~ % + -), not starting with goog."
+  }
+}
+
+variable "route_writers" {
+  description = "Who changes the routes document, as IAM members: \"user:<email>\", \"group:<email>\" or \"serviceAccount:<email>\". Each gets roles/storage.objectUser on the bucket, conditioned on the one object. Creating split topics needs project-level Pub/Sub rights the module does not grant (README, \"Live routes and splits\")."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for m in var.route_writers : can(regex("^(user|group|serviceAccount):[A-Za-z0-9._%+'-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}$", m))])
+    error_message = "route_writers must be IAM members such as user:alice@example.org, group:relay-developers@example.org or serviceAccount:ci@my-project.iam.gserviceaccount.com."
+  }
+}
