@@ -138,3 +138,83 @@ async fn two_writers_on_gcs_lose_no_update() {
         .await
         .unwrap();
 }
+
+/// The queues on moto whose names start with `prefix`.
+async fn queues(prefix: &str) -> Vec<String> {
+    let sqs = common::sqs().await;
+    let listed = sqs
+        .list_queues()
+        .queue_name_prefix(prefix)
+        .send()
+        .await
+        .unwrap();
+    listed.queue_urls().to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_queues_made_by_create_go_with_their_split() {
+    let sqs = common::sqs().await;
+    let main = sqs
+        .create_queue()
+        .queue_name(format!("split-main-{}", std::process::id()))
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    let prefix = format!("t{}-split-", std::process::id());
+    let relay = |args: &[&str]| {
+        let out = Command::new(relay_testkit::built_binary("relay"))
+            .args(args)
+            .arg("--routes")
+            .arg(&routes)
+            .env_remove("RELAY_CONFIG")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let start = |name: &str, ttl: &str| {
+        relay(&[
+            "split",
+            "start",
+            name,
+            "--ttl",
+            ttl,
+            "--create",
+            "--like",
+            &main,
+            "--split-prefix",
+            &prefix,
+            "--match",
+            r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#,
+        ])
+    };
+
+    let out = start("alice", "1h");
+    let made = queues(&format!("{prefix}alice-")).await;
+    assert_eq!(made.len(), 1, "{out}");
+    assert!(out.contains(&made[0]), "{out}");
+    let listed = relay(&["split", "list", "--json"]);
+    assert!(listed.contains(&made[0]), "{listed}");
+
+    relay(&["split", "stop", "alice"]);
+    assert_eq!(
+        queues(&format!("{prefix}alice-")).await,
+        Vec::<String>::new()
+    );
+
+    start("bob", "1s");
+    assert_eq!(queues(&format!("{prefix}bob-")).await.len(), 1);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let gc = relay(&["split", "gc"]);
+    assert!(gc.contains("removed the expired split bob"), "{gc}");
+    assert_eq!(queues(&format!("{prefix}bob-")).await, Vec::<String>::new());
+}

@@ -5,6 +5,7 @@
 mod explain;
 mod routes;
 mod send;
+mod split_queue;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

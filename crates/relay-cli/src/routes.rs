@@ -75,12 +75,16 @@ pub(crate) enum SplitCommand {
         #[arg(long, default_value = "8h", value_parser = parse_ttl)]
         ttl: Duration,
     },
-    /// End a split: its notifications go back to the routes.
+    /// End a split: its notifications go back to the routes. A queue `--create` made is
+    /// deleted.
     Stop {
         #[command(flatten)]
         store: StoreArgs,
         /// The split's name.
         name: String,
+        /// Keep the queue `--create` made (delete it yourself).
+        #[arg(long)]
+        keep_queue: bool,
     },
     /// Remove the expired splits (the relay already ignores them).
     Gc {
@@ -118,6 +122,18 @@ pub(crate) struct StartArgs {
     /// A file on the relay's machine (local runs).
     #[arg(long, group = "destination")]
     file: Option<String>,
+    /// Create an SQS queue for the split, next to the relay's queue (`--like`), named
+    /// `<split prefix><name>-<random>`; `stop` and `gc` delete it.
+    #[arg(long, group = "destination")]
+    create: bool,
+    /// The relay's own queue URL, which the created queue sits next to (same region, FIFO when
+    /// it is): the Terraform output queue_url.
+    #[arg(long, env = "RELAY_SQS_QUEUE_URL", value_name = "QUEUE_URL")]
+    like: Option<String>,
+    /// The name prefix of created queues, which the relay may send to: the Terraform output
+    /// split_prefix.
+    #[arg(long, env = "RELAY_SPLIT_PREFIX", default_value = "relay-split-")]
+    split_prefix: String,
 }
 
 fn parse_ttl(text: &str) -> Result<Duration, String> {
@@ -180,23 +196,31 @@ pub(crate) fn split(command: SplitCommand) -> ExitCode {
                 println!("split {name} now expires at {expires}");
                 Ok(())
             }
-            SplitCommand::Stop { store, name } => {
-                update(&store, |document| {
-                    find_split(document, &name)?;
-                    splits(document).retain(|s| name_of(s) != Some(&name));
-                    Ok(())
-                })
-                .await?;
+            SplitCommand::Stop {
+                store,
+                name,
+                keep_queue,
+            } => {
+                let removed = remove_splits(&store, |s| name_of(s) == Some(&name)).await?;
+                if removed.is_empty() {
+                    return Err(format!("no split named {name:?}"));
+                }
                 println!("split {name} stopped; its notifications follow the routes again");
+                if !keep_queue {
+                    delete_created(&removed).await?;
+                }
                 Ok(())
             }
             SplitCommand::Gc { store } => {
                 let now = SystemTime::now();
-                update(&store, |document| {
-                    splits(document).retain(|s| !expired(s, now));
-                    Ok(())
-                })
-                .await
+                let removed = remove_splits(&store, |s| expired(s, now)).await?;
+                for split in &removed {
+                    println!(
+                        "removed the expired split {}",
+                        name_of(split).map_or("?", |n| n)
+                    );
+                }
+                delete_created(&removed).await
             }
         }
     })
@@ -227,6 +251,40 @@ pub(crate) fn plan_in_effect(config: &Config) -> Result<(Plan, Option<Version>),
             Fetched::Missing | Fetched::Unchanged => Ok((Plan::deployed(&deployed)?, None)),
         }
     })
+}
+
+/// Removes the splits `which` selects, with compare-and-swap; returns those removed by the
+/// write that succeeded.
+async fn remove_splits(
+    store: &StoreArgs,
+    which: impl Fn(&toml::Value) -> bool,
+) -> Result<Vec<toml::Value>, String> {
+    let removed = std::sync::Mutex::new(Vec::new());
+    update(store, |document| {
+        let (gone, kept): (Vec<_>, Vec<_>) = splits(document).drain(..).partition(|s| which(s));
+        *splits(document) = kept;
+        *removed.lock().expect("not poisoned") = gone;
+        Ok(())
+    })
+    .await?;
+    Ok(removed.into_inner().expect("not poisoned"))
+}
+
+/// Deletes the queues that `--create` made for `removed` splits, once they are out of the
+/// document (so no relay is left routing to a deleted queue).
+async fn delete_created(removed: &[toml::Value]) -> Result<(), String> {
+    for split in removed {
+        let created = split.get("created").and_then(toml::Value::as_bool) == Some(true);
+        let queue = split
+            .get("to")
+            .and_then(|to| to.get("queue_url"))
+            .and_then(toml::Value::as_str);
+        if let (true, Some(url)) = (created, queue) {
+            crate::split_queue::delete(url).await?;
+            println!("deleted the queue {url}");
+        }
+    }
+    Ok(())
 }
 
 /// Runs `work` on a runtime of its own; prints its error as `relay <what>: …`.
@@ -338,12 +396,36 @@ async fn start(args: StartArgs) -> Result<(), String> {
     let pattern: Value =
         serde_json::from_str(&args.pattern).map_err(|e| format!("--match: not JSON: {e}"))?;
     let pattern = toml::Value::try_from(&pattern).map_err(|e| format!("--match: {e}"))?;
+    // The split is checked before a queue is made for it.
+    let now = SystemTime::now();
+    let probe = format!(
+        "[[splits]]\nname = {}\nmatch = {pattern}\nto = {{ type = \"file\", path = \"-\" }}\nregistered_at = \"{}\"\nexpires_at = \"{}\"\n",
+        toml::Value::from(args.name.clone()),
+        Timestamp(now),
+        Timestamp(now + args.ttl),
+    );
+    check_document(&probe, None)?;
+    let created = match (args.create, &args.like) {
+        (true, Some(like)) => {
+            let url = crate::split_queue::create(like, &args.split_prefix, &args.name).await?;
+            println!("created the queue {url}");
+            Some(url)
+        }
+        (true, None) => return Err("--create needs --like <the relay's queue URL>".into()),
+        (false, _) => None,
+    };
     let mut to = Table::new();
-    let (kind, key, value) = match (&args.queue_url, &args.topic_arn, &args.topic, &args.file) {
-        (Some(url), ..) => ("sqs", "queue_url", url),
-        (_, Some(arn), ..) => ("sns", "topic_arn", arn),
-        (_, _, Some(topic), _) => ("pubsub", "topic", topic),
-        (.., Some(path)) => ("file", "path", path),
+    let (kind, key, value) = match (
+        &created,
+        &args.queue_url,
+        &args.topic_arn,
+        &args.topic,
+        &args.file,
+    ) {
+        (Some(url), ..) | (None, Some(url), ..) => ("sqs", "queue_url", url),
+        (_, _, Some(arn), _, _) => ("sns", "topic_arn", arn),
+        (_, _, _, Some(topic), _) => ("pubsub", "topic", topic),
+        (_, _, _, _, Some(path)) => ("file", "path", path),
         _ => return Err("name a destination".into()),
     };
     to.insert("type".into(), kind.into());
@@ -356,11 +438,14 @@ async fn start(args: StartArgs) -> Result<(), String> {
     if args.copy {
         split.insert("copy".into(), true.into());
     }
+    if created.is_some() {
+        split.insert("created".into(), true.into());
+    }
     split.insert("registered_at".into(), Timestamp(now).to_string().into());
     let expires = Timestamp(now + args.ttl).to_string();
     split.insert("expires_at".into(), expires.clone().into());
     let name = args.name.clone();
-    update(&args.store, |document| {
+    let written = update(&args.store, |document| {
         if splits(document).iter().any(|s| name_of(s) == Some(&name)) {
             return Err(format!(
                 "a split named {name:?} exists; `relay split renew {name}` extends it"
@@ -369,11 +454,23 @@ async fn start(args: StartArgs) -> Result<(), String> {
         splits(document).push(split.clone().into());
         Ok(())
     })
-    .await?;
+    .await;
+    if let Err(problem) = written {
+        // Nothing routes to the queue made for it: take it away again.
+        if let Some(url) = &created {
+            crate::split_queue::delete(url).await?;
+        }
+        return Err(problem);
+    }
     println!(
         "split {} started: {kind} {value}, until {expires}",
         args.name
     );
+    if created.is_some() {
+        println!(
+            "read it with: aws sqs receive-message --queue-url {value} --message-attribute-names All --wait-time-seconds 20"
+        );
+    }
     Ok(())
 }
 

@@ -33,7 +33,7 @@ pub async fn load_aws_config(deadline: Duration) -> SdkConfig {
 }
 
 /// The region in an AWS host name such as `sqs.eu-west-1.amazonaws.com`, if any.
-pub(super) fn region_of_host(host: &str) -> Option<String> {
+pub fn region_of_host(host: &str) -> Option<String> {
     let mut labels = host.split('.');
     let (_service, region) = (labels.next()?, labels.next()?);
     (host.ends_with(".amazonaws.com") || host.ends_with(".amazonaws.com.cn"))

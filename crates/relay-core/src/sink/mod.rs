@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde::de::Error as _;
 
 #[cfg(feature = "aws")]
-pub use aws::load_aws_config;
+pub use aws::{load_aws_config, region_of_host};
 pub use file::{FileConfig, FileSink, FileTarget};
 pub use pubsub::PubSubConfig;
 pub use shape::{Selection, Shape, ShapeError};

@@ -1,0 +1,75 @@
+//! The queues `relay split start --create` makes for a split, and that `stop` and `gc` delete:
+//! `<prefix><split>-<6 hex digits>`, in the region and account of the relay's own queue (FIFO
+//! when it is). The random suffix matters: SQS refuses a deleted queue's name for 60 seconds.
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::config::Region;
+use aws_sdk_sqs::types::QueueAttributeName;
+
+/// The longest SQS queue name.
+const MAX_QUEUE_NAME: usize = 80;
+
+/// An SQS client for the region of the queue at `url` (the standard configuration otherwise).
+async fn client(url: &str) -> Client {
+    let sdk = relay_core::sink::load_aws_config(std::time::Duration::from_secs(10)).await;
+    let mut config = aws_sdk_sqs::config::Builder::from(&sdk);
+    let host = url
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| u.host().map(str::to_owned));
+    if let Some(region) = host.as_deref().and_then(relay_core::sink::region_of_host) {
+        config = config.region(Region::new(region));
+    }
+    Client::from_conf(config.build())
+}
+
+/// Creates the split's queue next to `like` (the relay's queue URL); returns its URL.
+pub(crate) async fn create(like: &str, prefix: &str, split: &str) -> Result<String, String> {
+    let fifo = like.ends_with(".fifo");
+    let mut suffix = [0u8; 3];
+    getrandom::fill(&mut suffix).map_err(|e| format!("no randomness available: {e}"))?;
+    let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    let name = format!(
+        "{prefix}{split}-{suffix}{}",
+        if fifo { ".fifo" } else { "" }
+    );
+    if name.len() > MAX_QUEUE_NAME {
+        return Err(format!(
+            "the queue name {name:?} is longer than SQS's {MAX_QUEUE_NAME} characters: use a shorter split name"
+        ));
+    }
+    let mut create = client(like).await.create_queue().queue_name(&name);
+    if fifo {
+        // The relay sets MessageGroupId and MessageDeduplicationId itself.
+        create = create
+            .attributes(QueueAttributeName::FifoQueue, "true")
+            .attributes(QueueAttributeName::ContentBasedDeduplication, "false");
+    }
+    let created = create.send().await.map_err(|e| {
+        format!(
+            "cannot create the queue {name}: {}",
+            aws_smithy_types::error::display::DisplayErrorContext(&e)
+        )
+    })?;
+    created
+        .queue_url()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("SQS created {name} but gave no URL"))
+}
+
+/// Deletes a split's queue; one already gone is fine.
+pub(crate) async fn delete(url: &str) -> Result<(), String> {
+    match client(url).await.delete_queue().queue_url(url).send().await {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_queue_does_not_exist()) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "cannot delete the queue {url}: {}",
+            aws_smithy_types::error::display::DisplayErrorContext(&e)
+        )),
+    }
+}
