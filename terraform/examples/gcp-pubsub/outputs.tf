@@ -45,6 +45,11 @@ output "routes_url" {
 }
 
 output "split_prefix" {
-  description = "Name prefix of the split topics and subscriptions relay split start --create creates."
+  description = "Name prefix of the split topics and subscriptions developers make (relay split start --topic)."
   value       = module.relay.split_prefix
+}
+
+output "service_account_email" {
+  description = "The relay's service account: grant it roles/pubsub.publisher on a split topic."
+  value       = module.relay.service_account_email
 }
