@@ -196,12 +196,10 @@ impl Relay {
     /// waiting at most `timeout` (Lambda, at the start of an invocation: background work
     /// freezes between invocations).
     pub async fn refresh_if_due(&self, timeout: std::time::Duration) {
-        if self.live.as_ref().is_some_and(LiveRoutes::is_due) {
-            if tokio::time::timeout(timeout, self.refresh()).await.is_err() {
-                tracing::warn!(
-                    "Reading the stored routes took too long; the routes in effect stay."
-                );
-            }
+        if self.live.as_ref().is_some_and(LiveRoutes::is_due)
+            && tokio::time::timeout(timeout, self.refresh()).await.is_err()
+        {
+            tracing::warn!("Reading the stored routes took too long; the routes in effect stay.");
         }
     }
 
