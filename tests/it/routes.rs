@@ -218,3 +218,85 @@ async fn split_queues_made_by_create_go_with_their_split() {
     assert!(gc.contains("removed the expired split bob"), "{gc}");
     assert_eq!(queues(&format!("{prefix}bob-")).await, Vec::<String>::new());
 }
+
+/// Whether the emulator has the topic `name`.
+async fn topic_exists(name: &str) -> bool {
+    let topics = google_cloud_pubsub::client::TopicAdmin::builder()
+        .with_endpoint(format!(
+            "http://{}",
+            std::env::var("PUBSUB_EMULATOR_HOST").expect("source infra/local/env.sh")
+        ))
+        .with_credentials(google_cloud_auth::credentials::anonymous::Builder::new().build())
+        .build()
+        .await
+        .unwrap();
+    topics.get_topic().set_topic(name).send().await.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_topics_made_by_create_go_with_their_split() {
+    let (main, _) = crate::pubsub::topic_with_subscription().await;
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    let relay = |args: &[&str]| {
+        Command::new(relay_testkit::built_binary("relay"))
+            .args(args)
+            .arg("--routes")
+            .arg(&routes)
+            .env_remove("RELAY_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let start = [
+        "split",
+        "start",
+        "carol",
+        "--ttl",
+        "1h",
+        "--create",
+        "--like",
+        &main,
+        "--split-prefix",
+        "split-",
+        "--match",
+        r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#,
+    ];
+    // Without the relay's member the topic would take nothing from it: refused, nothing made.
+    let refused = relay(&start);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--grant-to"));
+    assert!(!routes.exists());
+
+    let started = relay(
+        &[
+            &start[..],
+            &[
+                "--grant-to",
+                "serviceAccount:relay@test-project.iam.gserviceaccount.com",
+            ],
+        ]
+        .concat(),
+    );
+    let stdout = String::from_utf8_lossy(&started.stdout).into_owned();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let project = main.split('/').nth(1).unwrap();
+    let topic = stdout
+        .split_whitespace()
+        .find(|w| w.starts_with(&format!("projects/{project}/topics/split-carol-")))
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .to_owned();
+    assert!(topic_exists(&topic).await, "{stdout}");
+    assert!(stdout.contains("subscriptions/split-carol-"), "{stdout}");
+
+    let stopped = relay(&["split", "stop", "carol"]);
+    assert!(
+        stopped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stopped.stderr)
+    );
+    assert!(!topic_exists(&topic).await);
+}

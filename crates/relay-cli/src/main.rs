@@ -6,6 +6,7 @@ mod explain;
 mod routes;
 mod send;
 mod split_queue;
+mod split_topic;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -122,14 +122,21 @@ pub(crate) struct StartArgs {
     /// A file on the relay's machine (local runs).
     #[arg(long, group = "destination")]
     file: Option<String>,
-    /// Create an SQS queue for the split, next to the relay's queue (`--like`), named
-    /// `<split prefix><name>-<random>`; `stop` and `gc` delete it.
+    /// Create the split's destination next to the relay's own (`--like`), named
+    /// `<split prefix><name>-<random>`: an SQS queue, or a Pub/Sub topic with a pull
+    /// subscription of the same name; `stop` and `gc` delete it.
     #[arg(long, group = "destination")]
     create: bool,
-    /// The relay's own queue URL, which the created queue sits next to (same region, FIFO when
-    /// it is): the Terraform output queue_url.
-    #[arg(long, env = "RELAY_SQS_QUEUE_URL", value_name = "QUEUE_URL")]
+    /// The relay's own queue URL or Pub/Sub topic (projects/<p>/topics/<t>), which the created
+    /// destination sits next to (same region or project; FIFO when the queue is): the Terraform
+    /// output queue_url or topic_id.
+    #[arg(long, env = "RELAY_SQS_QUEUE_URL", value_name = "QUEUE_URL_OR_TOPIC")]
     like: Option<String>,
+    /// With --create on Pub/Sub: the member granted roles/pubsub.publisher on the created topic,
+    /// the relay's service account (serviceAccount:<the Terraform output
+    /// service_account_email>); the relay cannot publish there without it.
+    #[arg(long, value_name = "MEMBER")]
+    grant_to: Option<String>,
     /// The name prefix of created queues, which the relay may send to: the Terraform output
     /// split_prefix.
     #[arg(long, env = "RELAY_SPLIT_PREFIX", default_value = "relay-split-")]
@@ -270,18 +277,26 @@ async fn remove_splits(
     Ok(removed.into_inner().expect("not poisoned"))
 }
 
-/// Deletes the queues that `--create` made for `removed` splits, once they are out of the
-/// document (so no relay is left routing to a deleted queue).
+/// Deletes the queues and topics that `--create` made for `removed` splits, once they are out
+/// of the document (so no relay is left routing to a deleted destination).
 async fn delete_created(removed: &[toml::Value]) -> Result<(), String> {
     for split in removed {
-        let created = split.get("created").and_then(toml::Value::as_bool) == Some(true);
-        let queue = split
-            .get("to")
-            .and_then(|to| to.get("queue_url"))
-            .and_then(toml::Value::as_str);
-        if let (true, Some(url)) = (created, queue) {
-            crate::split_queue::delete(url).await?;
+        if split.get("created").and_then(toml::Value::as_bool) != Some(true) {
+            continue;
+        }
+        let to = |key: &str| {
+            split
+                .get("to")
+                .and_then(|to| to.get(key))
+                .and_then(toml::Value::as_str)
+                .map(str::to_owned)
+        };
+        if let Some(url) = to("queue_url") {
+            crate::split_queue::delete(&url).await?;
             println!("deleted the queue {url}");
+        } else if let Some(topic) = to("topic") {
+            crate::split_topic::delete(&topic).await?;
+            println!("deleted the topic {topic} and its subscription");
         }
     }
     Ok(())
@@ -406,12 +421,26 @@ async fn start(args: StartArgs) -> Result<(), String> {
     );
     check_document(&probe, None)?;
     let created = match (args.create, &args.like) {
+        (true, Some(like)) if like.starts_with("projects/") => {
+            let Some(member) = &args.grant_to else {
+                return Err("--create on Pub/Sub needs --grant-to serviceAccount:<the relay's service account>: without the grant the relay cannot publish to the topic".into());
+            };
+            let topic =
+                crate::split_topic::create(like, &args.split_prefix, &args.name, member).await?;
+            println!(
+                "created the topic {topic} and its pull subscription {}",
+                crate::split_topic::subscription_of(&topic)
+            );
+            Some(Created::Topic(topic))
+        }
         (true, Some(like)) => {
             let url = crate::split_queue::create(like, &args.split_prefix, &args.name).await?;
             println!("created the queue {url}");
-            Some(url)
+            Some(Created::Queue(url))
         }
-        (true, None) => return Err("--create needs --like <the relay's queue URL>".into()),
+        (true, None) => {
+            return Err("--create needs --like <the relay's queue URL or Pub/Sub topic>".into());
+        }
         (false, _) => None,
     };
     let mut to = Table::new();
@@ -422,7 +451,8 @@ async fn start(args: StartArgs) -> Result<(), String> {
         &args.topic,
         &args.file,
     ) {
-        (Some(url), ..) | (None, Some(url), ..) => ("sqs", "queue_url", url),
+        (Some(Created::Queue(url)), ..) | (None, Some(url), ..) => ("sqs", "queue_url", url),
+        (Some(Created::Topic(topic)), ..) => ("pubsub", "topic", topic),
         (_, _, Some(arn), _, _) => ("sns", "topic_arn", arn),
         (_, _, _, Some(topic), _) => ("pubsub", "topic", topic),
         (_, _, _, _, Some(path)) => ("file", "path", path),
@@ -456,9 +486,11 @@ async fn start(args: StartArgs) -> Result<(), String> {
     })
     .await;
     if let Err(problem) = written {
-        // Nothing routes to the queue made for it: take it away again.
-        if let Some(url) = &created {
-            crate::split_queue::delete(url).await?;
+        // Nothing routes to what was made for it: take it away again.
+        match &created {
+            Some(Created::Queue(url)) => crate::split_queue::delete(url).await?,
+            Some(Created::Topic(topic)) => crate::split_topic::delete(topic).await?,
+            None => {}
         }
         return Err(problem);
     }
@@ -466,12 +498,25 @@ async fn start(args: StartArgs) -> Result<(), String> {
         "split {} started: {kind} {value}, until {expires}",
         args.name
     );
-    if created.is_some() {
-        println!(
-            "read it with: aws sqs receive-message --queue-url {value} --message-attribute-names All --wait-time-seconds 20"
-        );
+    match &created {
+        Some(Created::Queue(url)) => println!(
+            "read it with: aws sqs receive-message --queue-url {url} --message-attribute-names All --wait-time-seconds 20"
+        ),
+        Some(Created::Topic(topic)) => println!(
+            "read it with: gcloud pubsub subscriptions pull {} --auto-ack --limit=10",
+            crate::split_topic::subscription_of(topic)
+        ),
+        None => {}
     }
     Ok(())
+}
+
+/// What `--create` made for a split.
+enum Created {
+    /// An SQS queue, by URL.
+    Queue(String),
+    /// A Pub/Sub topic, by name, with a pull subscription of the same id.
+    Topic(String),
 }
 
 async fn list(args: &StoreArgs, json: bool) -> Result<(), String> {

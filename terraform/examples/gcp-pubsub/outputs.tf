@@ -45,11 +45,16 @@ output "routes_url" {
 }
 
 output "split_prefix" {
-  description = "Name prefix of the split topics and subscriptions developers make (relay split start --topic)."
+  description = "Name prefix of the split topics and subscriptions relay split start --create makes."
   value       = module.relay.split_prefix
 }
 
 output "service_account_email" {
-  description = "The relay's service account: grant it roles/pubsub.publisher on a split topic."
+  description = "The relay's service account: relay split start --create --grant-to serviceAccount:<it>."
   value       = module.relay.service_account_email
+}
+
+output "topic_id" {
+  description = "The relay's topic, projects/<project>/topics/<topic>: relay split start --create --like it."
+  value       = module.relay.topic_id
 }

@@ -72,8 +72,8 @@ resource "google_storage_bucket_iam_member" "route_writers" {
 # No grant on split topics. Pub/Sub takes no IAM condition on resource names (its bindings
 # accept none, and pubsub.googleapis.com is not among the services that read resource.name in a
 # condition), so "topics whose name starts with split_prefix" cannot be granted ahead of time.
-# Whoever makes a split topic grants roles/pubsub.publisher on it to this service account, and
-# deleting the topic removes the grant.
+# `relay split start --create --grant-to` grants roles/pubsub.publisher on each topic it makes to
+# this service account, and deleting the topic removes the grant.
 
 ################################################################################
 # Public invocation: on purpose

@@ -99,6 +99,6 @@ output "routes_bucket" {
 }
 
 output "split_prefix" {
-  description = "Name prefix of the split topics and subscriptions developers make in project_id; null without routes_enabled."
+  description = "Name prefix of the split topics and subscriptions `relay split start --create` makes in project_id; null without routes_enabled."
   value       = var.routes_enabled ? local.split_prefix : null
 }

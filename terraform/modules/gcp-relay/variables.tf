@@ -405,7 +405,7 @@ variable "routes_force_destroy" {
 }
 
 variable "split_prefix" {
-  description = "Name prefix of the split topics and pull subscriptions developers make in project_id (<split_prefix><split name>). Pub/Sub grants cannot be limited to a name prefix, so nothing is granted on it here: see the README, \"Live routes and splits\". null uses \"<name>-split-\"."
+  description = "Name prefix of the split topics and pull subscriptions `relay split start --create` makes in project_id (<split_prefix><split name>-<suffix>). Pub/Sub grants cannot be limited to a name prefix, so nothing is granted on it here: see the README, \"Live routes and splits\". null uses \"<name>-split-\"."
   type        = string
   default     = null
 
