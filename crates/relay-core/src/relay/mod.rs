@@ -5,6 +5,9 @@
 //! out of the body, then [`Notification`] parses it, then the routing [`Table`] in effect (splits,
 //! then routes) picks the destinations, each shapes and size-checks its message, and only then
 //! does each [`Sink`] publish it. The answer is 202 only when every routed sink acknowledged.
+//! [`live`] keeps the routing table up to date with the stored routes.
+
+mod live;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,7 +23,7 @@ use crate::admission::{Admission, Ticket};
 use crate::config::{Config, MetricsFormat};
 use crate::error::Error;
 use crate::intake::extract_payload;
-use crate::live::refresh::{LiveRoutes, Refreshed, SinkFactory};
+use crate::live::refresh::LiveRoutes;
 use crate::live::{Deployed, Plan, Table};
 use crate::metrics::{self, Metrics};
 use crate::notification::{Notification, Verified};
@@ -137,9 +140,9 @@ impl Relay {
             sinks.push(sink.target.build(clients).await.map_err(fail)?);
         }
         #[cfg(feature = "aws")]
-        let factory = sink_factory(aws.clone(), config.sink_timeout);
+        let factory = live::sink_factory(aws.clone(), config.sink_timeout);
         #[cfg(not(feature = "aws"))]
-        let factory = sink_factory();
+        let factory = live::sink_factory();
         let routes_url = config.routes_url.clone();
         let mut sinks = sinks.into_iter();
         let relay = Self::with_sinks(
@@ -158,73 +161,6 @@ impl Relay {
         // routes in effect; both are logged, and the next refresh tries again.
         relay.refresh().await;
         Ok(relay)
-    }
-
-    /// The same relay, adding the routes stored in `store` to the deployed ones; new sinks are
-    /// built by `factory`. Call [`refresh`](Self::refresh) to read the store.
-    pub fn with_live_routes(
-        mut self,
-        store: Box<dyn crate::live::Store>,
-        factory: SinkFactory,
-    ) -> Self {
-        let table = self.table.load();
-        let built = self
-            .config
-            .sinks
-            .iter()
-            .cloned()
-            .zip(table.destinations.iter().map(|d| Arc::clone(&d.sink)))
-            .collect();
-        let deployed = Deployed::from(&self.config);
-        self.live = Some(LiveRoutes::new(
-            store,
-            factory,
-            deployed,
-            self.config.routes_refresh,
-            built,
-        ));
-        self
-    }
-
-    /// Reads the stored routes and swaps in their table when they changed and are good; the
-    /// last good routes stay in effect otherwise. Without a store, does nothing.
-    pub async fn refresh(&self) -> Option<Refreshed> {
-        Some(self.live.as_ref()?.refresh(&self.table).await)
-    }
-
-    /// [`refresh`](Self::refresh), when the refresh interval has passed since the last read,
-    /// waiting at most `timeout` (Lambda, at the start of an invocation: background work
-    /// freezes between invocations).
-    pub async fn refresh_if_due(&self, timeout: std::time::Duration) {
-        if self.live.as_ref().is_some_and(LiveRoutes::is_due)
-            && tokio::time::timeout(timeout, self.refresh()).await.is_err()
-        {
-            tracing::warn!("Reading the stored routes took too long; the routes in effect stay.");
-        }
-    }
-
-    /// Refreshes the stored routes every interval, forever (relay-gcf runs it in a task).
-    pub async fn keep_routes_fresh(self: Arc<Self>) {
-        let Some(every) = self.live.as_ref().map(LiveRoutes::every) else {
-            return;
-        };
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            self.refresh().await;
-        }
-    }
-
-    /// The routing table in effect.
-    pub fn table(&self) -> Arc<Table> {
-        self.table.load_full()
-    }
-
-    /// The problem with the stored routes document read last, when it was refused.
-    pub fn routes_problem(&self) -> Option<String> {
-        self.live.as_ref()?.problem()
     }
 
     /// A relay with the configured routes and shaping, whose sinks come from `sink` instead of
@@ -580,32 +516,4 @@ impl Relay {
             _ => line!(warn, "Request refused."),
         }
     }
-}
-
-/// Builds the clients of sinks that stored routes add, with the AWS configuration loaded at
-/// start (or, when no deployed sink needed it, on first use).
-#[cfg(feature = "aws")]
-fn sink_factory(sdk: Option<aws_config::SdkConfig>, timeout: std::time::Duration) -> SinkFactory {
-    let sdk = Arc::new(tokio::sync::OnceCell::new_with(sdk));
-    Arc::new(move |config: SinkConfig| {
-        let sdk = Arc::clone(&sdk);
-        Box::pin(async move {
-            let clients = match config.target.uses_aws() {
-                true => Clients::with_aws(
-                    sdk.get_or_init(|| crate::sink::load_aws_config(timeout))
-                        .await,
-                ),
-                false => Clients::default(),
-            };
-            config.target.build(clients).await
-        })
-    })
-}
-
-/// Builds the clients of sinks that stored routes add.
-#[cfg(not(feature = "aws"))]
-fn sink_factory() -> SinkFactory {
-    Arc::new(|config: SinkConfig| {
-        Box::pin(async move { config.target.build(Clients::default()).await })
-    })
 }

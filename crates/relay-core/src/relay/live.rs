@@ -1,0 +1,108 @@
+//! The relay's side of live routes: reading the store, and swapping its table.
+
+use std::sync::Arc;
+
+use super::Relay;
+use crate::live::refresh::{LiveRoutes, Refreshed, SinkFactory};
+use crate::live::{Deployed, Table};
+use crate::sink::{Clients, SinkConfig};
+
+impl Relay {
+    /// The same relay, adding the routes stored in `store` to the deployed ones; new sinks are
+    /// built by `factory`. Call [`refresh`](Self::refresh) to read the store.
+    pub fn with_live_routes(
+        mut self,
+        store: Box<dyn crate::live::Store>,
+        factory: SinkFactory,
+    ) -> Self {
+        let table = self.table.load();
+        let built = self
+            .config
+            .sinks
+            .iter()
+            .cloned()
+            .zip(table.destinations.iter().map(|d| Arc::clone(&d.sink)))
+            .collect();
+        let deployed = Deployed::from(&self.config);
+        self.live = Some(LiveRoutes::new(
+            store,
+            factory,
+            deployed,
+            self.config.routes_refresh,
+            built,
+        ));
+        self
+    }
+
+    /// Reads the stored routes and swaps in their table when they changed and are good; the
+    /// last good routes stay in effect otherwise. Without a store, does nothing.
+    pub async fn refresh(&self) -> Option<Refreshed> {
+        Some(self.live.as_ref()?.refresh(&self.table).await)
+    }
+
+    /// [`refresh`](Self::refresh), when the refresh interval has passed since the last read,
+    /// waiting at most `timeout` (Lambda, at the start of an invocation: background work
+    /// freezes between invocations).
+    pub async fn refresh_if_due(&self, timeout: std::time::Duration) {
+        if self.live.as_ref().is_some_and(LiveRoutes::is_due)
+            && tokio::time::timeout(timeout, self.refresh()).await.is_err()
+        {
+            tracing::warn!("Reading the stored routes took too long; the routes in effect stay.");
+        }
+    }
+
+    /// Refreshes the stored routes every interval, forever (relay-gcf runs it in a task).
+    pub async fn keep_routes_fresh(self: Arc<Self>) {
+        let Some(every) = self.live.as_ref().map(LiveRoutes::every) else {
+            return;
+        };
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            self.refresh().await;
+        }
+    }
+
+    /// The routing table in effect.
+    pub fn table(&self) -> Arc<Table> {
+        self.table.load_full()
+    }
+
+    /// The problem with the stored routes document read last, when it was refused.
+    pub fn routes_problem(&self) -> Option<String> {
+        self.live.as_ref()?.problem()
+    }
+}
+
+/// Builds the clients of sinks that stored routes add, with the AWS configuration loaded at
+/// start (or, when no deployed sink needed it, on first use).
+#[cfg(feature = "aws")]
+pub(super) fn sink_factory(
+    sdk: Option<aws_config::SdkConfig>,
+    timeout: std::time::Duration,
+) -> SinkFactory {
+    let sdk = Arc::new(tokio::sync::OnceCell::new_with(sdk));
+    Arc::new(move |config: SinkConfig| {
+        let sdk = Arc::clone(&sdk);
+        Box::pin(async move {
+            let clients = match config.target.uses_aws() {
+                true => Clients::with_aws(
+                    sdk.get_or_init(|| crate::sink::load_aws_config(timeout))
+                        .await,
+                ),
+                false => Clients::default(),
+            };
+            config.target.build(clients).await
+        })
+    })
+}
+
+/// Builds the clients of sinks that stored routes add.
+#[cfg(not(feature = "aws"))]
+pub(super) fn sink_factory() -> SinkFactory {
+    Arc::new(|config: SinkConfig| {
+        Box::pin(async move { config.target.build(Clients::default()).await })
+    })
+}
