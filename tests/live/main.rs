@@ -191,11 +191,18 @@ fn an_expired_split_takes_nothing_before_gc_removes_it() {
             "--file",
             bob.to_str().unwrap(),
             "--ttl",
-            "2s",
+            "6s",
         ],
     ));
     lands_within_two_seconds(&relay, "aa-1", "bob.jsonl", "main.jsonl");
-    std::thread::sleep(Duration::from_secs(2));
+    // Until just past its expiry (times are written to the second).
+    let listed = relay_cli(dir.path(), &["split", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let expires: relay_core::live::Timestamp =
+        listed[0]["expires_at"].as_str().unwrap().parse().unwrap();
+    if let Ok(left) = expires.0.duration_since(std::time::SystemTime::now()) {
+        std::thread::sleep(left + Duration::from_millis(200));
+    }
     // Still in the document, no longer in effect.
     let listed = relay_cli(dir.path(), &["split", "list", "--json"]);
     succeeds(&listed);
