@@ -397,3 +397,24 @@ fn the_readme_table_is_the_settings_table() {
         "README.md's configuration table should read:\n{expected}"
     );
 }
+
+#[test]
+fn routes_url_and_refresh_are_checked() {
+    let err = config_errors(&[
+        ("RELAY_HMAC_SECRET", "s"),
+        ("RELAY_FILE_SINK", "-"),
+        ("RELAY_ROUTES_URL", "https://example.org/routes.toml"),
+        ("RELAY_ROUTES_REFRESH_SECS", "0"),
+    ]);
+    assert_eq!(
+        vars_of(&err),
+        ["RELAY_ROUTES_URL", "RELAY_ROUTES_REFRESH_SECS"]
+    );
+    let c = config(&[
+        ("RELAY_HMAC_SECRET", "s"),
+        ("RELAY_FILE_SINK", "-"),
+        ("RELAY_ROUTES_URL", "gs://routes/relay.toml"),
+    ]);
+    assert_eq!(c.routes_refresh, std::time::Duration::from_secs(10));
+    assert_eq!(c.routes_url.unwrap().to_string(), "gs://routes/relay.toml");
+}

@@ -191,3 +191,64 @@ async fn answers_and_publishes_are_embedded_metric_lines() {
         }
     }
 }
+
+/// Background work freezes between invocations, so the stored routes are read at the start of
+/// an invocation once the refresh interval has passed, and not before.
+#[tokio::test]
+async fn stored_routes_are_read_at_the_start_of_a_stale_invocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (main, routes, split) = (
+        dir.path().join("main.jsonl"),
+        dir.path().join("routes.toml"),
+        dir.path().join("split.jsonl"),
+    );
+    let config = relay_testkit::config(&[
+        ("RELAY_HMAC_SECRET", capture::SECRET),
+        ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
+        ("RELAY_FILE_SINK", main.to_str().unwrap()),
+        ("RELAY_ROUTES_URL", routes.to_str().unwrap()),
+        ("RELAY_ROUTES_REFRESH_SECS", "1"),
+    ]);
+    let relay = Relay::from_config(config).await.unwrap();
+    let invoke = || async {
+        let response = relay_lambda::handle(&relay, event("dss-v2-create.json")).await;
+        assert_eq!(response.status(), 202);
+        let body: serde_json::Value =
+            serde_json::from_slice(response.into_body().as_ref()).unwrap();
+        (
+            body["routes_version"].clone(),
+            body["deliveries"][0]["sink"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (version, sink) = invoke().await;
+    assert!(
+        version.is_null() && sink.ends_with("main.jsonl"),
+        "{version} {sink}"
+    );
+
+    std::fs::write(
+        &routes,
+        format!(
+            r#"[[splits]]
+name = "creates"
+match = {{ event_type = ["CREATE"] }}
+to = {{ type = "file", path = "{}" }}
+registered_at = "2020-01-01T00:00:00Z"
+expires_at = "2100-01-01T00:00:00Z"
+"#,
+            split.display()
+        ),
+    )
+    .unwrap();
+    // Read less than a second ago: this invocation does not read again.
+    let (version, sink) = invoke().await;
+    assert!(
+        version.is_null() && sink.ends_with("main.jsonl"),
+        "{version} {sink}"
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (version, sink) = invoke().await;
+    assert!(version.is_string(), "{version}");
+    assert!(sink.ends_with("split.jsonl"), "{sink}");
+}

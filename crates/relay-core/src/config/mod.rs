@@ -230,6 +230,12 @@ impl Config {
             Some(Router::to_all(names))
         };
 
+        if settings.routes_refresh_secs.is_some_and(|s| s.0 == 0) {
+            fail(
+                "RELAY_ROUTES_REFRESH_SECS",
+                "must be at least 1: every instance reads the stored routes this often".into(),
+            );
+        }
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
