@@ -165,7 +165,7 @@ pub(crate) fn routes(command: RoutesCommand) -> ExitCode {
                         "splits are changed with `relay split`, not `relay routes put`".into(),
                     );
                 }
-                update(&store, |document| {
+                update_or_replace(&store, true, |document| {
                     document.remove("sinks");
                     document.remove("routes");
                     document.extend(given.clone());
@@ -334,11 +334,20 @@ fn deployed(args: &StoreArgs) -> Result<Option<Deployed>, String> {
 }
 
 async fn read(store: &dyn Store) -> Result<(Table, Option<Version>), String> {
+    let (parsed, version) = read_any(store).await?;
+    let table = parsed.map_err(|e| {
+        format!("{e}; `relay routes put FILE` replaces a document that does not parse")
+    })?;
+    Ok((table, version))
+}
+
+/// The document and its version; the document may fail to parse (someone wrote it by hand).
+async fn read_any(store: &dyn Store) -> Result<(Result<Table, String>, Option<Version>), String> {
     match store.read(None).await.map_err(|e| e.to_string())? {
-        Fetched::Missing | Fetched::Unchanged => Ok((Table::new(), None)),
+        Fetched::Missing | Fetched::Unchanged => Ok((Ok(Table::new()), None)),
         Fetched::Document { text, version } => {
             let table =
-                toml::from_str(&text).map_err(|e| format!("{}: {}", store.url(), e.message()))?;
+                toml::from_str(&text).map_err(|e| format!("{}: {}", store.url(), e.message()));
             Ok((table, Some(version)))
         }
     }
@@ -350,11 +359,33 @@ async fn update(
     args: &StoreArgs,
     edit: impl Fn(&mut Table) -> Result<(), String>,
 ) -> Result<(), String> {
+    update_or_replace(args, false, edit).await
+}
+
+/// [`update`]; with `replace_unparsable`, a stored document that does not parse is replaced as
+/// if it were empty (its splits are lost, and said so).
+async fn update_or_replace(
+    args: &StoreArgs,
+    replace_unparsable: bool,
+    edit: impl Fn(&mut Table) -> Result<(), String>,
+) -> Result<(), String> {
     const ATTEMPTS: u32 = 50;
     let store = store::open(&args.url).await.map_err(|e| e.to_string())?;
     let deployed = deployed(args)?;
     for attempt in 0..ATTEMPTS {
-        let (mut document, version) = read(store.as_ref()).await?;
+        let (parsed, version) = read_any(store.as_ref()).await?;
+        let mut document = match parsed {
+            Ok(document) => document,
+            Err(e) if replace_unparsable => {
+                eprintln!("{e}; replacing it whole (any splits in it are lost)");
+                Table::new()
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{e}; `relay routes put FILE` replaces a document that does not parse"
+                ));
+            }
+        };
         edit(&mut document)?;
         document.retain(|_, value| !is_empty(value));
         let text = toml::to_string(&document).map_err(|e| e.to_string())?;

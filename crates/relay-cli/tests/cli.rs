@@ -430,3 +430,50 @@ fn explain_and_check_read_the_stored_routes() {
     assert!(stderr.contains("route \"creates\" is deployed"), "{stderr}");
     assert!(stderr.contains("keeps its last good routes"), "{stderr}");
 }
+
+#[test]
+fn routes_put_replaces_a_document_that_does_not_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    std::fs::write(&routes, "[[splits]\nname = ").unwrap();
+    let run = |args: &[&str]| {
+        relay_cmd()
+            .args(args)
+            .arg("--routes")
+            .arg(&routes)
+            .output()
+            .unwrap()
+    };
+    let start = run(&[
+        "split",
+        "start",
+        "alice",
+        "--match",
+        r#"{"event_type":["CREATE"]}"#,
+        "--file",
+        "/tmp/alice.jsonl",
+    ]);
+    assert!(!start.status.success());
+    let stderr = String::from_utf8_lossy(&start.stderr);
+    assert!(stderr.contains("relay routes put FILE"), "{stderr}");
+
+    let file = dir.path().join("audit.toml");
+    std::fs::write(
+        &file,
+        "[sinks.audit]\ntype = \"file\"\npath = \"/tmp/audit.jsonl\"\n\n[[routes]]\nname = \"deletions\"\nmatch = { event_type = [\"DELETE\"] }\nto = [\"audit\"]\n",
+    )
+    .unwrap();
+    let put = run(&["routes", "put", file.to_str().unwrap()]);
+    assert!(
+        put.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put.stderr)
+    );
+    let shown = run(&["routes", "show", "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(
+        shown["document"]["routes"][0]["name"], "deletions",
+        "{shown}"
+    );
+    assert!(shown["version"].is_string(), "{shown}");
+}
