@@ -83,16 +83,7 @@ pub fn check_document(text: &str, deployed: Option<&Deployed>) -> Result<StoredR
             Plan::merge(deployed, &stored)?;
         }
         None => {
-            let mut names = BTreeSet::new();
-            for split in &stored.splits {
-                if !names.insert(&split.name) {
-                    return Err(format!(
-                        "split {:?}: another split has this name",
-                        split.name
-                    ));
-                }
-                split.check()?;
-            }
+            check_splits(&stored.splits)?;
             let named_here = stored
                 .routes
                 .iter()
@@ -105,6 +96,24 @@ pub fn check_document(text: &str, deployed: Option<&Deployed>) -> Result<StoredR
         }
     }
     Ok(stored)
+}
+
+/// Checks every split and the uniqueness of their names; returns them earliest registered
+/// first (splits registered at the same second keep the document's order).
+fn check_splits(specs: &[SplitSpec]) -> Result<Vec<ActiveSplit>, String> {
+    let mut seen = BTreeSet::new();
+    let mut checked = Vec::with_capacity(specs.len());
+    for spec in specs {
+        if !seen.insert(spec.name.as_str()) {
+            return Err(format!(
+                "split {:?}: another split has this name",
+                spec.name
+            ));
+        }
+        checked.push((spec.registered_at, spec.check()?));
+    }
+    checked.sort_by_key(|(registered_at, _)| *registered_at);
+    Ok(checked.into_iter().map(|(_, split)| split).collect())
 }
 
 /// A split, checked and ready to match.
@@ -180,23 +189,10 @@ impl Plan {
         let names = sinks.iter().map(|s| s.name.clone()).collect();
         let router = Router::compile(&routes, names).map_err(|e| e.to_string())?;
 
-        let mut splits = Vec::with_capacity(stored.splits.len());
-        let mut seen = BTreeSet::new();
-        for spec in &stored.splits {
-            if !seen.insert(spec.name.as_str()) {
-                return Err(format!(
-                    "split {:?}: another split has this name",
-                    spec.name
-                ));
-            }
-            let mut split = spec.check()?;
+        let mut splits = check_splits(&stored.splits)?;
+        for split in &mut splits {
             set_emulator(&mut split.sink, deployed);
-            splits.push(split);
         }
-        // Stable: splits registered at the same second keep the document's order.
-        let mut order: Vec<usize> = (0..splits.len()).collect();
-        order.sort_by_key(|&i| stored.splits[i].registered_at.0);
-        let splits = order.into_iter().map(|i| splits[i].clone()).collect();
         Ok(Self {
             sinks,
             router,

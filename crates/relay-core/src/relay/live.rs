@@ -76,8 +76,9 @@ impl Relay {
     }
 }
 
-/// Builds the clients of sinks that stored routes add, with the AWS configuration loaded at
-/// start (or, when no deployed sink needed it, on first use).
+/// Builds every sink's client, each once: the deployed sinks' at start, and those of sinks that
+/// stored routes add. The AWS configuration is the one loaded at start, or is loaded on first
+/// use.
 #[cfg(feature = "aws")]
 pub(super) fn sink_factory(
     sdk: Option<aws_config::SdkConfig>,
@@ -99,7 +100,7 @@ pub(super) fn sink_factory(
     })
 }
 
-/// Builds the clients of sinks that stored routes add.
+/// Builds every sink's client, each once: the deployed sinks' and those stored routes add.
 #[cfg(not(feature = "aws"))]
 pub(super) fn sink_factory() -> SinkFactory {
     Arc::new(|config: SinkConfig| {

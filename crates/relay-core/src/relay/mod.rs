@@ -29,7 +29,7 @@ use crate::metrics::{self, Metrics};
 use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
 use crate::route::{Input, request_document};
-use crate::sink::{BuildError, Clients, Message, Sink, SinkConfig, SinkError};
+use crate::sink::{BuildError, Message, Sink, SinkConfig, SinkError};
 use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
@@ -125,24 +125,19 @@ impl Relay {
                 "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
             )));
         }
+        // One way to build a sink: the deployed ones now, those stored routes add later.
         #[cfg(feature = "aws")]
-        let clients = aws
-            .as_ref()
-            .map_or_else(Clients::default, Clients::with_aws);
+        let factory = live::sink_factory(aws, config.sink_timeout);
         #[cfg(not(feature = "aws"))]
-        let clients = Clients::default();
+        let factory = live::sink_factory();
         let mut sinks = Vec::with_capacity(config.sinks.len());
         for sink in &config.sinks {
             let fail = |error| StartError::Sink {
                 sink: sink.name.clone(),
                 error,
             };
-            sinks.push(sink.target.build(clients).await.map_err(fail)?);
+            sinks.push(factory(sink.clone()).await.map_err(fail)?);
         }
-        #[cfg(feature = "aws")]
-        let factory = live::sink_factory(aws.clone(), config.sink_timeout);
-        #[cfg(not(feature = "aws"))]
-        let factory = live::sink_factory();
         let routes_url = config.routes_url.clone();
         let mut sinks = sinks.into_iter();
         let relay = Self::with_sinks(
