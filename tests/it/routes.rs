@@ -1,9 +1,7 @@
 //! The stored routes in S3 (moto) and Cloud Storage (fake-gcs-server): conditional reads,
 //! compare-and-swap writes, and two `relay split` writers at once losing no update.
 
-use std::process::Command;
-
-use relay_core::live::store::{Fetched, GcsStore, S3Store, Store, WriteError};
+use relay_core::live::store::{GcsStore, S3Store};
 
 use crate::common;
 
@@ -41,34 +39,10 @@ async fn gcs_bucket(name: &str) -> String {
     bucket
 }
 
-/// Missing, create-only, unchanged, swap, stale swap refused, read back.
-async fn reads_are_conditional_and_writes_compare_and_swap(store: &dyn Store) {
-    assert_eq!(store.read(None).await.unwrap(), Fetched::Missing);
-    let first = store.write(None, "a = 1\n").await.unwrap();
-    assert!(matches!(
-        store.write(None, "a = 2\n").await,
-        Err(WriteError::Conflict)
-    ));
-    assert_eq!(store.read(Some(&first)).await.unwrap(), Fetched::Unchanged);
-    let second = store.write(Some(&first), "a = 3\n").await.unwrap();
-    assert_ne!(first, second);
-    assert!(matches!(
-        store.write(Some(&first), "a = 4\n").await,
-        Err(WriteError::Conflict)
-    ));
-    assert_eq!(
-        store.read(Some(&first)).await.unwrap(),
-        Fetched::Document {
-            text: "a = 3\n".into(),
-            version: second
-        }
-    );
-}
-
 #[tokio::test]
 async fn s3_reads_are_conditional_and_writes_compare_and_swap() {
     let bucket = bucket("routes-cas").await;
-    reads_are_conditional_and_writes_compare_and_swap(
+    relay_testkit::stores::reads_are_conditional_and_writes_compare_and_swap(
         &S3Store::new(bucket, "routes.toml".into()).await,
     )
     .await;
@@ -78,65 +52,27 @@ async fn s3_reads_are_conditional_and_writes_compare_and_swap() {
 async fn gcs_reads_are_conditional_and_writes_compare_and_swap() {
     let bucket = gcs_bucket("routes-cas").await;
     let store = GcsStore::new(bucket, "routes.toml".into()).await.unwrap();
-    reads_are_conditional_and_writes_compare_and_swap(&store).await;
-}
-
-/// Two threads each run `relay split start` 50 times against `url`; all 100 splits are there.
-fn two_writers_lose_no_update(url: &str) {
-    const EACH: usize = 50;
-    let writers: Vec<_> = ["w1", "w2"]
-        .into_iter()
-        .map(|writer| {
-            let url = url.to_owned();
-            std::thread::spawn(move || {
-                for i in 0..EACH {
-                    let name = format!("{writer}-{i}");
-                    let out = Command::new(relay_testkit::built_binary("relay"))
-                        .args(["split", "start", &name, "--routes", &url, "--ttl", "1h"])
-                        .args(["--match", r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#])
-                        .args(["--file", &format!("/tmp/{name}.jsonl")])
-                        .env_remove("RELAY_CONFIG")
-                        .output()
-                        .unwrap();
-                    assert!(
-                        out.status.success(),
-                        "{}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                }
-            })
-        })
-        .collect();
-    for writer in writers {
-        writer.join().unwrap();
-    }
-    let out = Command::new(relay_testkit::built_binary("relay"))
-        .args(["split", "list", "--json", "--routes", url])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed.as_array().unwrap().len(), 2 * EACH, "{listed}");
+    relay_testkit::stores::reads_are_conditional_and_writes_compare_and_swap(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_writers_on_s3_lose_no_update() {
     let url = format!("s3://{}/routes.toml", bucket("routes-writers").await);
-    tokio::task::spawn_blocking(move || two_writers_lose_no_update(&url))
-        .await
-        .unwrap();
+    tokio::task::spawn_blocking(move || {
+        relay_testkit::stores::two_split_writers_lose_no_update(&url)
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_writers_on_gcs_lose_no_update() {
     let url = format!("gs://{}/routes.toml", gcs_bucket("routes-writers").await);
-    tokio::task::spawn_blocking(move || two_writers_lose_no_update(&url))
-        .await
-        .unwrap();
+    tokio::task::spawn_blocking(move || {
+        relay_testkit::stores::two_split_writers_lose_no_update(&url)
+    })
+    .await
+    .unwrap();
 }
 
 /// The queues on moto whose names start with `prefix`.
@@ -166,21 +102,7 @@ async fn split_queues_made_by_create_go_with_their_split() {
     let dir = tempfile::tempdir().unwrap();
     let routes = dir.path().join("routes.toml");
     let prefix = format!("t{}-split-", std::process::id());
-    let relay = |args: &[&str]| {
-        let out = Command::new(relay_testkit::built_binary("relay"))
-            .args(args)
-            .arg("--routes")
-            .arg(&routes)
-            .env_remove("RELAY_CONFIG")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let relay = |args: &[&str]| relay_testkit::stores::relay_with_routes_ok(&routes, args);
     let start = |name: &str, ttl: &str| {
         relay(&[
             "split",
@@ -238,15 +160,7 @@ async fn split_topics_made_by_create_go_with_their_split() {
     let (main, _) = crate::pubsub::topic_with_subscription().await;
     let dir = tempfile::tempdir().unwrap();
     let routes = dir.path().join("routes.toml");
-    let relay = |args: &[&str]| {
-        Command::new(relay_testkit::built_binary("relay"))
-            .args(args)
-            .arg("--routes")
-            .arg(&routes)
-            .env_remove("RELAY_CONFIG")
-            .output()
-            .unwrap()
-    };
+    let relay = |args: &[&str]| relay_testkit::stores::relay_with_routes(&routes, args);
     let start = [
         "split",
         "start",

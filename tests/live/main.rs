@@ -99,13 +99,7 @@ impl Drop for Relay {
 
 /// Runs `relay` with `args` against the stored routes in `dir`.
 fn relay_cli(dir: &Path, args: &[&str]) -> Output {
-    Command::new(binary("relay"))
-        .args(args)
-        .arg("--routes")
-        .arg(dir.join("routes.toml"))
-        .env_remove("RELAY_CONFIG")
-        .output()
-        .unwrap()
+    relay_testkit::stores::relay_with_routes(&dir.join("routes.toml"), args)
 }
 
 fn succeeds(out: &Output) {
@@ -272,52 +266,9 @@ fn a_broken_document_leaves_the_last_good_routes_and_their_version() {
 
 #[test]
 fn two_writers_at_once_lose_no_update() {
-    const EACH: usize = 50;
     let dir = tempfile::tempdir().unwrap();
-    let writers: Vec<_> = ["w1", "w2"]
-        .into_iter()
-        .map(|writer| {
-            let dir = dir.path().to_owned();
-            std::thread::spawn(move || {
-                for i in 0..EACH {
-                    let name = format!("{writer}-{i}");
-                    let path = dir.join(format!("{name}.jsonl"));
-                    succeeds(&relay_cli(
-                        &dir,
-                        &[
-                            "split",
-                            "start",
-                            &name,
-                            "--match",
-                            SPLIT_MATCH,
-                            "--file",
-                            path.to_str().unwrap(),
-                            "--ttl",
-                            "1h",
-                        ],
-                    ));
-                }
-            })
-        })
-        .collect();
-    for writer in writers {
-        writer.join().unwrap();
-    }
-    let listed = relay_cli(dir.path(), &["split", "list", "--json"]);
-    succeeds(&listed);
-    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    let mut names: Vec<&str> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
-    names.sort_unstable();
-    let mut expected: Vec<String> = (0..EACH)
-        .flat_map(|i| [format!("w1-{i}"), format!("w2-{i}")])
-        .collect();
-    expected.sort_unstable();
-    assert_eq!(names, expected);
+    let routes = dir.path().join("routes.toml");
+    relay_testkit::stores::two_split_writers_lose_no_update(routes.to_str().unwrap());
 }
 
 #[test]

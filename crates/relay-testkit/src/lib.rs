@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 pub mod fake_sqs;
+pub mod stores;
 
 use bytes::Bytes;
 use relay_core::config::ConfigErrors;

@@ -106,35 +106,3 @@ impl Store for FileStore {
             .map_err(|e| WriteError::Store(self.error(e)))?
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_write_names_the_version_it_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::new(dir.path().join("routes.toml"));
-        assert_eq!(store.read(None).await.unwrap(), Fetched::Missing);
-        let first = store.write(None, "a = 1\n").await.unwrap();
-        // A second "create" lost the race.
-        assert!(matches!(
-            store.write(None, "a = 2\n").await,
-            Err(WriteError::Conflict)
-        ));
-        assert_eq!(store.read(Some(&first)).await.unwrap(), Fetched::Unchanged);
-        let second = store.write(Some(&first), "a = 3\n").await.unwrap();
-        assert!(matches!(
-            store.write(Some(&first), "a = 4\n").await,
-            Err(WriteError::Conflict)
-        ));
-        assert_eq!(
-            store.read(Some(&first)).await.unwrap(),
-            Fetched::Document {
-                text: "a = 3\n".into(),
-                version: second.clone()
-            }
-        );
-        assert_eq!(store.read(Some(&second)).await.unwrap(), Fetched::Unchanged);
-    }
-}
