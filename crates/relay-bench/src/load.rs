@@ -14,9 +14,6 @@ use relay_testkit::fake_sqs::FakeSqs;
 
 use crate::process::{Pinned, SECRET};
 
-/// Connections kept busy at saturation.
-const CONNECTIONS: usize = 32;
-
 /// Connections a burst is sent over: below relay-gcf's default limit of requests in flight.
 const BURST_CONNECTIONS: usize = 200;
 
@@ -122,10 +119,15 @@ impl Driver {
         }
     }
 
-    /// As many requests as [`CONNECTIONS`] connections can carry, for `duration`.
-    pub(crate) async fn closed_loop(&self, server: &Pinned, duration: Duration) -> Measured {
+    /// As many requests as `connections` connections can carry, for `duration`.
+    pub(crate) async fn closed_loop(
+        &self,
+        server: &Pinned,
+        connections: usize,
+        duration: Duration,
+    ) -> Measured {
         let (start, cpu) = (Instant::now(), server.cpu_us());
-        let tasks: Vec<_> = (0..CONNECTIONS)
+        let tasks: Vec<_> = (0..connections)
             .map(|c| {
                 let (client, requests, port) =
                     (self.client.clone(), Arc::clone(&self.requests), server.port);
@@ -137,7 +139,7 @@ impl Driver {
                             ok += 1;
                             latencies.push(sent.elapsed());
                         }
-                        i += CONNECTIONS;
+                        i += connections;
                     }
                     (ok, latencies)
                 })
@@ -235,7 +237,7 @@ impl Driver {
             answered.iter().all(|ok| *ok),
             "every notification of the burst is acknowledged"
         );
-        while sqs.accepted().len() < count {
+        while sqs.distinct() < count {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         Burst {

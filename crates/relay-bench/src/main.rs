@@ -3,8 +3,11 @@
 //! floor) each run pinned to core 0; the load and a loopback SQS-protocol endpoint run on the
 //! other core. Every figure is printed next to the floor's, as a ratio.
 //!
-//! Run with `make bench-load`, or `cargo build --release -p relay-gcf -p relay-bench` and then
-//! `target/release/bench-load`. `BENCH_SECONDS` sets each measured run's length (default 5).
+//! Run with `make bench-load`, which pins this process (the load and the endpoint) to core 1, or
+//! `cargo build --release -p relay-gcf -p relay-bench` and then
+//! `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets each measured run's length
+//! (default 5); `BENCH_ONLY=saturation` or `BENCH_ONLY=burst` runs one table; `BENCH_RELAY` names another relay-gcf binary to measure, such as
+//! `cargo build --profile profiling -p relay-gcf`'s, which keeps its symbols for perf.
 
 mod load;
 mod process;
@@ -26,6 +29,11 @@ fn main() {
         Some("floor") => runtime.block_on(load::floor(args[2].parse().expect("an address"))),
         _ => runtime.block_on(run()),
     }
+}
+
+/// True when `BENCH_ONLY` is unset or names this table ("saturation" or "burst").
+fn wanted(table: &str) -> bool {
+    std::env::var("BENCH_ONLY").map_or(true, |only| only == table)
 }
 
 fn seconds() -> Duration {
@@ -68,20 +76,40 @@ fn row(scenario: &str, relay: &Measured, floor: &Measured, sqs_calls: u64, peak_
 }
 
 async fn run() {
+    if wanted("saturation") {
+        saturation().await;
+        println!();
+    }
+    if wanted("burst") {
+        bursts().await;
+    }
+}
+
+/// Closed-loop saturation, half load and a lone notification, each against the floor.
+async fn saturation() {
     let floor = Pinned::floor();
     println!(
         "| scenario | notifications/s | CPU-µs per notification | floor CPU-µs | ratio to floor | SQS calls per notification | p50 added (ms) | p99 added (ms) | peak RSS (MiB) |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    for (size, latency) in [(1024, 0), (4096, 0), (65536, 0), (4096, 10)] {
+    // A slow endpoint needs more notifications in flight to keep the relay busy.
+    for (size, latency, connections) in [
+        (1024, 0, 32),
+        (4096, 0, 32),
+        (65536, 0, 32),
+        (4096, 10, 384),
+    ] {
         let sqs = FakeSqs::start(fault(latency)).await;
         let relay = Pinned::relay(&sqs);
         let driver = Driver::new(size);
-        let floor_run = driver.closed_loop(&floor, seconds()).await;
+        let floor_run = driver.closed_loop(&floor, connections, seconds()).await;
         relay.reset_peak_rss();
         let calls = sqs.calls();
-        let relay_run = driver.closed_loop(&relay, seconds()).await;
-        let scenario = format!("saturation, {} KB, endpoint {latency} ms", size / 1024);
+        let relay_run = driver.closed_loop(&relay, connections, seconds()).await;
+        let scenario = format!(
+            "saturation, {} KB, endpoint {latency} ms, {connections} connections",
+            size / 1024
+        );
         row(
             &scenario,
             &relay_run,
@@ -114,7 +142,10 @@ async fn run() {
             );
         }
     }
-    println!();
+}
+
+/// Notifications sent all at once: how long until all are acknowledged, and in the queue.
+async fn bursts() {
     println!(
         "| burst | endpoint | all acknowledged (ms) | all in the queue (ms) | SQS calls per notification | peak RSS (MiB) |"
     );

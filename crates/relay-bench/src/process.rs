@@ -54,9 +54,13 @@ impl Pinned {
     /// relay-gcf (the release build next to this binary), publishing to `sqs`.
     pub(crate) fn relay(sqs: &FakeSqs) -> Self {
         let port = free_port();
-        let binary = std::env::current_exe()
-            .expect("this binary")
-            .with_file_name("relay-gcf");
+        // BENCH_RELAY runs another build, such as one with symbols for perf.
+        let binary = match std::env::var_os("BENCH_RELAY") {
+            Some(path) => path.into(),
+            None => std::env::current_exe()
+                .expect("this binary")
+                .with_file_name("relay-gcf"),
+        };
         assert!(
             binary.exists(),
             "{} is missing: cargo build --release -p relay-gcf",
@@ -67,6 +71,10 @@ impl Pinned {
             ("RELAY_HMAC_KEYS", format!(r#"{{"dss": "{SECRET}"}}"#)),
             ("RELAY_SQS_QUEUE_URL", sqs.queue_url()),
             ("RELAY_LOG_FORMAT", "json".into()),
+            // As the image sets it.
+            ("MIMALLOC_ARENA_EAGER_COMMIT", "0".into()),
+            // Room for the slow endpoint's scenario, which keeps 384 requests in flight.
+            ("RELAY_MAX_CONCURRENT_REQUESTS", "1024".into()),
             ("RUST_LOG", "warn".into()),
             ("AWS_ENDPOINT_URL_SQS", sqs.endpoint.clone()),
             ("AWS_ACCESS_KEY_ID", "bench".into()),

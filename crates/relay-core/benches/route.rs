@@ -2,12 +2,15 @@
 //! measured in the same run: parsing the notification (which every request pays) and a
 //! single catch-all route (the zero-configuration path).
 //!
-//! Run with `cargo bench -p relay-core --bench route`.
+//! A second group, `jmespath`, gives notifications per second for twenty routes whose every
+//! condition is a JMESPath expression, alone and with the parse in front of it.
+//!
+//! Run with `cargo bench -p relay-core --bench route` (`make bench`).
 
 use std::hint::black_box;
 
 use bytes::Bytes;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use relay_core::Notification;
 use relay_core::route::{Input, RouteSpec, Router, request_document};
 use serde_json::{Value, json};
@@ -59,6 +62,43 @@ fn routes(heavy: bool) -> Vec<RouteSpec> {
         .collect()
 }
 
+/// Twenty routes, each a JMESPath condition as subscribers write them.
+fn jmespath_routes() -> Vec<RouteSpec> {
+    let expressions = [
+        "event_type == 'CREATE'",
+        "event_type == 'TOMBSTONE' || event_type == 'DELETE'",
+        "starts_with(subscription_id, '8a6a')",
+        "ends_with(match.bundle_version, '.689105Z')",
+        "contains(bundle_url, '/v1/bundles/')",
+        "length(attachments.sample_id) > `0`",
+        "attachments.project_shortname == 'Glioblastoma_medium_1000_cells'",
+        "contains(attachments.sample_id, 'b1829a9d-6678-493b-bf98-01520f9bad52')",
+        "!es_query",
+        "event_type == 'CREATE' && starts_with(dss_api, 'https://dss.data')",
+        "match.bundle_uuid == 'c86309f6-e5b7-4698-abb6-b81644573bff'",
+        "starts_with(event_timestamp, '2019-11')",
+        "type(attachments) == 'object'",
+        "length(keys(match)) == `2`",
+        "transaction_id != null",
+        "event_type != 'DELETE' && attachments.project_shortname != null",
+        "starts_with(match.bundle_uuid, 'c86')",
+        "ends_with(dss_api, '.org')",
+        "length(subscription_id) == `36`",
+        "event_type == 'CREATE' && length(attachments.sample_id) > `0`",
+    ];
+    expressions
+        .into_iter()
+        .enumerate()
+        .map(|(i, expression)| RouteSpec {
+            name: format!("route-{i:02}"),
+            pattern: Some(json!({"$jmespath": expression})),
+            to: vec![format!("sink-{}", i % 4)],
+            stop: false,
+            fallback: false,
+        })
+        .collect()
+}
+
 fn sinks() -> Vec<String> {
     (0..4).map(|i| format!("sink-{i}")).collect()
 }
@@ -103,5 +143,34 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// Notifications per second through twenty JMESPath routes.
+fn jmespath(c: &mut Criterion) {
+    let router = Router::compile(&jmespath_routes(), sinks()).unwrap();
+    let bytes = Bytes::from_static(CREATE.as_bytes());
+    let notification = Notification::parse(bytes.clone()).unwrap();
+    let mut group = c.benchmark_group("jmespath");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("v2-create/20-routes", |b| {
+        b.iter(|| {
+            let routing = router.route(&Input {
+                document: black_box(notification.document()),
+                request: &Value::Null,
+            });
+            assert_eq!(routing.sinks.len(), 4);
+            routing
+        })
+    });
+    group.bench_function("v2-create/parse-then-20-routes", |b| {
+        b.iter(|| {
+            let notification = Notification::parse(black_box(bytes.clone())).unwrap();
+            router.route(&Input {
+                document: notification.document(),
+                request: &Value::Null,
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, jmespath);
 criterion_main!(benches);

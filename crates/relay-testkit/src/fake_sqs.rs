@@ -90,6 +90,11 @@ impl FakeSqs {
         self.state.calls.load(Ordering::Relaxed)
     }
 
+    /// How many distinct message bodies it accepted.
+    pub fn distinct(&self) -> usize {
+        self.state.accepted.lock().expect("not poisoned").len()
+    }
+
     /// Every message body it accepted, with how many times.
     pub fn accepted(&self) -> HashMap<String, u32> {
         self.state.accepted.lock().expect("not poisoned").clone()
@@ -147,7 +152,7 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
         }
         "AmazonSQS.SendMessageBatch" => {
             let (mut successful, mut failed) = (Vec::new(), Vec::new());
-            let entries = input["Entries"].as_array().cloned().unwrap_or_default();
+            let entries = input["Entries"].as_array().map_or(&[][..], Vec::as_slice);
             for (i, entry) in entries.iter().enumerate() {
                 let id = entry["Id"].clone();
                 if matches!(state.fault, Fault::EntryFailures(share) if draw(call * 16 + i as u64) < share)

@@ -1,17 +1,24 @@
-//! Opportunistic batching: messages that are in flight together leave in one API call.
+//! Adaptive batching: messages that arrive close together leave in one API call.
 //!
 //! Each request hands its message to a dispatcher task and waits for that message's own result.
-//! The dispatcher takes whatever is queued, up to the entry and byte limits of the API, and
-//! sends it; while `max_in_flight` calls are outstanding, new messages queue up and form the
-//! next, larger batch. A lone message leaves at once: batching never adds a delay.
+//! The dispatcher sends a batch when it is full (the API's entry or byte limit), or at once when
+//! no call is in flight: a lone message never waits. While calls are in flight, a partial batch
+//! waits for more messages, for at most [`LINGER`], so that under load nearly every call is
+//! full and the calls per message fall towards `1 / max_entries`, while a quiet relay sends
+//! each message the moment it arrives. Up to `max_in_flight` calls run at once, enough to keep
+//! a slow endpoint busy.
 //!
 //! The queue is bounded: when it is full, a request is refused at once (503) rather than held.
 //! A queued message whose request has given up (its deadline passed, or the client went away)
 //! is dropped before its batch leaves, so it is never sent after its sender was told to retry.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 use super::{Message, Receipt, Sink, SinkError};
 
@@ -59,6 +66,10 @@ impl Sink for BatchedSink {
         self.batcher.publish(batch).await
     }
 }
+
+/// How long a partial batch may wait for more messages while calls are in flight. A message
+/// that arrives when no call is in flight leaves at once.
+pub(crate) const LINGER: Duration = Duration::from_millis(1);
 
 /// The limits of one call.
 #[derive(Debug, Clone, Copy)]
@@ -110,68 +121,124 @@ impl Batcher {
     }
 }
 
+/// The batch being filled.
+struct Pending {
+    items: Vec<(Message, Reply)>,
+    bytes: usize,
+    /// When its first message arrived.
+    since: Instant,
+    /// A message that did not fit under the byte limit: it opens the next batch.
+    overflow: Option<(Message, Reply)>,
+}
+
+impl Pending {
+    fn new() -> Self {
+        Self {
+            items: Vec::new(),
+            bytes: 0,
+            since: Instant::now(),
+            overflow: None,
+        }
+    }
+
+    /// Adds a message, unless its request already gave up (its sender was told to retry).
+    fn add(&mut self, item: (Message, Reply), sender: &dyn SendBatch, limits: &Limits) {
+        if item.1.is_closed() {
+            return;
+        }
+        let size = sender.size(&item.0);
+        if !self.items.is_empty() && self.bytes + size > limits.max_bytes {
+            self.overflow = Some(item);
+            return;
+        }
+        if self.items.is_empty() {
+            self.since = Instant::now();
+        }
+        self.bytes += size;
+        self.items.push(item);
+    }
+
+    fn is_full(&self, limits: &Limits) -> bool {
+        self.overflow.is_some() || self.items.len() >= limits.max_entries
+    }
+
+    /// The batch to send, leaving the overflow (if any) as the next one. Messages whose
+    /// request gave up while they waited are left out.
+    fn take(&mut self, sender: &dyn SendBatch, limits: &Limits) -> Vec<(Message, Reply)> {
+        let mut next = Self::new();
+        if let Some(item) = self.overflow.take() {
+            next.add(item, sender, limits);
+        }
+        let mut batch = std::mem::replace(self, next).items;
+        batch.retain(|(_, reply)| !reply.is_closed());
+        batch
+    }
+}
+
 async fn dispatch(
     sender: Arc<dyn SendBatch>,
     limits: Limits,
     mut rx: mpsc::Receiver<(Message, Reply)>,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
-    let mut carried: Option<(Message, Reply)> = None;
+    let max_in_flight = limits.max_in_flight.max(1);
+    let mut calls = JoinSet::new();
+    let mut pending = Pending::new();
+    let mut open = true;
     loop {
-        let first = match carried.take() {
-            Some(item) => item,
-            None => match rx.recv().await {
-                Some(item) => item,
-                None => return,
-            },
-        };
-        // Waiting for a free slot is what lets the next batch grow.
-        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-            return;
-        };
-        let (mut batch, mut bytes) = (Vec::new(), 0);
-        let mut next = Some(first);
-        while let Some(item) = next.take().or_else(|| rx.try_recv().ok()) {
-            if item.1.is_closed() {
-                // Its request gave up while it waited: its sender has been told to retry.
-                continue;
-            }
-            let size = sender.size(&item.0);
-            if !batch.is_empty() && bytes + size > limits.max_bytes {
-                carried = Some(item);
-                break;
-            }
-            bytes += size;
-            batch.push(item);
-            if batch.len() >= limits.max_entries {
-                break;
+        // Take what is already queued, up to a full batch.
+        while open && !pending.is_full(&limits) {
+            match rx.try_recv() {
+                Ok(item) => pending.add(item, sender.as_ref(), &limits),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => open = false,
             }
         }
-        if batch.is_empty() {
+        let due = pending.since + LINGER;
+        let ready = !pending.items.is_empty()
+            && (pending.is_full(&limits) || calls.is_empty() || due <= Instant::now() || !open);
+        if ready && calls.len() < max_in_flight {
+            let batch = pending.take(sender.as_ref(), &limits);
+            if !batch.is_empty() {
+                calls.spawn(send(Arc::clone(&sender), batch));
+            }
             continue;
         }
-        let sender = Arc::clone(&sender);
-        tokio::spawn(async move {
-            let (messages, replies): (Vec<Message>, Vec<Reply>) = batch.into_iter().unzip();
-            let mut results = match messages.as_slice() {
-                [one] => vec![sender.send_one(one).await],
-                many => sender.send_many(many).await,
-            }
-            .into_iter();
-            let batch_size = replies.len();
-            for reply in replies {
-                let result = results.next().unwrap_or_else(|| {
-                    Err(SinkError::Permanent(
-                        "the destination answered for fewer messages".into(),
-                    ))
-                });
-                let _ = reply.send(result.map(|receipt| Receipt {
-                    batch_size: Some(batch_size),
-                    ..receipt
-                }));
-            }
-            drop(slot);
+        if !open && pending.items.is_empty() && pending.overflow.is_none() {
+            // Every handle is gone: finish the calls in flight, whose requests still wait.
+            while calls.join_next().await.is_some() {}
+            return;
+        }
+        let lingering = !ready && !pending.items.is_empty();
+        tokio::select! {
+            item = rx.recv(), if open && !pending.is_full(&limits) => match item {
+                Some(item) => pending.add(item, sender.as_ref(), &limits),
+                None => open = false,
+            },
+            Some(_) = calls.join_next(), if !calls.is_empty() => {}
+            () = tokio::time::sleep_until(due), if lingering => {}
+        }
+    }
+}
+
+/// One call: sends `batch` and answers each message's request with its own result.
+async fn send(sender: Arc<dyn SendBatch>, batch: Vec<(Message, Reply)>) {
+    let (messages, replies): (Vec<Message>, Vec<Reply>) = batch.into_iter().unzip();
+    let mut results = match messages.as_slice() {
+        [one] => vec![sender.send_one(one).await],
+        many => sender.send_many(many).await,
+    }
+    .into_iter();
+    let batch_size = replies.len();
+    for reply in replies {
+        let result = results.next().unwrap_or_else(|| {
+            Err(SinkError::Permanent(
+                "the destination answered for fewer messages".into(),
+            ))
         });
+        let _ = reply.send(result.map(|receipt| Receipt {
+            batch_size: Some(batch_size),
+            ..receipt
+        }));
     }
 }
 
@@ -181,7 +248,8 @@ mod tests {
     use crate::notification::Attributes;
     use bytes::Bytes;
     use std::sync::Mutex;
-    use std::time::{Duration, SystemTime};
+    use std::time::SystemTime;
+    use tokio::sync::Semaphore;
 
     /// Records batch sizes; fails the messages whose payload is `fail`.
     #[derive(Default)]
@@ -334,7 +402,7 @@ mod tests {
         }
     }
 
-    fn gated(max_queued: usize) -> (Arc<Gated>, Arc<Batcher>) {
+    fn gated(max_queued: usize, max_in_flight: usize) -> (Arc<Gated>, Arc<Batcher>) {
         let gated = Arc::new(Gated {
             gate: Semaphore::new(0),
             seen: Mutex::default(),
@@ -342,7 +410,7 @@ mod tests {
         let limits = Limits {
             max_entries: 10,
             max_bytes: 1000,
-            max_in_flight: 1,
+            max_in_flight,
             max_queued,
         };
         let batcher = Batcher::spawn(Arc::clone(&gated) as Arc<dyn SendBatch>, limits);
@@ -359,7 +427,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_queue_refuses_at_once() {
-        let (gated, batcher) = gated(2);
+        let (gated, batcher) = gated(2, 1);
         let first = publish_in_background(&batcher, "in flight");
         tokio::time::sleep(Duration::from_millis(20)).await;
         let waiting: Vec<_> = (0..6)
@@ -388,7 +456,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_message_whose_request_gave_up_is_never_sent() {
-        let (gated, batcher) = gated(100);
+        let (gated, batcher) = gated(100, 1);
         let first = publish_in_background(&batcher, "a");
         tokio::time::sleep(Duration::from_millis(20)).await;
         let gave_up =
@@ -398,5 +466,65 @@ mod tests {
         gated.gate.add_permits(100);
         assert!(first.await.unwrap().is_ok() && after.await.unwrap().is_ok());
         assert_eq!(*gated.seen.lock().unwrap(), ["a", "c"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lone_message_leaves_at_once() {
+        let limits = Limits {
+            max_entries: 10,
+            max_bytes: 1000,
+            max_in_flight: 4,
+            max_queued: 1000,
+        };
+        let started = Instant::now();
+        let (results, recorder) = publish_concurrently(limits, vec!["alone".to_owned()]).await;
+        assert!(results[0].1.is_ok());
+        assert_eq!(*recorder.batches.lock().unwrap(), [1]);
+        // The recorder takes 20 ms per call; no linger was added in front of it.
+        assert_eq!(started.elapsed(), Duration::from_millis(20));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_a_call_is_in_flight_a_partial_batch_waits_at_most_the_linger() {
+        let (gated, batcher) = gated(100, 4);
+        let first = publish_in_background(&batcher, "a");
+        tokio::time::sleep(Duration::from_micros(10)).await;
+        assert_eq!(
+            *gated.seen.lock().unwrap(),
+            ["a"],
+            "a lone message leaves at once"
+        );
+        let (b, c) = (
+            publish_in_background(&batcher, "b"),
+            publish_in_background(&batcher, "c"),
+        );
+        tokio::time::sleep(LINGER / 2).await;
+        assert_eq!(gated.seen.lock().unwrap().len(), 1, "b and c wait for more");
+        tokio::time::sleep(LINGER).await;
+        // The linger is over while a is still held: b and c left together without it.
+        assert_eq!(*gated.seen.lock().unwrap(), ["a", "b", "c"]);
+        gated.gate.add_permits(100);
+        for (task, size) in [(first, 1), (b, 2), (c, 2)] {
+            assert_eq!(task.await.unwrap().unwrap().batch_size, Some(size));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn under_load_nearly_every_call_is_full() {
+        let limits = Limits {
+            max_entries: 10,
+            max_bytes: 1 << 20,
+            max_in_flight: 64,
+            max_queued: 4096,
+        };
+        let payloads = (0..1000).map(|i| format!("m{i}")).collect();
+        let (results, recorder) = publish_concurrently(limits, payloads).await;
+        assert!(results.iter().all(|(_, r)| r.is_ok()));
+        let batches = recorder.batches.lock().unwrap();
+        assert_eq!(batches.iter().sum::<usize>(), 1000);
+        // The first message leaves alone (nothing was in flight); every later call is full
+        // but the last, which the linger sends. One call per message would be 1000 calls.
+        let full = batches.iter().filter(|&&n| n == 10).count();
+        assert!(batches.len() <= 102 && full >= 98, "{batches:?}");
     }
 }

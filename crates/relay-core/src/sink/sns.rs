@@ -99,7 +99,7 @@ mod api {
     const BATCH: Limits = Limits {
         max_entries: 10,
         max_bytes: 256 * 1024,
-        max_in_flight: 8,
+        max_in_flight: 64,
         max_queued: 4096,
     };
 
