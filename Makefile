@@ -52,6 +52,10 @@ $(TOOLS)/bin/cargo-lambda:
 	python3 -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check cargo-lambda ziglang
 
+# Cargo features added to relay-lambda's defaults (sqs, sns, secrets, s3), e.g. LAMBDA_FEATURES=pubsub.
+LAMBDA_FEATURES ?=
+LAMBDA_FEATURE_ARGS = $(if $(LAMBDA_FEATURES),--features $(LAMBDA_FEATURES))
+
 # The zip's instruction set goes to target/lambda/relay-lambda/architecture ("arm64" or "x86_64"),
 # which the aws-relay module reads: the function's architecture always matches the build. The file
 # is removed first, so a failed build leaves no stale one behind.
@@ -60,11 +64,11 @@ lambda: lambda-tools ## Build target/lambda/relay-lambda/bootstrap.zip (arm64; x
 	@set -e; \
 	if rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$$'; then \
 	  arch=arm64; \
-	  set -x; $(CARGO) lambda build --release --arm64 -p relay-lambda --output-format zip; set +x; \
+	  set -x; $(CARGO) lambda build --profile lambda --arm64 -p relay-lambda $(LAMBDA_FEATURE_ARGS) --output-format zip; set +x; \
 	else \
 	  arch=x86_64; \
 	  echo "lambda: no aarch64-unknown-linux-gnu target installed; building x86_64"; \
-	  set -x; $(CARGO) lambda build --release --x86-64 --compiler cargo -p relay-lambda --output-format zip; set +x; \
+	  set -x; $(CARGO) lambda build --profile lambda --x86-64 --compiler cargo -p relay-lambda $(LAMBDA_FEATURE_ARGS) --output-format zip; set +x; \
 	fi; \
 	echo "$$arch" > target/lambda/relay-lambda/architecture; \
 	echo "lambda: $$arch (written to target/lambda/relay-lambda/architecture, which the aws-relay module reads)"

@@ -152,10 +152,7 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
         headers.append(name, value);
     }
     let request = request_document(&args.path, args.query.as_deref(), &headers);
-    let input = Input {
-        document: notification.document(),
-        request: &request,
-    };
+    let input = Input::new(notification.document(), &request);
     let (plan, version) = crate::routes::plan_in_effect(&config)?;
     let now = std::time::SystemTime::now();
     let decision = plan.decide(&input, now);

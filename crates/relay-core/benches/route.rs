@@ -117,12 +117,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| Notification::parse(black_box(bytes.clone())).unwrap())
         });
         group.bench_function(format!("{name}/baseline-catch-all"), |b| {
-            b.iter(|| {
-                everything.route(&Input {
-                    document: black_box(document),
-                    request: &Value::Null,
-                })
-            })
+            b.iter(|| everything.route(&Input::new(black_box(document), &Value::Null)))
         });
         for (label, router) in [
             ("20-routes-lean", &lean),
@@ -132,10 +127,7 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| {
                     // The request document is built per notification, as the relay does.
                     let request = request_document("/dss/notify", Some("replica=aws"), &headers);
-                    router.route(&Input {
-                        document: black_box(document),
-                        request: &request,
-                    })
+                    router.route(&Input::new(black_box(document), &request))
                 })
             });
         }
@@ -152,10 +144,10 @@ fn jmespath(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("v2-create/20-routes", |b| {
         b.iter(|| {
-            let routing = router.route(&Input {
-                document: black_box(notification.document()),
-                request: &Value::Null,
-            });
+            let routing = router.route(&Input::new(
+                black_box(notification.document()),
+                &Value::Null,
+            ));
             assert_eq!(routing.sinks.len(), 4);
             routing
         })
@@ -163,10 +155,7 @@ fn jmespath(c: &mut Criterion) {
     group.bench_function("v2-create/parse-then-20-routes", |b| {
         b.iter(|| {
             let notification = Notification::parse(black_box(bytes.clone())).unwrap();
-            router.route(&Input {
-                document: notification.document(),
-                request: &Value::Null,
-            })
+            router.route(&Input::new(notification.document(), &Value::Null))
         })
     });
     group.finish();

@@ -250,13 +250,12 @@ pub fn dedup_key(
         bundle_version,
         event_type.unwrap_or(""),
     ] {
-        hasher.update(format!("{}:{field},", field.len()).as_bytes());
+        hasher.update(field.len().to_string());
+        hasher.update(b":");
+        hasher.update(field);
+        hasher.update(b",");
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(hasher.finalize())
 }
 
 /// Message attributes in their fixed priority order. Sinks with an attribute cap (SQS allows

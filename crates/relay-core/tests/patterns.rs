@@ -17,10 +17,7 @@ fn sample(name: &str) -> Value {
 
 fn matches(pattern: Value, notification: &Value, request: &Value) -> bool {
     let pattern = Pattern::compile(&pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
-    pattern.matches(&Input {
-        document: notification,
-        request,
-    })
+    pattern.matches(&Input::new(notification, request))
 }
 
 #[test]

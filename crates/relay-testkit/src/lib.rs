@@ -545,10 +545,7 @@ pub mod fuzz {
         };
         if let Ok(compiled) = Pattern::compile(&pattern) {
             let request = serde_json::json!({"path": "/", "query": {}, "headers": {}});
-            let input = Input {
-                document: &document,
-                request: &request,
-            };
+            let input = Input::new(&document, &request);
             assert_eq!(
                 compiled.matches(&input),
                 compiled.first_failure(&input).is_none(),

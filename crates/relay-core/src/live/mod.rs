@@ -333,12 +333,9 @@ pub(crate) fn matches_anything(pattern: &Pattern) -> bool {
         "match": {"bundle_uuid": "", "bundle_version": ""},
     });
     pattern.is_empty()
-        || [bare, empty].iter().any(|document| {
-            pattern.matches(&Input {
-                document,
-                request: &Value::Null,
-            })
-        })
+        || [bare, empty]
+            .iter()
+            .any(|document| pattern.matches(&Input::new(document, &Value::Null)))
 }
 
 #[cfg(test)]

@@ -69,10 +69,7 @@ fn table(stored: &StoredRoutes) -> Table {
 /// The destination names `table` picks for a notification about `bundle_uuid` at `now`.
 fn destinations(table: &Table, bundle_uuid: &str, now: &str) -> Vec<String> {
     let document = json!({"match": {"bundle_uuid": bundle_uuid}});
-    let input = Input {
-        document: &document,
-        request: &Value::Null,
-    };
+    let input = Input::new(&document, &Value::Null);
     table
         .decide(&input, at(now))
         .destinations

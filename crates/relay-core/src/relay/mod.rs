@@ -361,10 +361,7 @@ impl Relay {
             true => request_document(parts.uri.path(), parts.uri.query(), &parts.headers),
             false => serde_json::Value::Null,
         };
-        let input = Input {
-            document: notification.document(),
-            request: &request,
-        };
+        let input = Input::new(notification.document(), &request);
         let decision = table.decide(&input, received_at);
         fields.split.clone_from(&decision.split);
         if decision.destinations.is_empty() {

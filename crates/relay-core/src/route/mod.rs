@@ -325,10 +325,7 @@ mod tests {
     }
 
     fn route(router: &Router, document: Value) -> Routing {
-        router.route(&Input {
-            document: &document,
-            request: &Value::Null,
-        })
+        router.route(&Input::new(&document, &Value::Null))
     }
 
     fn router() -> Router {
@@ -504,13 +501,6 @@ mod tests {
         .unwrap();
         assert!(r.uses_request());
         let request = json!({"path": "/", "query": {"replica": ["gcp"]}, "headers": {}});
-        assert_eq!(
-            r.route(&Input {
-                document: &json!({}),
-                request: &request
-            })
-            .sinks,
-            [0]
-        );
+        assert_eq!(r.route(&Input::new(&json!({}), &request)).sinks, [0]);
     }
 }

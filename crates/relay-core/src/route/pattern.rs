@@ -7,6 +7,7 @@
 //! same, over the object it sits in). The request itself is the `$request` field: `path`,
 //! `query.<name>`, `headers.<name>`.
 
+use std::cell::OnceCell;
 use std::fmt;
 
 use jmespath::{Context, DEFAULT_RUNTIME, Rcvar, Variable};
@@ -80,12 +81,13 @@ impl Jmes {
 
     /// True when the expression's result over `value` is truthy; errors count as false.
     fn truthy(&self, value: &Value) -> bool {
-        let Ok(variable) = Variable::try_from(value) else {
-            return false;
-        };
-        let data = Rcvar::new(variable);
+        Variable::try_from(value).is_ok_and(|variable| self.truthy_over(&Rcvar::new(variable)))
+    }
+
+    /// The same, over a value already converted for JMESPath.
+    fn truthy_over(&self, data: &Rcvar) -> bool {
         let mut context = Context::new(self.0.as_str(), &DEFAULT_RUNTIME);
-        jmespath::interpret(&data, self.0.as_ast(), &mut context).is_ok_and(|r| r.is_truthy())
+        jmespath::interpret(data, self.0.as_ast(), &mut context).is_ok_and(|r| r.is_truthy())
     }
 }
 
@@ -160,15 +162,33 @@ impl Pattern {
 pub const REQUEST: &str = "$request";
 
 /// What a pattern is matched against: the notification and, under `$request`, the request.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Input<'a> {
     /// The parsed notification.
     pub document: &'a Value,
     /// The request metadata from [`request_document`] (`Value::Null` when no route reads it).
     pub request: &'a Value,
+    /// The notification as JMESPath reads it: converted once, on first use, for all the
+    /// `$jmespath` conditions of every route.
+    jmes_document: OnceCell<Option<Rcvar>>,
 }
 
 impl<'a> Input<'a> {
+    /// The input for one notification and its request.
+    pub fn new(document: &'a Value, request: &'a Value) -> Self {
+        Self {
+            document,
+            request,
+            jmes_document: OnceCell::new(),
+        }
+    }
+
+    fn jmes_document(&self) -> Option<&Rcvar> {
+        self.jmes_document
+            .get_or_init(|| Variable::try_from(self.document).ok().map(Rcvar::new))
+            .as_ref()
+    }
+
     fn values_at(&self, path: &[String]) -> Vec<&'a Value> {
         match path.split_first() {
             Some((first, rest)) if first == REQUEST => values_at(self.request, rest),
@@ -431,7 +451,7 @@ impl Condition {
             Condition::Or(alternatives) => alternatives.iter().any(|p| p.matches(input)),
             Condition::Jmes { path, expr } => {
                 if path.is_empty() {
-                    expr.truthy(input.document)
+                    input.jmes_document().is_some_and(|d| expr.truthy_over(d))
                 } else {
                     input.values_at(path).into_iter().any(|v| expr.truthy(v))
                 }
@@ -493,10 +513,7 @@ mod tests {
     use serde_json::json;
 
     fn check(pattern: Value, document: Value) -> bool {
-        let input = Input {
-            document: &document,
-            request: &Value::Null,
-        };
+        let input = Input::new(&document, &Value::Null);
         Pattern::compile(&pattern).unwrap().matches(&input)
     }
 

@@ -2,11 +2,11 @@
 //!
 //! Each request hands its message to a dispatcher task and waits for that message's own result.
 //! The dispatcher sends a batch when it is full (the API's entry or byte limit), or at once when
-//! no call is in flight: a lone message never waits. While calls are in flight, a partial batch
-//! waits for more messages, for at most [`LINGER`], so that under load nearly every call is
-//! full and the calls per message fall towards `1 / max_entries`, while a quiet relay sends
-//! each message the moment it arrives. Up to `max_in_flight` calls run at once, enough to keep
-//! a slow endpoint busy.
+//! the message opening it came after a quiet spell of [`LINGER`] and no call is in flight: a lone
+//! message never waits. Otherwise a partial batch waits for more messages, for at most
+//! [`LINGER`], so that as the load rises calls fill up and the calls per message fall towards
+//! `1 / max_entries`, while a quiet relay sends each message the moment it arrives. Up to
+//! `max_in_flight` calls run at once, enough to keep a slow endpoint busy.
 //!
 //! The queue is bounded: when it is full, a request is refused at once (503) rather than held.
 //! A queued message whose request has given up (its deadline passed, or the client went away)
@@ -67,8 +67,9 @@ impl Sink for BatchedSink {
     }
 }
 
-/// How long a partial batch may wait for more messages while calls are in flight. A message
-/// that arrives when no call is in flight leaves at once.
+/// How long a partial batch may wait for more messages (the runtime's timers round it up to
+/// the next millisecond tick, so a wait is at most 2 ms). A message that arrives after this long
+/// without one, when no call is in flight, leaves at once.
 pub(crate) const LINGER: Duration = Duration::from_millis(1);
 
 /// The limits of one call.
@@ -127,16 +128,22 @@ struct Pending {
     bytes: usize,
     /// When its first message arrived.
     since: Instant,
+    /// Whether its first message came after a quiet spell (no message for [`LINGER`]).
+    after_quiet: bool,
+    /// When the last message arrived, whichever batch it went to.
+    last_arrival: Option<Instant>,
     /// A message that did not fit under the byte limit: it opens the next batch.
     overflow: Option<(Message, Reply)>,
 }
 
 impl Pending {
-    fn new() -> Self {
+    fn new(last_arrival: Option<Instant>) -> Self {
         Self {
             items: Vec::new(),
             bytes: 0,
             since: Instant::now(),
+            after_quiet: false,
+            last_arrival,
             overflow: None,
         }
     }
@@ -146,13 +153,16 @@ impl Pending {
         if item.1.is_closed() {
             return;
         }
+        let now = Instant::now();
+        let quiet = self.last_arrival.is_none_or(|last| now >= last + LINGER);
+        self.last_arrival = Some(now);
         let size = sender.size(&item.0);
         if !self.items.is_empty() && self.bytes + size > limits.max_bytes {
             self.overflow = Some(item);
             return;
         }
         if self.items.is_empty() {
-            self.since = Instant::now();
+            (self.since, self.after_quiet) = (now, quiet);
         }
         self.bytes += size;
         self.items.push(item);
@@ -165,9 +175,11 @@ impl Pending {
     /// The batch to send, leaving the overflow (if any) as the next one. Messages whose
     /// request gave up while they waited are left out.
     fn take(&mut self, sender: &dyn SendBatch, limits: &Limits) -> Vec<(Message, Reply)> {
-        let mut next = Self::new();
+        let mut next = Self::new(self.last_arrival);
         if let Some(item) = self.overflow.take() {
+            // It arrived while this batch filled: not after a quiet spell.
             next.add(item, sender, limits);
+            next.after_quiet = false;
         }
         let mut batch = std::mem::replace(self, next).items;
         batch.retain(|(_, reply)| !reply.is_closed());
@@ -182,7 +194,7 @@ async fn dispatch(
 ) {
     let max_in_flight = limits.max_in_flight.max(1);
     let mut calls = JoinSet::new();
-    let mut pending = Pending::new();
+    let mut pending = Pending::new(None);
     let mut open = true;
     loop {
         // Take what is already queued, up to a full batch.
@@ -195,7 +207,10 @@ async fn dispatch(
         }
         let due = pending.since + LINGER;
         let ready = !pending.items.is_empty()
-            && (pending.is_full(&limits) || calls.is_empty() || due <= Instant::now() || !open);
+            && (pending.is_full(&limits)
+                || (pending.after_quiet && calls.is_empty())
+                || due <= Instant::now()
+                || !open);
         if ready && calls.len() < max_in_flight {
             let batch = pending.take(sender.as_ref(), &limits);
             if !batch.is_empty() {
@@ -251,17 +266,27 @@ mod tests {
     use std::time::SystemTime;
     use tokio::sync::Semaphore;
 
-    /// Records batch sizes; fails the messages whose payload is `fail`.
-    #[derive(Default)]
+    /// Records batch sizes; fails the messages whose payload is `fail`. Each call takes
+    /// `delay` (20 ms by default).
     struct Recorder {
         batches: Mutex<Vec<usize>>,
+        delay: Duration,
+    }
+
+    impl Default for Recorder {
+        fn default() -> Self {
+            Self {
+                batches: Mutex::default(),
+                delay: Duration::from_millis(20),
+            }
+        }
     }
 
     #[async_trait::async_trait]
     impl SendBatch for Recorder {
         async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
             self.batches.lock().unwrap().push(batch.len());
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(self.delay).await;
             batch
                 .iter()
                 .map(|m| {
@@ -526,5 +551,56 @@ mod tests {
         // but the last, which the linger sends. One call per message would be 1000 calls.
         let full = batches.iter().filter(|&&n| n == 10).count();
         assert!(batches.len() <= 102 && full >= 98, "{batches:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_a_steady_rate_messages_share_calls_and_wait_at_most_the_linger() {
+        // Calls that take no time: no call is ever in flight when a message comes.
+        let recorder = Arc::new(Recorder {
+            batches: Mutex::default(),
+            delay: Duration::ZERO,
+        });
+        let limits = Limits {
+            max_entries: 10,
+            max_bytes: 1 << 20,
+            max_in_flight: 64,
+            max_queued: 4096,
+        };
+        let batcher = Arc::new(Batcher::spawn(
+            Arc::clone(&recorder) as Arc<dyn SendBatch>,
+            limits,
+        ));
+        // One message every 300 µs, faster than the linger. The clock is moved by hand, in
+        // these steps: the runtime's timers have a resolution of 1 ms.
+        let step = Duration::from_micros(300);
+        let mut tasks = Vec::new();
+        for i in 0..20 {
+            let batcher = Arc::clone(&batcher);
+            tasks.push(tokio::spawn(async move {
+                let sent = Instant::now();
+                let result = batcher
+                    .publish(&[message(&format!("m{i}"))])
+                    .await
+                    .remove(0);
+                (result, sent.elapsed())
+            }));
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            tokio::time::advance(step).await;
+        }
+        for task in tasks {
+            let (result, waited) = task.await.unwrap();
+            assert!(result.is_ok());
+            // The linger, plus the timer's resolution and one step of the clock.
+            let most = LINGER + Duration::from_millis(1) + step;
+            assert!(waited <= most, "{waited:?}");
+        }
+        let batches = recorder.batches.lock().unwrap();
+        assert_eq!(batches.iter().sum::<usize>(), 20);
+        // The first message came after a quiet spell and left alone; the others shared calls.
+        // Sending each as soon as no call was in flight would have been 20 calls.
+        assert_eq!(batches[0], 1, "{batches:?}");
+        assert!(batches.len() <= 8, "{batches:?}");
     }
 }

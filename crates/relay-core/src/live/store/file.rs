@@ -11,7 +11,7 @@ use super::{Fetched, Store, StoreError, Version, WriteError};
 /// The version of a document's text: the first 16 hex digits of its SHA-256.
 pub fn content_version(text: &str) -> Version {
     let digest = Sha256::digest(text.as_bytes());
-    Version(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+    Version(hex::encode(&digest[..8]))
 }
 
 /// A document in a local file. Reads compare the content's hash; writes hold an exclusive lock
