@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// Requests in flight allocate and free many small buffers; with glibc's allocator that was a
-/// fifth of the relay's CPU, and mimalloc cut the CPU per notification by about a quarter
+/// Requests in flight allocate and free many small buffers; with glibc's allocator that was about
+/// a sixth of the relay's CPU, and mimalloc cut the CPU per notification by about a quarter
 /// (`make bench-load`). The image sets `MIMALLOC_ARENA_EAGER_COMMIT=0`, which keeps the resident
 /// memory where glibc's was.
 #[global_allocator]
