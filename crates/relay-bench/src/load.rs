@@ -14,6 +14,9 @@ use relay_testkit::fake_sqs::FakeSqs;
 
 use crate::process::{Pinned, SECRET};
 
+/// How long an open-loop run goes on, unmeasured, before it is measured.
+const WARM_UP: Duration = Duration::from_secs(1);
+
 /// Connections a burst is sent over: below relay-gcf's default limit of requests in flight.
 const BURST_CONNECTIONS: usize = 200;
 
@@ -161,13 +164,21 @@ impl Driver {
         measured
     }
 
-    /// Requests at `rate` per second for `duration`, each timed from when it was due.
+    /// Requests at `rate` per second for `duration`, each timed from when it was due, after
+    /// [`WARM_UP`] at the same rate that is not measured. Without it, the run would start by
+    /// opening a connection per request until the first answers came back: hundreds of
+    /// connections at once, a burst rather than the steady load this run is about.
     pub(crate) async fn open_loop(
         &self,
         server: &Pinned,
         rate: f64,
         duration: Duration,
     ) -> Measured {
+        self.paced(server, rate, WARM_UP).await;
+        self.paced(server, rate, duration).await
+    }
+
+    async fn paced(&self, server: &Pinned, rate: f64, duration: Duration) -> Measured {
         let (start, cpu) = (Instant::now(), server.cpu_us());
         let count = (rate * duration.as_secs_f64()) as usize;
         let mut tasks = Vec::with_capacity(count);
