@@ -143,6 +143,14 @@ pub(crate) struct StartArgs {
     split_prefix: String,
 }
 
+/// The name of what `--create` makes for split `split`: `<prefix><split>-<6 hex digits>`. The
+/// random suffix matters: SQS refuses a deleted queue's name for 60 seconds.
+pub(crate) fn split_id(prefix: &str, split: &str) -> Result<String, String> {
+    let mut suffix = [0u8; 3];
+    getrandom::fill(&mut suffix).map_err(|e| format!("no randomness available: {e}"))?;
+    Ok(format!("{prefix}{split}-{}", hex::encode(suffix)))
+}
+
 fn parse_ttl(text: &str) -> Result<Duration, String> {
     let ttl = humantime::parse_duration(text).map_err(|e| e.to_string())?;
     if ttl.is_zero() {

@@ -3,7 +3,6 @@
 //! when it is). The random suffix matters: SQS refuses a deleted queue's name for 60 seconds.
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::config::Region;
 use aws_sdk_sqs::types::QueueAttributeName;
 
 /// The longest SQS queue name.
@@ -12,25 +11,15 @@ const MAX_QUEUE_NAME: usize = 80;
 /// An SQS client for the region of the queue at `url` (the standard configuration otherwise).
 async fn client(url: &str) -> Client {
     let sdk = relay_core::sink::load_aws_config(std::time::Duration::from_secs(10)).await;
-    let mut config = aws_sdk_sqs::config::Builder::from(&sdk);
-    let host = url
-        .parse::<http::Uri>()
-        .ok()
-        .and_then(|u| u.host().map(str::to_owned));
-    if let Some(region) = host.as_deref().and_then(relay_core::sink::region_of_host) {
-        config = config.region(Region::new(region));
-    }
-    Client::from_conf(config.build())
+    relay_core::sink::sqs::client_for_queue(&sdk, url)
 }
 
 /// Creates the split's queue next to `like` (the relay's queue URL); returns its URL.
 pub(crate) async fn create(like: &str, prefix: &str, split: &str) -> Result<String, String> {
     let fifo = like.ends_with(".fifo");
-    let mut suffix = [0u8; 3];
-    getrandom::fill(&mut suffix).map_err(|e| format!("no randomness available: {e}"))?;
-    let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
     let name = format!(
-        "{prefix}{split}-{suffix}{}",
+        "{}{}",
+        crate::routes::split_id(prefix, split)?,
         if fifo { ".fifo" } else { "" }
     );
     if name.len() > MAX_QUEUE_NAME {

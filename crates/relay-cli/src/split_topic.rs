@@ -59,10 +59,7 @@ pub(crate) async fn create(
             ));
         }
     };
-    let mut suffix = [0u8; 3];
-    getrandom::fill(&mut suffix).map_err(|e| format!("no randomness available: {e}"))?;
-    let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
-    let id = format!("{prefix}{split}-{suffix}");
+    let id = crate::routes::split_id(prefix, split)?;
     if id.len() > MAX_ID || !id.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return Err(format!(
             "{id:?} is not a Pub/Sub id (a letter first, at most {MAX_ID} characters)"

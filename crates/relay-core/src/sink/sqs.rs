@@ -72,6 +72,9 @@ crate::text::checked_string!(
 );
 
 #[cfg(feature = "sqs")]
+pub use api::client_for_queue;
+
+#[cfg(feature = "sqs")]
 mod api {
     use std::collections::HashMap;
     use std::sync::Arc;
@@ -99,22 +102,28 @@ mod api {
         /// The sink, its client built once from the shared AWS configuration. A queue URL on
         /// an AWS host sets the client's region, so a relay can publish to another region.
         pub(in crate::sink) fn build(&self, sdk: &aws_config::SdkConfig) -> BatchedSink {
-            let mut config = aws_sdk_sqs::config::Builder::from(sdk);
             let url = self.queue_url.as_str();
-            let host = url
-                .parse::<http::Uri>()
-                .ok()
-                .and_then(|u| u.host().map(str::to_owned));
-            if let Some(region) = host.as_deref().and_then(region_of_host) {
-                config = config.region(Region::new(region));
-            }
             let queue = Queue {
-                client: Client::from_conf(config.build()),
+                client: client_for_queue(sdk, url),
                 url: url.to_owned(),
             };
             let name = format!("sqs:{}", url.rsplit('/').next().unwrap_or_default());
             BatchedSink::new(name, Arc::new(AwsSender(queue)), BATCH)
         }
+    }
+
+    /// An SQS client from the shared configuration, in the region of the queue at `url` when
+    /// its host is an AWS one, so a relay (or the CLI) can reach a queue in another region.
+    pub fn client_for_queue(sdk: &aws_config::SdkConfig, url: &str) -> Client {
+        let mut config = aws_sdk_sqs::config::Builder::from(sdk);
+        let host = url
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|u| u.host().map(str::to_owned));
+        if let Some(region) = host.as_deref().and_then(region_of_host) {
+            config = config.region(Region::new(region));
+        }
+        Client::from_conf(config.build())
     }
 
     #[derive(Debug)]
