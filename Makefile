@@ -97,6 +97,10 @@ faults: ## The fault matrix with 10,000 notifications per fault; prints the tabl
 	FAULT_NOTIFICATIONS=10000 $(CARGO) test -p relay-tests --test faults -- --nocapture
 
 # Fuzzing needs the nightly toolchain and cargo-fuzz (installed from crates.io into .tools-fuzz).
+# Each target starts from its named seeds (fuzz/seeds/<target>, in git) and grows its corpus in
+# fuzz/corpus/<target>, the first folder given, so new inputs land there. The grown corpus stays
+# outside git (.gitignore); keep an input worth keeping as a seed or, if it found a fault, in
+# fuzz/regressions/<target> (fuzz/README.md).
 FUZZ_TOOLS := .tools-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := signature_header verification intake notification pattern config_file
@@ -106,11 +110,12 @@ fuzz-tools: $(FUZZ_TOOLS)/bin/cargo-fuzz ## Install cargo-fuzz into .tools-fuzz 
 $(FUZZ_TOOLS)/bin/cargo-fuzz:
 	$(CARGO) +nightly install --locked cargo-fuzz --root $(FUZZ_TOOLS)
 
-fuzz: fuzz-tools ## Run every fuzz target for FUZZ_SECONDS (default 60) each, then minimize its corpus
+fuzz: fuzz-tools ## Run every fuzz target for FUZZ_SECONDS (default 60) each from its seeds, then minimize its local corpus
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
-	  PATH="$(CURDIR)/$(FUZZ_TOOLS)/bin:$$PATH" $(CARGO) +nightly fuzz run $$target -- \
+	  mkdir -p corpus/$$target || exit 1; \
+	  PATH="$(CURDIR)/$(FUZZ_TOOLS)/bin:$$PATH" $(CARGO) +nightly fuzz run $$target corpus/$$target seeds/$$target -- \
 	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
-	  PATH="$(CURDIR)/$(FUZZ_TOOLS)/bin:$$PATH" $(CARGO) +nightly fuzz cmin $$target || exit 1; \
+	  PATH="$(CURDIR)/$(FUZZ_TOOLS)/bin:$$PATH" $(CARGO) +nightly fuzz cmin $$target corpus/$$target || exit 1; \
 	done
 
 lint: ## rustfmt check and clippy with warnings as errors
