@@ -238,15 +238,22 @@ preflight_pubsub() {
   die "pubsub: cannot start the Pub/Sub emulator; set RELAY_SKIP_PUBSUB=1 to start moto alone"
 }
 
+# Runs the command after the name in the background, its output to the name's log, and records
+# its pid: `stop` stops it, and so does this invocation should it fail.
+launch() {
+  local name=$1
+  shift
+  "$@" < /dev/null > "$state/$name.log" 2>&1 &
+  echo "$!" > "$state/$name.pid"
+  started+=("$name")
+}
+
 start_moto() {
   local pid
   if ! reuse moto "$moto_port"; then
     ensure_port_free moto "$moto_port"
     ensure_venv
-    "$venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" < /dev/null > "$state/moto.log" 2>&1 &
-    pid=$!
-    echo "$pid" > "$state/moto.pid"
-    started+=(moto)
+    launch moto "$venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port"
   fi
   pid=$(recorded moto)
   wait_ready moto "$pid" "http://127.0.0.1:$moto_port/moto-api/"
@@ -265,10 +272,7 @@ start_pubsub() {
     # JAVA_OPTS and CLOUD_PUBSUB_EMULATOR_OPTS, in that order, then execs java. The heap cap goes in
     # the emulator's own variable, so it is not applied to other JVMs and a -Xmx in JAVA_OPTS loses.
     CLOUD_PUBSUB_EMULATOR_OPTS="-Xmx$pubsub_heap ${CLOUD_PUBSUB_EMULATOR_OPTS:-}" \
-      "$pubsub_bin" --host=127.0.0.1 --port="$pubsub_port" < /dev/null > "$state/pubsub.log" 2>&1 &
-    pid=$!
-    echo "$pid" > "$state/pubsub.pid"
-    started+=(pubsub)
+      launch pubsub "$pubsub_bin" --host=127.0.0.1 --port="$pubsub_port"
   fi
   pid=$(recorded pubsub)
   wait_ready pubsub "$pid" "http://127.0.0.1:$pubsub_port/v1/projects/test-project/topics"
@@ -301,11 +305,7 @@ start_gcs() {
     ensure_port_free gcs "$gcs_port"
     ensure_gcs
     bin=$(gcs_binary)
-    "$bin" -scheme http -host 127.0.0.1 -port "$gcs_port" -backend memory -log-level warn \
-      < /dev/null > "$state/gcs.log" 2>&1 &
-    pid=$!
-    echo "$pid" > "$state/gcs.pid"
-    started+=(gcs)
+    launch gcs "$bin" -scheme http -host 127.0.0.1 -port "$gcs_port" -backend memory -log-level warn
   fi
   pid=$(recorded gcs)
   wait_ready gcs "$pid" "http://127.0.0.1:$gcs_port/storage/v1/b"

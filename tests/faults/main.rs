@@ -6,10 +6,11 @@
 //!
 //! `make faults` sends 10,000 notifications per fault (`FAULT_NOTIFICATIONS`) and prints the
 //! table; `make test` runs the same matrix with 1,000. Needs the relay-gcf binary built next to
-//! this test (`cargo build -p relay-gcf`).
+//! this test (`cargo build --workspace`).
 
 use std::collections::HashSet;
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -20,7 +21,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use relay_testkit::fake_sqs::{FakeSqs, Fault};
-use relay_testkit::{Signer, free_port};
+use relay_testkit::{RelayProcess, Signer, built_binary};
 use tokio::sync::Semaphore;
 
 const SECRET: &str = "fault-matrix-secret";
@@ -33,22 +34,12 @@ fn notifications() -> usize {
         .unwrap_or(1000)
 }
 
-/// relay-gcf, the binary built next to this test, publishing to `sqs` on `port`.
-fn relay_gcf(sqs: &FakeSqs, port: u16) -> Child {
-    let exe = std::env::current_exe().unwrap();
-    let binary = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("relay-gcf");
-    assert!(
-        binary.exists(),
-        "{} is missing: cargo build -p relay-gcf",
-        binary.display()
-    );
-    Command::new(binary)
+/// relay-gcf, the binary built next to this test, publishing to `sqs` on `listen` (a free port
+/// when `None`), once it listens.
+fn relay_gcf(sqs: &FakeSqs, listen: Option<SocketAddr>) -> RelayProcess {
+    let mut command = Command::new(built_binary("relay-gcf"));
+    command
         .env_clear()
-        .env("RELAY_LISTEN", format!("127.0.0.1:{port}"))
         .env("RELAY_HMAC_KEYS", format!(r#"{{"dss": "{SECRET}"}}"#))
         .env("RELAY_SQS_QUEUE_URL", sqs.queue_url())
         .env("RELAY_SINK_TIMEOUT_MS", "1000")
@@ -57,25 +48,12 @@ fn relay_gcf(sqs: &FakeSqs, port: u16) -> Child {
         .env("AWS_ENDPOINT_URL_SQS", &sqs.endpoint)
         .env("AWS_ACCESS_KEY_ID", "fault")
         .env("AWS_SECRET_ACCESS_KEY", "fault")
-        .env("AWS_REGION", "us-east-1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits until something listens on `port`.
-async fn listening(port: u16) {
-    for _ in 0..400 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        .env("AWS_REGION", "us-east-1");
+    if let Some(addr) = listen {
+        command.env("RELAY_LISTEN", addr.to_string());
     }
-    panic!("relay-gcf did not listen on {port}");
+    // The wait for the port blocks; the fake SQS endpoint keeps running on the other workers.
+    tokio::task::block_in_place(|| RelayProcess::spawn(command))
 }
 
 fn notification(i: usize) -> String {
@@ -96,16 +74,18 @@ struct Sent {
 
 /// Sends every body until it gets a 2xx, retrying non-2xx answers and refused connections with
 /// a short backoff; a request that reached the relay but got no answer is counted.
-async fn send_all(port: u16, bodies: &[String]) -> Sent {
+async fn send_all(url: &str, bodies: &[String]) -> Sent {
     let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(0)
         .build_http();
+    let uri: http::Uri = format!("{url}/dss").parse().unwrap();
     let sent = Arc::new(Sent::default());
     let slots = Arc::new(Semaphore::new(CONCURRENCY));
     let mut tasks = Vec::new();
     for body in bodies.iter().cloned() {
-        let (client, sent, slot) = (
+        let (client, uri, sent, slot) = (
             client.clone(),
+            uri.clone(),
             Arc::clone(&sent),
             Arc::clone(&slots).acquire_owned().await,
         );
@@ -119,7 +99,7 @@ async fn send_all(port: u16, bodies: &[String]) -> Sent {
                     at: SystemTime::now(),
                 };
                 let (mut parts, bytes) = signer.json(&body).into_parts();
-                parts.uri = format!("http://127.0.0.1:{port}/dss").parse().unwrap();
+                parts.uri = uri.clone();
                 match client
                     .request(http::Request::from_parts(parts, Full::new(bytes)))
                     .await
@@ -201,23 +181,19 @@ fn row(
 
 async fn run(name: &'static str, fault: Fault) -> Row {
     let sqs = FakeSqs::start(fault).await;
-    let port = free_port();
-    let mut relay = relay_gcf(&sqs, port);
-    listening(port).await;
+    let relay = relay_gcf(&sqs, None);
     let bodies: Vec<String> = (0..notifications()).map(notification).collect();
     let started = Instant::now();
-    let sent = send_all(port, &bodies).await;
-    let _ = relay.kill();
-    let _ = relay.wait();
+    let sent = send_all(&relay.url(), &bodies).await;
+    drop(relay);
     row(name, &bodies, &sent, &sqs, started)
 }
 
 /// A burst with SIGTERM in its middle; a second relay on the same port takes the retries.
 async fn sigterm_mid_burst() -> Row {
     let sqs = FakeSqs::start(Fault::Latency(Duration::from_millis(20))).await;
-    let port = free_port();
-    let first = relay_gcf(&sqs, port);
-    listening(port).await;
+    let mut first = relay_gcf(&sqs, None);
+    let (addr, url) = (first.addr(), first.url());
     let bodies: Vec<String> = (0..notifications()).map(notification).collect();
     let started = Instant::now();
     let watcher = {
@@ -227,30 +203,22 @@ async fn sigterm_mid_burst() -> Row {
             while sqs.accepted().len() < half {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            let pid = first.id().to_string();
-            assert!(
-                Command::new("kill")
-                    .args(["-TERM", &pid])
-                    .status()
-                    .unwrap()
-                    .success()
-            );
-            let mut first = first;
-            let exited = tokio::task::spawn_blocking(move || first.wait())
-                .await
-                .unwrap()
-                .unwrap();
+            first.terminate();
+            let exited = tokio::task::spawn_blocking(move || {
+                first.exits_within(relay_gcf::DRAIN + Duration::from_secs(10))
+            })
+            .await
+            .unwrap();
             assert!(
                 exited.success(),
                 "the relay exits cleanly after draining: {exited}"
             );
-            relay_gcf(&sqs, port)
+            relay_gcf(&sqs, Some(addr))
         })
     };
-    let sent = send_all(port, &bodies).await;
-    let mut second = watcher.await.unwrap();
-    let _ = second.kill();
-    let _ = second.wait();
+    let sent = send_all(&url, &bodies).await;
+    let second = watcher.await.unwrap();
+    drop(second);
     row(
         "SIGTERM mid-burst, then a new instance",
         &bodies,

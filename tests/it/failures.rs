@@ -26,6 +26,15 @@ async fn send_through_sqs(
     (status, body, started.elapsed())
 }
 
+/// Panics, showing the body, unless the answer has this status and `error.code`.
+fn assert_answer(status: u16, body: &serde_json::Value, (expected, code): (u16, &str)) {
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (expected, Some(code)),
+        "{body}"
+    );
+}
+
 fn request(url: &str) -> http::Request<http_body_util::Full<bytes::Bytes>> {
     dss_request(
         url,
@@ -40,11 +49,7 @@ async fn a_missing_queue_is_502() {
     let queue = format!("{}-missing", create_queue(&sqs, false).await);
     let url = gcf(&[("RELAY_SQS_QUEUE_URL", &queue)]).await;
     let (status, body) = send(request(&url)).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (502, Some("sink_failed")),
-        "{body}"
-    );
+    assert_answer(status, &body, (502, "sink_failed"));
     assert!(
         !body.to_string().contains("QueueDoesNotExist"),
         "no internal detail in the answer"
@@ -57,11 +62,7 @@ async fn a_missing_topic_is_502() {
     let topic = format!("projects/{project}/topics/{}", unique("never-created"));
     let url = gcf(&[("RELAY_PUBSUB_TOPIC", &topic)]).await;
     let (status, body) = send(request(&url)).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (502, Some("sink_failed")),
-        "{body}"
-    );
+    assert_answer(status, &body, (502, "sink_failed"));
 }
 
 #[tokio::test]
@@ -72,11 +73,7 @@ async fn sqs_down_is_503_within_the_deadline() {
     )
     .await;
     let (status, body, took) = send_through_sqs(&sdk, "1500").await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (503, Some("sink_unavailable")),
-        "{body}"
-    );
+    assert_answer(status, &body, (503, "sink_unavailable"));
     assert!(
         took < Duration::from_millis(2500),
         "answered after {took:?}"
@@ -117,11 +114,7 @@ async fn pubsub_down_is_503_within_the_deadline() {
     let url = gcf(&vars).await;
     let started = Instant::now();
     let (status, body) = send(request(&url)).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (503, Some("sink_unavailable")),
-        "{body}"
-    );
+    assert_answer(status, &body, (503, "sink_unavailable"));
     assert!(started.elapsed() < Duration::from_millis(2500));
 }
 
@@ -137,11 +130,7 @@ async fn oversize_is_413_and_no_call_is_made() {
     let url = gcf_with(&vars, &proxy.sdk(Duration::from_secs(5)).await).await;
     let big = v2(&unique("sub"), &"b".repeat(1000), "CREATE", "t1");
     let (status, body) = send(dss_request(&url, &big, Encoding::Json)).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (413, Some("message_too_large")),
-        "{body}"
-    );
+    assert_answer(status, &body, (413, "message_too_large"));
     assert_eq!(proxy.calls(), 0);
     // The same route does carry a message that fits.
     let (status, _) = send(request(&url)).await;

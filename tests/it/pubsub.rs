@@ -6,35 +6,38 @@ use google_cloud_pubsub::client::{Subscriber, SubscriptionAdmin, TopicAdmin};
 
 use crate::common::{Encoding, gcf, publish_each, unique, v1, v2};
 
-fn endpoint() -> String {
+pub(crate) fn endpoint() -> String {
     format!(
         "http://{}",
         std::env::var("PUBSUB_EMULATOR_HOST").expect("source infra/local/env.sh")
     )
 }
 
-fn anonymous() -> google_cloud_auth::credentials::Credentials {
+pub(crate) fn anonymous() -> google_cloud_auth::credentials::Credentials {
     google_cloud_auth::credentials::anonymous::Builder::new().build()
 }
+
+/// A client of this type for the emulator, without credentials.
+macro_rules! emulator_client {
+    ($client:ty) => {
+        <$client>::builder()
+            .with_endpoint($crate::pubsub::endpoint())
+            .with_credentials($crate::pubsub::anonymous())
+            .build()
+            .await
+            .unwrap()
+    };
+}
+pub(crate) use emulator_client;
 
 /// Creates a topic and an ordered subscription to it; returns their names.
 pub(crate) async fn topic_with_subscription() -> (String, String) {
     let project = std::env::var("PUBSUB_PROJECT_ID").unwrap_or_else(|_| "test-project".into());
     let topic = format!("projects/{project}/topics/{}", unique("dss"));
     let subscription = format!("projects/{project}/subscriptions/{}", unique("dss-sub"));
-    let topics = TopicAdmin::builder()
-        .with_endpoint(endpoint())
-        .with_credentials(anonymous())
-        .build()
-        .await
-        .unwrap();
+    let topics = emulator_client!(TopicAdmin);
     topics.create_topic().set_name(&topic).send().await.unwrap();
-    let subscriptions = SubscriptionAdmin::builder()
-        .with_endpoint(endpoint())
-        .with_credentials(anonymous())
-        .build()
-        .await
-        .unwrap();
+    let subscriptions = emulator_client!(SubscriptionAdmin);
     subscriptions
         .create_subscription()
         .set_name(&subscription)
@@ -51,12 +54,7 @@ pub(crate) async fn pull(
     subscription: &str,
     want: usize,
 ) -> Vec<google_cloud_pubsub::model::Message> {
-    let subscriber = Subscriber::builder()
-        .with_endpoint(endpoint())
-        .with_credentials(anonymous())
-        .build()
-        .await
-        .unwrap();
+    let subscriber = emulator_client!(Subscriber);
     let mut stream = subscriber.subscribe(subscription).build();
     let mut got = Vec::new();
     while got.len() < want {

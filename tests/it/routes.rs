@@ -55,9 +55,10 @@ async fn gcs_reads_are_conditional_and_writes_compare_and_swap() {
     relay_testkit::stores::reads_are_conditional_and_writes_compare_and_swap(&store).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_writers_on_s3_lose_no_update() {
-    let url = format!("s3://{}/routes.toml", bucket("routes-writers").await);
+/// Two `relay split` writers at once on `routes.toml` in `bucket` (a URL without the key) lose
+/// no update.
+async fn two_writers_lose_no_update(bucket: &str) {
+    let url = format!("{bucket}/routes.toml");
     tokio::task::spawn_blocking(move || {
         relay_testkit::stores::two_split_writers_lose_no_update(&url)
     })
@@ -66,13 +67,13 @@ async fn two_writers_on_s3_lose_no_update() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_on_s3_lose_no_update() {
+    two_writers_lose_no_update(&format!("s3://{}", bucket("routes-writers").await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_writers_on_gcs_lose_no_update() {
-    let url = format!("gs://{}/routes.toml", gcs_bucket("routes-writers").await);
-    tokio::task::spawn_blocking(move || {
-        relay_testkit::stores::two_split_writers_lose_no_update(&url)
-    })
-    .await
-    .unwrap();
+    two_writers_lose_no_update(&format!("gs://{}", gcs_bucket("routes-writers").await)).await;
 }
 
 /// The queues on moto whose names start with `prefix`.
@@ -143,15 +144,7 @@ async fn split_queues_made_by_create_go_with_their_split() {
 
 /// Whether the emulator has the topic `name`.
 async fn topic_exists(name: &str) -> bool {
-    let topics = google_cloud_pubsub::client::TopicAdmin::builder()
-        .with_endpoint(format!(
-            "http://{}",
-            std::env::var("PUBSUB_EMULATOR_HOST").expect("source infra/local/env.sh")
-        ))
-        .with_credentials(google_cloud_auth::credentials::anonymous::Builder::new().build())
-        .build()
-        .await
-        .unwrap();
+    let topics = crate::pubsub::emulator_client!(google_cloud_pubsub::client::TopicAdmin);
     topics.get_topic().set_topic(name).send().await.is_ok()
 }
 

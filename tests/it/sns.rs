@@ -1,10 +1,7 @@
 //! SNS, read back through an SQS queue subscribed with raw message delivery.
 
-use std::time::Duration;
-
-use crate::common::{
-    Encoding, attribute, create_queue, gcf, publish_each, receive, sdk, sqs, unique, v1, v2,
-};
+use crate::common::{attribute, create_queue, gcf, sdk, sqs, unique};
+use crate::sqs::json_and_multipart_arrive_unchanged;
 
 #[tokio::test]
 async fn json_and_multipart_reach_an_sns_topic_unchanged() {
@@ -40,24 +37,6 @@ async fn json_and_multipart_reach_an_sns_topic_unchanged() {
         .unwrap();
 
     let url = gcf(&[("RELAY_SNS_TOPIC_ARN", &topic)]).await;
-    let sub = unique("sub");
-    let payloads = [v2(&sub, "b1", "DELETE", "t1"), v1(&sub, "b2")];
-    publish_each(
-        &url,
-        &payloads,
-        &[Encoding::Json, Encoding::Multipart],
-        "sns",
-    )
-    .await;
-    let mut messages = receive(&sqs, &queue, 2, Duration::from_millis(500)).await;
-    assert_eq!(messages.len(), 2);
-    messages.sort_by_key(|m| attribute(m, "dss.bundle_uuid").unwrap().to_owned());
-    for (message, payload) in messages.iter().zip(&payloads) {
-        assert_eq!(message.body().unwrap().as_bytes(), payload.as_bytes());
-        assert_eq!(
-            attribute(message, "dss.subscription_id"),
-            Some(sub.as_str())
-        );
-    }
+    let messages = json_and_multipart_arrive_unchanged(&sqs, &queue, &url, "sns", "DELETE").await;
     assert_eq!(attribute(&messages[0], "dss.event_type"), Some("DELETE"));
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use aws_sdk_sqs::types::MessageSystemAttributeName;
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 
 use crate::common::{
     CountingProxy, Encoding, attribute, create_queue, dss_request, gcf, gcf_with, publish_each,
@@ -18,19 +18,22 @@ async fn relay_to_a_new_queue(fifo: bool) -> (aws_sdk_sqs::Client, String, Strin
     (sqs, queue, url)
 }
 
-#[tokio::test]
-async fn json_and_multipart_land_byte_identical_in_a_standard_queue() {
-    let (sqs, queue, url) = relay_to_a_new_queue(false).await;
+/// Sends a v2 notification (`event_type`, as JSON) and a v1 one (as multipart) of a new
+/// subscription to the relay at `url`, whose one sink's name starts with `kind:`, and reads both
+/// back from `queue`: each its payload byte for byte, with the subscription's id. The v2
+/// message comes first.
+pub(crate) async fn json_and_multipart_arrive_unchanged(
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    url: &str,
+    kind: &str,
+    event_type: &str,
+) -> Vec<Message> {
     let sub = unique("sub");
-    let payloads = [v2(&sub, "b1", "CREATE", "t1"), v1(&sub, "b2")];
-    publish_each(
-        &url,
-        &payloads,
-        &[Encoding::Json, Encoding::Multipart],
-        "sqs",
-    )
-    .await;
-    let mut messages = receive(&sqs, &queue, 2, Duration::from_millis(500)).await;
+    let payloads = [v2(&sub, "b1", event_type, "t1"), v1(&sub, "b2")];
+    let encodings = [Encoding::Json, Encoding::Multipart];
+    publish_each(url, &payloads, &encodings, kind).await;
+    let mut messages = receive(sqs, queue, 2, Duration::from_millis(500)).await;
     assert_eq!(messages.len(), 2);
     messages.sort_by_key(|m| attribute(m, "dss.bundle_uuid").unwrap().to_owned());
     for (message, payload) in messages.iter().zip(&payloads) {
@@ -43,6 +46,15 @@ async fn json_and_multipart_land_byte_identical_in_a_standard_queue() {
             attribute(message, "dss.subscription_id"),
             Some(sub.as_str())
         );
+    }
+    messages
+}
+
+#[tokio::test]
+async fn json_and_multipart_land_byte_identical_in_a_standard_queue() {
+    let (sqs, queue, url) = relay_to_a_new_queue(false).await;
+    let messages = json_and_multipart_arrive_unchanged(&sqs, &queue, &url, "sqs", "CREATE").await;
+    for message in &messages {
         assert_eq!(
             attribute(message, "relay.key_id"),
             Some(crate::common::KEY_ID)

@@ -5,9 +5,10 @@
 //! which `make test` runs first); no emulator.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use relay_testkit::RelayProcess;
 use serde_json::Value;
 
 const SECRET: &str = "live-routes-secret";
@@ -17,45 +18,52 @@ fn binary(name: &str) -> PathBuf {
     relay_testkit::built_binary(name)
 }
 
-/// relay-gcf with a file sink `main.jsonl` and the stored routes `routes.toml`, both in `dir`,
-/// read again every second; killed when dropped.
+/// relay-gcf with a file sink `main.jsonl` and the stored routes `routes.toml`, both in a
+/// folder of its own, read again every second; killed when dropped.
 struct Relay {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
+    process: RelayProcess,
+    dir: tempfile::TempDir,
 }
 
 impl Relay {
-    fn start(dir: &Path) -> Self {
-        let port = relay_testkit::free_port();
-        let child = Command::new(binary("relay-gcf"))
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Command::new(binary("relay-gcf"));
+        command
             .env_clear()
-            .env("RELAY_LISTEN", format!("127.0.0.1:{port}"))
             .env("RELAY_HMAC_SECRET", SECRET)
-            .env("RELAY_FILE_SINK", dir.join("main.jsonl"))
-            .env("RELAY_ROUTES_URL", dir.join("routes.toml"))
+            .env("RELAY_FILE_SINK", dir.path().join("main.jsonl"))
+            .env("RELAY_ROUTES_URL", dir.path().join("routes.toml"))
             .env("RELAY_ROUTES_REFRESH_SECS", "1")
-            .env("RELAY_LOG_FORMAT", "json")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let relay = Self {
-            child,
-            port,
-            dir: dir.to_owned(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "relay-gcf did not listen");
-            std::thread::sleep(Duration::from_millis(25));
+            .env("RELAY_LOG_FORMAT", "json");
+        Self {
+            process: RelayProcess::spawn(command),
+            dir,
         }
-        relay
+    }
+
+    /// A relay whose split `name` (see [`start_split`](Self::start_split)) takes notifications;
+    /// the split's file.
+    fn with_split(name: &str, ttl: &str) -> (Self, PathBuf) {
+        let relay = Self::start();
+        let file = relay.start_split(name, ttl);
+        lands_within_two_seconds(&relay, "aa-1", &format!("{name}.jsonl"), "main.jsonl");
+        (relay, file)
+    }
+
+    /// Its folder.
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs `relay` with `args` against its stored routes.
+    fn cli(&self, args: &[&str]) -> Output {
+        relay_cli(self.dir(), args)
     }
 
     /// Sends a notification about `bundle_uuid`; returns the status line and the JSON body.
     fn send(&self, bundle_uuid: &str) -> (String, Value) {
-        let file = self.dir.join(format!("{bundle_uuid}.json"));
+        let file = self.dir().join(format!("{bundle_uuid}.json"));
         std::fs::write(
             &file,
             format!(
@@ -65,7 +73,7 @@ impl Relay {
         .unwrap();
         let out = Command::new(binary("relay"))
             .args(["send", file.to_str().unwrap(), "--url"])
-            .arg(format!("http://127.0.0.1:{}/", self.port))
+            .arg(format!("{}/", self.process.url()))
             .args(["--key-id", "dss", "--secret", SECRET])
             .output()
             .unwrap();
@@ -76,9 +84,45 @@ impl Relay {
         (status, body)
     }
 
-    /// The bundle uuids that reached `file` in `dir`.
+    /// Sends a notification about `bundle_uuid`, which must be accepted; the JSON body.
+    fn accepted(&self, bundle_uuid: &str) -> Value {
+        let (status, body) = self.send(bundle_uuid);
+        assert!(status.starts_with("202"), "{status} {body}");
+        body
+    }
+
+    /// Sends a notification about `bundle_uuid`, which must be accepted and land in `file` and
+    /// not in `other`.
+    fn lands_in(&self, bundle_uuid: &str, file: &str, other: &str) {
+        self.accepted(bundle_uuid);
+        let landed = |file: &str| self.landed(file).iter().any(|b| b == bundle_uuid);
+        assert!(landed(file), "{bundle_uuid} missed {file}");
+        assert!(!landed(other), "{bundle_uuid} also reached {other}");
+    }
+
+    /// Starts the split `name`, taking what [`SPLIT_MATCH`] matches for `ttl`, into the file
+    /// `<name>.jsonl` in its folder; that file's path.
+    fn start_split(&self, name: &str, ttl: &str) -> PathBuf {
+        let file = self.dir().join(format!("{name}.jsonl"));
+        let path = file.to_str().unwrap();
+        let args = [
+            "split",
+            "start",
+            name,
+            "--match",
+            SPLIT_MATCH,
+            "--file",
+            path,
+            "--ttl",
+            ttl,
+        ];
+        succeeds(&self.cli(&args));
+        file
+    }
+
+    /// The bundle uuids that reached `file` in its folder.
     fn landed(&self, file: &str) -> Vec<String> {
-        let text = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+        let text = std::fs::read_to_string(self.dir().join(file)).unwrap_or_default();
         text.lines()
             .map(|line| {
                 let line: Value = serde_json::from_str(line).unwrap();
@@ -87,13 +131,6 @@ impl Relay {
                 payload["match"]["bundle_uuid"].as_str().unwrap().to_owned()
             })
             .collect()
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -117,8 +154,7 @@ fn lands_within_two_seconds(relay: &Relay, prefix: &str, file: &str, other: &str
     let started = Instant::now();
     for n in 0.. {
         let bundle_uuid = format!("{prefix}-{n}");
-        let (status, body) = relay.send(&bundle_uuid);
-        assert!(status.starts_with("202"), "{status} {body}");
+        relay.accepted(&bundle_uuid);
         if relay.landed(file).contains(&bundle_uuid) {
             break;
         }
@@ -128,69 +164,24 @@ fn lands_within_two_seconds(relay: &Relay, prefix: &str, file: &str, other: &str
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let next = format!("{prefix}-next");
-    let (status, body) = relay.send(&next);
-    assert!(status.starts_with("202"), "{status} {body}");
-    assert!(relay.landed(file).contains(&next), "{next} missed {file}");
-    assert!(
-        !relay.landed(other).contains(&next),
-        "{next} also reached {other}"
-    );
+    relay.lands_in(&format!("{prefix}-next"), file, other);
 }
 
 #[test]
 fn a_split_started_while_the_relay_runs_takes_its_slice_until_it_stops() {
-    let dir = tempfile::tempdir().unwrap();
-    let relay = Relay::start(dir.path());
-    let alice = dir.path().join("alice.jsonl");
-
-    succeeds(&relay_cli(
-        dir.path(),
-        &[
-            "split",
-            "start",
-            "alice",
-            "--match",
-            SPLIT_MATCH,
-            "--file",
-            alice.to_str().unwrap(),
-            "--ttl",
-            "30s",
-        ],
-    ));
-    lands_within_two_seconds(&relay, "aa-1", "alice.jsonl", "main.jsonl");
+    let (relay, _) = Relay::with_split("alice", "30s");
     // The rest keeps flowing to the routes.
-    let (status, body) = relay.send("bb-1");
-    assert!(status.starts_with("202"), "{status} {body}");
-    assert!(relay.landed("main.jsonl").contains(&"bb-1".to_owned()));
-    assert!(!relay.landed("alice.jsonl").contains(&"bb-1".to_owned()));
+    relay.lands_in("bb-1", "main.jsonl", "alice.jsonl");
 
-    succeeds(&relay_cli(dir.path(), &["split", "stop", "alice"]));
+    succeeds(&relay.cli(&["split", "stop", "alice"]));
     lands_within_two_seconds(&relay, "aa-2", "main.jsonl", "alice.jsonl");
 }
 
 #[test]
 fn an_expired_split_takes_nothing_before_gc_removes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let relay = Relay::start(dir.path());
-    let bob = dir.path().join("bob.jsonl");
-    succeeds(&relay_cli(
-        dir.path(),
-        &[
-            "split",
-            "start",
-            "bob",
-            "--match",
-            SPLIT_MATCH,
-            "--file",
-            bob.to_str().unwrap(),
-            "--ttl",
-            "6s",
-        ],
-    ));
-    lands_within_two_seconds(&relay, "aa-1", "bob.jsonl", "main.jsonl");
+    let (relay, _) = Relay::with_split("bob", "6s");
     // Until just past its expiry (times are written to the second).
-    let listed = relay_cli(dir.path(), &["split", "list", "--json"]);
+    let listed = relay.cli(&["split", "list", "--json"]);
     let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
     let expires: relay_core::live::Timestamp =
         listed[0]["expires_at"].as_str().unwrap().parse().unwrap();
@@ -198,21 +189,14 @@ fn an_expired_split_takes_nothing_before_gc_removes_it() {
         std::thread::sleep(left + Duration::from_millis(200));
     }
     // Still in the document, no longer in effect.
-    let listed = relay_cli(dir.path(), &["split", "list", "--json"]);
+    let listed = relay.cli(&["split", "list", "--json"]);
     succeeds(&listed);
     let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(listed[0]["expired"], true, "{listed}");
-    let (status, _) = relay.send("aa-expired");
-    assert!(status.starts_with("202"));
-    assert!(
-        relay
-            .landed("main.jsonl")
-            .contains(&"aa-expired".to_owned())
-    );
-    assert!(!relay.landed("bob.jsonl").contains(&"aa-expired".to_owned()));
+    relay.lands_in("aa-expired", "main.jsonl", "bob.jsonl");
 
-    succeeds(&relay_cli(dir.path(), &["split", "gc"]));
-    let listed = relay_cli(dir.path(), &["split", "list", "--json"]);
+    succeeds(&relay.cli(&["split", "gc"]));
+    let listed = relay.cli(&["split", "list", "--json"]);
     assert_eq!(
         serde_json::from_slice::<Value>(&listed.stdout).unwrap(),
         Value::Array(vec![])
@@ -221,31 +205,14 @@ fn an_expired_split_takes_nothing_before_gc_removes_it() {
 
 #[test]
 fn a_broken_document_leaves_the_last_good_routes_and_their_version() {
-    let dir = tempfile::tempdir().unwrap();
-    let relay = Relay::start(dir.path());
-    let carol = dir.path().join("carol.jsonl");
-    succeeds(&relay_cli(
-        dir.path(),
-        &[
-            "split",
-            "start",
-            "carol",
-            "--match",
-            SPLIT_MATCH,
-            "--file",
-            carol.to_str().unwrap(),
-            "--ttl",
-            "1h",
-        ],
-    ));
-    lands_within_two_seconds(&relay, "aa-1", "carol.jsonl", "main.jsonl");
-    let (_, good) = relay.send("aa-good");
+    let (relay, carol) = Relay::with_split("carol", "1h");
+    let good = relay.accepted("aa-good");
     let version = good["routes_version"].clone();
     assert!(version.is_string(), "{good}");
 
     // Written around the CLI, which would refuse it: a split that takes everything, and then
     // a document that is not TOML.
-    let routes = dir.path().join("routes.toml");
+    let routes = relay.dir().join("routes.toml");
     let text = std::fs::read_to_string(&routes).unwrap();
     for broken in [
         text.replace("prefix = \"aa\"", "exists = true"),
@@ -253,8 +220,7 @@ fn a_broken_document_leaves_the_last_good_routes_and_their_version() {
     ] {
         std::fs::write(&routes, broken).unwrap();
         std::thread::sleep(Duration::from_millis(2500));
-        let (status, body) = relay.send("aa-broken");
-        assert!(status.starts_with("202"), "{status} {body}");
+        let body = relay.accepted("aa-broken");
         assert_eq!(body["routes_version"], version, "{body}");
         assert_eq!(
             body["deliveries"][0]["sink"],

@@ -149,28 +149,23 @@ fn versions_pin_terraform_and_every_provider() {
 #[test]
 fn every_variable_has_a_description_and_a_type() {
     for config in all_configs() {
-        for (name, block) in config.variables() {
+        let variables = config
+            .variables()
+            .into_iter()
+            .map(|(n, b)| ("variable", n, b));
+        let outputs = config.outputs().into_iter().map(|(n, b)| ("output", n, b));
+        for (kind, name, block) in variables.chain(outputs) {
             let description = attr(block.body(), "description")
                 .and_then(literal_string)
                 .unwrap_or_default();
             assert!(
                 !description.trim().is_empty(),
-                "{}: variable {name} has no description",
+                "{}: {kind} {name} has no description",
                 config.name
             );
             assert!(
-                attr(block.body(), "type").is_some(),
+                kind != "variable" || attr(block.body(), "type").is_some(),
                 "{}: variable {name} has no type",
-                config.name
-            );
-        }
-        for (name, block) in config.outputs() {
-            let description = attr(block.body(), "description")
-                .and_then(literal_string)
-                .unwrap_or_default();
-            assert!(
-                !description.trim().is_empty(),
-                "{}: output {name} has no description",
                 config.name
             );
         }
@@ -388,10 +383,7 @@ fn hmac_keys_come_from_a_secret_store() {
 
     let aws = model::module("aws-relay");
     let env = lambda_environment(&aws);
-    let arn = env
-        .iter()
-        .find(|v| v.name == "RELAY_HMAC_KEYS_SECRET_ARN")
-        .expect("aws-relay sets RELAY_HMAC_KEYS_SECRET_ARN");
+    let arn = set_by(&env, "aws-relay", "RELAY_HMAC_KEYS_SECRET_ARN");
     let EnvValue::Plain(expr) = arn.value else {
         unreachable!("Lambda variables are plain")
     };
@@ -407,10 +399,7 @@ fn hmac_keys_come_from_a_secret_store() {
 
     let gcp = model::module("gcp-relay");
     let env = cloud_run_environment(&gcp);
-    let keys = env
-        .iter()
-        .find(|v| v.name == "RELAY_HMAC_KEYS")
-        .expect("gcp-relay sets RELAY_HMAC_KEYS");
+    let keys = set_by(&env, "gcp-relay", "RELAY_HMAC_KEYS");
     let EnvValue::SecretRef { secret, version } = &keys.value else {
         panic!("gcp-relay: RELAY_HMAC_KEYS must use value_source.secret_key_ref")
     };
@@ -422,6 +411,13 @@ fn hmac_keys_come_from_a_secret_store() {
         version.map(ToString::to_string).as_deref(),
         Some("google_secret_manager_secret_version.hmac.version")
     );
+}
+
+/// The variable `name` in the environment `module` sets; panics when it sets none.
+fn set_by<'e, 'a>(env: &'e [EnvVar<'a>], module: &str, name: &str) -> &'e EnvVar<'a> {
+    env.iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("{module} sets {name}"))
 }
 
 /// What Terraform stores in the secret is a `RELAY_HMAC_KEYS` value relay-core accepts: a JSON
@@ -592,14 +588,18 @@ fn lambda_role_allows_exactly_what_the_enabled_sinks_call() {
             "aws-relay: {action} must be granted under the same condition as its variable ({condition:?}); grants: {granted:?}"
         );
     }
-    for (action, gate) in &granted {
-        assert!(
-            expected
+    let unexpected: Vec<_> = granted
+        .iter()
+        .filter(|(action, gate)| {
+            !expected
                 .iter()
-                .any(|(a, condition)| a == action && holds(condition, gate)),
-            "aws-relay: {action} granted under {gate:?}, which no sink calls for"
-        );
-    }
+                .any(|(a, condition)| a == action && holds(condition, gate))
+        })
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "aws-relay: granted (action, condition) that no sink calls for: {unexpected:?}"
+    );
 }
 
 /// The subscriber's queue policy (aws-queue-grant) allows the relay's role, and only it, to
@@ -1009,7 +1009,7 @@ fn platform_timeouts_exceed_the_sink_deadline() {
             .flat_map(|l| nested(l.body(), "precondition"))
             .filter_map(|p| attr(p.body(), "condition"))
             .any(|c| {
-                let vars = model::variable_references(c);
+                let vars = model::references(c, "var");
                 vars.iter().any(|v| v == "sink_timeout_ms")
                     && vars.iter().any(|v| v == platform_timeout)
             });
@@ -1062,7 +1062,7 @@ fn with_locals<'a>(config: &'a Config, expr: &'a Expression) -> Vec<&'a Expressi
     let mut visited = BTreeSet::new();
     let mut i = 0;
     while i < found.len() {
-        for local in model::local_references(found[i]) {
+        for local in model::references(found[i], "local") {
             if let Some(next) = locals.get(local.as_str())
                 && visited.insert(local)
             {
@@ -1078,7 +1078,7 @@ fn with_locals<'a>(config: &'a Config, expr: &'a Expression) -> Vec<&'a Expressi
 fn feeding_variables(config: &Config, expr: &Expression) -> BTreeSet<String> {
     with_locals(config, expr)
         .into_iter()
-        .flat_map(model::variable_references)
+        .flat_map(|e| model::references(e, "var"))
         .collect()
 }
 

@@ -222,22 +222,12 @@ pub(crate) fn object_key(key: &ObjectKey) -> String {
     }
 }
 
-/// `var.<name>` references anywhere in an expression.
-pub(crate) fn variable_references(expr: &Expression) -> Vec<String> {
+/// `<root>.<name>` references anywhere in an expression (`var.<name>` with `root` "var",
+/// `local.<name>` with "local"): the names.
+pub(crate) fn references(expr: &Expression, root: &str) -> Vec<String> {
     let mut found = Vec::new();
     walk(expr, &mut |e| {
-        if let Some(name) = root_attribute(e, "var") {
-            found.push(name);
-        }
-    });
-    found
-}
-
-/// `local.<name>` references anywhere in an expression.
-pub(crate) fn local_references(expr: &Expression) -> Vec<String> {
-    let mut found = Vec::new();
-    walk(expr, &mut |e| {
-        if let Some(name) = root_attribute(e, "local") {
+        if let Some(name) = root_attribute(e, root) {
             found.push(name);
         }
     });

@@ -153,7 +153,7 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
     }
     let request = request_document(&args.path, args.query.as_deref(), &headers);
     let input = Input::new(notification.document(), &request);
-    let (plan, version) = crate::routes::plan_in_effect(&config)?;
+    let (plan, version) = crate::document::routes_in_effect(&config)?;
     let now = std::time::SystemTime::now();
     let decision = plan.decide(&input, now);
     let routing = &decision.routing;
@@ -188,12 +188,12 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
         out.push_str(&format!("  split {}  {verdict}\n", split.name));
     }
     let width = routing
-        .decisions
+        .verdicts
         .iter()
         .map(|d| d.route.len())
         .max()
         .unwrap_or(0);
-    for decision in &routing.decisions {
+    for decision in &routing.verdicts {
         let verdict = if decision.matched {
             "MATCH   "
         } else {

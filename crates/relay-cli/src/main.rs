@@ -2,9 +2,12 @@
 //!
 //! Run with `cargo run -p relay-cli -- --help`.
 
+mod document;
 mod explain;
+mod naming;
 mod routes;
 mod send;
+mod split;
 mod split_queue;
 mod split_topic;
 
@@ -50,7 +53,7 @@ enum Command {
     /// Send a slice of the live notification stream to your own queue for a while.
     Split {
         #[command(subcommand)]
-        command: routes::SplitCommand,
+        command: split::SplitCommand,
     },
 }
 
@@ -133,7 +136,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Export(args) => explain::export(&args),
         Command::Routes { command } => routes::routes(command),
-        Command::Split { command } => routes::split(command),
+        Command::Split { command } => split::split(command),
         Command::Send(args) => match send::run(&args) {
             Ok(code) => code,
             Err(message) => {
@@ -178,7 +181,7 @@ fn check(config: Option<String>) -> ExitCode {
                 println!("  {name:<width$}  {value}");
             }
             // What the relay will do with the stored routes: take them, or keep its last good.
-            match (&config.routes_url, routes::plan_in_effect(&config)) {
+            match (&config.routes_url, document::routes_in_effect(&config)) {
                 (None, _) => ExitCode::SUCCESS,
                 (Some(url), Ok((plan, version))) => {
                     let version = version.map_or_else(|| "none (no document)".into(), |v| v.0);

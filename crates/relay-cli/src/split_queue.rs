@@ -19,7 +19,7 @@ pub(crate) async fn create(like: &str, prefix: &str, split: &str) -> Result<Stri
     let fifo = like.ends_with(".fifo");
     let name = format!(
         "{}{}",
-        crate::routes::split_id(prefix, split)?,
+        crate::naming::split_id(prefix, split)?,
         if fifo { ".fifo" } else { "" }
     );
     if name.len() > MAX_QUEUE_NAME {

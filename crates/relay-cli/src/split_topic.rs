@@ -59,7 +59,7 @@ pub(crate) async fn create(
             ));
         }
     };
-    let id = crate::routes::split_id(prefix, split)?;
+    let id = crate::naming::split_id(prefix, split)?;
     if id.len() > MAX_ID || !id.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return Err(format!(
             "{id:?} is not a Pub/Sub id (a letter first, at most {MAX_ID} characters)"

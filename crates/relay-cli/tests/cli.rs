@@ -20,7 +20,6 @@ fn relay_cmd() -> Command {
     cmd
 }
 
-/// Starts the relay-gcf app on a free loopback port with a file sink; returns its URL.
 /// `relay send FILE --url URL --key-id dev`.
 fn send_cmd(file: &Path, url: &str) -> Command {
     let mut cmd = relay_cmd();
@@ -35,6 +34,7 @@ fn send_cmd(file: &Path, url: &str) -> Command {
     cmd
 }
 
+/// Starts the relay-gcf app on a free loopback port with a file sink; returns its URL.
 async fn start_relay(sink: &Path) -> String {
     let vars = [
         ("RELAY_HMAC_KEYS", format!(r#"{{"dev": "{SECRET}"}}"#)),
@@ -49,6 +49,17 @@ async fn start_relay(sink: &Path) -> String {
     );
     tokio::spawn(async move { axum::serve(listener, relay_gcf::app(relay)).await });
     url
+}
+
+/// The standard output of a command that must have succeeded; both outputs in the panic if not.
+fn succeeded(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
 }
 
 async fn run(mut cmd: Command) -> Output {
@@ -167,8 +178,7 @@ fn check_prints_the_effective_configuration_with_secrets_masked() {
         .arg("check")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains(r#"{"dev":"****"}"#) && stdout.contains("2048"),
         "{stdout}"
@@ -222,12 +232,7 @@ fn explain_shows_each_route_and_the_sinks() {
             .args(extra)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        succeeded(&out)
     };
     let text = explain("v2-create.json", &[]);
     assert!(
@@ -256,12 +261,7 @@ fn check_validates_a_configuration_file() {
         .args(["check", "--config", &example_config()])
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("sink indexer") && stdout.contains("group id {match.bundle_uuid}"),
         "{stdout}"
@@ -309,7 +309,7 @@ fn export_writes_cloud_filters_and_names_what_it_leaves_out() {
             .unwrap()
     };
     let out = export("deletions", "sns-filter-policy");
-    assert!(out.status.success());
+    succeeded(&out);
     let policy: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         policy,
@@ -385,11 +385,7 @@ fn explain_and_check_read_the_stored_routes() {
         "--config",
         &example_config(),
     ]);
-    assert!(
-        start.status.success(),
-        "{}",
-        String::from_utf8_lossy(&start.stderr)
-    );
+    succeeded(&start);
 
     let notification = examples().join("v2-create.json");
     let explain = with_routes(&[
@@ -398,12 +394,7 @@ fn explain_and_check_read_the_stored_routes() {
         &example_config(),
         notification.to_str().unwrap(),
     ]);
-    let text = String::from_utf8_lossy(&explain.stdout);
-    assert!(
-        explain.status.success(),
-        "{}",
-        String::from_utf8_lossy(&explain.stderr)
-    );
+    let text = succeeded(&explain);
     assert!(
         text.contains("split alice  TAKES it, instead of the routes"),
         "{text}"
@@ -411,8 +402,7 @@ fn explain_and_check_read_the_stored_routes() {
     assert!(text.ends_with("sinks: split:alice\n"), "{text}");
 
     let check = with_routes(&["check", "--config", &example_config()]);
-    let stdout = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success(), "{stdout}");
+    let stdout = succeeded(&check);
     assert!(
         stdout.contains("valid; 5 routes, 1 splits (1 active)"),
         "{stdout}"
@@ -464,11 +454,7 @@ fn routes_put_replaces_a_document_that_does_not_parse() {
     )
     .unwrap();
     let put = run(&["routes", "put", file.to_str().unwrap()]);
-    assert!(
-        put.status.success(),
-        "{}",
-        String::from_utf8_lossy(&put.stderr)
-    );
+    succeeded(&put);
     let shown = run(&["routes", "show", "--json"]);
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(
@@ -476,4 +462,125 @@ fn routes_put_replaces_a_document_that_does_not_parse() {
         "{shown}"
     );
     assert!(shown["version"].is_string(), "{shown}");
+}
+
+#[test]
+fn routes_put_keeps_the_splits_and_remove_takes_the_sinks_no_route_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    let run = |args: &[&str]| {
+        relay_cmd()
+            .args(args)
+            .arg("--routes")
+            .arg(&routes)
+            .output()
+            .unwrap()
+    };
+    let shown = || -> serde_json::Value {
+        serde_json::from_str(&succeeded(&run(&["routes", "show", "--json"]))).unwrap()
+    };
+    succeeded(&run(&[
+        "split",
+        "start",
+        "alice",
+        "--copy",
+        "--match",
+        r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#,
+        "--queue-url",
+        "https://sqs.us-east-1.amazonaws.com/123456789012/alice",
+    ]));
+
+    let file = dir.path().join("sinks.toml");
+    std::fs::write(
+        &file,
+        r#"
+[sinks.audit]
+type = "file"
+path = "/tmp/audit.jsonl"
+
+[sinks.fifo]
+type = "sqs"
+queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss.fifo"
+message_group_id = "{match.bundle_uuid}"
+attributes = ["dss.event_type"]
+extra_attributes = { team = "data" }
+
+[sinks.topic]
+type = "sns"
+topic_arn = "arn:aws:sns:us-east-1:123456789012:dss"
+max_message_bytes = 1000
+
+[sinks.gcp]
+type = "pubsub"
+topic = "projects/p/topics/dss"
+
+[[routes]]
+name = "deletions"
+match = { event_type = ["DELETE"] }
+to = ["audit", "fifo"]
+stop = true
+
+[[routes]]
+name = "rest"
+to = ["topic", "gcp"]
+fallback = true
+"#,
+    )
+    .unwrap();
+    succeeded(&run(&["routes", "put", file.to_str().unwrap()]));
+    let document = &shown()["document"];
+    assert_eq!(document["splits"][0]["name"], "alice", "{document}");
+    assert_eq!(document["splits"][0]["copy"], true, "{document}");
+    assert!(document["splits"][0].get("created").is_none(), "{document}");
+    assert_eq!(
+        document["splits"][0]["to"],
+        serde_json::json!({"type": "sqs", "queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/alice"}),
+        "{document}"
+    );
+    assert_eq!(
+        document["sinks"]["fifo"],
+        serde_json::json!({
+            "type": "sqs",
+            "queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/dss.fifo",
+            "message_group_id": "{match.bundle_uuid}",
+            "attributes": ["dss.event_type"],
+            "extra_attributes": {"team": "data"},
+        }),
+        "{document}"
+    );
+    assert_eq!(document["sinks"]["topic"]["max_message_bytes"], 1000);
+    assert_eq!(document["routes"][0]["stop"], true, "{document}");
+    assert_eq!(document["routes"][1]["fallback"], true, "{document}");
+    let stored = std::fs::read_to_string(&routes).unwrap();
+    assert!(!stored.contains("= false"), "{stored}");
+
+    // A file with splits is refused, and the document stays as it was.
+    let with_splits = dir.path().join("splits.toml");
+    std::fs::write(&with_splits, "[[splits]]\nname = \"bob\"\n").unwrap();
+    let put = run(&["routes", "put", with_splits.to_str().unwrap()]);
+    assert_eq!(put.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&put.stderr);
+    assert!(
+        stderr.contains("splits are changed with `relay split`"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&routes).unwrap(), stored);
+
+    succeeded(&run(&["routes", "remove", "deletions"]));
+    let document = &shown()["document"];
+    let sinks: Vec<&String> = document["sinks"].as_object().unwrap().keys().collect();
+    assert_eq!(sinks, ["gcp", "topic"], "{document}");
+    assert_eq!(
+        document["routes"].as_array().unwrap().len(),
+        1,
+        "{document}"
+    );
+
+    let renew = succeeded(&run(&["split", "renew", "alice", "--ttl", "2h"]));
+    assert!(renew.starts_with("split alice now expires at "), "{renew}");
+    succeeded(&run(&["split", "stop", "alice"]));
+    succeeded(&run(&["routes", "remove", "rest"]));
+    // Nothing left: the document is empty, not a set of empty tables.
+    assert_eq!(std::fs::read_to_string(&routes).unwrap(), "");
+    assert_eq!(shown()["document"], serde_json::json!({}));
 }

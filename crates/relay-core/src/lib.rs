@@ -1,11 +1,12 @@
 //! The framework-free core of the DSS notification relay.
 //!
-//! A notification enters through [`Relay::accept`], is checked by [`verify`], has its payload
-//! taken out of the body by [`intake`], is parsed into a [`Notification`], is routed by the
-//! [`route::Router`] and leaves through every [`Sink`] its routes name. Platform adapters
-//! (Lambda, Cloud Run) start through [`bootstrap`], convert their request into an
-//! `http::Request<Bytes>` and copy the [`Outcome`] back. [`config`] reads the variables and
-//! the `RELAY_CONFIG` file into the types that [`sink`] and [`route`] define.
+//! A request enters through [`Relay::handle`], the one entry point: its head is checked and it
+//! is let in by [`admission`], which reads the body; it is checked by [`verify`], has its
+//! payload taken out of the body by [`intake`], is parsed into a [`Notification`], is routed by
+//! the [`live::RoutingTable`] in effect and leaves through every [`Sink`] its routes name.
+//! Platform adapters (Lambda, Cloud Run) start through [`bootstrap`], hand their request's head
+//! and body to `handle` and copy the [`Outcome`] back. [`config`] reads the variables and the
+//! `RELAY_CONFIG` file into the types that [`sink`], [`route`] and [`live`] define.
 #![warn(missing_docs)]
 
 pub mod admission;
@@ -33,6 +34,7 @@ pub use notification::{Notification, Unverified, Verified};
 pub use outcome::Outcome;
 pub use relay::{Relay, StartError};
 pub use sink::{Message, Receipt, Sink, SinkError};
+pub use text::{DocumentError, InvalidValue};
 
 /// `Result` with the relay's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -30,7 +30,7 @@ pub(crate) async fn load_keys(
         .filter(|s| !s.trim().is_empty())
         .ok_or("the secret has no SecretString")?;
     if value.trim_start().starts_with('{') {
-        Ok((HmacKeys::from_json(value)?.0, None))
+        Ok((HmacKeys::from_json(value).map_err(|e| e.0)?.0, None))
     } else {
         Ok((BTreeMap::new(), Some(Secret::new(value.trim()))))
     }

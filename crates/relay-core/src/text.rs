@@ -5,7 +5,59 @@
 //! parsed, and a variable's text is parsed as it is. The file and the variables therefore
 //! accept and refuse exactly the same values, with the same messages.
 
-/// Implements `serde::Deserialize` for a `FromStr` type whose error is a `String`.
+/// A value that does not parse: what was expected and what was given, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidValue(pub String);
+
+impl From<String> for InvalidValue {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for InvalidValue {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
+
+/// A TOML document that does not parse into its type: the 1-based line and column, and the
+/// parser's message, never the text of the line (it may hold a secret).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{column}: {message}")]
+pub struct DocumentError {
+    /// The line at fault.
+    pub line: usize,
+    /// The column at fault.
+    pub column: usize,
+    /// What the parser says.
+    pub message: String,
+}
+
+/// Parses a TOML document into `T`: the `RELAY_CONFIG` file and the stored routes document.
+pub(crate) fn parse_document<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, DocumentError> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
+        DocumentError {
+            line,
+            column,
+            message: e.message().trim_end().to_owned(),
+        }
+    })
+}
+
+/// The 1-based line and column of byte `offset` in `text`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Implements `serde::Deserialize` for a `FromStr` type whose error is an [`InvalidValue`].
 macro_rules! deserialize_from_text {
     ($type:ty, $expecting:expr) => {
         impl<'de> serde::Deserialize<'de> for $type {
@@ -17,8 +69,21 @@ macro_rules! deserialize_from_text {
 }
 pub(crate) use deserialize_from_text;
 
+/// Implements `serde::Serialize` for a `Display` type as its text, which its `FromStr` (and so
+/// its `Deserialize`) reads back.
+macro_rules! serialize_as_text {
+    ($type:ty) => {
+        impl serde::Serialize for $type {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+    };
+}
+pub(crate) use serialize_as_text;
+
 /// Defines a string newtype that only holds values `$check` accepts, with `as_str`, `Display`,
-/// `FromStr` and `Deserialize`.
+/// `FromStr`, `Deserialize` and `Serialize`.
 macro_rules! checked_string {
     ($(#[$meta:meta])* $name:ident, $expecting:literal, $check:expr) => {
         $(#[$meta])*
@@ -39,14 +104,15 @@ macro_rules! checked_string {
         }
 
         impl std::str::FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
+            type Err = $crate::text::InvalidValue;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
                 let check: fn(&str) -> Result<(), String> = $check;
-                check(s).map(|()| Self(s.to_owned()))
+                check(s).map(|()| Self(s.to_owned())).map_err($crate::text::InvalidValue)
             }
         }
 
         $crate::text::deserialize_from_text!($name, $expecting);
+        $crate::text::serialize_as_text!($name);
     };
 }
 pub(crate) use checked_string;
@@ -68,7 +134,7 @@ impl<T> TextVisitor<T> {
 
 impl<T> serde::de::Visitor<'_> for TextVisitor<T>
 where
-    T: std::str::FromStr<Err = String>,
+    T: std::str::FromStr<Err = InvalidValue>,
 {
     type Value = T;
 
@@ -94,5 +160,16 @@ where
 
     fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<T, E> {
         self.visit_str(if v { "true" } else { "false" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn position_counts_lines_and_columns() {
+        assert_eq!(position("ab\ncd", 4), (2, 2));
+        assert_eq!(position("ab", 0), (1, 1));
     }
 }

@@ -1,10 +1,10 @@
 //! The configuration model: variables and the `RELAY_CONFIG` file read into the same types,
-//! every problem named, and the settings table as the one source of the README's table.
+//! every problem named, and the settings table as the one source of the table in docs/configuration.md.
 
 use std::time::Duration;
 
 use relay_core::config::{LogFormat, SETTINGS, markdown_table};
-use relay_core::route::Template;
+use relay_core::sink::Template;
 use relay_core::sink::{FileTarget, Target};
 use relay_core::{Config, config::ConfigErrors};
 use relay_testkit::{ConfigFile, config, config_errors};
@@ -202,14 +202,8 @@ fn a_file_names_sinks_and_routes_and_variables_override_it() {
     let names: Vec<&str> = c.sinks.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["q", "t"]);
     let q = c.sinks[0].target.shape(&c.sinks[0].selection).unwrap();
-    assert_eq!(
-        q.group_id.as_ref().map(Template::source),
-        Some("{match.bundle_uuid}")
-    );
-    assert_eq!(
-        q.dedup_id.as_ref().map(Template::source),
-        Some("{$dedup_key}")
-    );
+    let ids = [&q.group_id, &q.dedup_id].map(|id| id.as_ref().map(Template::source));
+    assert_eq!(ids, [Some("{match.bundle_uuid}"), Some("{$dedup_key}")]);
     assert_eq!(c.router.routes().len(), 1);
     assert_eq!(
         effective(&c, "route creates"),
@@ -219,65 +213,32 @@ fn a_file_names_sinks_and_routes_and_variables_override_it() {
 
 #[test]
 fn file_errors_name_the_file_the_place_and_the_field() {
-    type Case<'a> = (String, &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case<'_>; 10] = [
-        (
-            FILE.replace("type = \"sqs\"", "type = \"kafka\""),
-            &[],
-            "unknown variant `kafka`",
-        ),
-        (
-            FILE.replace("queue_url", "queue"),
-            &[],
-            "unknown field `queue`",
-        ),
-        (
-            FILE.replace("/dss.fifo", "/dss"),
-            &[],
-            "sink \"q\", message_group_id: only FIFO",
-        ),
-        (
-            FILE.replace(
-                "topic = \"projects/p/topics/dss-events\"",
-                "topic_arn = \"x\"",
-            ),
-            &[],
-            "unknown field `topic_arn`",
-        ),
-        (
-            FILE.replace("{subscription_id}", "{subscription_id"),
-            &[],
-            "unclosed placeholder",
-        ),
-        (
-            FILE.replace("max_body_bytes = 2048", "listen_port = 1"),
-            &[],
-            "unknown key \"listen_port\"",
-        ),
-        (
-            FILE.replace("max_body_bytes = 2048", "sqs_queue_url = \"x\""),
-            &[],
-            "destinations go under [sinks.<name>]",
-        ),
-        (
-            FILE.replace("to = [\"q\", \"t\"]", "to = [\"q\"]"),
-            &[],
-            "the sink \"t\" is not used by any route",
-        ),
-        (
-            FILE.to_owned(),
-            &[(
-                "RELAY_SQS_QUEUE_URL",
-                "https://sqs.us-east-1.amazonaws.com/1/q",
-            )],
-            "name sinks in one place",
-        ),
-        (
-            "[[routes]]\nname = \"a\"\nto = [\"x\"]\n".to_owned(),
-            &[("RELAY_HMAC_SECRET", "s"), ("RELAY_FILE_SINK", "-")],
-            "but no [sinks.<name>]",
-        ),
+    // Edits of FILE (what is replaced, by what), each with what its error must say.
+    #[rustfmt::skip]
+    let edits = [
+        (r#"type = "sqs""#, r#"type = "kafka""#, "unknown variant `kafka`"),
+        ("queue_url", "queue", "unknown field `queue`"),
+        ("/dss.fifo", "/dss", r#"sink "q", message_group_id: only FIFO"#),
+        (r#"topic = "projects/p/topics/dss-events""#, r#"topic_arn = "x""#, "unknown field `topic_arn`"),
+        ("{subscription_id}", "{subscription_id", "unclosed placeholder"),
+        ("max_body_bytes = 2048", "listen_port = 1", r#"unknown key "listen_port""#),
+        ("max_body_bytes = 2048", r#"sqs_queue_url = "x""#, "destinations go under [sinks.<name>]"),
+        (r#"to = ["q", "t"]"#, r#"to = ["q"]"#, r#"the sink "t" is not used by any route"#),
     ];
+    type Case<'a> = (String, &'a [(&'a str, &'a str)], &'a str);
+    let mut cases: Vec<Case<'_>> = edits
+        .iter()
+        .map(|&(from, to, expected)| (FILE.replace(from, to), &[][..], expected))
+        .collect();
+    let queue = [(
+        "RELAY_SQS_QUEUE_URL",
+        "https://sqs.us-east-1.amazonaws.com/1/q",
+    )];
+    cases.push((FILE.to_owned(), &queue, "name sinks in one place"));
+    let env = [("RELAY_HMAC_SECRET", "s"), ("RELAY_FILE_SINK", "-")];
+    let routes_only = "[[routes]]\nname = \"a\"\nto = [\"x\"]\n".to_owned();
+    cases.push((routes_only, &env, "but no [sinks.<name>]"));
+    assert_eq!(cases.len(), 10);
     for (text, pairs, expected) in cases {
         let file = ConfigFile::new(&text);
         let err = file.load(pairs).unwrap_err();
@@ -380,21 +341,22 @@ fn spots_unknown_relay_variables() {
 }
 
 #[test]
-fn the_readme_table_is_the_settings_table() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let start = readme
+fn the_configuration_page_is_the_settings_table() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/configuration.md"
+    ))
+    .unwrap();
+    let start = page
         .find("<!-- settings:start -->")
         .expect("the start marker")
         + "<!-- settings:start -->".len();
-    let end = readme
-        .find("<!-- settings:end -->")
-        .expect("the end marker");
+    let end = page.find("<!-- settings:end -->").expect("the end marker");
     let expected = markdown_table();
     assert_eq!(
-        readme[start..end].trim(),
+        page[start..end].trim(),
         expected.trim(),
-        "README.md's configuration table should read:\n{expected}"
+        "docs/configuration.md's settings table should read:\n{expected}"
     );
 }
 

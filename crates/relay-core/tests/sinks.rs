@@ -2,6 +2,7 @@
 //! routed sink must acknowledge, failures choose 502 or 503, and nothing is published when one
 //! routed sink cannot take the notification.
 
+use http_body_util::Full;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,22 +14,11 @@ use relay_testkit::{
     status_and_code, v2,
 };
 
-/// Two sinks and three routes: creates go to both, deletions to `b`, a Glioblastoma project
+/// Three routes to two sinks: creates go to both, deletions to `b`, a Glioblastoma project
 /// to `a` (also reached by creates), and the rest is filtered out.
 const ROUTED: &str = r#"
 [relay]
 hmac_secret = "ribos0me"
-
-[sinks.a]
-type = "sqs"
-queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/a.fifo"
-message_group_id = "{match.bundle_uuid}"
-attributes = ["relay.dedup_key", "dss.event_type"]
-
-[sinks.b]
-type = "pubsub"
-topic = "projects/p/topics/dss-b"
-ordering_key = "{project}"
 
 [[routes]]
 name = "creates"
@@ -44,6 +34,17 @@ to = ["b"]
 name = "glioblastoma"
 match = { project = [{ prefix = "Glio" }] }
 to = ["a"]
+
+[sinks.a]
+type = "sqs"
+queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/a.fifo"
+message_group_id = "{match.bundle_uuid}"
+attributes = ["relay.dedup_key", "dss.event_type"]
+
+[sinks.b]
+type = "pubsub"
+topic = "projects/p/topics/dss-b"
+ordering_key = "{project}"
 "#;
 
 fn routed(a: &Arc<RecordingSink>, b: &Arc<RecordingSink>) -> Relay {
@@ -207,7 +208,9 @@ async fn a_sink_that_never_answers_gets_503_by_the_deadline() {
     let late = to_both(&[], ok, Arc::new(StuckSink));
     let started = Instant::now();
     let deadline = Some(Instant::now() + Duration::from_millis(200));
-    let outcome = late.accept_until(signed(&v2("CREATE")), deadline).await;
+    let outcome = late
+        .handle(signed(&v2("CREATE")).map(Full::new), deadline)
+        .await;
     assert_eq!(outcome.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(started.elapsed() < Duration::from_secs(3));
 }
@@ -238,7 +241,7 @@ async fn a_deadline_already_passed_is_503_and_no_sink_is_called() {
         Arc::<RecordingSink>::clone(&queue),
     );
     let outcome = relay
-        .accept_until(signed(&v2("CREATE")), Some(Instant::now()))
+        .handle(signed(&v2("CREATE")).map(Full::new), Some(Instant::now()))
         .await;
     assert_eq!(
         status_and_code(&outcome),

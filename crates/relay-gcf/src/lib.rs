@@ -1,10 +1,9 @@
-//! The relay as an HTTP service with the Cloud Run / Functions Framework contract: every path
-//! goes to relay-core, which may answer before the body is read; the body is read up to the
-//! configured limit and within the body timeout, and relay-core decides every answer.
+//! The relay as an HTTP service with the Cloud Run / Functions Framework contract: every
+//! request, head and body stream, goes to [`Relay::handle`], which reads the body within its
+//! limits and decides every answer.
 //!
 //! [`serve`] speaks HTTP/1.1 only, with a header timeout that also bounds idle keep-alive
-//! connections, and admits each request into relay-core's budget of requests and body bytes
-//! in flight before reading its body.
+//! connections, and drains the requests in flight at shutdown.
 #![warn(missing_docs)]
 
 use std::future::Future;
@@ -15,12 +14,10 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use relay_core::relay::Unreadable;
-use relay_core::{Outcome, Relay};
+use relay_core::Relay;
 use tokio::net::{TcpListener, TcpStream};
 
 /// Cloud Run sends SIGKILL 10 s after SIGTERM; requests in flight must finish before that.
@@ -102,33 +99,11 @@ fn accept_backlog(listener: TcpListener, mut serve_one: impl FnMut(TcpStream)) {
     }
 }
 
+/// One request, answered by relay-core; the body is read there, within its limits.
 async fn deliver(State(relay): State<Arc<Relay>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    if let Some(answer) = relay.answer_before_body(&parts) {
-        return respond(answer);
-    }
-    // Held until the answer is sent: the request and its body count against the budget.
-    let _ticket = match relay.admit(&parts) {
-        Ok(ticket) => ticket,
-        Err(answer) => return respond(*answer),
-    };
-    let config = relay.config();
-    // Never buffer more than the limit, whatever Content-Length claimed, nor wait forever.
-    let read = Limited::new(body, config.max_body_bytes).collect();
-    let body = match tokio::time::timeout(config.server.body_timeout, read).await {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) => {
-            let why = match e.downcast_ref::<LengthLimitError>() {
-                Some(_) => Unreadable::TooLarge,
-                None => Unreadable::Broken,
-            };
-            return respond(relay.answer_unreadable(&parts, why));
-        }
-        Err(_) => return respond(relay.answer_unreadable(&parts, Unreadable::TimedOut)),
-    };
-    respond(relay.accept(Request::from_parts(parts, body)).await)
-}
-
-fn respond(outcome: Outcome) -> Response {
-    outcome.into_response().map(Body::from)
+    relay
+        .handle(request, None)
+        .await
+        .into_response()
+        .map(Body::from)
 }

@@ -24,7 +24,11 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<(), String> {
     // Sinks are ready before the port opens, so the first request never waits for them.
-    let relay = Arc::new(relay_core::bootstrap::start().await?);
+    let relay = Arc::new(
+        relay_core::bootstrap::start()
+            .await
+            .map_err(|e| e.to_string())?,
+    );
     // Stored routes (RELAY_ROUTES_URL), read again every RELAY_ROUTES_REFRESH_SECS.
     tokio::spawn(Arc::clone(&relay).keep_routes_fresh());
     // Idle and stalled connections hold a descriptor each until their timeout.

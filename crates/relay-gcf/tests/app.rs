@@ -4,9 +4,9 @@ mod common;
 
 use std::io::{Read, Write};
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -185,7 +185,7 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
     stream.write_all(&body[..300]).unwrap();
     stream.flush().unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    server.terminate();
+    server.process.terminate();
     std::thread::sleep(Duration::from_millis(200));
 
     // The in-flight request still completes and is published.
@@ -194,17 +194,7 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
     stream.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.1 202"), "{response}");
 
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(12),
-            "server did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = server.process.exits_within(Duration::from_secs(12));
     assert!(status.success(), "{status}");
     let line = std::fs::read_to_string(&sink).unwrap();
     let line: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
@@ -214,7 +204,10 @@ fn sigterm_drains_the_request_in_flight_then_exits() {
 #[test]
 fn refuses_to_start_without_a_key() {
     let mut relay_gcf = Command::new(env!("CARGO_BIN_EXE_relay-gcf"));
-    relay_gcf.env("RELAY_LISTEN", format!("127.0.0.1:{}", common::free_port()));
+    relay_gcf.env(
+        "RELAY_LISTEN",
+        format!("127.0.0.1:{}", relay_testkit::free_port()),
+    );
     relay_testkit::assert_refuses_without_a_key(&mut relay_gcf, 2);
 }
 
@@ -243,27 +236,20 @@ fn text_logs_to_a_file_have_no_colours_and_an_open_replay_window_is_warned_of() 
     assert!(stderr.contains("The Date check is off"), "{stderr}");
 }
 
-/// Starts relay-gcf with `config` as its file (standard error to a pipe, not a terminal), stops
+/// Starts relay-gcf with `config` as its file (standard error to a file, not a terminal), stops
 /// it once it listens, and returns what it logged.
 fn start_and_stop(config: &str) -> String {
     let file = relay_testkit::ConfigFile::new(config);
-    let port = common::free_port();
-    let server = Command::new(env!("CARGO_BIN_EXE_relay-gcf"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_relay-gcf"));
+    command
         .env_remove("RELAY_LOG_FORMAT")
         .env_remove("K_SERVICE")
         .env("RELAY_CONFIG", &file.path)
-        .env("RELAY_FILE_SINK", "-")
-        .env("RELAY_LISTEN", format!("127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(common::connect(port));
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let output = server.wait_with_output().unwrap();
-    String::from_utf8_lossy(&output.stderr).into_owned()
+        .env("RELAY_FILE_SINK", "-");
+    let mut server = relay_testkit::RelayProcess::spawn(command);
+    server.terminate();
+    server.exits_within(Duration::from_secs(20));
+    server.stderr()
 }
 
 #[test]
@@ -273,7 +259,10 @@ fn a_broken_secret_line_stops_the_start_without_being_logged() {
         let output = Command::new(env!("CARGO_BIN_EXE_relay-gcf"))
             .env("RELAY_CONFIG", &file.path)
             .env("RELAY_FILE_SINK", "-")
-            .env("RELAY_LISTEN", format!("127.0.0.1:{}", common::free_port()))
+            .env(
+                "RELAY_LISTEN",
+                format!("127.0.0.1:{}", relay_testkit::free_port()),
+            )
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);

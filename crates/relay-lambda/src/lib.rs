@@ -6,7 +6,8 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use lambda_http::{Body, Request, RequestExt, Response, http};
+use http_body_util::Full;
+use lambda_http::{Body, Request, RequestExt, Response};
 use relay_core::Relay;
 
 /// Time kept back from the invocation's deadline to send the answer.
@@ -22,16 +23,15 @@ pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
         .and_then(|ctx| deadline(ctx.deadline));
     // Background work freezes between invocations: stored routes are read here, when stale.
     relay.refresh_if_due(ROUTES_READ_TIMEOUT).await;
-    let (parts, body) = request.into_parts();
-    let body = match body {
-        Body::Empty => Bytes::new(),
-        Body::Text(text) => Bytes::from(text),
-        Body::Binary(bytes) => Bytes::from(bytes),
-        other => Bytes::copy_from_slice(other.as_ref()),
-    };
-    let outcome = relay
-        .accept_until(http::Request::from_parts(parts, body), deadline)
-        .await;
+    let request = request.map(|body| {
+        Full::new(match body {
+            Body::Empty => Bytes::new(),
+            Body::Text(text) => Bytes::from(text),
+            Body::Binary(bytes) => Bytes::from(bytes),
+            other => Bytes::copy_from_slice(other.as_ref()),
+        })
+    });
+    let outcome = relay.handle(request, deadline).await;
     // relay-core always answers JSON text.
     outcome
         .into_response()

@@ -24,7 +24,8 @@ use serde::Deserialize;
 
 use super::settings::Settings;
 use crate::route::RouteSpec;
-use crate::sink::SinkTables;
+use crate::sink::SinkSpecs;
+use crate::text::{DocumentError, parse_document};
 
 /// The file as written.
 #[derive(Debug, Default, Deserialize)]
@@ -35,7 +36,7 @@ pub struct FileConfig {
     pub relay: Settings,
     /// Named sinks.
     #[serde(default)]
-    pub sinks: SinkTables,
+    pub sinks: SinkSpecs,
     /// Ordered routes.
     #[serde(default)]
     pub routes: Vec<RouteSpec>,
@@ -43,32 +44,42 @@ pub struct FileConfig {
 
 impl FileConfig {
     /// Reads and parses the file at `path`.
-    pub fn load(path: &str) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        Self::parse(&text).map_err(|e| format!("{path}:{e}"))
+    pub fn load(path: &str) -> Result<Self, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| FileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|error| FileError::Parse {
+            path: path.to_owned(),
+            error,
+        })
     }
 
-    /// Parses a configuration document; the error starts with `line:column: `.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Parses a configuration document.
+    pub fn parse(text: &str) -> Result<Self, DocumentError> {
         parse_document(text)
     }
 }
 
-/// Parses a TOML document into `T`; the error is `line:column: ` and the parser's message,
-/// never the text of the line. The stored routes document is read this way too.
-pub fn parse_document<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
-    toml::from_str(text).map_err(|e| {
-        let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
-        format!("{line}:{column}: {}", e.message().trim_end())
-    })
-}
-
-/// The 1-based line and column of byte `offset` in `text`.
-fn position(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
+/// Why the `RELAY_CONFIG` file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// It cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It does not parse.
+    #[error("{path}:{error}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// Where and why.
+        error: DocumentError,
+    },
 }
 
 #[cfg(test)]
@@ -98,7 +109,7 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
-            let e = FileConfig::parse(text).unwrap_err();
+            let e = FileConfig::parse(text).unwrap_err().to_string();
             assert!(e.contains(expected), "expected {expected:?} in {e}");
             assert!(
                 e.chars().next().is_some_and(|c| c.is_ascii_digit()),
@@ -106,11 +117,5 @@ mod tests {
             );
             assert!(!e.contains("s3cret"), "the secret is echoed: {e}");
         }
-    }
-
-    #[test]
-    fn position_counts_lines_and_columns() {
-        assert_eq!(position("ab\ncd", 4), (2, 2));
-        assert_eq!(position("ab", 0), (1, 1));
     }
 }

@@ -15,14 +15,14 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use file::{FileConfig, parse_document};
+pub use file::{FileConfig, FileError};
 pub use settings::{SETTINGS, Setting, Settings, markdown_table};
 pub use values::{HmacKeys, LogFormat, MetricsFormat, Show};
 
-use crate::live::{RoutesUrl, deployed_routes};
-use crate::route::{RouteSpec, Router, Template};
+use crate::live::{Routes, RoutesUrl, deployed_routes};
+use crate::route::{RouteSpec, Router};
 use crate::sink::{
-    FileConfig as FileSinkConfig, PubSubConfig, Selection, SinkConfig, SnsConfig, SqsConfig, Target,
+    FileSinkConfig, PubSubConfig, Selection, SinkConfig, SnsConfig, SqsConfig, Target, Template,
 };
 use crate::verify::KeyRing;
 
@@ -128,10 +128,10 @@ impl Config {
         let config_file = vars.config.clone().filter(|p| !p.is_empty());
         let file = match config_file.as_deref().map(FileConfig::load).transpose() {
             Ok(file) => file.unwrap_or_default(),
-            Err(message) => {
+            Err(e) => {
                 errors.push(ConfigError {
                     var: "RELAY_CONFIG",
-                    message,
+                    message: e.to_string(),
                 });
                 return Err(ConfigErrors(errors));
             }
@@ -198,12 +198,8 @@ impl Config {
                     in_file("it defines [sinks], and sink variables (RELAY_SQS_QUEUE_URL, RELAY_SNS_TOPIC_ARN, RELAY_PUBSUB_TOPIC, RELAY_FILE_SINK) are set too: name sinks in one place".into()),
                 );
             }
-            for (name, table) in file.sinks {
-                let sink = SinkConfig {
-                    name,
-                    target: table.target,
-                    selection: table.selection,
-                };
+            for (name, spec) in &file.sinks {
+                let sink = spec.named(name);
                 match sink.target.shape(&sink.selection) {
                     Ok(_) => sinks.push(sink),
                     Err(e) => fail(
@@ -272,6 +268,17 @@ impl Config {
             config_file,
             settings,
         })
+    }
+
+    /// The deployed routes, compiled once when the configuration was read: the routing the
+    /// relay starts with, and what stored routes are merged into.
+    pub fn routes(&self) -> Routes {
+        Routes::deployed(
+            self.sinks.clone(),
+            self.routes.clone(),
+            self.router.clone(),
+            self.pubsub_emulator.clone(),
+        )
     }
 
     /// `RELAY_*` names among `names` that the relay does not know, most likely typos.

@@ -1,7 +1,7 @@
 //! Every relay setting, once: its variable, its key in the file's `[relay]` table (or none, for
 //! what only a variable sets), its default, a one-line doc and its parser, which is the value's
-//! type. This table is the list of known variables, `relay check`'s printout and the README's
-//! configuration table; a test holds the README to it.
+//! type. This table is the list of known variables, `relay check`'s printout and the settings
+//! table of docs/configuration.md; a test holds that page to it.
 
 use std::fmt::Write as _;
 
@@ -229,7 +229,7 @@ impl Settings {
     }
 }
 
-/// The README's configuration table, as the settings table says it should read.
+/// The settings table of docs/configuration.md, as the settings table says it should read.
 pub fn markdown_table() -> String {
     let mut out = String::from(
         "| variable | `[relay]` key | default | meaning |\n| --- | --- | --- | --- |\n",

@@ -44,10 +44,10 @@ macro_rules! value {
         pub struct $name(pub $inner);
 
         impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
+            type Err = crate::text::InvalidValue;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
                 let parse: fn(&str) -> Option<$inner> = $parse;
-                parse(s.trim()).map(Self).ok_or_else(|| format!(concat!("expected ", $expecting, ", got {:?}"), s))
+                parse(s.trim()).map(Self).ok_or_else(|| format!(concat!("expected ", $expecting, ", got {:?}"), s).into())
             }
         }
 
@@ -71,11 +71,11 @@ macro_rules! keywords {
         }
 
         impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
+            type Err = crate::text::InvalidValue;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s {
                     $($text => Ok(Self::$variant),)+
-                    _ => Err(format!("expected {}, got {s:?}", [$($text),+].join(" or "))),
+                    _ => Err(format!("expected {}, got {s:?}", [$($text),+].join(" or ")).into()),
                 }
             }
         }
@@ -184,16 +184,17 @@ pub struct HmacKeys(pub BTreeMap<String, Secret>);
 
 impl HmacKeys {
     /// Parses the JSON object form.
-    pub fn from_json(raw: &str) -> Result<Self, String> {
+    pub fn from_json(raw: &str) -> Result<Self, crate::text::InvalidValue> {
         let map: BTreeMap<String, serde_json::Value> = serde_json::from_str(raw)
-            .map_err(|_| "expected a JSON object of {\"<keyId>\": \"<secret>\"}".to_owned())?;
+            .map_err(|_| "expected a JSON object of {\"<keyId>\": \"<secret>\"}")?;
         map.into_iter()
             .map(|(id, secret)| match secret {
                 serde_json::Value::String(s) => Self::entry(id, s),
                 _ => Err(format!("the secret of {id:?} must be a string")),
             })
-            .collect::<Result<_, _>>()
+            .collect::<Result<_, String>>()
             .map(Self)
+            .map_err(Into::into)
     }
 
     fn entry(id: String, secret: String) -> Result<(String, Secret), String> {
@@ -240,7 +241,7 @@ mod tests {
     #[test]
     fn values_parse_from_text() {
         assert_eq!("yes".parse::<Flag>(), Ok(Flag(true)));
-        assert!("maybe".parse::<Flag>().unwrap_err().contains("\"maybe\""));
+        assert!("maybe".parse::<Flag>().unwrap_err().0.contains("\"maybe\""));
         assert!("0".parse::<Millis>().is_err() && "60001".parse::<Millis>().is_err());
         assert_eq!("0".parse::<Seconds>(), Ok(Seconds(0)));
         assert!("".parse::<FieldName>().is_err() && "a\"b".parse::<FieldName>().is_err());
@@ -262,7 +263,7 @@ mod tests {
             r#"{"": "s3cret"}"#,
         ] {
             let e = HmacKeys::from_json(raw).unwrap_err();
-            assert!(!e.contains("s3cret"), "{e}");
+            assert!(!e.0.contains("s3cret"), "{e}");
         }
         let keys = HmacKeys::from_json(r#"{"new": "s3cret-2", "old": "s3cret-1"}"#).unwrap();
         assert_eq!(keys.show(), r#"{"new":"****","old":"****"}"#);

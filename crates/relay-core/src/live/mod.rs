@@ -1,7 +1,8 @@
 //! Routes that change while the relay runs. The stored routes document (`RELAY_ROUTES_URL`) has
 //! the `[sinks.<name>]` and `[[routes]]` tables of `RELAY_CONFIG`, read by the same types, plus
-//! `[[splits]]`; merged with the deployed configuration it gives the [`Table`] in effect, which
-//! the relay swaps in whole between requests.
+//! `[[splits]]`. Merged with the deployed routes it gives the [`Routes`] in effect (checked,
+//! compiled), and with their clients the [`RoutingTable`], which the relay swaps in whole
+//! between requests.
 //!
 //! The document may add sinks, routes and splits. One that would redefine a deployed sink or
 //! route, that does not parse, or whose routes do not compile, is not taken: the relay keeps its
@@ -26,16 +27,17 @@ use serde_json::Value;
 pub use split::{MAX_NAME_CHARS, SplitSpec, Timestamp};
 pub use store::{Fetched, RoutesUrl, Store, StoreError, Version, WriteError};
 
-use crate::route::{Input, Pattern, RouteSpec, Router, Routing};
-use crate::sink::{Destination, Sink, SinkConfig, SinkTables, Target};
+use crate::route::{Input, Pattern, RouteError, RouteSpec, Router, Routing};
+use crate::sink::{Destination, ShapeError, Sink, SinkConfig, SinkSpecs, Target};
+use crate::text::DocumentError;
 
 /// The stored document as written.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoredRoutes {
     /// Named sinks, in addition to the deployed ones.
     #[serde(default)]
-    pub sinks: SinkTables,
+    pub sinks: SinkSpecs,
     /// Routes, after the deployed ones.
     #[serde(default)]
     pub routes: Vec<RouteSpec>,
@@ -45,42 +47,63 @@ pub struct StoredRoutes {
 }
 
 impl StoredRoutes {
-    /// Parses a document; the error starts with `line:column: `.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        crate::config::parse_document(text)
+    /// Parses a document.
+    pub fn parse(text: &str) -> Result<Self, DocumentError> {
+        crate::text::parse_document(text)
     }
 }
 
-/// What the deployment fixed: its sinks and its routes as written (with the variables alone, one
-/// route `all` to every sink).
-#[derive(Debug, Clone, Default)]
-pub struct Deployed {
-    /// The deployed sinks.
-    pub sinks: Vec<SinkConfig>,
-    /// The deployed routes.
-    pub routes: Vec<RouteSpec>,
-    /// `PUBSUB_EMULATOR_HOST`, which stored Pub/Sub sinks use as the deployed ones do.
-    pub pubsub_emulator: Option<String>,
+/// Why a stored document, or the routes it would put in effect, is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoutesError {
+    /// The document does not parse.
+    #[error(transparent)]
+    Document(#[from] DocumentError),
+    /// It would redefine a deployed sink.
+    #[error(
+        "sink {0:?} is deployed (RELAY_CONFIG or the variables): the stored document cannot redefine it"
+    )]
+    SinkRedefined(String),
+    /// It would redefine a deployed route.
+    #[error("route {0:?} is deployed: the stored document cannot redefine it")]
+    RouteRedefined(String),
+    /// A sink's attributes or templates do not check.
+    #[error("sink {sink:?}, {error}")]
+    Shape {
+        /// The sink.
+        sink: String,
+        /// What is wrong.
+        error: ShapeError,
+    },
+    /// The routes do not compile.
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    /// A split does not check.
+    #[error("split {split:?}: {message}")]
+    Split {
+        /// The split.
+        split: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The client of a sink the document adds cannot be built.
+    #[error("sink {sink:?}: {error}")]
+    Build {
+        /// The sink.
+        sink: String,
+        /// Why.
+        error: String,
+    },
 }
 
-impl From<&crate::Config> for Deployed {
-    fn from(config: &crate::Config) -> Self {
-        Self {
-            sinks: config.sinks.clone(),
-            routes: config.routes.clone(),
-            pubsub_emulator: config.pubsub_emulator.clone(),
-        }
-    }
-}
-
-/// Checks a stored document before it is written: against the deployed configuration when it
-/// is known (everything the relay will check), else on its own (its splits, and its routes over
+/// Checks a stored document before it is written: against the deployed routes when they are
+/// known (everything the relay will check), else on its own (its splits, and its routes over
 /// its own sinks when they name no other).
-pub fn check_document(text: &str, deployed: Option<&Deployed>) -> Result<StoredRoutes, String> {
+pub fn check_document(text: &str, deployed: Option<&Routes>) -> Result<StoredRoutes, RoutesError> {
     let stored = StoredRoutes::parse(text)?;
     match deployed {
         Some(deployed) => {
-            Plan::merge(deployed, &stored)?;
+            deployed.merge(&stored)?;
         }
         None => {
             check_splits(&stored.splits)?;
@@ -91,7 +114,7 @@ pub fn check_document(text: &str, deployed: Option<&Deployed>) -> Result<StoredR
                 .all(|sink| stored.sinks.contains_key(sink));
             if !stored.routes.is_empty() && named_here {
                 let names = stored.sinks.keys().cloned().collect();
-                Router::compile(&stored.routes, names).map_err(|e| e.to_string())?;
+                Router::compile(&stored.routes, names)?;
             }
         }
     }
@@ -100,15 +123,15 @@ pub fn check_document(text: &str, deployed: Option<&Deployed>) -> Result<StoredR
 
 /// Checks every split and the uniqueness of their names; returns them earliest registered
 /// first (splits registered at the same second keep the document's order).
-fn check_splits(specs: &[SplitSpec]) -> Result<Vec<ActiveSplit>, String> {
+fn check_splits(specs: &[SplitSpec]) -> Result<Vec<ActiveSplit>, RoutesError> {
     let mut seen = BTreeSet::new();
     let mut checked = Vec::with_capacity(specs.len());
     for spec in specs {
         if !seen.insert(spec.name.as_str()) {
-            return Err(format!(
-                "split {:?}: another split has this name",
-                spec.name
-            ));
+            return Err(RoutesError::Split {
+                split: spec.name.clone(),
+                message: "another split has this name".into(),
+            });
         }
         checked.push((spec.registered_at, spec.check()?));
     }
@@ -131,82 +154,110 @@ pub struct ActiveSplit {
     pub expires_at: SystemTime,
 }
 
-/// The deployed configuration and a stored document, merged and checked; nothing built yet.
+/// The routes in effect, checked and compiled, with no client built: the deployed sinks and
+/// routes, then what a stored document adds, and its splits.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct Routes {
     /// Every named sink: the deployed ones, then the stored ones.
     pub sinks: Vec<SinkConfig>,
     /// The routes over [`sinks`](Self::sinks).
     pub router: Router,
     /// The splits, earliest registered first.
     pub splits: Vec<ActiveSplit>,
+    /// What the deployment fixed, which a stored document may add to but not change.
+    deployed: Arc<Deployed>,
 }
 
-impl Plan {
-    /// The deployed configuration alone.
-    pub fn deployed(deployed: &Deployed) -> Result<Self, String> {
-        Self::merge(deployed, &StoredRoutes::default())
+/// The deployment's sinks and routes as written, and the Pub/Sub emulator stored sinks use too.
+#[derive(Debug)]
+struct Deployed {
+    sinks: Vec<SinkConfig>,
+    routes: Vec<RouteSpec>,
+    pubsub_emulator: Option<String>,
+}
+
+impl Routes {
+    /// The deployed routes: `router` is `specs` compiled over `sinks` (the configuration did it
+    /// once, at start).
+    pub fn deployed(
+        sinks: Vec<SinkConfig>,
+        specs: Vec<RouteSpec>,
+        router: Router,
+        pubsub_emulator: Option<String>,
+    ) -> Self {
+        Self {
+            deployed: Arc::new(Deployed {
+                sinks: sinks.clone(),
+                routes: specs,
+                pubsub_emulator,
+            }),
+            sinks,
+            router,
+            splits: Vec::new(),
+        }
     }
 
-    /// Merges `stored` into `deployed`, refusing anything that would redefine a deployed sink or
-    /// route, and checking every route and split.
-    pub fn merge(deployed: &Deployed, stored: &StoredRoutes) -> Result<Self, String> {
+    /// The deployed routes with `stored` added, refusing anything that would redefine a
+    /// deployed sink or route, and checking every route and split.
+    pub fn merge(&self, stored: &StoredRoutes) -> Result<Self, RoutesError> {
+        let deployed = &self.deployed;
         let mut sinks = deployed.sinks.clone();
-        for (name, table) in &stored.sinks {
-            let mut sink = SinkConfig {
-                name: name.clone(),
-                target: table.target.clone(),
-                selection: table.selection.clone(),
-            };
-            set_emulator(&mut sink, deployed);
+        for (name, spec) in &stored.sinks {
+            let mut sink = spec.named(name);
+            deployed.set_emulator(&mut sink);
             match deployed.sinks.iter().find(|d| &d.name == name) {
                 Some(existing) if *existing == sink => continue,
-                Some(_) => {
-                    return Err(format!(
-                        "sink {name:?} is deployed (RELAY_CONFIG or the variables): the stored document cannot redefine it"
-                    ));
-                }
+                Some(_) => return Err(RoutesError::SinkRedefined(name.clone())),
                 None => {}
             }
             sink.target
                 .shape(&sink.selection)
-                .map_err(|e| format!("sink {name:?}, {e}"))?;
+                .map_err(|error| RoutesError::Shape {
+                    sink: name.clone(),
+                    error,
+                })?;
             sinks.push(sink);
         }
         let mut routes = deployed.routes.clone();
         for route in &stored.routes {
             match deployed.routes.iter().find(|d| d.name == route.name) {
                 Some(existing) if existing == route => continue,
-                Some(_) => {
-                    return Err(format!(
-                        "route {:?} is deployed: the stored document cannot redefine it",
-                        route.name
-                    ));
-                }
+                Some(_) => return Err(RoutesError::RouteRedefined(route.name.clone())),
                 None => routes.push(route.clone()),
             }
         }
         let names = sinks.iter().map(|s| s.name.clone()).collect();
-        let router = Router::compile(&routes, names).map_err(|e| e.to_string())?;
+        let router = Router::compile(&routes, names)?;
 
         let mut splits = check_splits(&stored.splits)?;
         for split in &mut splits {
-            set_emulator(&mut split.sink, deployed);
+            deployed.set_emulator(&mut split.sink);
         }
         Ok(Self {
             sinks,
             router,
             splits,
+            deployed: Arc::clone(deployed),
         })
     }
 
+    /// True when `sink` is one the deployment configured.
+    pub fn is_deployed(&self, sink: &SinkConfig) -> bool {
+        self.deployed.sinks.contains(sink)
+    }
+
+    /// True when the deployment has a route of this name.
+    pub fn has_deployed_route(&self, name: &str) -> bool {
+        self.deployed.routes.iter().any(|r| r.name == name)
+    }
+
     /// Where a notification goes at `now`; destination indexes count the named sinks, then
-    /// the splits, as in the [`Table`] built from this plan.
+    /// the splits, as in the [`RoutingTable`] built from these routes.
     pub fn decide(&self, input: &Input<'_>, now: SystemTime) -> Decision {
         decide(&self.router, &self.splits, input, now)
     }
 
-    /// Every sink the plan needs built: the named ones, then one per split.
+    /// Every sink the routes need built: the named ones, then one per split.
     pub fn sink_configs(&self) -> impl Iterator<Item = &SinkConfig> {
         self.sinks
             .iter()
@@ -214,16 +265,18 @@ impl Plan {
     }
 }
 
-fn set_emulator(sink: &mut SinkConfig, deployed: &Deployed) {
-    if let Target::PubSub(target) = &mut sink.target {
-        target.emulator_host.clone_from(&deployed.pubsub_emulator);
+impl Deployed {
+    fn set_emulator(&self, sink: &mut SinkConfig) {
+        if let Target::PubSub(target) = &mut sink.target {
+            target.emulator_host.clone_from(&self.pubsub_emulator);
+        }
     }
 }
 
-/// The routing in effect: routes over named destinations, splits before them, and the stored
-/// document's version they came from.
+/// The routing in effect, built: routes over named destinations whose clients exist, splits
+/// before them, and the stored document's version they came from.
 #[derive(Debug)]
-pub struct Table {
+pub struct RoutingTable {
     /// The stored document's version; `None` when no stored document is in effect.
     pub version: Option<Version>,
     /// The routes; their sink indexes point into [`destinations`](Self::destinations).
@@ -246,27 +299,29 @@ pub struct Decision {
     pub destinations: Vec<usize>,
 }
 
-impl Table {
-    /// Builds the table of `plan`, with `sink` giving each sink's client.
+impl RoutingTable {
+    /// Builds the table of `routes`, with `sink` giving each sink's client.
     pub fn new(
-        plan: Plan,
+        routes: Routes,
         version: Option<Version>,
         mut sink: impl FnMut(&SinkConfig) -> Arc<dyn Sink>,
-    ) -> Result<Self, String> {
-        let destinations = plan
+    ) -> Result<Self, RoutesError> {
+        let destinations = routes
             .sink_configs()
             .map(|config| {
-                Destination::new(config, sink(config))
-                    .map_err(|e| format!("sink {:?}, {e}", config.name))
+                Destination::new(config, sink(config)).map_err(|error| RoutesError::Shape {
+                    sink: config.name.clone(),
+                    error,
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let uses_request =
-            plan.router.uses_request() || plan.splits.iter().any(|s| s.pattern.uses_request());
+            routes.router.uses_request() || routes.splits.iter().any(|s| s.pattern.uses_request());
         Ok(Self {
             version,
-            router: plan.router,
+            router: routes.router,
             destinations,
-            splits: plan.splits,
+            splits: routes.splits,
             uses_request,
         })
     }

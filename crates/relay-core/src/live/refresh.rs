@@ -8,7 +8,7 @@ use arc_swap::ArcSwap;
 use futures_util::future::BoxFuture;
 
 use super::store::{Fetched, Store, Version};
-use super::{Deployed, Plan, StoredRoutes, Table};
+use super::{Routes, RoutesError, RoutingTable, StoredRoutes};
 use crate::sink::{BuildError, Sink, SinkConfig};
 
 /// Builds the client of a sink that appears in a stored document.
@@ -30,22 +30,16 @@ pub enum Refreshed {
 pub struct LiveRoutes {
     store: Box<dyn Store>,
     factory: SinkFactory,
-    deployed: Deployed,
+    deployed: Routes,
     every: Duration,
     /// Sinks built so far, by configuration, so that a refresh keeps their clients and batches.
     built: Mutex<Vec<(SinkConfig, Arc<dyn Sink>)>>,
-    /// The version read last, good or refused, and what was wrong with it.
-    seen: Mutex<Seen>,
+    /// The version read last, good or refused.
+    seen: Mutex<Option<Version>>,
     /// When the store was last read.
     last_read: Mutex<Option<Instant>>,
     /// One refresh at a time.
     running: tokio::sync::Mutex<()>,
-}
-
-#[derive(Debug, Default)]
-struct Seen {
-    version: Option<Version>,
-    problem: Option<String>,
 }
 
 impl std::fmt::Debug for LiveRoutes {
@@ -63,7 +57,7 @@ impl LiveRoutes {
     pub fn new(
         store: Box<dyn Store>,
         factory: SinkFactory,
-        deployed: Deployed,
+        deployed: Routes,
         every: Duration,
         built: Vec<(SinkConfig, Arc<dyn Sink>)>,
     ) -> Self {
@@ -73,7 +67,7 @@ impl LiveRoutes {
             deployed,
             every,
             built: Mutex::new(built),
-            seen: Mutex::new(Seen::default()),
+            seen: Mutex::new(None),
             last_read: Mutex::new(None),
             running: tokio::sync::Mutex::new(()),
         }
@@ -97,17 +91,12 @@ impl LiveRoutes {
             .is_none_or(|at| at.elapsed() >= self.every)
     }
 
-    /// The problem with the document read last, when it was refused.
-    pub fn problem(&self) -> Option<String> {
-        self.seen.lock().expect("not poisoned").problem.clone()
-    }
-
     /// Reads the store and, when the document changed and is good, swaps its table into
     /// `table`. A refused document is logged once per version.
-    pub async fn refresh(&self, table: &ArcSwap<Table>) -> Refreshed {
+    pub async fn refresh(&self, table: &ArcSwap<RoutingTable>) -> Refreshed {
         let _one = self.running.lock().await;
         *self.last_read.lock().expect("not poisoned") = Some(Instant::now());
-        let known = self.seen.lock().expect("not poisoned").version.clone();
+        let known = self.seen.lock().expect("not poisoned").clone();
         let fetched = match self.store.read(known.as_ref()).await {
             Ok(fetched) => fetched,
             Err(e) => {
@@ -132,10 +121,7 @@ impl LiveRoutes {
             Ok(new) => {
                 let splits = new.splits.len();
                 table.store(Arc::new(new));
-                *self.seen.lock().expect("not poisoned") = Seen {
-                    version: version.clone(),
-                    problem: None,
-                };
+                self.seen.lock().expect("not poisoned").clone_from(&version);
                 tracing::info!(
                     routes_version = version.as_ref().map(|v| v.0.as_str()),
                     splits,
@@ -144,8 +130,8 @@ impl LiveRoutes {
                 Refreshed::Swapped(version)
             }
             Err(problem) => match version {
-                Some(version) => self.refuse(version, problem),
-                None => Refreshed::Kept(problem),
+                Some(version) => self.refuse(version, problem.to_string()),
+                None => Refreshed::Kept(problem.to_string()),
             },
         }
     }
@@ -156,10 +142,7 @@ impl LiveRoutes {
             problem = %problem,
             "Stored routes refused; the last good routes stay in effect."
         );
-        *self.seen.lock().expect("not poisoned") = Seen {
-            version: Some(version),
-            problem: Some(problem.clone()),
-        };
+        *self.seen.lock().expect("not poisoned") = Some(version);
         Refreshed::Kept(problem)
     }
 
@@ -168,9 +151,9 @@ impl LiveRoutes {
         &self,
         stored: &StoredRoutes,
         version: Option<Version>,
-    ) -> Result<Table, String> {
-        let plan = Plan::merge(&self.deployed, stored)?;
-        let wanted: Vec<SinkConfig> = plan.sink_configs().cloned().collect();
+    ) -> Result<RoutingTable, RoutesError> {
+        let routes = self.deployed.merge(stored)?;
+        let wanted: Vec<SinkConfig> = routes.sink_configs().cloned().collect();
         let mut sinks = Vec::with_capacity(wanted.len());
         for config in &wanted {
             let known = self
@@ -183,9 +166,13 @@ impl LiveRoutes {
             let sink = match known {
                 Some(sink) => sink,
                 None => {
-                    let sink = (self.factory)(config.clone())
-                        .await
-                        .map_err(|e| format!("sink {:?}: {e}", config.name))?;
+                    let sink =
+                        (self.factory)(config.clone())
+                            .await
+                            .map_err(|e| RoutesError::Build {
+                                sink: config.name.clone(),
+                                error: e.to_string(),
+                            })?;
                     self.built
                         .lock()
                         .expect("not poisoned")
@@ -196,13 +183,13 @@ impl LiveRoutes {
             sinks.push(sink);
         }
         let mut sinks = sinks.into_iter();
-        let table = Table::new(plan, version, |_| sinks.next().expect("one per sink"))?;
+        let table = RoutingTable::new(routes, version, |_| sinks.next().expect("one per sink"))?;
         // Forget the clients no table uses any more (a stopped split's queue), but never the
         // deployed ones.
         self.built
             .lock()
             .expect("not poisoned")
-            .retain(|(config, _)| wanted.contains(config) || self.deployed.sinks.contains(config));
+            .retain(|(config, _)| wanted.contains(config) || self.deployed.is_deployed(config));
         Ok(table)
     }
 }

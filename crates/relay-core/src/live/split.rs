@@ -15,28 +15,31 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ActiveSplit, matches_anything};
+use super::{ActiveSplit, RoutesError, matches_anything};
 use crate::route::Pattern;
-use crate::sink::{SinkConfig, SinkTable};
+use crate::sink::SinkSpec;
 
 /// A moment, written in RFC 3339 (`2026-12-01T17:00:00Z`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timestamp(pub SystemTime);
 
 impl std::str::FromStr for Timestamp {
-    type Err = String;
+    type Err = crate::text::InvalidValue;
 
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         humantime::parse_rfc3339_weak(text.trim())
             .map(Self)
-            .map_err(|e| format!("expected an RFC 3339 time such as 2026-12-01T17:00:00Z: {e}"))
+            .map_err(|e| {
+                format!("expected an RFC 3339 time such as 2026-12-01T17:00:00Z: {e}").into()
+            })
     }
 }
 
 crate::text::deserialize_from_text!(Timestamp, "an RFC 3339 time");
+crate::text::serialize_as_text!(Timestamp);
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -44,8 +47,8 @@ impl fmt::Display for Timestamp {
     }
 }
 
-/// A split as written.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// A split as written; it serializes to the same table (`copy` and `created` only when true).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SplitSpec {
     /// Unique name: `[A-Za-z0-9_-]`, at most 40 characters (it names created queues).
@@ -54,16 +57,16 @@ pub struct SplitSpec {
     #[serde(rename = "match")]
     pub pattern: Value,
     /// Where it sends what it takes: a sink table, as under `[sinks.<name>]`.
-    pub to: SinkTable,
+    pub to: SinkSpec,
     /// Deliver to the routes as well.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub copy: bool,
     /// When it was registered: the earliest registered split wins where splits overlap.
     pub registered_at: Timestamp,
     /// When it stops taking notifications.
     pub expires_at: Timestamp,
     /// Its destination was created for it, and goes with it.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub created: bool,
 }
 
@@ -72,8 +75,11 @@ pub const MAX_NAME_CHARS: usize = 40;
 
 impl SplitSpec {
     /// Checks the split and compiles its pattern.
-    pub fn check(&self) -> Result<ActiveSplit, String> {
-        let fail = |message: String| format!("split {:?}: {message}", self.name);
+    pub fn check(&self) -> Result<ActiveSplit, RoutesError> {
+        let fail = |message: String| RoutesError::Split {
+            split: self.name.clone(),
+            message,
+        };
         let name_ok = !self.name.is_empty()
             && self.name.chars().count() <= MAX_NAME_CHARS
             && self
@@ -95,11 +101,7 @@ impl SplitSpec {
         if self.expires_at <= self.registered_at {
             return Err(fail("it expires before it was registered".into()));
         }
-        let sink = SinkConfig {
-            name: format!("split:{}", self.name),
-            target: self.to.target.clone(),
-            selection: self.to.selection.clone(),
-        };
+        let sink = self.to.named(&format!("split:{}", self.name));
         sink.target
             .shape(&sink.selection)
             .map_err(|e| fail(format!("to, {e}")))?;
@@ -110,5 +112,107 @@ impl SplitSpec {
             copy: self.copy,
             expires_at: self.expires_at.0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::StoredRoutes;
+
+    /// A document with every sink type, routes with and without a pattern, and splits.
+    const DOCUMENT: &str = r#"
+[sinks.audit]
+type = "file"
+path = "/tmp/audit.jsonl"
+
+[sinks.fifo]
+type = "sqs"
+queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss.fifo"
+max_message_bytes = 4096
+message_group_id = "{match.bundle_uuid}"
+message_deduplication_id = "{$dedup_key}"
+attributes = ["dss.event_type", "dss.subscription_id"]
+extra_attributes = { team = "data", env = "prod" }
+
+[sinks.topic]
+type = "sns"
+topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-events"
+
+[sinks.gcp]
+type = "pubsub"
+topic = "projects/p/topics/dss-events"
+ordering_key = "{match.bundle_uuid}"
+
+[[routes]]
+name = "deletions"
+match = { event_type = ["DELETE", "TOMBSTONE"], match = { bundle_version = [{ prefix = "2" }] } }
+to = ["audit", "fifo"]
+stop = true
+
+[[routes]]
+name = "rest"
+to = ["topic", "gcp"]
+fallback = true
+
+[[splits]]
+name = "alice"
+match = { match = { bundle_uuid = [{ prefix = "aa" }] }, size = [{ numeric = [">", 1.5] }] }
+to = { type = "sqs", queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/relay-split-alice-3f9c0a" }
+registered_at = "2026-12-01T09:00:00Z"
+expires_at = "2026-12-01T17:00:00Z"
+copy = true
+created = true
+
+[[splits]]
+name = "bob"
+match = { event_type = ["CREATE"] }
+to = { type = "file", path = "-" }
+registered_at = "2026-12-01T09:30:00Z"
+expires_at = "2026-12-01T10:00:00Z"
+"#;
+
+    #[test]
+    fn a_stored_document_serializes_to_what_parses_back_equal() {
+        let parsed = StoredRoutes::parse(DOCUMENT).unwrap();
+        assert_eq!(
+            (parsed.sinks.len(), parsed.routes.len(), parsed.splits.len()),
+            (4, 2, 2)
+        );
+        let written = toml::to_string(&parsed).unwrap();
+        let again = StoredRoutes::parse(&written).unwrap_or_else(|e| panic!("{e}\n{written}"));
+        assert_eq!(again, parsed, "{written}");
+        assert_eq!(toml::to_string(&again).unwrap(), written);
+
+        // The shape users write: tagged sinks, RFC 3339 times, integers, and no false flags.
+        for line in [
+            r#"type = "sqs""#,
+            r#"type = "pubsub""#,
+            r#"queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss.fifo""#,
+            "max_message_bytes = 4096",
+            r#"registered_at = "2026-12-01T09:00:00Z""#,
+            r#"path = "-""#,
+            r#"message_deduplication_id = "{$dedup_key}""#,
+        ] {
+            assert!(
+                written.lines().any(|l| l.trim() == line),
+                "{line}\n{written}"
+            );
+        }
+        assert_eq!(written.matches("created = true").count(), 1, "{written}");
+        for absent in ["= false", "emulator_host", "max_message_bytes = 1048576"] {
+            assert!(!written.contains(absent), "{absent}\n{written}");
+        }
+    }
+
+    #[test]
+    fn defaults_written_out_parse_back_equal() {
+        // The same sinks with every default spelled out read the same as without.
+        let spelled = StoredRoutes::parse(
+            "[sinks.q]\ntype = \"sqs\"\nqueue_url = \"https://sqs.us-east-1.amazonaws.com/1/q\"\nmax_message_bytes = 1048576\nextra_attributes = {}\n",
+        )
+        .unwrap();
+        let written = toml::to_string(&spelled).unwrap();
+        assert_eq!(StoredRoutes::parse(&written).unwrap(), spelled, "{written}");
+        assert!(!written.contains("max_message_bytes"), "{written}");
     }
 }

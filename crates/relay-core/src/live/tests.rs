@@ -4,25 +4,23 @@ use serde_json::json;
 
 use super::*;
 use crate::sink::file::FileTarget;
-use crate::sink::{FileConfig, Selection};
+use crate::sink::{FileSinkConfig, Selection};
 
 fn file_sink(name: &str, path: &str) -> SinkConfig {
     SinkConfig {
         name: name.into(),
-        target: Target::File(FileConfig {
+        target: Target::File(FileSinkConfig {
             path: FileTarget::Path(path.into()),
         }),
         selection: Selection::default(),
     }
 }
 
-fn deployed() -> Deployed {
+fn deployed() -> Routes {
     let sinks = vec![file_sink("main", "/tmp/main.jsonl")];
-    Deployed {
-        routes: deployed_routes(&[], &sinks),
-        sinks,
-        pubsub_emulator: None,
-    }
+    let specs = deployed_routes(&[], &sinks);
+    let router = Router::to_all(vec!["main".into()]);
+    Routes::deployed(sinks, specs, router, None)
 }
 
 fn stored(text: &str) -> StoredRoutes {
@@ -61,13 +59,13 @@ impl Sink for Idle {
     }
 }
 
-fn table(stored: &StoredRoutes) -> Table {
-    let plan = Plan::merge(&deployed(), stored).unwrap();
-    Table::new(plan, None, |c| Arc::new(Idle(c.name.clone()))).unwrap()
+fn table(stored: &StoredRoutes) -> RoutingTable {
+    let routes = deployed().merge(stored).unwrap();
+    RoutingTable::new(routes, None, |c| Arc::new(Idle(c.name.clone()))).unwrap()
 }
 
 /// The destination names `table` picks for a notification about `bundle_uuid` at `now`.
-fn destinations(table: &Table, bundle_uuid: &str, now: &str) -> Vec<String> {
+fn destinations(table: &RoutingTable, bundle_uuid: &str, now: &str) -> Vec<String> {
     let document = json!({"match": {"bundle_uuid": bundle_uuid}});
     let input = Input::new(&document, &Value::Null);
     table
@@ -141,7 +139,7 @@ fn splits_that_take_everything_are_refused() {
             r#"match = { match = { bundle_uuid = [{ prefix = "aa" }] } }"#,
             pattern,
         );
-        let error = Plan::merge(&deployed(), &stored(&text)).unwrap_err();
+        let error = deployed().merge(&stored(&text)).unwrap_err().to_string();
         assert!(
             error.contains("takes every notification"),
             "{pattern}: {error}"
@@ -151,7 +149,7 @@ fn splits_that_take_everything_are_refused() {
         r#"match = { match = { bundle_uuid = [{ prefix = "aa" }] } }"#,
         "",
     );
-    let error = StoredRoutes::parse(&missing).unwrap_err();
+    let error = StoredRoutes::parse(&missing).unwrap_err().to_string();
     assert!(error.contains("missing field `match`"), "{error}");
 }
 
@@ -162,7 +160,10 @@ fn stored_routes_cannot_redefine_what_is_deployed() {
 type = "file"
 path = "/tmp/elsewhere.jsonl"
 "#;
-    let error = Plan::merge(&deployed(), &stored(redefine_sink)).unwrap_err();
+    let error = deployed()
+        .merge(&stored(redefine_sink))
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("sink \"main\" is deployed"), "{error}");
 
     let redefine_route = r#"
@@ -171,7 +172,10 @@ name = "all"
 match = { event_type = ["CREATE"] }
 to = ["main"]
 "#;
-    let error = Plan::merge(&deployed(), &stored(redefine_route)).unwrap_err();
+    let error = deployed()
+        .merge(&stored(redefine_route))
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("route \"all\" is deployed"), "{error}");
 
     // The same definition in both places (a migration) is fine, and counted once.
@@ -193,10 +197,10 @@ name = "deletes"
 match = { event_type = ["DELETE"] }
 to = ["audit"]
 "#;
-    let plan = Plan::merge(&deployed(), &stored(same)).unwrap();
-    let names: Vec<&str> = plan.sinks.iter().map(|s| s.name.as_str()).collect();
+    let routes = deployed().merge(&stored(same)).unwrap();
+    let names: Vec<&str> = routes.sinks.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["main", "audit"]);
-    assert_eq!(plan.router.routes().len(), 2);
+    assert_eq!(routes.router.routes().len(), 2);
 }
 
 #[test]
@@ -235,17 +239,20 @@ fn split_names_and_times_are_checked() {
             "another split has this name",
         ),
     ] {
-        let error = Plan::merge(&deployed(), &stored(&text)).unwrap_err();
+        let error = deployed().merge(&stored(&text)).unwrap_err().to_string();
         assert!(error.contains(expected), "{error}");
     }
     let error = StoredRoutes::parse(&split("alice", "aa", "yesterday", "2026-12-02T00:00:00Z"))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("RFC 3339"), "{error}");
 }
 
 #[test]
 fn unknown_tables_are_refused_with_their_place() {
-    let error = StoredRoutes::parse("[relay]\nmax_body_bytes = 1\n").unwrap_err();
+    let error = StoredRoutes::parse("[relay]\nmax_body_bytes = 1\n")
+        .unwrap_err()
+        .to_string();
     assert!(error.starts_with("1:"), "{error}");
     assert!(error.contains("unknown field `relay`"), "{error}");
 }

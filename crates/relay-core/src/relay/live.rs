@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use super::Relay;
 use crate::live::refresh::{LiveRoutes, Refreshed, SinkFactory};
-use crate::live::{Deployed, Table};
 use crate::sink::{Clients, SinkConfig};
 
 impl Relay {
@@ -23,11 +22,10 @@ impl Relay {
             .cloned()
             .zip(table.destinations.iter().map(|d| Arc::clone(&d.sink)))
             .collect();
-        let deployed = Deployed::from(&self.config);
         self.live = Some(LiveRoutes::new(
             store,
             factory,
-            deployed,
+            self.config.routes(),
             self.config.routes_refresh,
             built,
         ));
@@ -63,16 +61,6 @@ impl Relay {
             tick.tick().await;
             self.refresh().await;
         }
-    }
-
-    /// The routing table in effect.
-    pub fn table(&self) -> Arc<Table> {
-        self.table.load_full()
-    }
-
-    /// The problem with the stored routes document read last, when it was refused.
-    pub fn routes_problem(&self) -> Option<String> {
-        self.live.as_ref()?.problem()
     }
 }
 

@@ -1,35 +1,42 @@
-//! The relay's one entry point: a request in, an [`Outcome`] out.
+//! The relay's one entry point, [`Relay::handle`]: a request head and its body in, an
+//! [`Outcome`] out. Every answer is decided on this path.
 //!
-//! The path of a notification: crawler path, method and size checks, then
-//! [`verify`](crate::verify) over the raw bytes, then [`intake`](crate::intake) takes the payload
-//! out of the body, then [`Notification`] parses it, then the routing [`Table`] in effect (splits,
-//! then routes) picks the destinations, each shapes and size-checks its message, and only then
-//! does each [`Sink`] publish it. The answer is 202 only when every routed sink acknowledged.
-//! [`live`] keeps the routing table up to date with the stored routes.
+//! The path of a notification: crawler path, method and size checks on the head, then
+//! [`admission`](crate::admission) (the budget in flight, the body read within its limit and
+//! timeout), then [`verify`](crate::verify) over the raw bytes, then [`intake`](crate::intake)
+//! takes the payload out of the body, then [`Notification`] parses it, then the
+//! [`RoutingTable`] in effect (splits, then routes) picks the destinations, each shapes and
+//! size-checks its message ([`sink::shape`](crate::sink::shape)), and only then does each
+//! [`Sink`] publish it ([`publish`]). The answer is 202 only when every routed sink
+//! acknowledged. [`live`] keeps the routing table up to date with the stored routes; [`log`]
+//! writes the request's one line.
 
 mod live;
+mod log;
+mod publish;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use futures_util::future::join_all;
 use http::request::Parts;
 use http::{Method, StatusCode, header};
+use http_body::Body;
 use serde_json::json;
 
-use crate::admission::{Admission, Ticket};
-use crate::config::{Config, MetricsFormat};
+use self::log::LogFields;
+use crate::admission::{Admission, read_body};
+use crate::config::{Config, ConfigErrors, MetricsFormat};
 use crate::error::Error;
 use crate::intake::extract_payload;
 use crate::live::refresh::LiveRoutes;
-use crate::live::{Deployed, Plan, Table};
+use crate::live::{RoutingTable, StoreError};
 use crate::metrics::{self, Metrics};
-use crate::notification::{Notification, Verified};
+use crate::notification::Notification;
 use crate::outcome::Outcome;
 use crate::route::{Input, request_document};
-use crate::sink::{BuildError, Message, Sink, SinkConfig, SinkError};
+use crate::sink::{BuildError, Message, Sink, SinkConfig};
 use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
@@ -42,7 +49,7 @@ pub struct Relay {
     config: Config,
     policy: Policy,
     /// The routes, splits and destinations in effect.
-    table: ArcSwap<Table>,
+    table: ArcSwap<RoutingTable>,
     /// The stored routes, when `RELAY_ROUTES_URL` is set.
     live: Option<LiveRoutes>,
     clock: Arc<dyn Clock>,
@@ -50,20 +57,12 @@ pub struct Relay {
     metrics: Metrics,
 }
 
-/// Why a body could not be read in full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unreadable {
-    /// It exceeded the body limit (413).
-    TooLarge,
-    /// It did not arrive within the body read timeout (408).
-    TimedOut,
-    /// The client went away or sent a broken body (400).
-    Broken,
-}
-
 /// Why the relay could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The configuration is refused: every problem, each naming its variable.
+    #[error(transparent)]
+    Config(#[from] ConfigErrors),
     /// A sink could not be built: a file that cannot be opened, a client without credentials,
     /// a destination this build leaves out.
     #[error("sink {sink:?}: {error}")]
@@ -78,19 +77,7 @@ pub enum StartError {
     Secret(String),
     /// The stored routes' store cannot be used.
     #[error("RELAY_ROUTES_URL: {0}")]
-    Routes(String),
-}
-
-/// What the per-request log line says about the notification.
-#[derive(Default)]
-struct LogFields {
-    filtered: bool,
-    subscription_id: Option<String>,
-    bundle_uuid: Option<String>,
-    bundle_version: Option<String>,
-    event_type: Option<String>,
-    routes_version: Option<String>,
-    split: Option<String>,
+    Routes(#[source] StoreError),
 }
 
 impl Relay {
@@ -150,7 +137,7 @@ impl Relay {
         };
         let store = crate::live::store::open(&url)
             .await
-            .map_err(|e| StartError::Routes(e.to_string()))?;
+            .map_err(StartError::Routes)?;
         let relay = relay.with_live_routes(store, factory);
         // At start, a store that cannot be read or a refused document leaves the deployed
         // routes in effect; both are logged, and the next refresh tries again.
@@ -165,10 +152,8 @@ impl Relay {
         mut sink: impl FnMut(&SinkConfig) -> Arc<dyn Sink>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let plan = Plan::deployed(&Deployed::from(&config))
-            .expect("routes are checked with the configuration");
-        let table =
-            Table::new(plan, None, &mut sink).expect("shapes are checked with the configuration");
+        let table = RoutingTable::new(config.routes(), None, &mut sink)
+            .expect("shapes are checked with the configuration");
         if config.max_clock_skew.is_none() {
             tracing::warn!(
                 "The Date check is off (RELAY_MAX_CLOCK_SKEW_SECS=0): a captured notification can be replayed at any time."
@@ -223,69 +208,18 @@ impl Relay {
         &self.config
     }
 
-    /// Answers what can be answered before the body is read: crawler paths, health checks,
-    /// refused methods and a declared `Content-Length` over the limit. Adapters call it so that they never
-    /// read an oversized body; [`accept`](Self::accept) applies the same checks again.
-    pub fn answer_before_body(&self, parts: &Parts) -> Option<Outcome> {
+    /// The one entry point: answers a request, reading its body here, and by `deadline` at the
+    /// latest (a platform's own timeout, less a margin). Sinks get the earlier of it and
+    /// `RELAY_SINK_TIMEOUT_MS`, counted from when the body has been read.
+    pub async fn handle<B>(&self, request: http::Request<B>, deadline: Option<Instant>) -> Outcome
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let started = Instant::now();
-        let answer = match self.check_head(parts) {
-            Ok(None) => return None,
-            Ok(Some(health)) => health,
-            Err(e) => Outcome::from_error(&e),
-        };
-        self.log(parts, &answer, &LogFields::default(), started);
-        Some(answer.for_method(&parts.method))
-    }
-
-    /// Admits a request whose head has arrived into the budget of requests and body bytes in
-    /// flight (relay-gcf), or answers 503 `overloaded` before its body is read. The ticket is
-    /// held until the answer is sent.
-    pub fn admit(&self, parts: &Parts) -> Result<Ticket, Box<Outcome>> {
-        self.admission.admit(parts).map_err(|e| {
-            let outcome = Outcome::from_error(&e);
-            self.log(parts, &outcome, &LogFields::default(), Instant::now());
-            Box::new(outcome)
-        })
-    }
-
-    /// The answer for a request whose body could not be read in full.
-    pub fn answer_unreadable(&self, parts: &Parts, why: Unreadable) -> Outcome {
-        let error = match why {
-            Unreadable::TooLarge => Error::BodyTooLarge {
-                limit: self.config.max_body_bytes,
-            },
-            Unreadable::TimedOut => Error::RequestTimeout {
-                secs: self.config.server.body_timeout.as_secs(),
-            },
-            Unreadable::Broken => Error::UnreadableBody,
-        };
-        let outcome = Outcome::from_error(&error);
-        self.log(parts, &outcome, &LogFields::default(), Instant::now());
-        outcome
-    }
-
-    /// Handles one inbound request: method, path, query, headers and the raw body bytes.
-    pub async fn accept(&self, request: http::Request<Bytes>) -> Outcome {
-        self.accept_until(request, None).await
-    }
-
-    /// Like [`accept`](Self::accept), answering by `deadline` at the latest (a platform's own
-    /// timeout, minus a margin); sinks get the earlier of it and `RELAY_SINK_TIMEOUT_MS`.
-    pub async fn accept_until(
-        &self,
-        request: http::Request<Bytes>,
-        deadline: Option<Instant>,
-    ) -> Outcome {
-        let started = Instant::now();
-        let sinks_deadline = deadline.map_or(started + self.config.sink_timeout, |d| {
-            d.min(started + self.config.sink_timeout)
-        });
         let (parts, body) = request.into_parts();
         let mut fields = LogFields::default();
-        let outcome = match self
-            .process(&parts, body, &mut fields, sinks_deadline)
-            .await
-        {
+        let outcome = match self.answer(&parts, body, &mut fields, deadline).await {
             Ok(outcome) => outcome,
             Err(e) => Outcome::from_error(&e),
         };
@@ -293,7 +227,45 @@ impl Relay {
         outcome.for_method(&parts.method)
     }
 
-    /// `Ok(Some(_))`: answered (health); `Ok(None)`: go on to the body.
+    /// [`handle`](Self::handle) for a request whose body is already in memory, with no
+    /// deadline but the sink timeout.
+    pub async fn accept(&self, request: http::Request<Bytes>) -> Outcome {
+        self.handle(request.map(http_body_util::Full::new), None)
+            .await
+    }
+
+    /// The head checks, admission and the body read, then the notification's path.
+    async fn answer<B>(
+        &self,
+        parts: &Parts,
+        body: B,
+        fields: &mut LogFields,
+        deadline: Option<Instant>,
+    ) -> Result<Outcome, Error>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if let Some(health) = self.check_head(parts)? {
+            return Ok(health);
+        }
+        // Held until the answer: the request and its body count against the budget.
+        let _ticket = self.admission.admit(parts, body.size_hint().exact())?;
+        let limits = (self.config.max_body_bytes, self.config.server.body_timeout);
+        let body = read_body(body, limits.0, limits.1).await?;
+        let read = Instant::now();
+        let sinks_deadline = deadline.map_or(read + self.config.sink_timeout, |d| {
+            d.min(read + self.config.sink_timeout)
+        });
+        if sinks_deadline <= read {
+            return Err(Error::DeadlinePassed);
+        }
+        self.deliver(parts, body, fields, sinks_deadline).await
+    }
+
+    /// `Ok(Some(_))`: answered (health); `Ok(None)`: go on to the body. Crawler paths, health
+    /// checks, refused methods and a declared `Content-Length` over the limit are answered
+    /// before the body is read.
     fn check_head(&self, parts: &Parts) -> Result<Option<Outcome>, Error> {
         if CRAWLER_PATHS.contains(&parts.uri.path()) {
             return Err(Error::NotFound);
@@ -321,24 +293,14 @@ impl Relay {
         Ok(None)
     }
 
-    async fn process(
+    /// A body read in full: verified, opened, parsed, routed, shaped, published.
+    async fn deliver(
         &self,
         parts: &Parts,
         body: Bytes,
         fields: &mut LogFields,
         deadline: Instant,
     ) -> Result<Outcome, Error> {
-        if let Some(answer) = self.check_head(parts)? {
-            return Ok(answer);
-        }
-        if deadline <= Instant::now() {
-            return Err(Error::DeadlinePassed);
-        }
-        if body.len() > self.config.max_body_bytes {
-            return Err(Error::BodyTooLarge {
-                limit: self.config.max_body_bytes,
-            });
-        }
         let received_at = self.clock.now();
         let signed = SignedRequest {
             method: &parts.method,
@@ -349,10 +311,7 @@ impl Relay {
         let proof = verify::verify(signed, &self.config.keys, &self.policy, self.clock.as_ref())?;
         let payload = extract_payload(&parts.headers, body, &self.config.payload_field).await?;
         let notification = Notification::parse(payload)?.into_verified(proof);
-        fields.subscription_id = Some(notification.subscription_id().to_owned());
-        fields.bundle_uuid = Some(notification.bundle_uuid().to_owned());
-        fields.bundle_version = Some(notification.bundle_version().to_owned());
-        fields.event_type = notification.event_type().map(str::to_owned);
+        fields.notification(&notification);
 
         let table = self.table.load_full();
         let routes_version = table.version.as_ref().map(|v| v.0.as_str());
@@ -377,17 +336,17 @@ impl Relay {
             ));
         }
 
-        let attempt = crate::notification::notify_attempt(&parts.headers);
-        let base = Message::new(&notification, attempt, received_at);
+        let base = Message::new(&notification, &parts.headers, received_at);
         // Every routed destination's message is shaped and size-checked before any sink is
         // called: a notification one of them cannot take is refused before anything leaves.
         let mut messages = Vec::with_capacity(decision.destinations.len());
         for &i in &decision.destinations {
             let destination = &table.destinations[i];
+            let sink = destination.sink.name();
             let message = destination.shape.apply(&base, &notification).map_err(|e| {
-                tracing::error!(sink = destination.name, error = %e, "A template cannot be filled; an operator must act.");
+                tracing::error!(sink, error = %e, "A template cannot be filled; an operator must act.");
                 Error::SinkFailed {
-                    sink: destination.sink.name().to_owned(),
+                    sink: sink.to_owned(),
                 }
             })?;
             if let Some(limit) = destination
@@ -395,7 +354,7 @@ impl Relay {
                 .filter(|&max| message.encoded_size() > max)
             {
                 return Err(Error::MessageTooLarge {
-                    sink: destination.sink.name().to_owned(),
+                    sink: sink.to_owned(),
                     limit,
                 });
             }
@@ -403,109 +362,5 @@ impl Relay {
         }
         self.publish(&notification, messages, deadline, routes_version)
             .await
-    }
-
-    /// Publishes to the routed sinks concurrently; 202 only when all of them acknowledged.
-    async fn publish(
-        &self,
-        notification: &Notification<Verified>,
-        messages: Vec<(&Arc<dyn Sink>, Message)>,
-        deadline: Instant,
-        routes_version: Option<&str>,
-    ) -> Result<Outcome, Error> {
-        let results = join_all(messages.into_iter().map(|(sink, message)| async move {
-            let started = Instant::now();
-            let publish = sink.publish(std::slice::from_ref(&message));
-            let result = match tokio::time::timeout_at(deadline.into(), publish).await {
-                Ok(results) => results.into_iter().next().unwrap_or_else(|| {
-                    Err(SinkError::Permanent(
-                        "the sink answered for no message".into(),
-                    ))
-                }),
-                Err(_) => Err(SinkError::Retryable(
-                    "no acknowledgement before the deadline".into(),
-                )),
-            };
-            self.metrics.publish(
-                sink.name(),
-                result.as_ref(),
-                started.elapsed().as_secs_f64() * 1000.0,
-            );
-            (sink.name(), result)
-        }))
-        .await;
-
-        let mut deliveries = Vec::with_capacity(results.len());
-        let mut failure: Option<Error> = None;
-        for (sink, result) in results {
-            match result {
-                Ok(receipt) => {
-                    deliveries.push(json!({"sink": sink, "message_id": receipt.message_id}))
-                }
-                Err(e) => {
-                    let retryable = e.is_retryable();
-                    if retryable {
-                        tracing::warn!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink failed; the sender will retry.");
-                    } else {
-                        tracing::error!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
-                    }
-                    // A permanent failure outranks a retryable one: retrying cannot fix it.
-                    let sink = sink.to_owned();
-                    failure = match failure {
-                        Some(f @ Error::SinkFailed { .. }) => Some(f),
-                        _ if !retryable => Some(Error::SinkFailed { sink }),
-                        Some(f) => Some(f),
-                        None => Some(Error::SinkRetryable { sink }),
-                    };
-                }
-            }
-        }
-        if let Some(failure) = failure {
-            return Err(failure);
-        }
-        Ok(Outcome::json(
-            StatusCode::ACCEPTED,
-            &json!({
-                "status": "published",
-                "dedup_key": notification.dedup_key(),
-                "deliveries": deliveries,
-                "routes_version": routes_version,
-            }),
-        ))
-    }
-
-    fn log(&self, parts: &Parts, outcome: &Outcome, fields: &LogFields, started: Instant) {
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let status = outcome.status.as_u16();
-        let code = outcome.code.unwrap_or(match status {
-            _ if fields.filtered => "filtered",
-            200 => "ok",
-            _ => "published",
-        });
-        self.metrics.answer(status, code, latency_ms);
-        macro_rules! line {
-            ($level:ident, $msg:literal) => {
-                tracing::$level!(
-                    method = %parts.method,
-                    path = parts.uri.path(),
-                    status,
-                    code = outcome.code,
-                    subscription_id = fields.subscription_id.as_deref(),
-                    bundle_uuid = fields.bundle_uuid.as_deref(),
-                    bundle_version = fields.bundle_version.as_deref(),
-                    event_type = fields.event_type.as_deref(),
-                    routes_version = fields.routes_version.as_deref(),
-                    split = fields.split.as_deref(),
-                    latency_ms,
-                    $msg
-                )
-            };
-        }
-        match status {
-            _ if fields.filtered => line!(info, "Notification filtered out: no route matched."),
-            200..=299 => line!(info, "Request answered."),
-            502 => line!(error, "Notification not delivered."),
-            _ => line!(warn, "Request refused."),
-        }
     }
 }

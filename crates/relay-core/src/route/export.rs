@@ -273,7 +273,7 @@ mod tests {
     use super::*;
 
     fn export(pattern: Value, language: FilterLanguage) -> Export {
-        let all = crate::notification::Attributes::ORDER;
+        let all = crate::sink::Attributes::ORDER;
         Pattern::compile(&pattern).unwrap().export(language, &all)
     }
 

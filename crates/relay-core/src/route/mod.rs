@@ -7,9 +7,9 @@
 
 mod describe;
 mod export;
+mod jmes;
 mod pattern;
 mod request;
-mod template;
 
 use std::collections::BTreeMap;
 
@@ -18,7 +18,6 @@ use serde_json::Value;
 pub use export::{Export, FilterLanguage};
 pub use pattern::{Input, Pattern, PatternError, REQUEST};
 pub use request::request_document;
-pub use template::{Template, TemplateError};
 
 /// A compiled route.
 #[derive(Debug, Clone)]
@@ -45,7 +44,7 @@ pub struct Router {
 
 /// What one route decided about one notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub struct Verdict {
     /// The route.
     pub route: String,
     /// Whether it delivers the notification.
@@ -57,28 +56,28 @@ pub struct Decision {
 /// The outcome of routing one notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routing {
-    /// One decision per route, in order (routes after a matching `stop` route included).
-    pub decisions: Vec<Decision>,
+    /// One verdict per route, in order (routes after a matching `stop` route included).
+    pub verdicts: Vec<Verdict>,
     /// The sinks to publish to, each once, in the order routes named them.
     pub sinks: Vec<usize>,
 }
 
 /// A `[[routes]]` entry as written in the configuration file.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSpec {
     /// Unique name.
     pub name: String,
     /// The pattern (an object), or `None` to match everything.
-    #[serde(rename = "match")]
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
     pub pattern: Option<Value>,
     /// Names of sinks.
     pub to: Vec<String>,
     /// See [`Route::stop`].
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stop: bool,
     /// See [`Route::fallback`].
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fallback: bool,
 }
 
@@ -229,7 +228,7 @@ impl Router {
 
     /// Routes one notification. Compiles nothing.
     pub fn route(&self, input: &Input<'_>) -> Routing {
-        let mut decisions = Vec::with_capacity(self.routes.len());
+        let mut verdicts = Vec::with_capacity(self.routes.len());
         let mut sinks: Vec<usize> = Vec::new();
         let mut matched_any = false;
         let mut stopped: Option<&str> = None;
@@ -241,14 +240,14 @@ impl Router {
             }
         };
         for route in self.routes.iter().filter(|r| !r.fallback) {
-            let decision = if let Some(stopper) = stopped {
-                Decision {
+            let verdict = if let Some(stopper) = stopped {
+                Verdict {
                     route: route.name.clone(),
                     matched: false,
                     reason: format!("not evaluated: {stopper:?} matched and has stop = true"),
                 }
             } else if let Some(failed) = route.pattern.first_failure(input) {
-                Decision {
+                Verdict {
                     route: route.name.clone(),
                     matched: false,
                     reason: format!("failed: {failed}"),
@@ -264,32 +263,32 @@ impl Router {
                 } else {
                     "every condition held".to_owned()
                 };
-                Decision {
+                Verdict {
                     route: route.name.clone(),
                     matched: true,
                     reason,
                 }
             };
-            decisions.push(decision);
+            verdicts.push(verdict);
         }
         for route in self.routes.iter().filter(|r| r.fallback) {
-            let decision = if matched_any {
-                Decision {
+            let verdict = if matched_any {
+                Verdict {
                     route: route.name.clone(),
                     matched: false,
                     reason: "fallback not taken: another route matched".into(),
                 }
             } else {
                 take(&mut sinks, route);
-                Decision {
+                Verdict {
                     route: route.name.clone(),
                     matched: true,
                     reason: "fallback: no other route matched".into(),
                 }
             };
-            decisions.push(decision);
+            verdicts.push(verdict);
         }
-        Routing { decisions, sinks }
+        Routing { verdicts, sinks }
     }
 }
 
@@ -366,14 +365,14 @@ mod tests {
             json!({"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "b1"}}),
         );
         assert_eq!(r.sinks, [0, 1], "indexer named by two routes appears once");
-        let matched: Vec<bool> = r.decisions.iter().map(|d| d.matched).collect();
+        let matched: Vec<bool> = r.verdicts.iter().map(|d| d.matched).collect();
         assert_eq!(matched, [false, true, true, false]);
         assert_eq!(
-            r.decisions[0].reason,
+            r.verdicts[0].reason,
             r#"failed: subscription_id is one of [prefix "dev-"]"#
         );
         assert_eq!(
-            r.decisions[3].reason,
+            r.verdicts[3].reason,
             "fallback not taken: another route matched"
         );
     }
@@ -386,7 +385,7 @@ mod tests {
         );
         assert_eq!(r.sinks, [2]);
         assert!(
-            r.decisions[1]
+            r.verdicts[1]
                 .reason
                 .starts_with("not evaluated: \"dev-project\" matched")
         );
@@ -395,7 +394,7 @@ mod tests {
             json!({"subscription_id": "s", "event_type": "DELETE", "match": {"bundle_uuid": "c1"}}),
         );
         assert_eq!(r.sinks, [1]);
-        assert_eq!(r.decisions[3].reason, "fallback: no other route matched");
+        assert_eq!(r.verdicts[3].reason, "fallback: no other route matched");
     }
 
     #[test]

@@ -8,11 +8,12 @@
 //! `query.<name>`, `headers.<name>`.
 
 use std::cell::OnceCell;
-use std::fmt;
 
-use jmespath::{Context, DEFAULT_RUNTIME, Rcvar, Variable};
+use jmespath::{Rcvar, Variable};
 use regex::Regex;
 use serde_json::Value;
+
+pub(super) use super::jmes::Jmes;
 
 /// The deepest nesting of groups and repetitions a `regex` condition may have.
 const REGEX_NEST_LIMIT: u32 = 32;
@@ -60,35 +61,6 @@ pub(super) enum Cmp {
     Eq,
     Ge,
     Gt,
-}
-
-/// A compiled JMESPath expression, evaluated without copying the document more than once.
-#[derive(Clone)]
-pub(super) struct Jmes(pub(super) std::sync::Arc<jmespath::Expression<'static>>);
-
-impl fmt::Debug for Jmes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "jmespath({:?})", self.0.as_str())
-    }
-}
-
-impl Jmes {
-    pub(crate) fn compile(expression: &str) -> Result<Self, String> {
-        jmespath::compile(expression)
-            .map(|e| Self(std::sync::Arc::new(e)))
-            .map_err(|e| format!("invalid JMESPath {expression:?}: {e}"))
-    }
-
-    /// True when the expression's result over `value` is truthy; errors count as false.
-    fn truthy(&self, value: &Value) -> bool {
-        Variable::try_from(value).is_ok_and(|variable| self.truthy_over(&Rcvar::new(variable)))
-    }
-
-    /// The same, over a value already converted for JMESPath.
-    fn truthy_over(&self, data: &Rcvar) -> bool {
-        let mut context = Context::new(self.0.as_str(), &DEFAULT_RUNTIME);
-        jmespath::interpret(data, self.0.as_ast(), &mut context).is_ok_and(|r| r.is_truthy())
-    }
 }
 
 /// Why a pattern could not be compiled; `at` is the dotted path of the offending part.

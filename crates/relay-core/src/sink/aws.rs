@@ -209,7 +209,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::notification::Attributes;
+    use crate::sink::Attributes;
 
     #[test]
     fn regions_come_from_aws_hosts_only() {

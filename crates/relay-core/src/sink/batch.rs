@@ -67,6 +67,30 @@ impl Sink for BatchedSink {
     }
 }
 
+/// Defines a destination's own sink type over a [`BatchedSink`] (`SqsSink`, `SnsSink`).
+macro_rules! batched_sink {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub struct $name(super::super::batch::BatchedSink);
+
+        #[async_trait::async_trait]
+        impl super::super::Sink for $name {
+            fn name(&self) -> &str {
+                self.0.name()
+            }
+
+            async fn publish(
+                &self,
+                batch: &[super::super::Message],
+            ) -> Vec<Result<super::super::Receipt, super::super::SinkError>> {
+                self.0.publish(batch).await
+            }
+        }
+    };
+}
+pub(crate) use batched_sink;
+
 /// How long a partial batch may wait for more messages (the runtime's timers round it up to
 /// the next millisecond tick, so a wait is at most 2 ms). A message that arrives after this long
 /// without one, when no call is in flight, leaves at once.
@@ -260,7 +284,7 @@ async fn send(sender: Arc<dyn SendBatch>, batch: Vec<(Message, Reply)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::notification::Attributes;
+    use crate::sink::Attributes;
     use bytes::Bytes;
     use std::sync::Mutex;
     use std::time::SystemTime;

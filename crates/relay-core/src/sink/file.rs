@@ -12,9 +12,9 @@ use tokio::sync::Mutex;
 use super::{Message, Receipt, Sink, SinkError};
 
 /// A `type = "file"` sink, or `RELAY_FILE_SINK`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileConfig {
+pub struct FileSinkConfig {
     /// A path, created if missing and appended to, or `-` for standard output.
     pub path: FileTarget,
 }
@@ -38,8 +38,8 @@ impl fmt::Display for FileTarget {
 }
 
 impl std::str::FromStr for FileTarget {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::text::InvalidValue;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "" => Err("is empty; give a path, or - for standard output".into()),
             "-" => Ok(Self::Stdout),
@@ -49,6 +49,7 @@ impl std::str::FromStr for FileTarget {
 }
 
 crate::text::deserialize_from_text!(FileTarget, "a path, or - for standard output");
+crate::text::serialize_as_text!(FileTarget);
 
 #[derive(Debug)]
 enum Output {

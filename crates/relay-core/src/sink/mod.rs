@@ -22,18 +22,20 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use serde::Deserialize;
 use serde::de::Error as _;
+use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "aws")]
 pub use aws::{load_aws_config, region_of_host};
-pub use file::{FileConfig, FileSink, FileTarget};
+pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use pubsub::PubSubConfig;
-pub use shape::{Selection, Shape, ShapeError};
+pub use shape::{
+    Attributes, NOTIFY_ATTEMPT, Selection, Shape, ShapeError, Template, TemplateError,
+};
 pub use sns::SnsConfig;
 pub use sqs::SqsConfig;
 
-use crate::notification::{Attributes, Notification, Verified};
+use crate::notification::{Notification, Verified};
 
 /// Boxed error source carried by a [`SinkError`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -61,15 +63,17 @@ pub struct Message {
 }
 
 impl Message {
-    /// The unshaped message for a verified notification: every relay attribute, no ids.
+    /// The unshaped message for a verified notification: every relay attribute (the attempt
+    /// from `headers`), no ids.
     pub fn new(
         notification: &Notification<Verified>,
-        notify_attempt: Option<&str>,
+        headers: &http::HeaderMap,
         received_at: SystemTime,
     ) -> Self {
+        let attempt = shape::notify_attempt(headers);
         Self {
             payload: notification.payload().clone(),
-            attributes: Attributes::derive(notification, notify_attempt),
+            attributes: Attributes::derive(notification, attempt),
             dedup_key: notification.dedup_key().to_owned(),
             group_id: None,
             dedup_id: None,
@@ -155,7 +159,7 @@ pub trait Sink: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
     /// A local file or standard output.
-    File(FileConfig),
+    File(FileSinkConfig),
     /// An SQS queue.
     Sqs(SqsConfig),
     /// An SNS topic.
@@ -175,17 +179,17 @@ pub struct SinkConfig {
     pub selection: Selection,
 }
 
-/// A `[sinks.<name>]` table as written: `type`, the destination's keys (each refused when it
+/// A `[sinks.<name>]` table as written (a sink spec): `type`, the destination's keys (each refused when it
 /// is not one of that destination's) and the keys every destination takes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SinkTable {
+pub struct SinkSpec {
     /// The destination.
     pub target: Target,
     /// `attributes` and `extra_attributes`.
     pub selection: Selection,
 }
 
-impl<'de> Deserialize<'de> for SinkTable {
+impl<'de> Deserialize<'de> for SinkSpec {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut table = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
         let kind = match table.remove("type") {
@@ -218,8 +222,48 @@ impl<'de> Deserialize<'de> for SinkTable {
     }
 }
 
+/// The same table back: `type`, the destination's keys (its defaults left out) and the common
+/// keys that are set.
+impl Serialize for SinkSpec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Table<'a, T> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            #[serde(flatten)]
+            own: &'a T,
+            #[serde(flatten)]
+            selection: &'a Selection,
+        }
+        fn table<'a, T>(spec: &'a SinkSpec, own: &'a T) -> Table<'a, T> {
+            Table {
+                kind: spec.target.kind(),
+                own,
+                selection: &spec.selection,
+            }
+        }
+        match &self.target {
+            Target::File(own) => table(self, own).serialize(serializer),
+            Target::Sqs(own) => table(self, own).serialize(serializer),
+            Target::Sns(own) => table(self, own).serialize(serializer),
+            Target::PubSub(own) => table(self, own).serialize(serializer),
+        }
+    }
+}
+
+impl SinkSpec {
+    /// The configured sink this table describes under `name`.
+    pub fn named(&self, name: &str) -> SinkConfig {
+        SinkConfig {
+            name: name.to_owned(),
+            target: self.target.clone(),
+            selection: self.selection.clone(),
+        }
+    }
+}
+
 /// The tables under `[sinks]`, by name.
-pub type SinkTables = BTreeMap<String, SinkTable>;
+pub type SinkSpecs = BTreeMap<String, SinkSpec>;
 
 impl Target {
     /// The destination's type, as `type` names it.
@@ -383,15 +427,22 @@ impl std::fmt::Display for ByteLimit {
 }
 
 impl std::str::FromStr for ByteLimit {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::text::InvalidValue;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         s.trim()
             .parse::<usize>()
             .ok()
             .and_then(std::num::NonZeroUsize::new)
             .map(Self)
-            .ok_or_else(|| "expected a positive number of bytes".to_owned())
+            .ok_or_else(|| "expected a positive number of bytes".into())
     }
 }
 
 crate::text::deserialize_from_text!(ByteLimit, "a positive number of bytes");
+
+/// A TOML integer, as written.
+impl Serialize for ByteLimit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(serializer)
+    }
+}

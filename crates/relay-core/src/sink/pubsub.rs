@@ -1,22 +1,26 @@
 //! Google Pub/Sub through Google's official client, which batches messages in flight together.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+use super::shape::Template;
 use super::{ByteLimit, Selection, Shape, ShapeError};
-use crate::route::Template;
 
 /// A `type = "pubsub"` sink, or `RELAY_PUBSUB_TOPIC` with `RELAY_PUBSUB_ORDERING` and
 /// `RELAY_PUBSUB_MAX_MESSAGE_BYTES`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PubSubConfig {
     /// `projects/<project>/topics/<topic>`.
     pub topic: PubSubTopic,
     /// Data plus attributes above this get 413 before any call (default 10000000, the Pub/Sub
     /// limit).
-    #[serde(default = "PubSubConfig::default_max")]
+    #[serde(
+        default = "PubSubConfig::default_max",
+        skip_serializing_if = "PubSubConfig::is_default_max"
+    )]
     pub max_message_bytes: ByteLimit,
     /// The ordering key template (default: no ordering key).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ordering_key: Option<Template>,
     /// `PUBSUB_EMULATOR_HOST` (`host:port`): talk to that emulator with anonymous credentials
     /// instead of Google with the platform's default credentials. Not a key of the table.
@@ -30,6 +34,10 @@ impl PubSubConfig {
 
     fn default_max() -> ByteLimit {
         Self::DEFAULT_MAX_MESSAGE_BYTES
+    }
+
+    fn is_default_max(limit: &ByteLimit) -> bool {
+        *limit == Self::DEFAULT_MAX_MESSAGE_BYTES
     }
 
     /// A topic with the default limit and no ordering key.

@@ -1,23 +1,28 @@
 //! Amazon SNS: standard and FIFO topics, `PublishBatch` for messages in flight together.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+use super::shape::Template;
 use super::shape::{ShapeError, fifo_ids};
 use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape};
-use crate::route::Template;
 
 /// A `type = "sns"` sink, or `RELAY_SNS_TOPIC_ARN` with `RELAY_SNS_MAX_MESSAGE_BYTES`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SnsConfig {
     /// The topic ARN; a name ending in `.fifo` makes it a FIFO topic.
     pub topic_arn: TopicArn,
     /// Body plus attributes above this get 413 before any call (default 262144, the SNS limit).
-    #[serde(default = "SnsConfig::default_max")]
+    #[serde(
+        default = "SnsConfig::default_max",
+        skip_serializing_if = "SnsConfig::is_default_max"
+    )]
     pub max_message_bytes: ByteLimit,
     /// FIFO topics: the `MessageGroupId` template (default `{subscription_id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_group_id: Option<Template>,
     /// FIFO topics: the `MessageDeduplicationId` template (default `{$dedup_key}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_deduplication_id: Option<Template>,
 }
 
@@ -27,6 +32,10 @@ impl SnsConfig {
 
     fn default_max() -> ByteLimit {
         Self::DEFAULT_MAX_MESSAGE_BYTES
+    }
+
+    fn is_default_max(limit: &ByteLimit) -> bool {
+        *limit == Self::DEFAULT_MAX_MESSAGE_BYTES
     }
 
     /// A topic with the default limit and FIFO ids.
@@ -80,6 +89,9 @@ impl TopicArn {
 }
 
 #[cfg(feature = "sns")]
+pub use api::SnsSink;
+
+#[cfg(feature = "sns")]
 mod api {
     use std::collections::HashMap;
     use std::sync::Arc;
@@ -92,7 +104,12 @@ mod api {
     use super::super::aws::{
         AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid,
     };
-    use super::super::batch::{BatchedSink, Limits};
+    use super::super::batch::{BatchedSink, Limits, batched_sink};
+
+    batched_sink!(
+        /// An SNS topic's sink: `PublishBatch` for messages in flight together.
+        SnsSink
+    );
     use super::SnsConfig;
 
     /// SNS takes at most ten entries and 256 KiB per `PublishBatch`.
@@ -105,7 +122,7 @@ mod api {
 
     impl SnsConfig {
         /// The sink, its client built once; the topic ARN's region becomes its region.
-        pub(in crate::sink) fn build(&self, sdk: &aws_config::SdkConfig) -> BatchedSink {
+        pub(in crate::sink) fn build(&self, sdk: &aws_config::SdkConfig) -> SnsSink {
             let config = aws_sdk_sns::config::Builder::from(sdk)
                 .region(Region::new(self.topic_arn.region().to_owned()));
             let topic = Topic {
@@ -113,7 +130,7 @@ mod api {
                 arn: self.topic_arn.as_str().to_owned(),
             };
             let name = format!("sns:{}", topic.arn.rsplit(':').next().unwrap_or_default());
-            BatchedSink::new(name, Arc::new(AwsSender(topic)), BATCH)
+            SnsSink(BatchedSink::new(name, Arc::new(AwsSender(topic)), BATCH))
         }
     }
 

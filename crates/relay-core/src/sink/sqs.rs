@@ -1,24 +1,29 @@
 //! Amazon SQS: standard and FIFO queues, `SendMessageBatch` for messages in flight together.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+use super::shape::Template;
 use super::shape::{ShapeError, fifo_ids};
 use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape};
-use crate::route::Template;
 
 /// A `type = "sqs"` sink, or `RELAY_SQS_QUEUE_URL` with `RELAY_SQS_MAX_MESSAGE_BYTES`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SqsConfig {
     /// The queue URL; a name ending in `.fifo` makes it a FIFO queue.
     pub queue_url: QueueUrl,
     /// Body plus attributes above this get 413 before any call (default 1048576, the SQS
     /// limit; set it lower for a queue with a smaller `MaximumMessageSize`).
-    #[serde(default = "SqsConfig::default_max")]
+    #[serde(
+        default = "SqsConfig::default_max",
+        skip_serializing_if = "SqsConfig::is_default_max"
+    )]
     pub max_message_bytes: ByteLimit,
     /// FIFO queues: the `MessageGroupId` template (default `{subscription_id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_group_id: Option<Template>,
     /// FIFO queues: the `MessageDeduplicationId` template (default `{$dedup_key}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_deduplication_id: Option<Template>,
 }
 
@@ -28,6 +33,10 @@ impl SqsConfig {
 
     fn default_max() -> ByteLimit {
         Self::DEFAULT_MAX_MESSAGE_BYTES
+    }
+
+    fn is_default_max(limit: &ByteLimit) -> bool {
+        *limit == Self::DEFAULT_MAX_MESSAGE_BYTES
     }
 
     /// A queue with the default limit and FIFO ids.
@@ -72,7 +81,7 @@ crate::text::checked_string!(
 );
 
 #[cfg(feature = "sqs")]
-pub use api::client_for_queue;
+pub use api::{SqsSink, client_for_queue};
 
 #[cfg(feature = "sqs")]
 mod api {
@@ -87,7 +96,12 @@ mod api {
     use super::super::aws::{
         AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, region_of_host,
     };
-    use super::super::batch::{BatchedSink, Limits};
+    use super::super::batch::{BatchedSink, Limits, batched_sink};
+
+    batched_sink!(
+        /// An SQS queue's sink: `SendMessageBatch` for messages in flight together.
+        SqsSink
+    );
     use super::{SqsConfig, wire};
 
     /// SQS takes at most ten entries and 1 MiB per `SendMessageBatch`.
@@ -101,14 +115,14 @@ mod api {
     impl SqsConfig {
         /// The sink, its client built once from the shared AWS configuration. A queue URL on
         /// an AWS host sets the client's region, so a relay can publish to another region.
-        pub(in crate::sink) fn build(&self, sdk: &aws_config::SdkConfig) -> BatchedSink {
+        pub(in crate::sink) fn build(&self, sdk: &aws_config::SdkConfig) -> SqsSink {
             let url = self.queue_url.as_str();
             let queue = Queue {
                 client: client_for_queue(sdk, url),
                 url: url.to_owned(),
             };
             let name = format!("sqs:{}", url.rsplit('/').next().unwrap_or_default());
-            BatchedSink::new(name, Arc::new(AwsSender(queue)), BATCH)
+            SqsSink(BatchedSink::new(name, Arc::new(AwsSender(queue)), BATCH))
         }
     }
 

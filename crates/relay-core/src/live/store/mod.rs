@@ -46,9 +46,9 @@ pub enum RoutesUrl {
 }
 
 impl std::str::FromStr for RoutesUrl {
-    type Err = String;
+    type Err = crate::text::InvalidValue;
 
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
         let object = |rest: &str, scheme: &str| -> Result<(String, String), String> {
             match rest.split_once('/') {
@@ -69,7 +69,8 @@ impl std::str::FromStr for RoutesUrl {
         } else if text.contains("://") {
             Err(format!(
                 "expected a path, s3://<bucket>/<key> or gs://<bucket>/<object>, got {text:?}"
-            ))
+            )
+            .into())
         } else if text.is_empty() {
             Err("expected a path, s3://<bucket>/<key> or gs://<bucket>/<object>".into())
         } else {

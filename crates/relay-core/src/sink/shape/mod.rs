@@ -1,22 +1,30 @@
 //! How a destination shapes each message beyond the payload, which never changes: the relay
-//! attributes it sends, static attributes it adds, and its FIFO ids or ordering key.
+//! attributes it sends ([`Attributes`], with the attempt header), static attributes it adds,
+//! and its FIFO ids or ordering key ([`Template`]s).
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+mod attributes;
+mod template;
+
+pub(crate) use attributes::notify_attempt;
+pub use attributes::{Attributes, NOTIFY_ATTEMPT};
+pub use template::{Template, TemplateError};
 
 use super::Message;
-use crate::notification::{Attributes, Notification, Verified};
-use crate::route::{Template, TemplateError};
+use crate::notification::{Notification, Verified};
 
 /// The keys every `[sinks.<name>]` table takes, whatever its type.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Selection {
     /// The relay attributes to send, by name (default: all, in priority order).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub attributes: Option<Vec<String>>,
     /// Static attributes added to every message, after the relay's own.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra_attributes: BTreeMap<String, String>,
 }
 

@@ -18,13 +18,19 @@ enum Part {
 }
 
 impl std::str::FromStr for Template {
-    type Err = String;
-    fn from_str(source: &str) -> Result<Self, String> {
-        Self::parse(source).map_err(|e| e.0)
+    type Err = crate::text::InvalidValue;
+    fn from_str(source: &str) -> Result<Self, Self::Err> {
+        Self::parse(source).map_err(|e| e.0.into())
     }
 }
 
 crate::text::deserialize_from_text!(Template, "a template such as \"{match.bundle_uuid}\"");
+
+impl serde::Serialize for Template {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.source)
+    }
+}
 
 /// A template that does not parse, or a field a notification lacks.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

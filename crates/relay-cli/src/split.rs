@@ -1,0 +1,416 @@
+//! `relay split`: start, list, renew, stop and tidy up the splits of the stored routes
+//! document, creating and deleting the destinations `--create` makes for them.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Subcommand};
+use relay_core::live::{SplitSpec, Timestamp};
+use relay_core::sink::{
+    FileSinkConfig, FileTarget, PubSubConfig, Selection, SinkSpec, SnsConfig, SqsConfig, Target,
+};
+use serde_json::Value;
+
+use crate::document::{self, IfUnparsable, StoreArgs};
+use crate::{split_queue, split_topic};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SplitCommand {
+    /// Send the notifications that match PATTERN to your own destination until the split
+    /// expires. Splits come before routes; where splits overlap, the earliest registered wins.
+    Start(Box<StartArgs>),
+    /// List the splits, expired ones included.
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Push a split's expiry to TTL from now.
+    Renew {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The split's name.
+        name: String,
+        /// How long from now, e.g. 30m, 8h, 2d.
+        #[arg(long, default_value = "8h", value_parser = parse_ttl)]
+        ttl: Duration,
+    },
+    /// End a split: its notifications go back to the routes. A queue `--create` made is
+    /// deleted.
+    Stop {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The split's name.
+        name: String,
+        /// Keep the queue `--create` made (delete it yourself).
+        #[arg(long)]
+        keep_queue: bool,
+    },
+    /// Remove the expired splits (the relay already ignores them).
+    Gc {
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("destination").required(true)))]
+pub(crate) struct StartArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// The split's name: letters, digits, hyphens and underscores.
+    name: String,
+    /// A route pattern (JSON, the vocabulary of `match` in routes), e.g.
+    /// '{"match":{"bundle_uuid":[{"prefix":"aa"}]}}'. One that matches everything is refused.
+    #[arg(long = "match", value_name = "PATTERN")]
+    pattern: String,
+    /// How long the split lasts, e.g. 30s, 45m, 8h.
+    #[arg(long, default_value = "8h", value_parser = parse_ttl)]
+    ttl: Duration,
+    /// Deliver to the routes as well, not instead.
+    #[arg(long)]
+    copy: bool,
+    /// Your SQS queue.
+    #[arg(long, group = "destination")]
+    queue_url: Option<String>,
+    /// Your SNS topic.
+    #[arg(long, group = "destination")]
+    topic_arn: Option<String>,
+    /// Your Pub/Sub topic, projects/<project>/topics/<topic>.
+    #[arg(long, group = "destination")]
+    topic: Option<String>,
+    /// A file on the relay's machine (local runs).
+    #[arg(long, group = "destination")]
+    file: Option<String>,
+    /// Create the split's destination next to the relay's own (`--like`), named
+    /// `<split prefix><name>-<random>`: an SQS queue, or a Pub/Sub topic with a pull
+    /// subscription of the same name; `stop` and `gc` delete it.
+    #[arg(long, group = "destination")]
+    create: bool,
+    /// The relay's own queue URL or Pub/Sub topic (projects/<p>/topics/<t>), which the created
+    /// destination sits next to (same region or project; FIFO when the queue is): the Terraform
+    /// output queue_url or topic_id.
+    #[arg(long, env = "RELAY_SQS_QUEUE_URL", value_name = "QUEUE_URL_OR_TOPIC")]
+    like: Option<String>,
+    /// With --create on Pub/Sub: the member granted roles/pubsub.publisher on the created topic,
+    /// the relay's service account (serviceAccount:<the Terraform output
+    /// service_account_email>); the relay cannot publish there without it.
+    #[arg(long, value_name = "MEMBER")]
+    grant_to: Option<String>,
+    /// The name prefix of created queues, which the relay may send to: the Terraform output
+    /// split_prefix.
+    #[arg(long, env = "RELAY_SPLIT_PREFIX", default_value = "relay-split-")]
+    split_prefix: String,
+}
+
+fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if ttl.is_zero() {
+        return Err("a split lasts longer than zero".into());
+    }
+    Ok(ttl)
+}
+
+/// `at` to the second, as the document writes it.
+fn to_the_second(at: SystemTime) -> Timestamp {
+    let seconds = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    Timestamp(UNIX_EPOCH + Duration::from_secs(seconds))
+}
+
+pub(crate) fn split(command: SplitCommand) -> ExitCode {
+    document::run("split", async move {
+        match command {
+            SplitCommand::Start(args) => start(*args).await,
+            SplitCommand::List { store, json } => list(&store, json).await,
+            SplitCommand::Renew { store, name, ttl } => {
+                let expires = to_the_second(SystemTime::now() + ttl);
+                document::update(&store, IfUnparsable::Refuse, |document| {
+                    let split = document
+                        .splits
+                        .iter_mut()
+                        .find(|s| s.name == name)
+                        .ok_or_else(|| format!("no split named {name:?}"))?;
+                    split.expires_at = expires;
+                    Ok(())
+                })
+                .await?;
+                println!("split {name} now expires at {expires}");
+                Ok(())
+            }
+            SplitCommand::Stop {
+                store,
+                name,
+                keep_queue,
+            } => {
+                let removed = remove_splits(&store, |s| s.name == name).await?;
+                if removed.is_empty() {
+                    return Err(format!("no split named {name:?}"));
+                }
+                println!("split {name} stopped; its notifications follow the routes again");
+                if !keep_queue {
+                    delete_created(&removed).await?;
+                }
+                Ok(())
+            }
+            SplitCommand::Gc { store } => {
+                let now = SystemTime::now();
+                let removed = remove_splits(&store, |s| s.expires_at.0 <= now).await?;
+                for split in &removed {
+                    println!("removed the expired split {}", split.name);
+                }
+                delete_created(&removed).await
+            }
+        }
+    })
+}
+
+/// Removes the splits `which` selects, with compare-and-swap; returns those removed by the
+/// write that succeeded.
+async fn remove_splits(
+    store: &StoreArgs,
+    which: impl Fn(&SplitSpec) -> bool,
+) -> Result<Vec<SplitSpec>, String> {
+    document::update(store, IfUnparsable::Refuse, |document| {
+        let (gone, kept) = std::mem::take(&mut document.splits)
+            .into_iter()
+            .partition(|s| which(s));
+        document.splits = kept;
+        Ok(gone)
+    })
+    .await
+}
+
+/// Deletes the queues and topics that `--create` made for `removed` splits, once they are out
+/// of the document (so no relay is left routing to a deleted destination).
+async fn delete_created(removed: &[SplitSpec]) -> Result<(), String> {
+    for split in removed.iter().filter(|s| s.created) {
+        match &split.to.target {
+            Target::Sqs(queue) => {
+                let url = queue.queue_url.as_str();
+                split_queue::delete(url).await?;
+                println!("deleted the queue {url}");
+            }
+            Target::PubSub(topic) => {
+                let topic = topic.topic.as_str();
+                split_topic::delete(topic).await?;
+                println!("deleted the topic {topic} and its subscription");
+            }
+            Target::File(_) | Target::Sns(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// What `--create` made for a split.
+enum Created {
+    /// An SQS queue, by URL.
+    Queue(String),
+    /// A Pub/Sub topic, by name, with a pull subscription of the same id.
+    Topic(String),
+}
+
+impl Created {
+    /// Deletes it again.
+    async fn delete(&self) -> Result<(), String> {
+        match self {
+            Self::Queue(url) => split_queue::delete(url).await,
+            Self::Topic(topic) => split_topic::delete(topic).await,
+        }
+    }
+
+    /// The split's destination.
+    fn target(&self) -> Result<Target, String> {
+        match self {
+            Self::Queue(url) => url
+                .parse()
+                .map(|url| Target::Sqs(SqsConfig::new(url)))
+                .map_err(|e| format!("the created queue {url}: {e}")),
+            Self::Topic(topic) => topic
+                .parse()
+                .map(|topic| Target::PubSub(PubSubConfig::new(topic)))
+                .map_err(|e| format!("the created topic {topic}: {e}")),
+        }
+    }
+}
+
+/// The destination `--queue-url`, `--topic-arn`, `--topic` or `--file` names, if one does.
+fn given_destination(args: &StartArgs) -> Result<Option<Target>, String> {
+    let parsed = |flag: &str, e: relay_core::InvalidValue| format!("{flag}: {e}");
+    Ok(Some(
+        match (&args.queue_url, &args.topic_arn, &args.topic, &args.file) {
+            (Some(url), ..) => Target::Sqs(SqsConfig::new(
+                url.parse().map_err(|e| parsed("--queue-url", e))?,
+            )),
+            (_, Some(arn), ..) => Target::Sns(SnsConfig::new(
+                arn.parse().map_err(|e| parsed("--topic-arn", e))?,
+            )),
+            (_, _, Some(topic), _) => Target::PubSub(PubSubConfig::new(
+                topic.parse().map_err(|e| parsed("--topic", e))?,
+            )),
+            (_, _, _, Some(path)) => Target::File(FileSinkConfig {
+                path: path.parse().map_err(|e| parsed("--file", e))?,
+            }),
+            _ => return Ok(None),
+        },
+    ))
+}
+
+/// Where a destination is, as `relay split start` was told or made it.
+fn address(target: &Target) -> String {
+    match target {
+        Target::File(file) => file.path.to_string(),
+        Target::Sqs(queue) => queue.queue_url.to_string(),
+        Target::Sns(topic) => topic.topic_arn.to_string(),
+        Target::PubSub(topic) => topic.topic.to_string(),
+    }
+}
+
+/// A split of `args` to `target`, registered at `now`.
+fn split_of(args: &StartArgs, pattern: &Value, target: Target, now: SystemTime) -> SplitSpec {
+    SplitSpec {
+        name: args.name.clone(),
+        pattern: pattern.clone(),
+        to: SinkSpec {
+            target,
+            selection: Selection::default(),
+        },
+        copy: args.copy,
+        registered_at: to_the_second(now),
+        expires_at: to_the_second(now + args.ttl),
+        created: false,
+    }
+}
+
+async fn start(args: StartArgs) -> Result<(), String> {
+    let pattern: Value =
+        serde_json::from_str(&args.pattern).map_err(|e| format!("--match: not JSON: {e}"))?;
+    // The document is TOML, which has no null.
+    toml::Value::try_from(&pattern).map_err(|e| format!("--match: {e}"))?;
+    // The split is checked before a destination is made for it.
+    let stdout = Target::File(FileSinkConfig {
+        path: FileTarget::Stdout,
+    });
+    split_of(&args, &pattern, stdout, SystemTime::now())
+        .check()
+        .map_err(|e| e.to_string())?;
+    let given = given_destination(&args)?;
+    let created = match (args.create, &args.like) {
+        (true, Some(like)) if like.starts_with("projects/") => {
+            let Some(member) = &args.grant_to else {
+                return Err("--create on Pub/Sub needs --grant-to serviceAccount:<the relay's service account>: without the grant the relay cannot publish to the topic".into());
+            };
+            let topic = split_topic::create(like, &args.split_prefix, &args.name, member).await?;
+            println!(
+                "created the topic {topic} and its pull subscription {}",
+                split_topic::subscription_of(&topic)
+            );
+            Some(Created::Topic(topic))
+        }
+        (true, Some(like)) => {
+            let url = split_queue::create(like, &args.split_prefix, &args.name).await?;
+            println!("created the queue {url}");
+            Some(Created::Queue(url))
+        }
+        (true, None) => {
+            return Err("--create needs --like <the relay's queue URL or Pub/Sub topic>".into());
+        }
+        (false, _) => None,
+    };
+    let target = match (&created, given) {
+        (Some(created), _) => created.target(),
+        (None, Some(given)) => Ok(given),
+        (None, None) => Err("name a destination".into()),
+    };
+    let written = match target {
+        Ok(target) => {
+            let mut split = split_of(&args, &pattern, target, SystemTime::now());
+            split.created = created.is_some();
+            let name = &args.name;
+            document::update(&args.store, IfUnparsable::Refuse, |document| {
+                if document.splits.iter().any(|s| &s.name == name) {
+                    return Err(format!(
+                        "a split named {name:?} exists; `relay split renew {name}` extends it"
+                    ));
+                }
+                document.splits.push(split.clone());
+                Ok(split.clone())
+            })
+            .await
+        }
+        Err(problem) => Err(problem),
+    };
+    let split = match written {
+        Ok(split) => split,
+        Err(problem) => {
+            // Nothing routes to what was made for it: take it away again.
+            if let Some(created) = &created {
+                created.delete().await?;
+            }
+            return Err(problem);
+        }
+    };
+    println!(
+        "split {} started: {} {}, until {}",
+        split.name,
+        split.to.target.kind(),
+        address(&split.to.target),
+        split.expires_at
+    );
+    match &created {
+        Some(Created::Queue(url)) => println!(
+            "read it with: aws sqs receive-message --queue-url {url} --message-attribute-names All --wait-time-seconds 20"
+        ),
+        Some(Created::Topic(topic)) => println!(
+            "read it with: gcloud pubsub subscriptions pull {} --auto-ack --limit=10",
+            split_topic::subscription_of(topic)
+        ),
+        None => {}
+    }
+    Ok(())
+}
+
+async fn list(args: &StoreArgs, json: bool) -> Result<(), String> {
+    let store = document::open(args).await?;
+    let stored = document::read(store.as_ref()).await?;
+    let now = SystemTime::now();
+    if json {
+        let splits: Vec<Value> = stored
+            .splits
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "name": s.name,
+                    "match": s.pattern,
+                    "to": s.to.target.describe(),
+                    "copy": s.copy,
+                    "registered_at": s.registered_at.to_string(),
+                    "expires_at": s.expires_at.to_string(),
+                    "expired": s.expires_at.0 <= now,
+                })
+            })
+            .collect();
+        println!("{}", Value::Array(splits));
+        return Ok(());
+    }
+    if stored.splits.is_empty() {
+        println!("no splits");
+    }
+    for s in &stored.splits {
+        let state = if s.expires_at.0 <= now {
+            "expired"
+        } else {
+            "active"
+        };
+        println!(
+            "{}  {state} until {}  {}{}  match {}",
+            s.name,
+            s.expires_at,
+            s.to.target.describe(),
+            if s.copy { " (copy)" } else { "" },
+            s.pattern
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! The one line each request is logged with, and the answer's metric.
+
+use std::time::Instant;
+
+use http::request::Parts;
+
+use super::Relay;
+use crate::notification::{Notification, Verified};
+use crate::outcome::Outcome;
+
+/// What the request's log line says about the notification, filled in as the path goes on.
+#[derive(Debug, Default)]
+pub(super) struct LogFields {
+    pub(super) filtered: bool,
+    subscription_id: Option<String>,
+    bundle_uuid: Option<String>,
+    bundle_version: Option<String>,
+    event_type: Option<String>,
+    pub(super) routes_version: Option<String>,
+    pub(super) split: Option<String>,
+}
+
+impl LogFields {
+    /// The notification's identity, once it parsed.
+    pub(super) fn notification(&mut self, notification: &Notification<Verified>) {
+        self.subscription_id = Some(notification.subscription_id().to_owned());
+        self.bundle_uuid = Some(notification.bundle_uuid().to_owned());
+        self.bundle_version = Some(notification.bundle_version().to_owned());
+        self.event_type = notification.event_type().map(str::to_owned);
+    }
+}
+
+impl Relay {
+    pub(super) fn log(
+        &self,
+        parts: &Parts,
+        outcome: &Outcome,
+        fields: &LogFields,
+        started: Instant,
+    ) {
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let status = outcome.status.as_u16();
+        let code = outcome.code.unwrap_or(match status {
+            _ if fields.filtered => "filtered",
+            200 => "ok",
+            _ => "published",
+        });
+        self.metrics.answer(status, code, latency_ms);
+        macro_rules! line {
+            ($level:ident, $msg:literal) => {
+                tracing::$level!(
+                    method = %parts.method,
+                    path = parts.uri.path(),
+                    status,
+                    code = outcome.code,
+                    subscription_id = fields.subscription_id.as_deref(),
+                    bundle_uuid = fields.bundle_uuid.as_deref(),
+                    bundle_version = fields.bundle_version.as_deref(),
+                    event_type = fields.event_type.as_deref(),
+                    routes_version = fields.routes_version.as_deref(),
+                    split = fields.split.as_deref(),
+                    latency_ms,
+                    $msg
+                )
+            };
+        }
+        match status {
+            _ if fields.filtered => line!(info, "Notification filtered out: no route matched."),
+            200..=299 => line!(info, "Request answered."),
+            502 => line!(error, "Notification not delivered."),
+            _ => line!(warn, "Request refused."),
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Where a notification leaves: every routed sink publishes its message concurrently under one
+//! deadline, and the answer is 202 only when all of them acknowledged.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use http::StatusCode;
+use serde_json::json;
+
+use super::Relay;
+use crate::error::Error;
+use crate::notification::{Notification, Verified};
+use crate::outcome::Outcome;
+use crate::sink::{Message, Sink, SinkError};
+
+impl Relay {
+    /// Publishes to the routed sinks concurrently; 202 only when all of them acknowledged,
+    /// else 502 if any failure is permanent (retrying cannot fix it), else 503.
+    pub(super) async fn publish(
+        &self,
+        notification: &Notification<Verified>,
+        messages: Vec<(&Arc<dyn Sink>, Message)>,
+        deadline: Instant,
+        routes_version: Option<&str>,
+    ) -> Result<Outcome, Error> {
+        let results = join_all(messages.into_iter().map(|(sink, message)| async move {
+            let started = Instant::now();
+            let publish = sink.publish(std::slice::from_ref(&message));
+            let result = match tokio::time::timeout_at(deadline.into(), publish).await {
+                Ok(results) => results.into_iter().next().unwrap_or_else(|| {
+                    Err(SinkError::Permanent(
+                        "the sink answered for no message".into(),
+                    ))
+                }),
+                Err(_) => Err(SinkError::Retryable(
+                    "no acknowledgement before the deadline".into(),
+                )),
+            };
+            self.metrics.publish(
+                sink.name(),
+                result.as_ref(),
+                started.elapsed().as_secs_f64() * 1000.0,
+            );
+            (sink.name(), result)
+        }))
+        .await;
+
+        let mut deliveries = Vec::with_capacity(results.len());
+        let mut failure: Option<Error> = None;
+        for (sink, result) in results {
+            match result {
+                Ok(receipt) => {
+                    deliveries.push(json!({"sink": sink, "message_id": receipt.message_id}))
+                }
+                Err(e) => {
+                    let retryable = e.is_retryable();
+                    if retryable {
+                        tracing::warn!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink failed; the sender will retry.");
+                    } else {
+                        tracing::error!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
+                    }
+                    let sink = sink.to_owned();
+                    failure = match failure {
+                        Some(f @ Error::SinkFailed { .. }) => Some(f),
+                        _ if !retryable => Some(Error::SinkFailed { sink }),
+                        Some(f) => Some(f),
+                        None => Some(Error::SinkRetryable { sink }),
+                    };
+                }
+            }
+        }
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+        Ok(Outcome::json(
+            StatusCode::ACCEPTED,
+            &json!({
+                "status": "published",
+                "dedup_key": notification.dedup_key(),
+                "deliveries": deliveries,
+                "routes_version": routes_version,
+            }),
+        ))
+    }
+}

@@ -1,0 +1,143 @@
+//! The relay's message attributes, in their fixed priority order, and the one unsigned header
+//! the relay forwards: `X-DSS-Notify-Attempt`.
+
+use crate::notification::{Notification, Verified};
+
+/// Message attributes in their fixed priority order. Sinks with an attribute cap (SQS allows
+/// ten) keep the first ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attributes(Vec<(String, String)>);
+
+impl Attributes {
+    /// Attribute names in priority order. Names absent for a notification are skipped.
+    pub const ORDER: [&'static str; 9] = [
+        "relay.dedup_key",
+        "dss.subscription_id",
+        "dss.bundle_uuid",
+        "dss.bundle_version",
+        "dss.event_type",
+        "dss.kind",
+        "dss.transaction_id",
+        "dss.notify_attempt",
+        "relay.key_id",
+    ];
+
+    /// Derives the attributes of a verified notification; `notify_attempt` is the DSS v1
+    /// `X-dss-notify-attempt` header when present.
+    pub fn derive(n: &Notification<Verified>, notify_attempt: Option<&str>) -> Self {
+        let values = [
+            Some(n.dedup_key()),
+            Some(n.subscription_id()),
+            Some(n.bundle_uuid()),
+            Some(n.bundle_version()),
+            n.event_type(),
+            Some(n.kind().as_str()),
+            n.transaction_id(),
+            notify_attempt.filter(|a| !a.is_empty()),
+            n.key_id(),
+        ];
+        Self(
+            Self::ORDER
+                .iter()
+                .zip(values)
+                .filter_map(|(name, value)| Some(((*name).to_owned(), value?.to_owned())))
+                .collect(),
+        )
+    }
+
+    /// Keeps the attributes whose name passes `keep`.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.0.retain(|(name, _)| keep(name));
+    }
+
+    /// Keeps the first `n` attributes.
+    pub fn truncate(&mut self, n: usize) {
+        self.0.truncate(n);
+    }
+
+    /// Appends an attribute.
+    pub fn push(&mut self, name: &str, value: &str) {
+        self.0.push((name.to_owned(), value.to_owned()));
+    }
+
+    /// The value of one attribute.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// All attributes, in priority order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    /// How many attributes there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The DSS v1 retry-queue index header; forwarded as the `dss.notify_attempt` attribute.
+pub const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
+
+/// The `X-DSS-Notify-Attempt` value, kept only when it is a small decimal number: the header is
+/// not signed, so anything else is dropped (and logged by length, never by value).
+pub(crate) fn notify_attempt(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(NOTIFY_ATTEMPT)?;
+    let text = value
+        .to_str()
+        .ok()
+        .filter(|t| (1..=4).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_digit()));
+    if text.is_none() {
+        tracing::warn!(
+            length = value.len(),
+            "X-DSS-Notify-Attempt is not a small number; dropped."
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::verify::Verified;
+
+    const V2: &str = r#"{"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "transaction_id": "t", "bundle_url": "https://dss.example/v1/bundles/u?version=v", "dss_api": "https://dss.example", "event_timestamp": "2019-11-15T202411.123456Z"}"#;
+    const V1: &str = r#"{"transaction_id": "t", "subscription_id": "s", "es_query": {"query": {}}, "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#;
+
+    fn verified(json: &'static str, key_id: Option<&str>) -> Notification<Verified> {
+        Notification::parse(Bytes::from_static(json.as_bytes()))
+            .unwrap()
+            .into_verified(Verified::for_tests(key_id))
+    }
+
+    #[test]
+    fn attributes_follow_the_priority_order() {
+        let attrs = Attributes::derive(&verified(V2, Some("hca-dss:x")), Some("0"));
+        let names: Vec<&str> = attrs.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, Attributes::ORDER.to_vec());
+        assert_eq!(attrs.get("dss.kind"), Some("v2"));
+        let attrs = Attributes::derive(&verified(V1, None), None);
+        assert_eq!(attrs.get("dss.event_type"), None);
+        assert_eq!(attrs.get("relay.key_id"), None);
+        assert_eq!(attrs.len(), 6);
+    }
+
+    #[test]
+    fn the_attempt_header_is_kept_only_as_a_small_number() {
+        let mut headers = http::HeaderMap::new();
+        for (value, kept) in [("3", Some("3")), ("12345", None), ("x", None), ("", None)] {
+            headers.insert(NOTIFY_ATTEMPT, http::HeaderValue::from_static(value));
+            assert_eq!(notify_attempt(&headers), kept, "{value:?}");
+        }
+    }
+}

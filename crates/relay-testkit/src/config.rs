@@ -1,0 +1,64 @@
+//! Configurations as the tests write them: from `(variable, value)` pairs, from a `relay.toml`
+//! in a folder of its own, and files that must fail without repeating their secret.
+
+use relay_core::Config;
+use relay_core::config::ConfigErrors;
+
+/// A variable lookup over `pairs` only (the last pair of a name wins), as `Config::from_vars`
+/// takes it.
+pub fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name| {
+        pairs
+            .iter()
+            .rfind(|(k, _)| *k == name)
+            .map(|(_, v)| (*v).to_owned())
+    }
+}
+
+/// The configuration `pairs` give; panics with the problems when it is invalid.
+pub fn config(pairs: &[(&str, &str)]) -> Config {
+    Config::from_vars(vars(pairs)).unwrap_or_else(|e| panic!("a valid test configuration: {e}"))
+}
+
+/// The problems of an invalid configuration; panics when it is valid.
+pub fn config_errors(pairs: &[(&str, &str)]) -> ConfigErrors {
+    Config::from_vars(vars(pairs)).expect_err("an invalid configuration")
+}
+
+/// A `RELAY_CONFIG` file in a temporary folder that lives as long as this value.
+#[derive(Debug)]
+pub struct ConfigFile {
+    _dir: tempfile::TempDir,
+    /// The file's path.
+    pub path: String,
+}
+
+impl ConfigFile {
+    /// Writes `text` as `relay.toml`.
+    pub fn new(text: &str) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("relay.toml");
+        std::fs::write(&path, text).expect("a writable folder");
+        Self {
+            _dir: dir,
+            path: path.display().to_string(),
+        }
+    }
+
+    /// The configuration this file and `pairs` give.
+    pub fn load(&self, pairs: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+        let mut all = vec![("RELAY_CONFIG", self.path.as_str())];
+        all.extend_from_slice(pairs);
+        Config::from_vars(vars(&all))
+    }
+}
+
+/// Configuration files with an error on a line that holds the secret `s3cret-…`: whatever
+/// reports the error must give its place and must not repeat the line.
+pub const FILES_WITH_A_BROKEN_SECRET_LINE: [&str; 5] = [
+    "[relay]\nhmac_secret = \"s3cret-unterminated\n",
+    "[relay]\nhmac_secret = s3cret-bare\n",
+    "[relay]\nhmac_keys = { k = \"s3cret-in-table\" x }\n",
+    "[relay]\nhmac_keys = \"s3cret-not-json\"\n",
+    "[relay]\nhmac_secret = \"s3cret-first\"\nhmac_secret = \"s3cret-again\"\n",
+];

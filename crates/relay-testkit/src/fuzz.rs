@@ -1,0 +1,171 @@
+//! The fuzz targets' bodies, shared with the test that replays the named seeds and regressions
+//! on the stable toolchain. Each takes arbitrary bytes, must never panic on them, and asserts an
+//! invariant that would show a real fault.
+
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use relay_core::config::FileConfig;
+use relay_core::route::{Input, Pattern};
+use relay_core::verify::{self, FixedClock, KeyRing, Policy, Secret, SignedRequest};
+
+use super::capture;
+
+/// The `Authorization` parser: an accepted header names a non-empty keyId it contains.
+pub fn signature_header(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(key_id) = verify::parse_authorization(text) {
+        assert!(!key_id.is_empty() && text.contains(key_id), "{text:?}");
+    }
+}
+
+/// Verification end to end over `Authorization`, `Date` and `Digest` lines and a body: a
+/// request is accepted only when it carries exactly the signature and digest the key gives.
+pub fn verification(data: &[u8]) {
+    let mut parts = data.splitn(4, |&b| b == b'\n');
+    let (authorization, date, digest) = (parts.next(), parts.next(), parts.next());
+    let body = parts.next().unwrap_or_default();
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in [
+        ("authorization", authorization),
+        ("date", date),
+        ("digest", digest),
+    ] {
+        if let Some(value) = value.and_then(|v| http::HeaderValue::from_bytes(v).ok()) {
+            headers.insert(name, value);
+        }
+    }
+    let uri = http::Uri::from_static("/");
+    let request = SignedRequest {
+        method: &http::Method::POST,
+        uri: &uri,
+        headers: &headers,
+        body,
+    };
+    let keys = KeyRing::new(
+        [("k".to_owned(), Secret::new(capture::SECRET))].into(),
+        None,
+    );
+    let policy = Policy {
+        max_clock_skew: None,
+        allow_unsigned: false,
+    };
+    if verify::verify(request, &keys, &policy, &FixedClock(capture::time())).is_ok() {
+        let date = headers["date"].to_str().expect("verified headers are text");
+        let at = httpdate::parse_http_date(date).unwrap_or(capture::time());
+        let expected =
+            verify::sign("k", &Secret::new(capture::SECRET), at, body).expect("a valid keyId");
+        assert_eq!(
+            headers["digest"], expected.digest,
+            "accepted with a digest that is not the body's"
+        );
+        let given = headers["authorization"].to_str().unwrap_or_default();
+        let signature = |v: &str| {
+            v.split("signature=\"")
+                .nth(1)
+                .map(|s| s.split('"').next().unwrap_or_default().to_owned())
+        };
+        assert_eq!(
+            signature(given),
+            signature(expected.authorization.to_str().unwrap_or_default()),
+            "accepted a signature the key did not make"
+        );
+    }
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime")
+    })
+}
+
+/// Multipart and JSON intake over a `Content-Type` line and a body: the payload is always
+/// bytes of the body itself, never a rewritten copy.
+pub fn intake(data: &[u8]) {
+    let (content_type, body) = match data.iter().position(|&b| b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let mut headers = http::HeaderMap::new();
+    if let Ok(value) = http::HeaderValue::from_bytes(content_type) {
+        headers.insert("content-type", value);
+    }
+    let body = Bytes::copy_from_slice(body);
+    let result = runtime().block_on(relay_core::intake::extract_payload(
+        &headers,
+        body.clone(),
+        "payload",
+    ));
+    if let Ok(payload) = result {
+        let inside = payload.is_empty() || body.windows(payload.len()).any(|w| w == payload);
+        assert!(inside, "the payload is not a slice of the body");
+    }
+}
+
+/// Notification parsing: an accepted payload has the required fields and a hex dedup key.
+pub fn notification(data: &[u8]) {
+    if let Ok(n) = relay_core::Notification::parse(Bytes::copy_from_slice(data)) {
+        assert!(!n.subscription_id().is_empty() && !n.bundle_uuid().is_empty());
+        assert!(n.dedup_key().len() == 64 && n.dedup_key().bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(
+            n.payload().as_ref(),
+            data,
+            "the payload is kept byte for byte"
+        );
+    }
+}
+
+/// Pattern compilation and matching over a pattern and a document separated by a NUL byte:
+/// `matches` and `first_failure` always agree.
+pub fn pattern(data: &[u8]) {
+    let (pattern, document) = match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &b"{}"[..]),
+    };
+    let (Ok(pattern), Ok(document)) = (
+        serde_json::from_slice::<serde_json::Value>(pattern),
+        serde_json::from_slice::<serde_json::Value>(document),
+    ) else {
+        return;
+    };
+    if let Ok(compiled) = Pattern::compile(&pattern) {
+        let request = serde_json::json!({"path": "/", "query": {}, "headers": {}});
+        let input = Input::new(&document, &request);
+        assert_eq!(
+            compiled.matches(&input),
+            compiled.first_failure(&input).is_none(),
+            "{pattern}"
+        );
+    }
+}
+
+/// The configuration document: an error gives a place and never the text of a line. The
+/// lines checked are assignments (`key = value`): a line of free text could be the parser's
+/// own wording, which the message rightly contains.
+pub fn config_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Err(error) = FileConfig::parse(text) {
+        let message = error.to_string();
+        assert!(
+            message.starts_with(|c: char| c.is_ascii_digit()),
+            "no place: {message}"
+        );
+        let assignments = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.len() >= 24 && l.contains(" = "));
+        for line in assignments {
+            assert!(
+                !message.contains(line),
+                "the line {line:?} is echoed in {message}"
+            );
+        }
+    }
+}

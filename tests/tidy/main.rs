@@ -1,0 +1,5 @@
+//! Conventions of the repository held by tests that read the tree: every link in the
+//! documentation resolves, and relay-core's modules import one way only (ARCHITECTURE.md).
+
+mod docs;
+mod layers;
