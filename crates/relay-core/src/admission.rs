@@ -143,6 +143,20 @@ mod tests {
     }
 
     #[test]
+    fn a_body_already_in_memory_reserves_its_own_size() {
+        let admission = Admission::new(10, 100_000, 1_048_576);
+        assert!(
+            matches!(admission.admit(&head(None), None), Err(Error::Overloaded)),
+            "unknown size: the whole limit is reserved"
+        );
+        assert!(admission.admit(&head(None), Some(4096)).is_ok());
+        assert!(
+            admission.admit(&head(Some(4096)), Some(200_000)).is_err(),
+            "the known size outranks what Content-Length claims"
+        );
+    }
+
+    #[test]
     fn small_bodies_pass_while_large_ones_wait() {
         let admission = Admission::new(10, 1_048_576, 1_048_576);
         let _big = admission.admit_head(&head(Some(1_048_576))).unwrap();

@@ -251,8 +251,8 @@ impl Relay {
         }
         // Held until the answer: the request and its body count against the budget.
         let _ticket = self.admission.admit(parts, body.size_hint().exact())?;
-        let limits = (self.config.max_body_bytes, self.config.server.body_timeout);
-        let body = read_body(body, limits.0, limits.1).await?;
+        let (limit, timeout) = (self.config.max_body_bytes, self.config.server.body_timeout);
+        let body = read_body(body, limit, timeout).await?;
         let read = Instant::now();
         let sinks_deadline = deadline.map_or(read + self.config.sink_timeout, |d| {
             d.min(read + self.config.sink_timeout)
