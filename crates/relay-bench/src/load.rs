@@ -17,14 +17,12 @@ use crate::process::{Pinned, SECRET};
 /// How long an open-loop run goes on, unmeasured, before it is measured.
 const WARM_UP: Duration = Duration::from_secs(1);
 
-/// Connections a burst is sent over: below relay-gcf's default limit of requests in flight.
-const BURST_CONNECTIONS: usize = 200;
-
 /// What one measured run saw.
 #[derive(Debug)]
 pub(crate) struct Measured {
     /// Requests answered 2xx.
     pub(crate) ok: usize,
+
     latencies: Vec<Duration>,
     elapsed: Duration,
     cpu_us: u64,
@@ -53,7 +51,9 @@ impl Measured {
 /// How long a burst took.
 #[derive(Debug)]
 pub(crate) struct Burst {
-    /// Until every notification was answered 2xx.
+    /// Notifications answered 2xx.
+    pub(crate) ok: usize,
+    /// Until every notification was answered.
     pub(crate) acknowledged: Duration,
     /// Until every notification was in the queue.
     pub(crate) queued: Duration,
@@ -221,40 +221,93 @@ impl Driver {
         }
     }
 
-    /// `count` distinct notifications sent at once, over at most [`BURST_CONNECTIONS`]
-    /// connections, as a sender with that many workers would.
+    /// `count` distinct notifications sent at once, each on a connection of its own, as a
+    /// sender with that many workers would.
     pub(crate) async fn burst(&self, relay: &Pinned, sqs: &FakeSqs, count: usize) -> Burst {
         let requests: Arc<Vec<_>> = Arc::new(
             (0..count)
                 .map(|i| signed(self.size, 1_000_000 + i))
                 .collect(),
         );
-        let connections = Arc::new(tokio::sync::Semaphore::new(BURST_CONNECTIONS));
         let start = Instant::now();
         let tasks: Vec<_> = (0..count)
             .map(|i| {
                 let (client, requests, port) =
                     (self.client.clone(), Arc::clone(&requests), relay.port);
-                let connections = Arc::clone(&connections);
-                tokio::spawn(async move {
-                    let _connection = connections.acquire().await.expect("open");
-                    Self::send(&client, &requests, port, i).await
-                })
+                tokio::spawn(async move { Self::send(&client, &requests, port, i).await })
             })
             .collect();
-        let answered = futures_join(tasks).await;
+        let ok = futures_join(tasks)
+            .await
+            .into_iter()
+            .filter(|ok| *ok)
+            .count();
         let acknowledged = start.elapsed();
-        assert!(
-            answered.iter().all(|ok| *ok),
-            "every notification of the burst is acknowledged"
-        );
-        while sqs.distinct() < count {
+        while sqs.distinct() < ok && start.elapsed() < Duration::from_secs(60) {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         Burst {
+            ok,
             acknowledged,
             queued: start.elapsed(),
         }
+    }
+
+    /// Notifications at `rate` per second for `duration` while `slow` connections each send a
+    /// head declaring 4 KB and 100 bytes of body, then nothing, and reconnect as soon as the
+    /// relay ends them; also how many slow requests the relay ended per second.
+    pub(crate) async fn held_against(
+        &self,
+        server: &Pinned,
+        slow: usize,
+        rate: f64,
+        duration: Duration,
+    ) -> (Measured, f64) {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ended = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let holders: Vec<_> = (0..slow)
+            .map(|_| {
+                let (stop, ended, port) = (Arc::clone(&stop), Arc::clone(&ended), server.port);
+                tokio::spawn(hold_slow_body(port, stop, ended))
+            })
+            .collect();
+        // Every slow connection is in place before the measured notifications start.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = ended.load(std::sync::atomic::Ordering::Relaxed);
+        let measured = self.paced(server, rate, duration).await;
+        let per_second = (ended.load(std::sync::atomic::Ordering::Relaxed) - before) as f64
+            / measured.elapsed.as_secs_f64();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for holder in holders {
+            holder.abort();
+        }
+        (measured, per_second)
+    }
+}
+
+/// One slow sender: a head declaring 4,096 bytes and 100 of them, then silence until the relay
+/// answers or closes; again until `stop`.
+async fn hold_slow_body(
+    port: u16,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    ended: Arc<std::sync::atomic::AtomicU64>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let head = "POST /dss HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n";
+    let mut sent = head.as_bytes().to_vec();
+    sent.extend_from_slice(&[b' '; 100]);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        if stream.write_all(&sent).await.is_err() {
+            continue;
+        }
+        let mut answer = [0u8; 512];
+        // Whatever comes back (a 408, a close) ends this request.
+        let _ = stream.read(&mut answer).await;
+        ended.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

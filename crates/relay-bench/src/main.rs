@@ -6,7 +6,7 @@
 //! Run with `make bench-load`, which pins this process (the load and the endpoint) to core 1, or
 //! `cargo build --release -p relay-gcf -p relay-bench` and then
 //! `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets each measured run's length
-//! (default 5); `BENCH_ONLY=saturation` or `BENCH_ONLY=burst` runs one table; `BENCH_RELAY` names another relay-gcf binary to measure, such as
+//! (default 5); `BENCH_ONLY=saturation` runs the first table and `BENCH_ONLY=burst` the burst and slow-sender tables; `BENCH_RELAY` names another relay-gcf binary to measure, such as
 //! `cargo build --profile profiling -p relay-gcf`'s, which keeps its symbols for perf.
 
 mod load;
@@ -82,6 +82,8 @@ async fn run() {
     }
     if wanted("burst") {
         bursts().await;
+        println!();
+        slow_senders().await;
     }
 }
 
@@ -144,22 +146,49 @@ async fn saturation() {
     }
 }
 
-/// Notifications sent all at once: how long until all are acknowledged, and in the queue.
+/// Notifications sent all at once, each on its own connection, against the relay's defaults:
+/// how many were acknowledged, how long until all were, and until all were in the queue.
 async fn bursts() {
     println!(
-        "| burst | endpoint | all acknowledged (ms) | all in the queue (ms) | SQS calls per notification | peak RSS (MiB) |"
+        "| burst | endpoint | acknowledged | all acknowledged (ms) | all in the queue (ms) | SQS calls per notification | peak RSS (MiB) |"
     );
-    println!("| --- | --- | --- | --- | --- | --- |");
-    for (count, latency) in [(1000, 0), (1000, 20), (10_000, 0)] {
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for (count, latency) in [(1000, 0), (1000, 20), (5000, 0)] {
         let sqs = FakeSqs::start(fault(latency)).await;
         let relay = Pinned::relay(&sqs);
         relay.reset_peak_rss();
         let burst = Driver::new(4096).burst(&relay, &sqs, count).await;
         println!(
-            "| {count} × 4 KB at once | {latency} ms | {:.0} | {:.0} | {:.3} | {:.1} |",
+            "| {count} × 4 KB at once | {latency} ms | {} of {count} | {:.0} | {:.0} | {:.3} | {:.1} |",
+            burst.ok,
             burst.acknowledged.as_secs_f64() * 1e3,
             burst.queued.as_secs_f64() * 1e3,
             sqs.calls() as f64 / count as f64,
+            relay.peak_rss_kib() as f64 / 1024.0
+        );
+    }
+}
+
+/// Legitimate notifications at a steady rate while slow senders hold bodies against the relay
+/// (with its defaults), each declaring 4 KB and sending 100 bytes, reconnecting when cut.
+async fn slow_senders() {
+    const RATE: f64 = 200.0;
+    println!(
+        "| slow bodies held | notifications sent ({RATE:.0}/s) | answered 202 | p50 (ms) | p99 (ms) | slow requests ended per second | peak RSS (MiB) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for slow in [0, 256, 1000] {
+        let sqs = FakeSqs::start(Fault::None).await;
+        let relay = Pinned::relay(&sqs);
+        relay.reset_peak_rss();
+        let driver = Driver::new(4096);
+        let (measured, ended) = driver.held_against(&relay, slow, RATE, seconds()).await;
+        let sent = (RATE * seconds().as_secs_f64()) as usize;
+        println!(
+            "| {slow} | {sent} | {} | {:.1} | {:.1} | {ended:.0} | {:.1} |",
+            measured.ok,
+            measured.percentile(0.5).as_secs_f64() * 1e3,
+            measured.percentile(0.99).as_secs_f64() * 1e3,
             relay.peak_rss_kib() as f64 / 1024.0
         );
     }

@@ -73,8 +73,6 @@ impl Pinned {
             ("RELAY_LOG_FORMAT", "json".into()),
             // As the image sets it.
             ("MIMALLOC_ARENA_EAGER_COMMIT", "0".into()),
-            // Room for the slow endpoint's scenario, which keeps 384 requests in flight.
-            ("RELAY_MAX_CONCURRENT_REQUESTS", "1024".into()),
             ("RUST_LOG", "warn".into()),
             ("AWS_ENDPOINT_URL_SQS", sqs.endpoint.clone()),
             ("AWS_ACCESS_KEY_ID", "bench".into()),

@@ -71,7 +71,9 @@ pub(crate) fn routes_in_effect(config: &Config) -> Result<(Routes, Option<Versio
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let store = store::open(url).await.map_err(|e| e.to_string())?;
+        let store = store::open(url, config.routes_max_bytes)
+            .await
+            .map_err(|e| e.to_string())?;
         match store.read(None).await.map_err(|e| e.to_string())? {
             Fetched::Document { text, version } => {
                 let stored = StoredRoutes::parse(&text)
@@ -98,7 +100,9 @@ pub(crate) fn deployed(args: &StoreArgs) -> Result<Option<Routes>, String> {
 
 /// The store `args` names.
 pub(crate) async fn open(args: &StoreArgs) -> Result<Box<dyn Store>, String> {
-    store::open(&args.url).await.map_err(|e| e.to_string())
+    store::open(&args.url, store::DEFAULT_MAX_BYTES)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The stored text and its version; none when there is no document.

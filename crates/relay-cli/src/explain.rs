@@ -156,7 +156,8 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
     let (plan, version) = crate::document::routes_in_effect(&config)?;
     let now = std::time::SystemTime::now();
     let decision = plan.decide(&input, now);
-    let routing = &decision.routing;
+    // Each route's verdict, which the relay never computes: only the destinations.
+    let routing = plan.router.explain(&input);
 
     let mut out = format!(
         "notification: {} {}, subscription {}, bundle {} version {}\n",

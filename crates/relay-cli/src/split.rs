@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
-use relay_core::live::{SplitSpec, Timestamp};
+use relay_core::config::Settings;
+use relay_core::live::{DEFAULT_SPLIT_MAX_TTL, SplitSpec, Timestamp};
 use relay_core::sink::{
     FileSinkConfig, FileTarget, PubSubConfig, Selection, SinkSpec, SnsConfig, SqsConfig, Target,
 };
@@ -33,7 +34,8 @@ pub(crate) enum SplitCommand {
         store: StoreArgs,
         /// The split's name.
         name: String,
-        /// How long from now, e.g. 30m, 8h, 2d.
+        /// How long from now, e.g. 30m, 8h, 2d; the split lasts at most RELAY_SPLIT_MAX_TTL_SECS
+        /// (7 days unless set) from its registration.
         #[arg(long, default_value = "8h", value_parser = parse_ttl)]
         ttl: Duration,
     },
@@ -66,7 +68,8 @@ pub(crate) struct StartArgs {
     /// '{"match":{"bundle_uuid":[{"prefix":"aa"}]}}'. One that matches everything is refused.
     #[arg(long = "match", value_name = "PATTERN")]
     pattern: String,
-    /// How long the split lasts, e.g. 30s, 45m, 8h.
+    /// How long the split lasts, e.g. 30s, 45m, 8h; at most RELAY_SPLIT_MAX_TTL_SECS (7 days
+    /// unless set).
     #[arg(long, default_value = "8h", value_parser = parse_ttl)]
     ttl: Duration,
     /// Deliver to the routes as well, not instead.
@@ -110,6 +113,9 @@ fn parse_ttl(text: &str) -> Result<Duration, String> {
     if ttl.is_zero() {
         return Err("a split lasts longer than zero".into());
     }
+    if Timestamp::checked_after(SystemTime::now(), ttl).is_none() {
+        return Err("too long: a split must end by 9999-12-31T23:59:59Z".into());
+    }
     Ok(ttl)
 }
 
@@ -119,19 +125,75 @@ fn to_the_second(at: SystemTime) -> Timestamp {
     Timestamp(UNIX_EPOCH + Duration::from_secs(seconds))
 }
 
+/// The longest a split may last: `RELAY_SPLIT_MAX_TTL_SECS` of the relay's configuration
+/// (`--config` or `RELAY_CONFIG`, else the variable alone), 7 days unless set.
+fn max_ttl(store: &StoreArgs) -> Result<Duration, String> {
+    if let Some(deployed) = document::deployed(store)? {
+        return Ok(deployed.split_max_ttl());
+    }
+    const VAR: &str = "RELAY_SPLIT_MAX_TTL_SECS";
+    let (settings, errors) = Settings::from_vars(&|name: &str| {
+        (name == VAR).then(|| std::env::var(name).ok()).flatten()
+    });
+    if let Some((var, message)) = errors.first() {
+        return Err(format!("{var}: {message}"));
+    }
+    match settings.split_max_ttl_secs {
+        Some(secs) if secs.0 == 0 => Err(format!("{VAR}: must be at least 1")),
+        Some(secs) => Ok(Duration::from_secs(secs.0)),
+        None => Ok(DEFAULT_SPLIT_MAX_TTL),
+    }
+}
+
+/// Refuses a `--ttl` longer than the longest a split may last.
+fn within(ttl: Duration, max: Duration) -> Result<(), String> {
+    if ttl > max {
+        return Err(format!(
+            "--ttl {}: a split lasts at most {} (RELAY_SPLIT_MAX_TTL_SECS={})",
+            humantime::format_duration(ttl),
+            humantime::format_duration(max),
+            max.as_secs()
+        ));
+    }
+    Ok(())
+}
+
+/// The expiry of a split that lasts `ttl` from `now`, to the second.
+fn expiry(now: SystemTime, ttl: Duration) -> Result<Timestamp, String> {
+    Timestamp::checked_after(now, ttl)
+        .map(|at| to_the_second(at.0))
+        .ok_or_else(|| "--ttl: too long: a split must end by 9999-12-31T23:59:59Z".into())
+}
+
 pub(crate) fn split(command: SplitCommand) -> ExitCode {
     document::run("split", async move {
         match command {
             SplitCommand::Start(args) => start(*args).await,
             SplitCommand::List { store, json } => list(&store, json).await,
             SplitCommand::Renew { store, name, ttl } => {
-                let expires = to_the_second(SystemTime::now() + ttl);
+                let max = max_ttl(&store)?;
+                within(ttl, max)?;
+                let expires = expiry(SystemTime::now(), ttl)?;
                 document::update(&store, IfUnparsable::Refuse, |document| {
                     let split = document
                         .splits
                         .iter_mut()
                         .find(|s| s.name == name)
                         .ok_or_else(|| format!("no split named {name:?}"))?;
+                    let lasts = expires
+                        .0
+                        .duration_since(split.registered_at.0)
+                        .unwrap_or_default();
+                    if lasts > max {
+                        let latest = Timestamp::checked_after(split.registered_at.0, max)
+                            .map_or_else(|| "the end of 9999".into(), |t| t.to_string());
+                        return Err(format!(
+                            "split {name} was registered at {}; a split lasts at most {} from its registration (RELAY_SPLIT_MAX_TTL_SECS={}), until {latest}: stop it and start a new one",
+                            split.registered_at,
+                            humantime::format_duration(max),
+                            max.as_secs()
+                        ));
+                    }
                     split.expires_at = expires;
                     Ok(())
                 })
@@ -268,8 +330,13 @@ fn address(target: &Target) -> String {
 }
 
 /// A split of `args` to `target`, registered at `now`.
-fn split_of(args: &StartArgs, pattern: &Value, target: Target, now: SystemTime) -> SplitSpec {
-    SplitSpec {
+fn split_of(
+    args: &StartArgs,
+    pattern: &Value,
+    target: Target,
+    now: SystemTime,
+) -> Result<SplitSpec, String> {
+    Ok(SplitSpec {
         name: args.name.clone(),
         pattern: pattern.clone(),
         to: SinkSpec {
@@ -278,9 +345,9 @@ fn split_of(args: &StartArgs, pattern: &Value, target: Target, now: SystemTime) 
         },
         copy: args.copy,
         registered_at: to_the_second(now),
-        expires_at: to_the_second(now + args.ttl),
+        expires_at: expiry(now, args.ttl)?,
         created: false,
-    }
+    })
 }
 
 async fn start(args: StartArgs) -> Result<(), String> {
@@ -289,11 +356,13 @@ async fn start(args: StartArgs) -> Result<(), String> {
     // The document is TOML, which has no null.
     toml::Value::try_from(&pattern).map_err(|e| format!("--match: {e}"))?;
     // The split is checked before a destination is made for it.
+    let max = max_ttl(&args.store)?;
+    within(args.ttl, max)?;
     let stdout = Target::File(FileSinkConfig {
         path: FileTarget::Stdout,
     });
-    split_of(&args, &pattern, stdout, SystemTime::now())
-        .check()
+    split_of(&args, &pattern, stdout, SystemTime::now())?
+        .check(max)
         .map_err(|e| e.to_string())?;
     let given = given_destination(&args)?;
     let created = match (args.create, &args.like) {
@@ -324,21 +393,23 @@ async fn start(args: StartArgs) -> Result<(), String> {
         (None, None) => Err("name a destination".into()),
     };
     let written = match target {
-        Ok(target) => {
-            let mut split = split_of(&args, &pattern, target, SystemTime::now());
-            split.created = created.is_some();
-            let name = &args.name;
-            document::update(&args.store, IfUnparsable::Refuse, |document| {
-                if document.splits.iter().any(|s| &s.name == name) {
-                    return Err(format!(
-                        "a split named {name:?} exists; `relay split renew {name}` extends it"
-                    ));
-                }
-                document.splits.push(split.clone());
-                Ok(split.clone())
-            })
-            .await
-        }
+        Ok(target) => match split_of(&args, &pattern, target, SystemTime::now()) {
+            Ok(mut split) => {
+                split.created = created.is_some();
+                let name = &args.name;
+                document::update(&args.store, IfUnparsable::Refuse, |document| {
+                    if document.splits.iter().any(|s| &s.name == name) {
+                        return Err(format!(
+                            "a split named {name:?} exists; `relay split renew {name}` extends it"
+                        ));
+                    }
+                    document.splits.push(split.clone());
+                    Ok(split.clone())
+                })
+                .await
+            }
+            Err(problem) => Err(problem),
+        },
         Err(problem) => Err(problem),
     };
     let split = match written {

@@ -62,6 +62,13 @@ fn succeeded(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
 }
 
+/// The standard error of a command that must have exited with `code`, shown if it did not.
+fn failed(out: &Output, code: i32) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    stderr
+}
+
 async fn run(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
@@ -415,8 +422,7 @@ fn explain_and_check_read_the_stored_routes() {
     )
     .unwrap();
     let check = with_routes(&["check", "--config", &example_config()]);
-    let stderr = String::from_utf8_lossy(&check.stderr);
-    assert_eq!(check.status.code(), Some(1), "{stderr}");
+    let stderr = failed(&check, 1);
     assert!(stderr.contains("route \"creates\" is deployed"), "{stderr}");
     assert!(stderr.contains("keeps its last good routes"), "{stderr}");
 }
@@ -426,33 +432,20 @@ fn routes_put_replaces_a_document_that_does_not_parse() {
     let dir = tempfile::tempdir().unwrap();
     let routes = dir.path().join("routes.toml");
     std::fs::write(&routes, "[[splits]\nname = ").unwrap();
-    let run = |args: &[&str]| {
-        relay_cmd()
-            .args(args)
-            .arg("--routes")
-            .arg(&routes)
-            .output()
-            .unwrap()
-    };
-    let start = run(&[
-        "split",
-        "start",
-        "alice",
-        "--match",
-        r#"{"event_type":["CREATE"]}"#,
-        "--file",
-        "/tmp/alice.jsonl",
-    ]);
+    let run = |args: &[&str]| split_cmd(&routes, &[], args);
+    let start = start_split(&routes, &[], r#"{"event_type":["CREATE"]}"#, &[]);
     assert!(!start.status.success());
     let stderr = String::from_utf8_lossy(&start.stderr);
     assert!(stderr.contains("relay routes put FILE"), "{stderr}");
 
     let file = dir.path().join("audit.toml");
-    std::fs::write(
-        &file,
-        "[sinks.audit]\ntype = \"file\"\npath = \"/tmp/audit.jsonl\"\n\n[[routes]]\nname = \"deletions\"\nmatch = { event_type = [\"DELETE\"] }\nto = [\"audit\"]\n",
-    )
-    .unwrap();
+    let document = relay_testkit::file_route(
+        "audit",
+        "/tmp/audit.jsonl",
+        "deletions",
+        Some(r#"{ event_type = ["DELETE"] }"#),
+    );
+    std::fs::write(&file, document).unwrap();
     let put = run(&["routes", "put", file.to_str().unwrap()]);
     succeeded(&put);
     let shown = run(&["routes", "show", "--json"]);
@@ -468,14 +461,7 @@ fn routes_put_replaces_a_document_that_does_not_parse() {
 fn routes_put_keeps_the_splits_and_remove_takes_the_sinks_no_route_names() {
     let dir = tempfile::tempdir().unwrap();
     let routes = dir.path().join("routes.toml");
-    let run = |args: &[&str]| {
-        relay_cmd()
-            .args(args)
-            .arg("--routes")
-            .arg(&routes)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| split_cmd(&routes, &[], args);
     let shown = || -> serde_json::Value {
         serde_json::from_str(&succeeded(&run(&["routes", "show", "--json"]))).unwrap()
     };
@@ -583,4 +569,164 @@ fallback = true
     // Nothing left: the document is empty, not a set of empty tables.
     assert_eq!(std::fs::read_to_string(&routes).unwrap(), "");
     assert_eq!(shown()["document"], serde_json::json!({}));
+}
+
+/// `relay ARGS --routes ROUTES` with `vars` set.
+fn split_cmd(routes: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = relay_cmd();
+    cmd.args(args).arg("--routes").arg(routes);
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    cmd.output().unwrap()
+}
+
+/// `relay split start NAME --match PATTERN --file … [more]`.
+fn start_split(routes: &Path, vars: &[(&str, &str)], pattern: &str, more: &[&str]) -> Output {
+    let mut args = vec![
+        "split",
+        "start",
+        "alice",
+        "--match",
+        pattern,
+        "--file",
+        "/tmp/alice.jsonl",
+    ];
+    args.extend(more);
+    split_cmd(routes, vars, &args)
+}
+
+#[test]
+fn split_start_refuses_patterns_every_dss_notification_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    for pattern in [
+        r#"{"subscription_id":[{"anything-but":""}]}"#,
+        r#"{"match":{"bundle_uuid":[{"regex":"."}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"wildcard":"*-*"}]}}"#,
+        r#"{"match":{"bundle_version":[{"suffix":"Z"}]}}"#,
+    ] {
+        let out = start_split(&routes, &[], pattern, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{pattern}: {stderr}");
+        assert!(
+            stderr.contains("its match takes every notification"),
+            "{pattern}: {stderr}"
+        );
+        assert!(!routes.exists(), "{pattern}: nothing is written");
+    }
+    for (name, pattern) in [
+        ("a", r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#),
+        ("b", r#"{"event_type":["CREATE"]}"#),
+        (
+            "c",
+            r#"{"subscription_id":[{"anything-but":""}],"match":{"bundle_version":[{"prefix":"2019-11"}]}}"#,
+        ),
+    ] {
+        let out = split_cmd(
+            &routes,
+            &[],
+            &[
+                "split",
+                "start",
+                name,
+                "--match",
+                pattern,
+                "--file",
+                "/tmp/x.jsonl",
+            ],
+        );
+        succeeded(&out);
+    }
+}
+
+#[test]
+fn split_ttls_are_bounded_and_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    let pattern = r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#;
+    // Beyond what RFC 3339 writes: a usage error, not a panic.
+    let out = start_split(&routes, &[], pattern, &["--ttl", "999999999h"]);
+    let stderr = failed(&out, 2);
+    assert!(
+        stderr.contains("invalid value '999999999h' for '--ttl <TTL>': too long"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Over the default maximum of 7 days.
+    for (ttl, shown) in [("8d", "8days"), ("7900y", "7900years")] {
+        let out = start_split(&routes, &[], pattern, &["--ttl", ttl]);
+        let stderr = failed(&out, 1);
+        assert!(
+            stderr.contains(&format!(
+                "--ttl {shown}: a split lasts at most 7days (RELAY_SPLIT_MAX_TTL_SECS=604800)"
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(!routes.exists());
+    // The variable sets the maximum, for start and renew.
+    let hour = [("RELAY_SPLIT_MAX_TTL_SECS", "3600")];
+    let out = start_split(&routes, &hour, pattern, &["--ttl", "2h"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 1h"));
+    succeeded(&start_split(&routes, &hour, pattern, &["--ttl", "30m"]));
+    let renew = |vars: &[(&str, &str)], ttl: &str| {
+        split_cmd(&routes, vars, &["split", "renew", "alice", "--ttl", ttl])
+    };
+    let out = renew(&[], "999999999h");
+    let stderr = failed(&out, 2);
+    assert!(stderr.contains("too long"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for ttl in ["8d", "7900y"] {
+        let out = renew(&[], ttl);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("a split lasts at most 7days"));
+    }
+    let out = renew(&hour, "2h");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 1h"));
+    succeeded(&renew(&hour, "45m"));
+    // A renewal counts from the registration: within a week of it, not a week from now.
+    let stored = std::fs::read_to_string(&routes).unwrap();
+    let registered = stored
+        .lines()
+        .find_map(|l| l.strip_prefix("registered_at = "))
+        .unwrap()
+        .to_owned();
+    let earlier = stored.replace(&registered, "\"2026-01-01T00:00:00Z\"");
+    std::fs::write(&routes, earlier).unwrap();
+    let out = renew(&[], "1h");
+    let stderr = failed(&out, 1);
+    assert!(
+        stderr.contains("split alice was registered at 2026-01-01T00:00:00Z; a split lasts at most 7days from its registration"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn split_start_reads_the_max_ttl_from_the_relay_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    let config = dir.path().join("relay.toml");
+    let routes_part = relay_testkit::file_route("main", "-", "all", None);
+    std::fs::write(
+        &config,
+        format!("[relay]\nhmac_secret = \"s\"\nsplit_max_ttl_secs = 7200\n\n{routes_part}"),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let pattern = r#"{"event_type":["CREATE"]}"#;
+    let out = start_split(&routes, &[], pattern, &["--ttl", "3h", "--config", config]);
+    let stderr = failed(&out, 1);
+    assert!(
+        stderr.contains("a split lasts at most 2h (RELAY_SPLIT_MAX_TTL_SECS=7200)"),
+        "{stderr}"
+    );
+    succeeded(&start_split(
+        &routes,
+        &[],
+        pattern,
+        &["--ttl", "2h", "--config", config],
+    ));
 }

@@ -5,6 +5,10 @@
 //! A second group, `jmespath`, gives notifications per second for twenty routes whose every
 //! condition is a JMESPath expression, alone and with the parse in front of it.
 //!
+//! A third, `allowlist`, routes through one route whose pattern lists 100,000 subscription
+//! ids: a notification on the list and one that is not. Their ratio is what to compare: the
+//! one that matches nothing should cost no more than about the one that matches.
+//!
 //! Run with `cargo bench -p relay-core --bench route` (`make bench`).
 
 use std::hint::black_box;
@@ -144,12 +148,12 @@ fn jmespath(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("v2-create/20-routes", |b| {
         b.iter(|| {
-            let routing = router.route(&Input::new(
+            let sinks = router.route(&Input::new(
                 black_box(notification.document()),
                 &Value::Null,
             ));
-            assert_eq!(routing.sinks.len(), 4);
-            routing
+            assert_eq!(sinks.len(), 4);
+            sinks
         })
     });
     group.bench_function("v2-create/parse-then-20-routes", |b| {
@@ -161,5 +165,36 @@ fn jmespath(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, jmespath);
+/// One route allowing 100,000 subscription ids: a listed notification, and one not listed.
+fn allowlist(c: &mut Criterion) {
+    let ids: Vec<String> = (0..100_000)
+        .map(|i| format!("{i:08x}-2f0b-4c39-9c9e-2d1c7c0e7b11"))
+        .collect();
+    let listed = ids[54_321].clone();
+    let route = RouteSpec {
+        name: "allowed".into(),
+        pattern: Some(json!({ "subscription_id": ids })),
+        to: vec!["sink-0".into()],
+        stop: false,
+        fallback: false,
+    };
+    let router = Router::compile(&[route], vec!["sink-0".into()]).unwrap();
+    let notification = Notification::parse(Bytes::from_static(CREATE.as_bytes())).unwrap();
+    let mut matching = notification.document().clone();
+    matching["subscription_id"] = json!(listed);
+    let other = notification.document();
+    let mut group = c.benchmark_group("allowlist");
+    for (name, document, sinks) in [("matching", &matching, 1), ("not-matching", other, 0)] {
+        group.bench_function(format!("100000-ids/{name}"), |b| {
+            b.iter(|| {
+                let routed = router.route(&Input::new(black_box(document), &Value::Null));
+                assert_eq!(routed.len(), sinks);
+                routed
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, jmespath, allowlist);
 criterion_main!(benches);

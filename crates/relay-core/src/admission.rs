@@ -1,169 +1,312 @@
-//! Letting a request in: the budget of requests in flight (how many at once, and how many bytes
-//! of large bodies buffered at once), then the body read within the body limit and timeout. A
-//! request beyond the budget is refused with 503 `overloaded` before its body is read, so a
-//! client cannot make the relay hold more memory than the budget by opening connections or by
-//! sending slowly.
+//! Letting a request in: a cap on requests in flight, then the body read within its limits. A
+//! body's bytes count against a budget as they arrive, and a body must keep arriving at a
+//! minimum rate, so a slow sender holds its place only as long as its bytes justify:
+//!
+//! - every byte buffered counts against `RELAY_MAX_BUFFERED_BYTES`; bodies still arriving may
+//!   hold at most half of it, so bodies that are complete always find room, however many
+//!   incomplete ones are waiting;
+//! - the next bytes of a body are due within [`GRACE`] plus what has arrived at
+//!   `RELAY_BODY_MIN_BYTES_PER_SEC`, and the whole body within the grace plus its declared size
+//!   at that rate, and never later than `RELAY_BODY_TIMEOUT_MS` (408);
+//! - beyond a budget, the answer is 503 `overloaded` at once, never a wait.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::header;
 use http::request::Parts;
 use http_body::Body;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use crate::error::Error;
 
-/// Bodies up to this size count only against the request limit; a DSS notification is a few
-/// KiB, so legitimate traffic keeps flowing while large bodies wait for the byte budget.
-pub const SMALL_BODY_BYTES: usize = 64 * 1024;
+/// How long after its head a body's first bytes may take, on top of the minimum rate.
+pub const GRACE: Duration = Duration::from_secs(1);
 
 /// The limits, shared by every connection.
 #[derive(Debug, Clone)]
 pub struct Admission {
     requests: Arc<Semaphore>,
-    large_bytes: Arc<Semaphore>,
-    max_body_bytes: usize,
+    /// Every body byte buffered.
+    bytes: Arc<Semaphore>,
+    /// The bytes of bodies still arriving: half of [`bytes`](Self::bytes).
+    arriving: Arc<Semaphore>,
+    limits: BodyLimits,
 }
 
-/// What an admitted request holds until its answer is sent.
+/// What a body may be: its size, how long it may take, how fast it must come.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    /// The largest body accepted (413 beyond).
+    pub max_bytes: usize,
+    /// The longest a body may take after its head (408 beyond).
+    pub timeout: Duration,
+    /// The slowest a body may arrive, in bytes per second (408 below).
+    pub min_bytes_per_sec: usize,
+}
+
+/// What an admitted request holds until its answer is sent: its place, and its body's bytes.
 #[derive(Debug)]
 pub struct Ticket {
     _request: OwnedSemaphorePermit,
-    _bytes: Option<OwnedSemaphorePermit>,
+    bytes: Option<OwnedSemaphorePermit>,
 }
 
 impl Admission {
-    /// At most `max_requests` in flight, and at most `max_large_bytes` of bodies over
-    /// [`SMALL_BODY_BYTES`] at once.
-    pub fn new(max_requests: usize, max_large_bytes: usize, max_body_bytes: usize) -> Self {
+    /// At most `max_requests` in flight and `max_buffered_bytes` of bodies buffered at once.
+    pub fn new(max_requests: usize, max_buffered_bytes: usize, limits: BodyLimits) -> Self {
         Self {
             requests: Arc::new(Semaphore::new(max_requests)),
-            large_bytes: Arc::new(Semaphore::new(max_large_bytes)),
-            max_body_bytes,
+            bytes: Arc::new(Semaphore::new(max_buffered_bytes)),
+            arriving: Arc::new(Semaphore::new(max_buffered_bytes / 2)),
+            limits,
         }
     }
 
-    /// Admits a request whose head has arrived, reserving what its body may take: its size
-    /// when known (a body already in memory), else the declared `Content-Length`, else the
-    /// body limit.
-    pub fn admit(&self, parts: &Parts, known_size: Option<u64>) -> Result<Ticket, Error> {
-        let declared = known_size
-            .and_then(|n| usize::try_from(n).ok())
-            .or_else(|| {
-                parts
-                    .headers
-                    .get(header::CONTENT_LENGTH)
-                    .and_then(|v| v.to_str().ok()?.trim().parse::<usize>().ok())
-            });
-        let size = declared
-            .unwrap_or(self.max_body_bytes)
-            .min(self.max_body_bytes);
+    /// Admits a request whose head has arrived; its body's bytes are counted as they are read.
+    pub fn admit(&self) -> Result<Ticket, Error> {
         let request = Arc::clone(&self.requests)
             .try_acquire_owned()
             .map_err(|_| Error::Overloaded)?;
-        let bytes = match size > SMALL_BODY_BYTES {
-            false => None,
-            true => {
-                let permits = u32::try_from(size).map_err(|_| Error::Overloaded)?;
-                let reserved = Arc::clone(&self.large_bytes).try_acquire_many_owned(permits);
-                Some(reserved.map_err(|_| Error::Overloaded)?)
-            }
-        };
         Ok(Ticket {
             _request: request,
-            _bytes: bytes,
+            bytes: None,
+        })
+    }
+
+    /// Reads a whole body, counting its bytes into `ticket`: never more than the body limit
+    /// whatever `Content-Length` claimed (413), at the minimum rate and within the timeout
+    /// (408), within the byte budget (503); 400 for a body that breaks off.
+    pub async fn read<B>(&self, parts: &Parts, body: B, ticket: &mut Ticket) -> Result<Bytes, Error>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let limits = self.limits;
+        let declared = body.size_hint().exact().or_else(|| declared_length(parts));
+        let started = Instant::now();
+        let rate = limits.min_bytes_per_sec.max(1) as f64;
+        let at_rate = |bytes: u64| GRACE + Duration::from_secs_f64(bytes as f64 / rate);
+        let whole_by = started + limits.timeout.min(declared.map_or(limits.timeout, at_rate));
+        let timed_out = Error::RequestTimeout {
+            secs: limits.timeout.as_secs(),
+            min_bytes_per_sec: limits.min_bytes_per_sec,
+        };
+        let mut body = std::pin::pin!(body);
+        // The chunks as they came: one copy at the end, of the exact size (none for one chunk).
+        let mut chunks: Vec<Bytes> = Vec::new();
+        let mut received = 0usize;
+        let mut arriving: Option<OwnedSemaphorePermit> = None;
+        loop {
+            let next_by = whole_by.min(started + at_rate(received as u64));
+            let frame = match tokio::time::timeout_at(next_by, body.frame()).await {
+                Err(_) => return Err(timed_out),
+                Ok(None) => break,
+                Ok(Some(Err(_))) => return Err(Error::UnreadableBody),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if received + data.len() > limits.max_bytes {
+                return Err(Error::BodyTooLarge {
+                    limit: limits.max_bytes,
+                });
+            }
+            let size = u32::try_from(data.len()).map_err(|_| Error::Overloaded)?;
+            let complete = declared == Some((received + data.len()) as u64);
+            if !complete {
+                let permit = Arc::clone(&self.arriving)
+                    .try_acquire_many_owned(size)
+                    .map_err(|_| Error::Overloaded)?;
+                merge(&mut arriving, permit);
+            }
+            let permit = Arc::clone(&self.bytes)
+                .try_acquire_many_owned(size)
+                .map_err(|_| Error::Overloaded)?;
+            merge(&mut ticket.bytes, permit);
+            received += data.len();
+            chunks.push(data);
+        }
+        // Complete: its bytes no longer count as arriving.
+        drop(arriving);
+        Ok(match chunks.len() {
+            0 => Bytes::new(),
+            1 => chunks.pop().expect("one chunk"),
+            _ => {
+                let mut whole = BytesMut::with_capacity(received);
+                chunks
+                    .iter()
+                    .for_each(|chunk| whole.extend_from_slice(chunk));
+                whole.freeze()
+            }
         })
     }
 }
 
-/// Reads a whole body, never more than `limit` bytes whatever `Content-Length` claimed, and
-/// within `timeout`: 413, 408, or 400 for a body that breaks off.
-pub async fn read_body<B>(body: B, limit: usize, timeout: Duration) -> Result<Bytes, Error>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let read = Limited::new(body, limit).collect();
-    match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(Error::BodyTooLarge { limit })
-        }
-        Ok(Err(_)) => Err(Error::UnreadableBody),
-        Err(_) => Err(Error::RequestTimeout {
-            secs: timeout.as_secs(),
-        }),
+fn merge(held: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) {
+    match held {
+        Some(held) => held.merge(permit),
+        None => *held = Some(permit),
     }
+}
+
+/// The declared `Content-Length`, when there is one.
+fn declared_length(parts: &Parts) -> Option<u64> {
+    parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse().ok())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::convert::Infallible;
+
+    use http_body::Frame;
+    use http_body_util::{Full, StreamBody};
+    use tokio::sync::mpsc;
+
     use super::*;
 
-    impl Admission {
-        fn admit_head(&self, parts: &Parts) -> Result<Ticket, Error> {
-            self.admit(parts, None)
-        }
-    }
+    const LIMITS: BodyLimits = BodyLimits {
+        max_bytes: 8_000,
+        timeout: Duration::from_secs(20),
+        min_bytes_per_sec: 1_000,
+    };
 
-    fn head(length: Option<usize>) -> Parts {
-        let mut request = http::Request::post("/");
-        if let Some(n) = length {
-            request = request.header("content-length", n.to_string());
-        }
+    fn head(length: usize) -> Parts {
+        let request = http::Request::post("/").header("content-length", length.to_string());
         request.body(()).unwrap().into_parts().0
     }
 
-    #[test]
-    fn requests_and_large_bytes_are_bounded_and_released() {
-        let admission = Admission::new(3, 2_000_000, 1_048_576);
-        let big = admission.admit_head(&head(Some(1_000_000))).unwrap();
-        let unknown = admission.admit_head(&head(None)).err();
-        assert!(
-            matches!(unknown, Some(Error::Overloaded)),
-            "no length: the limit is reserved"
-        );
-        let small = admission.admit_head(&head(Some(4096))).unwrap();
-        let second_big = admission.admit_head(&head(Some(900_000))).unwrap();
-        assert!(
-            matches!(
-                admission.admit_head(&head(Some(10))),
-                Err(Error::Overloaded)
-            ),
-            "three in flight"
-        );
-        drop((big, small, second_big));
-        assert!(
-            admission.admit_head(&head(None)).is_ok(),
-            "released with the tickets"
-        );
+    /// A body whose chunks the test sends when it likes.
+    fn streamed() -> (
+        mpsc::Sender<Bytes>,
+        impl Body<Data = Bytes, Error = Infallible>,
+    ) {
+        let (tx, rx) = mpsc::channel::<Bytes>(16);
+        let frames = futures_util::stream::unfold(rx, |mut rx| async move {
+            let data = rx.recv().await?;
+            Some((Ok::<_, Infallible>(Frame::data(data)), rx))
+        });
+        (tx, StreamBody::new(frames))
     }
 
-    #[test]
-    fn a_body_already_in_memory_reserves_its_own_size() {
-        let admission = Admission::new(10, 100_000, 1_048_576);
-        assert!(
-            matches!(admission.admit(&head(None), None), Err(Error::Overloaded)),
-            "unknown size: the whole limit is reserved"
-        );
-        assert!(admission.admit(&head(None), Some(4096)).is_ok());
-        assert!(
-            admission.admit(&head(Some(4096)), Some(200_000)).is_err(),
-            "the known size outranks what Content-Length claims"
-        );
+    async fn read_whole(admission: &Admission, body: &'static [u8]) -> Result<Bytes, Error> {
+        let mut ticket = admission.admit()?;
+        let parts = head(body.len());
+        admission
+            .read(&parts, Full::new(Bytes::from_static(body)), &mut ticket)
+            .await
     }
 
-    #[test]
-    fn small_bodies_pass_while_large_ones_wait() {
-        let admission = Admission::new(10, 1_048_576, 1_048_576);
-        let _big = admission.admit_head(&head(Some(1_048_576))).unwrap();
+    #[tokio::test(start_paused = true)]
+    async fn complete_bodies_find_room_while_incomplete_ones_wait() {
+        let admission = Admission::new(100, 10_000, LIMITS);
+        // Five bodies of 4,000 declared bytes stop after 1,000: they hold the arriving half.
+        let mut waiting = Vec::new();
+        for _ in 0..5 {
+            let (tx, body) = streamed();
+            tx.send(Bytes::from(vec![b' '; 1_000])).await.unwrap();
+            let admission = admission.clone();
+            waiting.push((
+                tx,
+                tokio::spawn(async move {
+                    let mut ticket = admission.admit()?;
+                    admission.read(&head(4_000), body, &mut ticket).await
+                }),
+            ));
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        // One more incomplete body finds no room…
+        let (tx, body) = streamed();
+        tx.send(Bytes::from(vec![b' '; 1_000])).await.unwrap();
+        let mut ticket = admission.admit().unwrap();
+        let refused = admission.read(&head(4_000), body, &mut ticket).await;
+        assert!(matches!(refused, Err(Error::Overloaded)), "{refused:?}");
+        // …while complete ones do, again and again.
+        for _ in 0..10 {
+            assert_eq!(
+                read_whole(&admission, &[b'x'; 4_000]).await.unwrap().len(),
+                4_000
+            );
+        }
+        drop(waiting);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_sender_holds_its_place_only_as_long_as_its_bytes_justify() {
+        let admission = Admission::new(100, 1_000_000, LIMITS);
+        let (tx, body) = streamed();
+        tx.send(Bytes::from_static(&[b' '; 100])).await.unwrap();
+        let started = Instant::now();
+        let mut ticket = admission.admit().unwrap();
+        let answer = admission.read(&head(4_000), body, &mut ticket).await;
+        assert!(
+            matches!(answer, Err(Error::RequestTimeout { .. })),
+            "{answer:?}"
+        );
+        // 100 bytes at 1,000 bytes per second justify 0.1 s after the grace, not the 20 s
+        // timeout nor the 4 s its declared size would.
+        let held = started.elapsed();
+        assert!(held >= GRACE + Duration::from_millis(100), "{held:?}");
+        assert!(held < GRACE + Duration::from_millis(200), "{held:?}");
+        drop(tx);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sender_at_the_rate_finishes() {
+        let admission = Admission::new(100, 1_000_000, LIMITS);
+        let (tx, body) = streamed();
+        let sender = tokio::spawn(async move {
+            for _ in 0..4 {
+                tx.send(Bytes::from_static(&[b' '; 1_000])).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(900)).await;
+            }
+        });
+        let mut ticket = admission.admit().unwrap();
+        let read = admission.read(&head(4_000), body, &mut ticket).await;
+        assert_eq!(read.unwrap().len(), 4_000);
+        sender.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn limits_are_answered_at_once() {
+        let admission = Admission::new(1, 1_000_000, LIMITS);
+        let held = admission.admit().unwrap();
+        assert!(
+            matches!(admission.admit(), Err(Error::Overloaded)),
+            "one in flight"
+        );
+        drop(held);
+        let too_large = read_whole(&admission, &[b'x'; 8_001]).await;
+        assert!(
+            matches!(too_large, Err(Error::BodyTooLarge { limit: 8_000 })),
+            "{too_large:?}"
+        );
+        let small_budget = Admission::new(10, 3_000, LIMITS);
         assert!(matches!(
-            admission.admit_head(&head(Some(100_000))),
+            read_whole(&small_budget, &[b'x'; 4_000]).await,
             Err(Error::Overloaded)
         ));
-        assert!(admission.admit_head(&head(Some(SMALL_BODY_BYTES))).is_ok());
+        // Bytes come back with the ticket.
+        let mut ticket = small_budget.admit().unwrap();
+        let parts = head(2_500);
+        let body = Full::new(Bytes::from_static(&[b'x'; 2_500]));
+        small_budget.read(&parts, body, &mut ticket).await.unwrap();
+        assert!(
+            read_whole(&small_budget, &[b'x'; 2_500]).await.is_err(),
+            "held"
+        );
+        drop(ticket);
+        assert!(
+            read_whole(&small_budget, &[b'x'; 2_500]).await.is_ok(),
+            "released"
+        );
     }
 }

@@ -32,18 +32,21 @@ pub enum Error {
     /// The adapter could not read the body, e.g. the client went away (400).
     #[error("the request body could not be read")]
     UnreadableBody,
-    /// The body did not arrive within the body read timeout (408).
-    #[error("the request body did not arrive within {secs} s")]
+    /// The body did not arrive at the minimum rate, or within the body read timeout (408).
+    #[error(
+        "the request body did not arrive in time: at least {min_bytes_per_sec} bytes per second, within {secs} s"
+    )]
     RequestTimeout {
         /// The timeout, in whole seconds.
         secs: u64,
+        /// The minimum rate, in bytes per second.
+        min_bytes_per_sec: usize,
     },
     /// The platform's deadline for this request has already passed: no sink is called (503 with
     /// `Retry-After`).
     #[error("no time is left before the platform's deadline; retry later")]
     DeadlinePassed,
-    /// Too many requests or body bytes in flight; refused before the body is read (503 with
-    /// `Retry-After`).
+    /// Too many requests or body bytes in flight (503 with `Retry-After`).
     #[error("the relay is at its limit of requests in flight; retry later")]
     Overloaded,
     /// The signature check failed (401).

@@ -1,8 +1,12 @@
 //! The DSS notification model: what a payload must hold, its stable deduplication key, and the
 //! attributes every sink carries next to the untouched payload bytes.
 
+use std::collections::BTreeMap;
+use std::ops::Range;
+
 use bytes::Bytes;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use sha2::{Digest as _, Sha256};
 
 /// Marker: the notification arrived without a checked signature (for `relay explain` and tests).
@@ -94,11 +98,16 @@ impl Notification<Unverified> {
         }
         // What Python's json module writes but strict JSON refuses is read from a copy; the
         // payload itself is forwarded as it came.
-        let value: Value = match serde_json::from_slice(&payload) {
-            Ok(value) => value,
-            Err(strict) => crate::lenient::readable_copy(&payload)
-                .and_then(|copy| serde_json::from_slice(&copy).ok())
-                .ok_or_else(|| PayloadError::InvalidJson(strict.to_string()))?,
+        let (value, copy): (Value, _) = match serde_json::from_slice(&payload) {
+            Ok(value) => (value, None),
+            Err(strict) => {
+                let copy = crate::lenient::readable_copy(&payload);
+                let value = copy
+                    .as_ref()
+                    .and_then(|copy| serde_json::from_slice(&copy.text).ok())
+                    .ok_or_else(|| PayloadError::InvalidJson(strict.to_string()))?;
+                (value, copy)
+            }
         };
         let Value::Object(ref document) = value else {
             return Err(PayloadError::NotAnObject);
@@ -123,12 +132,16 @@ impl Notification<Unverified> {
         } else {
             Kind::V1
         };
-        let dedup_key = dedup_key(
-            &subscription_id,
-            &bundle_uuid,
-            &bundle_version,
-            event_type.as_deref(),
-        );
+        let fields = [
+            subscription_id.as_str(),
+            bundle_uuid.as_str(),
+            bundle_version.as_str(),
+            event_type.as_deref().unwrap_or(""),
+        ];
+        let dedup_key = match copy.filter(|copy| !copy.surrogates.is_empty()) {
+            None => hash_fields(fields.map(str::as_bytes)),
+            Some(copy) => surrogate_dedup_key(&copy, fields),
+        };
         Ok(Self {
             payload,
             document: value,
@@ -237,25 +250,75 @@ fn optional(value: Option<&Value>, field: &'static str) -> Result<Option<String>
 /// different tuples hash the same input. `event_type` is the empty string for v1.
 ///
 /// `transaction_id` and `event_timestamp` change on every attempt and are deliberately left out.
+///
+/// A parsed notification's key is this one, except that a field whose string in the payload
+/// holds a lone surrogate escape (which reads as U+FFFD) enters as its code points in WTF-8, so
+/// that such strings keep apart (docs/destinations.md).
 pub fn dedup_key(
     subscription_id: &str,
     bundle_uuid: &str,
     bundle_version: &str,
     event_type: Option<&str>,
 ) -> String {
+    hash_fields(
+        [
+            subscription_id,
+            bundle_uuid,
+            bundle_version,
+            event_type.unwrap_or(""),
+        ]
+        .map(str::as_bytes),
+    )
+}
+
+/// The hex SHA-256 of the fields' bytes, each as a netstring.
+fn hash_fields(fields: [&[u8]; 4]) -> String {
     let mut hasher = Sha256::new();
-    for field in [
-        subscription_id,
-        bundle_uuid,
-        bundle_version,
-        event_type.unwrap_or(""),
-    ] {
+    for field in fields {
         hasher.update(field.len().to_string());
         hasher.update(b":");
         hasher.update(field);
         hasher.update(b",");
     }
     hex::encode(hasher.finalize())
+}
+
+/// The dedup key of a payload read through a copy in which lone surrogate escapes became
+/// U+FFFD (`fields` as read from it): a field whose string held one enters the hash as its code
+/// points in WTF-8, the lone surrogate as its three UTF-8-style bytes, so `"\ud800"` and
+/// `"\udbff"` keep apart. Every other field enters as its text, as in [`dedup_key`].
+fn surrogate_dedup_key(copy: &crate::lenient::ReadableCopy, fields: [&str; 4]) -> String {
+    let places = field_places(&copy.text);
+    let mut bytes = fields.map(str::as_bytes);
+    for (field, place) in bytes.iter_mut().zip(places) {
+        if let Some((_, wtf8)) = place.and_then(|p| copy.surrogates.iter().find(|(s, _)| *s == p)) {
+            *field = wtf8;
+        }
+    }
+    hash_fields(bytes)
+}
+
+/// Where the dedup key's fields (the last of each name, as the parsed document has them) are
+/// in `text`: `subscription_id`, `match.bundle_uuid`, `match.bundle_version`, `event_type`.
+fn field_places(text: &[u8]) -> [Option<Range<usize>>; 4] {
+    type Fields<'a> = BTreeMap<String, &'a RawValue>;
+    let place = |raw: &RawValue| {
+        let start = raw.get().as_ptr().addr() - text.as_ptr().addr();
+        start..start + raw.get().len()
+    };
+    let Ok(top) = serde_json::from_slice::<Fields<'_>>(text) else {
+        return Default::default();
+    };
+    let matched = top
+        .get("match")
+        .and_then(|m| serde_json::from_str::<Fields<'_>>(m.get()).ok());
+    let inner = |name: &str| matched.as_ref().and_then(|m| m.get(name)).map(|r| place(r));
+    [
+        top.get("subscription_id").map(|r| place(r)),
+        inner("bundle_uuid"),
+        inner("bundle_version"),
+        top.get("event_type").map(|r| place(r)),
+    ]
 }
 
 #[cfg(test)]
@@ -343,5 +406,57 @@ mod tests {
             let got = Notification::parse(Bytes::from(body)).unwrap_err();
             assert_eq!(got, want, "{body}");
         }
+    }
+
+    #[test]
+    fn lone_surrogates_keep_apart_in_the_dedup_key() {
+        let key = |uuid: &str, extra: &str| {
+            let body = format!(
+                r#"{{"subscription_id": "s", "event_type": "CREATE", "match": {{"bundle_uuid": "{uuid}", "bundle_version": "v"}}{extra}}}"#
+            );
+            let notification = Notification::parse(Bytes::from(body)).unwrap();
+            notification.dedup_key().to_owned()
+        };
+        let (high, other) = (key(r"bundle-\ud800", ""), key(r"bundle-\udbff", ""));
+        assert_ne!(high, other);
+        // Both read as U+FFFD, yet neither is the key of that text.
+        let read = |uuid: &str| {
+            let body = format!(
+                r#"{{"subscription_id": "s", "match": {{"bundle_uuid": "{uuid}", "bundle_version": "v"}}}}"#
+            );
+            Notification::parse(Bytes::from(body))
+                .unwrap()
+                .bundle_uuid()
+                .to_owned()
+        };
+        assert_eq!(read(r"bundle-\ud800"), read(r"bundle-\udbff"));
+        assert_ne!(high, key("bundle-\u{fffd}", ""));
+        assert_ne!(high, key(r"bundle-\ufffd", ""));
+        // The documented rule, as Python computes it over json.loads and
+        // str.encode("utf-8", "surrogatepass").
+        assert_eq!(
+            high,
+            "5c3d95e4d071a7df216bba534047ec457d70ddfe3249cfda32c29fb86b2c71cf"
+        );
+        assert_eq!(
+            other,
+            "45a9a1c41a307cd0893912f34a35dacde3ac12f3b92fb3fbde52f01be7560806"
+        );
+        // A lone surrogate or NaN elsewhere leaves the key of the fields' text as it is.
+        let plain = dedup_key("s", "bundle-x", "v", Some("CREATE"));
+        assert_eq!(key("bundle-x", r#", "x": "\udc00", "y": NaN"#), plain);
+        // Duplicate keys: the last one counts, as it does for routing.
+        assert_eq!(
+            key(
+                r"bundle-\ud800",
+                r#", "match": {"bundle_uuid": "bundle-x", "bundle_version": "v"}"#
+            ),
+            plain
+        );
+        // A pair is one character and no lone surrogate.
+        assert_eq!(
+            key(r"\ud83d\ude00\ud800\n", ""),
+            hash_fields([b"s", b"\xf0\x9f\x98\x80\xed\xa0\x80\n", b"v", b"CREATE"])
+        );
     }
 }

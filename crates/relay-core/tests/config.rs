@@ -278,9 +278,12 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
             "/srv/relay/routes.toml",
         ),
         ("routes_refresh_secs", "3", "3"),
+        ("routes_max_bytes", "65536", "65536"),
+        ("split_max_ttl_secs", "3600", "3600"),
         ("listen", r#""127.0.0.1:9""#, "127.0.0.1:9"),
         ("header_timeout_ms", "700", "700"),
         ("body_timeout_ms", "900", "900"),
+        ("body_min_bytes_per_sec", "2048", "2048"),
         ("max_concurrent_requests", "3", "3"),
         ("max_buffered_bytes", "100000", "100000"),
     ];

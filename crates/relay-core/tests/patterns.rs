@@ -468,3 +468,124 @@ fn a_regex_nested_too_deep_is_refused_not_a_crash() {
         Pattern::compile(&json!({"bundle_uuid": [{"regex": "^(c8|(ab)+)[0-9a-f]*$"}]})).is_ok()
     );
 }
+
+/// Runs `f` on a thread with a stack of `kib` KiB: without the JMESPath limits, the hostile
+/// expressions below overflow a small one (and abort the process) while compiling or
+/// evaluating.
+fn on_a_stack<T: Send + 'static>(kib: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(kib * 1024)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+/// Expressions nested thousands deep, as anyone who may write the stored routes could store:
+/// each is refused while compiling, with what is wrong and where.
+fn hostile_jmespath() -> Vec<(&'static str, String)> {
+    vec![
+        ("4,050 `!` before a field", format!("{}a", "!".repeat(4050))),
+        ("5,000 dots", format!("a{}", ".a".repeat(5000))),
+        (
+            "20,000 nested parentheses",
+            format!("{}a{}", "(".repeat(20_000), ")".repeat(20_000)),
+        ),
+        ("a 4 KB line", format!("a == '{}'", "x".repeat(4096))),
+        // Within the length limit, the nesting is what refuses them.
+        ("1,000 `!`", format!("{}a", "!".repeat(1000))),
+        ("511 dots", format!("a{}", ".a".repeat(511))),
+        (
+            "500 nested parentheses",
+            format!("{}a{}", "(".repeat(500), ")".repeat(500)),
+        ),
+        (
+            "300 nested lists",
+            format!("{}a{}", "[".repeat(300), "]".repeat(300)),
+        ),
+        ("300 projections", format!("a{}", "[*]".repeat(300))),
+        ("500 alternatives", vec!["a"; 500].join("||")),
+    ]
+}
+
+#[test]
+fn a_jmespath_nested_too_deep_or_too_long_is_refused_not_a_crash() {
+    on_a_stack(256, || {
+        for (case, expression) in hostile_jmespath() {
+            for pattern in [
+                json!({"$jmespath": expression}),
+                json!({"attachments": {"$jmespath": expression}}),
+                json!({"attachments": [{"jmespath": expression}]}),
+            ] {
+                let error = Pattern::compile(&pattern).expect_err(case);
+                assert!(
+                    error.message.starts_with("the JMESPath expression "),
+                    "{case}: {error}"
+                );
+                assert!(error.at.starts_with("match"), "{case}: {error}");
+                assert!(error.message.len() < 100, "{case}: the text is not echoed");
+            }
+        }
+        let long = Pattern::compile(&json!({"$jmespath": "a".repeat(1025)})).unwrap_err();
+        assert_eq!(
+            long.message,
+            "the JMESPath expression is 1025 bytes long; the limit is 1024"
+        );
+        let deep = Pattern::compile(&json!({"x": [{"jmespath": format!("{}a", "!".repeat(64))}]}))
+            .unwrap_err();
+        assert_eq!(
+            (deep.at.as_str(), deep.message.as_str()),
+            (
+                "match.x",
+                "the JMESPath expression nests 65 levels deep; the limit is 64"
+            )
+        );
+    });
+}
+
+#[test]
+fn a_jmespath_at_the_limits_compiles_and_matches_on_half_a_worker_stack() {
+    // A debug build's interpreter takes about 6 KB of stack a level: 64 levels need about
+    // 400 KB, half of what a tokio worker has (2 MiB).
+    on_a_stack(1024, || {
+        let create = sample("v2-create");
+        let longest = format!("event_type == 'CREATE' || '{}' == 'x'", "y".repeat(989));
+        assert_eq!(longest.len(), relay_core::route::JMESPATH_MAX_BYTES);
+        for expression in [
+            // 62 negations of a group: 64 levels, true when there is an event type.
+            format!("{}(event_type)", "!!".repeat(31)),
+            format!("{}event_type == 'CREATE'{}", "(".repeat(62), ")".repeat(62)),
+            longest,
+        ] {
+            let pattern = json!({"$jmespath": expression});
+            assert!(matches(pattern, &create, &Value::Null), "{expression}");
+        }
+        let chain = format!("{}match.bundle_uuid", "@ | ".repeat(62));
+        assert!(matches(json!({"$jmespath": chain}), &create, &Value::Null));
+    });
+}
+
+/// A document whose route `route` sends what the JMESPath `expression` (a TOML string) selects
+/// to a file sink.
+fn archive_route(route: &str, expression: &str) -> String {
+    let pattern = format!(r#"{{ "$jmespath" = {expression} }}"#);
+    relay_testkit::file_route("archive", "/tmp/relay-archive.jsonl", route, Some(&pattern))
+}
+
+#[test]
+fn a_stored_document_with_a_hostile_jmespath_is_refused() {
+    on_a_stack(256, || {
+        for (case, expression) in hostile_jmespath() {
+            let document = archive_route("hostile", &format!(r#""{expression}""#));
+            let error = relay_core::live::check_document(&document, None).expect_err(case);
+            let message = error.to_string();
+            assert!(
+                message.starts_with(r#"route "hostile", match: the JMESPath expression "#),
+                "{case}: {message}"
+            );
+        }
+        // The same document with a plain expression is taken.
+        let plain = archive_route("plain", r#""event_type == 'CREATE'""#);
+        assert!(relay_core::live::check_document(&plain, None).is_ok());
+    });
+}

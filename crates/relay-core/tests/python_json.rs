@@ -2,12 +2,13 @@
 //! relay accepts, when it has the required fields, and is forwarded byte for byte: `NaN`,
 //! `Infinity`, numbers beyond a double's range, lone surrogate escapes, duplicate keys.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use relay_core::Sink;
 use relay_core::sink::{FileSink, FileTarget};
+use relay_core::{Relay, Sink};
 use relay_testkit::{Signer, assert_accepted, capture_clock, config, relay};
 
 /// A JSON value as Python writes it: already serialized.
@@ -87,8 +88,9 @@ proptest! {
     }
 }
 
-#[tokio::test]
-async fn python_only_forms_reach_the_file_sink_byte_identical() {
+/// A relay that forwards every accepted notification to a file sink writing to `sink.jsonl`
+/// in a fresh directory; the directory lives as long as the first element.
+async fn file_sink_relay() -> (tempfile::TempDir, PathBuf, Relay) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sink.jsonl");
     let file: Arc<dyn Sink> = Arc::new(
@@ -101,6 +103,26 @@ async fn python_only_forms_reach_the_file_sink_byte_identical() {
         &[("file", file)],
         capture_clock(),
     );
+    (dir, path, relay)
+}
+
+/// The string `field` of every line the file sink wrote to `path`, in order.
+fn stored_field(path: &Path, field: &str) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()[field]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn python_only_forms_reach_the_file_sink_byte_identical() {
+    let (_dir, path, relay) = file_sink_relay().await;
     let big = "7".repeat(400);
     let forms = [
         "1e400".to_owned(),
@@ -119,15 +141,35 @@ async fn python_only_forms_reach_the_file_sink_byte_identical() {
         assert_accepted(&relay.accept(Signer::capture("k").json(&body)).await);
         sent.push(body);
     }
-    let lines = std::fs::read_to_string(&path).unwrap();
-    let stored: Vec<String> = lines
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["payload"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let stored = stored_field(&path, "payload");
     assert_eq!(stored, sent);
+}
+
+#[tokio::test]
+async fn lone_surrogates_in_the_key_fields_give_different_dedup_keys() {
+    let (_dir, path, relay) = file_sink_relay().await;
+    let mut answered = Vec::new();
+    for uuid in [
+        r"bundle-\ud800",
+        r"bundle-\udbff",
+        "bundle-\u{fffd}",
+        "bundle-x",
+    ] {
+        let body = format!(
+            r#"{{"subscription_id": "s", "event_type": "CREATE", "match": {{"bundle_uuid": "{uuid}", "bundle_version": "v"}}, "value": NaN}}"#
+        );
+        let outcome = relay.accept(Signer::capture("k").json(&body)).await;
+        assert_accepted(&outcome);
+        let answer: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
+        answered.push(answer["dedup_key"].as_str().unwrap().to_owned());
+    }
+    let stored = stored_field(&path, "dedup_key");
+    assert_eq!(stored, answered);
+    let distinct: std::collections::BTreeSet<&String> = answered.iter().collect();
+    assert_eq!(distinct.len(), 4, "{answered:?}");
+    // The documented key of the fields' text, where no field holds a lone surrogate.
+    assert_eq!(
+        answered[3],
+        relay_core::notification::dedup_key("s", "bundle-x", "v", Some("CREATE"))
+    );
 }

@@ -135,6 +135,55 @@ fn stalled_and_greedy_clients_leave_room_for_a_notification() {
 }
 
 #[test]
+fn slow_bodies_hold_their_place_only_as_long_as_their_bytes_justify() {
+    // With the defaults: more slow senders than the old limit of 256 requests in flight, each
+    // declaring 4 KB and sending 100 bytes.
+    let server = Server::start(&[]);
+    let mut slow = Vec::new();
+    for _ in 0..300 {
+        let mut s = server.connect();
+        s.write_all(format!("{}{}", head(4096), " ".repeat(100)).as_bytes())
+            .unwrap();
+        slow.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    let answer = exchange(&server, capture::raw("v2-json-post"));
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "answered after {:?}",
+        asked.elapsed()
+    );
+    // 100 bytes justify a second's grace and a little more, not the 20 s body timeout.
+    for mut s in slow {
+        let answer = read_until_closed(&mut s, Duration::from_secs(3)).expect("ended");
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    }
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+}
+
+#[test]
+fn a_burst_beyond_the_old_request_limit_is_acknowledged_whole() {
+    let server = Server::start(&[]);
+    // 600 complete notifications opened at once, twice the old limit of requests in flight.
+    let mut streams: Vec<TcpStream> = (0..600).map(|_| server.connect()).collect();
+    for s in &mut streams {
+        s.write_all(capture::raw("v2-json-post")).unwrap();
+    }
+    for mut s in streams {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).expect("an answer");
+        assert_eq!(&head, b"HTTP/1.1 202", "{}", String::from_utf8_lossy(&head));
+    }
+}
+
+#[test]
 fn timeouts_close_idle_connections_and_answer_slow_bodies_with_408() {
     let vars = [
         ("RELAY_HEADER_TIMEOUT_MS", "500"),

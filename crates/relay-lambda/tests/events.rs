@@ -233,10 +233,17 @@ async fn stored_routes_are_read_at_the_start_of_a_stale_invocation() {
 name = "creates"
 match = {{ event_type = ["CREATE"] }}
 to = {{ type = "file", path = "{}" }}
-registered_at = "2020-01-01T00:00:00Z"
-expires_at = "2100-01-01T00:00:00Z"
+registered_at = "{}"
+expires_at = "{}"
 "#,
-            split.display()
+            split.display(),
+            // Within the longest a split may last (RELAY_SPLIT_MAX_TTL_SECS, 7 days).
+            relay_core::live::Timestamp(
+                std::time::SystemTime::now() - std::time::Duration::from_secs(60)
+            ),
+            relay_core::live::Timestamp(
+                std::time::SystemTime::now() + std::time::Duration::from_secs(3600)
+            ),
         ),
     )
     .unwrap();

@@ -53,6 +53,20 @@ impl ConfigFile {
     }
 }
 
+/// A routes document (or the `[sinks]` and `[[routes]]` of a `relay.toml`) with one file sink
+/// `sink` writing to `path` and one route `route` to it, taking what `pattern` (a TOML inline
+/// table) matches, or everything without one.
+pub fn file_route(sink: &str, path: &str, route: &str, pattern: Option<&str>) -> String {
+    let mut text = format!(
+        "[sinks.{sink}]\ntype = \"file\"\npath = \"{path}\"\n\n[[routes]]\nname = \"{route}\"\n"
+    );
+    if let Some(pattern) = pattern {
+        text.push_str(&format!("match = {pattern}\n"));
+    }
+    text.push_str(&format!("to = [\"{sink}\"]\n"));
+    text
+}
+
 /// Configuration files with an error on a line that holds the secret `s3cret-…`: whatever
 /// reports the error must give its place and must not repeat the line.
 pub const FILES_WITH_A_BROKEN_SECRET_LINE: [&str; 5] = [

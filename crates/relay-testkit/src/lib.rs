@@ -15,7 +15,9 @@ pub mod requests;
 pub mod sinks;
 pub mod stores;
 
-pub use config::{ConfigFile, FILES_WITH_A_BROKEN_SECRET_LINE, config, config_errors, vars};
+pub use config::{
+    ConfigFile, FILES_WITH_A_BROKEN_SECRET_LINE, config, config_errors, file_route, vars,
+};
 pub use process::{RelayProcess, assert_refuses_without_a_key, built_binary, free_port};
 pub use requests::{BOUNDARY, Signer, assert_accepted, status_and_code, v2};
 pub use sinks::{FailingSink, RecordingSink, StuckSink, capture_clock, capture_relay, relay};

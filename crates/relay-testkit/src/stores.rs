@@ -3,11 +3,66 @@
 
 use std::process::Command;
 
-use relay_core::live::store::{Fetched, Store, WriteError};
+use relay_core::live::store::{DEFAULT_MAX_BYTES, Fetched, Store, StoreError, WriteError};
 
 /// On an empty store: missing; a create-only write; a second create refused; unchanged at the
-/// version written; a swap; a stale swap refused; the swapped text read back.
+/// version written; a swap; a stale swap refused; the swapped text read back; then
+/// [`reads_stop_at_the_size_limit`] at the default limit, which `store` must have.
 pub async fn reads_are_conditional_and_writes_compare_and_swap(store: &dyn Store) {
+    reads_are_conditional(store).await;
+    reads_stop_at_the_size_limit(store, DEFAULT_MAX_BYTES).await;
+}
+
+/// A document of `bytes` bytes: a TOML comment line, then `a = 1`.
+fn document_of(bytes: usize) -> String {
+    let tail = "\na = 1\n";
+    let mut text = "#".repeat(bytes - tail.len());
+    text.push_str(tail);
+    text
+}
+
+/// On a store that refuses documents over `limit` bytes (and has a document): one of `limit`
+/// bytes is read whole; one byte more is refused as too large, naming the store, and so is a
+/// much larger one.
+pub async fn reads_stop_at_the_size_limit(store: &dyn Store, limit: usize) {
+    let current = match store.read(None).await.unwrap() {
+        Fetched::Document { version, .. } => Some(version),
+        _ => None,
+    };
+    let at_limit = document_of(limit);
+    let version = store.write(current.as_ref(), &at_limit).await.unwrap();
+    assert_eq!(
+        store.read(None).await.unwrap(),
+        Fetched::Document {
+            text: at_limit,
+            version: version.clone()
+        }
+    );
+    let mut version = version;
+    for size in [limit + 1, 3 * limit] {
+        version = store
+            .write(Some(&version), &document_of(size))
+            .await
+            .unwrap();
+        match store.read(None).await {
+            Err(e @ StoreError::TooLarge { .. }) => {
+                let message = e.to_string();
+                assert!(message.starts_with(&store.url()), "{message}");
+                assert!(message.contains(&limit.to_string()), "{message}");
+            }
+            Ok(fetched) => panic!(
+                "a document of {size} bytes over a limit of {limit} was read: {}",
+                match fetched {
+                    Fetched::Document { text, .. } => format!("{} bytes", text.len()),
+                    other => format!("{other:?}"),
+                }
+            ),
+            Err(e) => panic!("a document of {size} bytes over a limit of {limit}: {e}"),
+        }
+    }
+}
+
+async fn reads_are_conditional(store: &dyn Store) {
     assert_eq!(store.read(None).await.unwrap(), Fetched::Missing);
     let first = store.write(None, "a = 1\n").await.unwrap();
     assert!(matches!(

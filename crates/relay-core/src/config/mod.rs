@@ -67,6 +67,10 @@ pub struct Config {
     pub routes_url: Option<RoutesUrl>,
     /// How often, at most, the stored routes are read again.
     pub routes_refresh: Duration,
+    /// The largest stored routes document read.
+    pub routes_max_bytes: usize,
+    /// The longest a split may last, from its registration to its expiry.
+    pub split_max_ttl: Duration,
     /// `PUBSUB_EMULATOR_HOST`: Pub/Sub sinks publish to the emulator there.
     pub pubsub_emulator: Option<String>,
     /// The configuration file, when one is used.
@@ -82,6 +86,8 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     /// A body must arrive within this after its headers.
     pub body_timeout: Duration,
+    /// A body must arrive at this rate or faster, after a grace of a second.
+    pub body_min_bytes_per_sec: usize,
     /// Requests in flight at once.
     pub max_concurrent_requests: usize,
     /// Bytes of large bodies buffered at once.
@@ -232,6 +238,12 @@ impl Config {
                 "must be at least 1: every instance reads the stored routes this often".into(),
             );
         }
+        if settings.split_max_ttl_secs.is_some_and(|s| s.0 == 0) {
+            fail(
+                "RELAY_SPLIT_MAX_TTL_SECS",
+                "must be at least 1: a split lasts longer than zero".into(),
+            );
+        }
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
@@ -256,6 +268,7 @@ impl Config {
                     settings.header_timeout_ms.map_or(0, |m| m.0),
                 ),
                 body_timeout: Duration::from_millis(settings.body_timeout_ms.map_or(0, |m| m.0)),
+                body_min_bytes_per_sec: settings.body_min_bytes_per_sec.map_or(1, |c| c.0),
                 max_concurrent_requests: settings.max_concurrent_requests.map_or(1, |c| c.0),
                 max_buffered_bytes: settings.max_buffered_bytes.map_or(0, |b| b.get()),
             },
@@ -264,6 +277,14 @@ impl Config {
             routes,
             routes_url: settings.routes_url.clone(),
             routes_refresh: Duration::from_secs(settings.routes_refresh_secs.map_or(10, |s| s.0)),
+            routes_max_bytes: settings
+                .routes_max_bytes
+                .map_or(crate::live::store::DEFAULT_MAX_BYTES, |b| b.get()),
+            split_max_ttl: settings
+                .split_max_ttl_secs
+                .map_or(crate::live::DEFAULT_SPLIT_MAX_TTL, |s| {
+                    Duration::from_secs(s.0)
+                }),
             pubsub_emulator: emulator,
             config_file,
             settings,
@@ -279,6 +300,7 @@ impl Config {
             self.router.clone(),
             self.pubsub_emulator.clone(),
         )
+        .with_split_max_ttl(self.split_max_ttl)
     }
 
     /// `RELAY_*` names among `names` that the relay does not know, most likely typos.

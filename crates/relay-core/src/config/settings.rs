@@ -133,15 +133,21 @@ settings! {
     routes_url: RoutesUrl = "RELAY_ROUTES_URL", file, default "";
     /// How often, at most, each instance reads the stored routes again (a conditional read); on Lambda, at the start of an invocation once this much time has passed.
     routes_refresh_secs: Seconds = "RELAY_ROUTES_REFRESH_SECS", file, default "10";
+    /// A stored routes document larger than this is refused (the routes in effect stay); reads never hold more than this in memory.
+    routes_max_bytes: ByteLimit = "RELAY_ROUTES_MAX_BYTES", file, default "4194304";
+    /// The longest a split may last, from its registration to its expiry: `relay split start` and `renew` refuse a longer `--ttl`, and the relay refuses a stored split that lasts longer.
+    split_max_ttl_secs: Seconds = "RELAY_SPLIT_MAX_TTL_SECS", file, default "604800";
     /// relay-gcf: the address to listen on.
     listen: ListenAddr = "RELAY_LISTEN", file, default "0.0.0.0:$PORT (PORT defaults to 8080)";
     /// relay-gcf: a request's headers must arrive within this, and a kept-alive connection waits no longer idle; else it is closed.
     header_timeout_ms: Millis = "RELAY_HEADER_TIMEOUT_MS", file, default "10000";
-    /// relay-gcf: a request's body must arrive within this after its headers; else 408 `request_timeout`.
+    /// relay-gcf: a request's body must arrive within this after its headers, at the latest; else 408 `request_timeout`.
     body_timeout_ms: Millis = "RELAY_BODY_TIMEOUT_MS", file, default "20000";
-    /// relay-gcf: requests in flight at once; beyond it 503 `overloaded`, before the body is read.
-    max_concurrent_requests: Count = "RELAY_MAX_CONCURRENT_REQUESTS", file, default "256";
-    /// relay-gcf: bytes of bodies over 64 KiB buffered at once; beyond it 503 `overloaded`, before the body is read.
+    /// relay-gcf: a body's bytes must keep arriving at this rate after a grace of one second (the next bytes within 1 s plus what has arrived at this rate, the whole body within 1 s plus its declared size at this rate); else 408 `request_timeout`.
+    body_min_bytes_per_sec: Count = "RELAY_BODY_MIN_BYTES_PER_SEC", file, default "16384";
+    /// relay-gcf: requests in flight at once, a last bound on tasks (body bytes and their rate bound what slow senders hold); beyond it 503 `overloaded`.
+    max_concurrent_requests: Count = "RELAY_MAX_CONCURRENT_REQUESTS", file, default "8192";
+    /// relay-gcf: body bytes buffered at once, counted as they arrive; bodies still arriving may hold half of it, so complete ones always find room; beyond it 503 `overloaded`.
     max_buffered_bytes: ByteLimit = "RELAY_MAX_BUFFERED_BYTES", file, default "67108864";
     /// Without `[sinks]`: append one JSON line per notification to this path, or `-` for standard output.
     file_sink: FileTarget = "RELAY_FILE_SINK", var, default "";

@@ -13,21 +13,21 @@
 //! the earliest registered wins. An expired split takes nothing, whether or not it has been
 //! removed from the document.
 
+mod probe;
 pub mod refresh;
 mod split;
 pub mod store;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
-use serde_json::Value;
 
-pub use split::{MAX_NAME_CHARS, SplitSpec, Timestamp};
+pub use split::{DEFAULT_SPLIT_MAX_TTL, MAX_NAME_CHARS, SplitSpec, Timestamp};
 pub use store::{Fetched, RoutesUrl, Store, StoreError, Version, WriteError};
 
-use crate::route::{Input, Pattern, RouteError, RouteSpec, Router, Routing};
+use crate::route::{Input, Pattern, RouteError, RouteSpec, Router};
 use crate::sink::{Destination, ShapeError, Sink, SinkConfig, SinkSpecs, Target};
 use crate::text::DocumentError;
 
@@ -94,6 +94,37 @@ pub enum RoutesError {
         /// Why.
         error: String,
     },
+    /// The document has more sinks, routes or splits than a stored document may hold.
+    #[error("the document has {count} {what}; a stored document holds at most {limit}")]
+    TooMany {
+        /// What there are too many of: "sinks", "routes" or "splits".
+        what: &'static str,
+        /// How many the document has.
+        count: usize,
+        /// The most it may have.
+        limit: usize,
+    },
+}
+
+/// The most sinks a stored document may add (each one is a client the relay builds).
+pub const MAX_STORED_SINKS: usize = 1_000;
+/// The most routes a stored document may hold.
+pub const MAX_STORED_ROUTES: usize = 10_000;
+/// The most splits a stored document may hold.
+pub const MAX_STORED_SPLITS: usize = 1_000;
+
+/// Refuses a document with more sinks, routes or splits than the limits above.
+fn check_counts(stored: &StoredRoutes) -> Result<(), RoutesError> {
+    for (what, count, limit) in [
+        ("sinks", stored.sinks.len(), MAX_STORED_SINKS),
+        ("routes", stored.routes.len(), MAX_STORED_ROUTES),
+        ("splits", stored.splits.len(), MAX_STORED_SPLITS),
+    ] {
+        if count > limit {
+            return Err(RoutesError::TooMany { what, count, limit });
+        }
+    }
+    Ok(())
 }
 
 /// Checks a stored document before it is written: against the deployed routes when they are
@@ -101,12 +132,13 @@ pub enum RoutesError {
 /// its own sinks when they name no other).
 pub fn check_document(text: &str, deployed: Option<&Routes>) -> Result<StoredRoutes, RoutesError> {
     let stored = StoredRoutes::parse(text)?;
+    check_counts(&stored)?;
     match deployed {
         Some(deployed) => {
             deployed.merge(&stored)?;
         }
         None => {
-            check_splits(&stored.splits)?;
+            check_splits(&stored.splits, DEFAULT_SPLIT_MAX_TTL)?;
             let named_here = stored
                 .routes
                 .iter()
@@ -121,9 +153,10 @@ pub fn check_document(text: &str, deployed: Option<&Routes>) -> Result<StoredRou
     Ok(stored)
 }
 
-/// Checks every split and the uniqueness of their names; returns them earliest registered
-/// first (splits registered at the same second keep the document's order).
-fn check_splits(specs: &[SplitSpec]) -> Result<Vec<ActiveSplit>, RoutesError> {
+/// Checks every split (none may last longer than `max_ttl`) and the uniqueness of their names;
+/// returns them earliest registered first (splits registered at the same second keep the
+/// document's order).
+fn check_splits(specs: &[SplitSpec], max_ttl: Duration) -> Result<Vec<ActiveSplit>, RoutesError> {
     let mut seen = BTreeSet::new();
     let mut checked = Vec::with_capacity(specs.len());
     for spec in specs {
@@ -133,7 +166,7 @@ fn check_splits(specs: &[SplitSpec]) -> Result<Vec<ActiveSplit>, RoutesError> {
                 message: "another split has this name".into(),
             });
         }
-        checked.push((spec.registered_at, spec.check()?));
+        checked.push((spec.registered_at, spec.check(max_ttl)?));
     }
     checked.sort_by_key(|(registered_at, _)| *registered_at);
     Ok(checked.into_iter().map(|(_, split)| split).collect())
@@ -168,12 +201,14 @@ pub struct Routes {
     deployed: Arc<Deployed>,
 }
 
-/// The deployment's sinks and routes as written, and the Pub/Sub emulator stored sinks use too.
-#[derive(Debug)]
+/// The deployment's sinks and routes as written, the Pub/Sub emulator stored sinks use too,
+/// and the longest a stored split may last.
+#[derive(Debug, Clone)]
 struct Deployed {
     sinks: Vec<SinkConfig>,
     routes: Vec<RouteSpec>,
     pubsub_emulator: Option<String>,
+    split_max_ttl: Duration,
 }
 
 impl Routes {
@@ -190,6 +225,7 @@ impl Routes {
                 sinks: sinks.clone(),
                 routes: specs,
                 pubsub_emulator,
+                split_max_ttl: DEFAULT_SPLIT_MAX_TTL,
             }),
             sinks,
             router,
@@ -197,9 +233,22 @@ impl Routes {
         }
     }
 
+    /// These routes, with stored splits allowed to last at most `max` from their registration
+    /// to their expiry (`RELAY_SPLIT_MAX_TTL_SECS`; [`DEFAULT_SPLIT_MAX_TTL`] unless set).
+    pub fn with_split_max_ttl(mut self, max: Duration) -> Self {
+        Arc::make_mut(&mut self.deployed).split_max_ttl = max;
+        self
+    }
+
+    /// The longest a stored split may last, from its registration to its expiry.
+    pub fn split_max_ttl(&self) -> Duration {
+        self.deployed.split_max_ttl
+    }
+
     /// The deployed routes with `stored` added, refusing anything that would redefine a
     /// deployed sink or route, and checking every route and split.
     pub fn merge(&self, stored: &StoredRoutes) -> Result<Self, RoutesError> {
+        check_counts(stored)?;
         let deployed = &self.deployed;
         let mut sinks = deployed.sinks.clone();
         for (name, spec) in &stored.sinks {
@@ -229,7 +278,7 @@ impl Routes {
         let names = sinks.iter().map(|s| s.name.clone()).collect();
         let router = Router::compile(&routes, names)?;
 
-        let mut splits = check_splits(&stored.splits)?;
+        let mut splits = check_splits(&stored.splits, deployed.split_max_ttl)?;
         for split in &mut splits {
             deployed.set_emulator(&mut split.sink);
         }
@@ -288,13 +337,12 @@ pub struct RoutingTable {
     uses_request: bool,
 }
 
-/// Where one notification goes, and why.
+/// Where one notification goes. Why each route decided as it did is
+/// [`Router::explain`]'s, which only `relay explain` asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     /// The split that took it, if one did.
     pub split: Option<String>,
-    /// What each route decided (every route is evaluated, for `relay explain`).
-    pub routing: Routing,
     /// The destinations to publish to, each once.
     pub destinations: Vec<usize>,
 }
@@ -339,16 +387,17 @@ impl RoutingTable {
 }
 
 fn decide(router: &Router, splits: &[ActiveSplit], input: &Input<'_>, now: SystemTime) -> Decision {
-    let routing = router.route(input);
     let named = router.sink_names().len();
     let split = splits
         .iter()
         .enumerate()
         .find(|(_, split)| now < split.expires_at && split.pattern.matches(input));
+    // The routes are matched only when their sinks are wanted: not when a split takes the
+    // notification instead of them.
     let destinations = match split {
-        None => routing.sinks.clone(),
+        None => router.route(input),
         Some((i, split)) if split.copy => {
-            let mut all = routing.sinks.clone();
+            let mut all = router.route(input);
             all.push(named + i);
             all
         }
@@ -356,7 +405,6 @@ fn decide(router: &Router, splits: &[ActiveSplit], input: &Input<'_>, now: Syste
     };
     Decision {
         split: split.map(|(_, s)| s.name.clone()),
-        routing,
         destinations,
     }
 }
@@ -376,21 +424,13 @@ pub fn deployed_routes(file_routes: &[RouteSpec], sinks: &[SinkConfig]) -> Vec<R
     }]
 }
 
-/// Whether a split pattern takes (nearly) every notification: it has no condition, or it
-/// matches a notification without fields, or one whose fields are all empty. A split with a real
-/// condition (a prefix, a list of values, a number) fails at least one of them.
+/// Whether a split pattern takes every notification: it has no condition, or none that some
+/// DSS notification fails (a condition that every value of a DSS field satisfies, such as
+/// `anything-but ""` on `subscription_id` or `suffix "Z"` on `match.bundle_version`, is no
+/// condition). Decided against probe notifications built from the values DSS fields carry (see
+/// `probe.rs`); the one check behind both the relay's and `relay split start`'s refusal.
 pub(crate) fn matches_anything(pattern: &Pattern) -> bool {
-    let bare = Value::Object(Default::default());
-    let empty = serde_json::json!({
-        "subscription_id": "",
-        "event_type": "",
-        "transaction_id": "",
-        "match": {"bundle_uuid": "", "bundle_version": ""},
-    });
-    pattern.is_empty()
-        || [bare, empty]
-            .iter()
-            .any(|document| pattern.matches(&Input::new(document, &Value::Null)))
+    probe::takes_everything(pattern)
 }
 
 #[cfg(test)]

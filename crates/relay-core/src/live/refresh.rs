@@ -1,5 +1,6 @@
 //! Keeping the table in effect up to date with the store: read conditionally, merge, build the
-//! sinks that are new, swap; keep the last good table when a document is refused.
+//! sinks that are new, swap; keep the last good table when a document is refused. A refused
+//! document is logged once per version, a store that cannot be read once per error.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,6 +37,8 @@ pub struct LiveRoutes {
     built: Mutex<Vec<(SinkConfig, Arc<dyn Sink>)>>,
     /// The version read last, good or refused.
     seen: Mutex<Option<Version>>,
+    /// The read error logged last, until a read succeeds.
+    read_error: Mutex<Option<String>>,
     /// When the store was last read.
     last_read: Mutex<Option<Instant>>,
     /// One refresh at a time.
@@ -68,6 +71,7 @@ impl LiveRoutes {
             every,
             built: Mutex::new(built),
             seen: Mutex::new(None),
+            read_error: Mutex::new(None),
             last_read: Mutex::new(None),
             running: tokio::sync::Mutex::new(()),
         }
@@ -92,16 +96,33 @@ impl LiveRoutes {
     }
 
     /// Reads the store and, when the document changed and is good, swaps its table into
-    /// `table`. A refused document is logged once per version.
+    /// `table`. A refused document is logged once per version; a read error once, until it
+    /// changes or a read succeeds.
     pub async fn refresh(&self, table: &ArcSwap<RoutingTable>) -> Refreshed {
         let _one = self.running.lock().await;
         *self.last_read.lock().expect("not poisoned") = Some(Instant::now());
         let known = self.seen.lock().expect("not poisoned").clone();
         let fetched = match self.store.read(known.as_ref()).await {
-            Ok(fetched) => fetched,
+            Ok(fetched) => {
+                if self
+                    .read_error
+                    .lock()
+                    .expect("not poisoned")
+                    .take()
+                    .is_some()
+                {
+                    tracing::info!(store = %self.store.url(), "The stored routes can be read again.");
+                }
+                fetched
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "Cannot read the stored routes; the routes in effect stay.");
-                return Refreshed::Kept(e.to_string());
+                let error = e.to_string();
+                let mut last = self.read_error.lock().expect("not poisoned");
+                if last.as_deref() != Some(error.as_str()) {
+                    tracing::warn!(error = %error, "Cannot read the stored routes; the routes in effect stay.");
+                    *last = Some(error.clone());
+                }
+                return Refreshed::Kept(error);
             }
         };
         let (stored, version) = match fetched {

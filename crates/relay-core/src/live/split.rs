@@ -13,7 +13,7 @@
 //! ```
 
 use std::fmt;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,9 +22,22 @@ use super::{ActiveSplit, RoutesError, matches_anything};
 use crate::route::Pattern;
 use crate::sink::SinkSpec;
 
-/// A moment, written in RFC 3339 (`2026-12-01T17:00:00Z`).
+/// A moment, written in RFC 3339 (`2026-12-01T17:00:00Z`), which reaches from 1970 to the end
+/// of 9999: a moment outside that range is written as the nearest end of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timestamp(pub SystemTime);
+
+/// The latest moment RFC 3339 writes, 9999-12-31T23:59:59Z, in seconds since the epoch.
+const LATEST_SECS: u64 = 253_402_300_799;
+
+impl Timestamp {
+    /// `start` plus `duration`, when that is a moment RFC 3339 writes (by the end of 9999).
+    pub fn checked_after(start: SystemTime, duration: Duration) -> Option<Self> {
+        let at = start.checked_add(duration)?;
+        let secs = at.duration_since(UNIX_EPOCH).ok()?.as_secs();
+        (secs <= LATEST_SECS).then_some(Self(at))
+    }
+}
 
 impl std::str::FromStr for Timestamp {
     type Err = crate::text::InvalidValue;
@@ -43,7 +56,13 @@ crate::text::serialize_as_text!(Timestamp);
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        humantime::format_rfc3339_seconds(self.0).fmt(f)
+        // humantime panics outside 1970..=9999; such a moment is written as the nearest end.
+        let secs = self
+            .0
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            .min(LATEST_SECS);
+        humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs)).fmt(f)
     }
 }
 
@@ -73,9 +92,14 @@ pub struct SplitSpec {
 /// The longest split name.
 pub const MAX_NAME_CHARS: usize = 40;
 
+/// The longest a split lasts, from its registration to its expiry, unless
+/// `RELAY_SPLIT_MAX_TTL_SECS` says otherwise: 7 days.
+pub const DEFAULT_SPLIT_MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
 impl SplitSpec {
-    /// Checks the split and compiles its pattern.
-    pub fn check(&self) -> Result<ActiveSplit, RoutesError> {
+    /// Checks the split and compiles its pattern; a split that lasts longer than `max_ttl` from
+    /// its registration to its expiry is refused.
+    pub fn check(&self, max_ttl: Duration) -> Result<ActiveSplit, RoutesError> {
         let fail = |message: String| RoutesError::Split {
             split: self.name.clone(),
             message,
@@ -100,6 +124,18 @@ impl SplitSpec {
         }
         if self.expires_at <= self.registered_at {
             return Err(fail("it expires before it was registered".into()));
+        }
+        let lasts = self
+            .expires_at
+            .0
+            .duration_since(self.registered_at.0)
+            .unwrap_or_default();
+        if lasts > max_ttl {
+            return Err(fail(format!(
+                "it lasts {} from its registration to its expiry; a split lasts at most {} (RELAY_SPLIT_MAX_TTL_SECS)",
+                humantime::format_duration(lasts),
+                humantime::format_duration(max_ttl)
+            )));
         }
         let sink = self.to.named(&format!("split:{}", self.name));
         sink.target

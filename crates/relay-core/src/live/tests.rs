@@ -1,6 +1,6 @@
 use std::time::{Duration, SystemTime};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::sink::file::FileTarget;
@@ -38,6 +38,23 @@ registered_at = "{registered}"
 expires_at = "{expires}"
 "#
     )
+}
+
+/// Eve's split of the "aa" slice, 2026-12-01T09:00:00Z to 2026-12-02T00:00:00Z, with `from`
+/// replaced by `to`.
+fn eve_split_replacing(from: &str, to: &str) -> String {
+    split("eve", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z").replace(from, to)
+}
+
+/// Eve's split with its match `from` replaced by `pattern` is refused, saying `expected`.
+fn assert_eve_split_refused(from: &str, pattern: &str, expected: &str) {
+    let error = merge_error(&eve_split_replacing(from, pattern));
+    assert!(error.contains(expected), "{pattern}: {error}");
+}
+
+/// Why merging the stored document `text` into the deployed routes is refused.
+fn merge_error(text: &str) -> String {
+    deployed().merge(&stored(text)).unwrap_err().to_string()
 }
 
 fn at(text: &str) -> SystemTime {
@@ -135,17 +152,13 @@ fn splits_that_take_everything_are_refused() {
         r#"match = { match = { bundle_uuid = [{ "anything-but" = ["x"] }] } }"#,
     ];
     for pattern in everything {
-        let text = split("eve", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z").replace(
+        assert_eve_split_refused(
             r#"match = { match = { bundle_uuid = [{ prefix = "aa" }] } }"#,
             pattern,
-        );
-        let error = deployed().merge(&stored(&text)).unwrap_err().to_string();
-        assert!(
-            error.contains("takes every notification"),
-            "{pattern}: {error}"
+            "takes every notification",
         );
     }
-    let missing = split("eve", "aa", "2026-12-01T09:00:00Z", "2026-12-02T00:00:00Z").replace(
+    let missing = eve_split_replacing(
         r#"match = { match = { bundle_uuid = [{ prefix = "aa" }] } }"#,
         "",
     );
@@ -160,10 +173,7 @@ fn stored_routes_cannot_redefine_what_is_deployed() {
 type = "file"
 path = "/tmp/elsewhere.jsonl"
 "#;
-    let error = deployed()
-        .merge(&stored(redefine_sink))
-        .unwrap_err()
-        .to_string();
+    let error = merge_error(redefine_sink);
     assert!(error.contains("sink \"main\" is deployed"), "{error}");
 
     let redefine_route = r#"
@@ -172,32 +182,21 @@ name = "all"
 match = { event_type = ["CREATE"] }
 to = ["main"]
 "#;
-    let error = deployed()
-        .merge(&stored(redefine_route))
-        .unwrap_err()
-        .to_string();
+    let error = merge_error(redefine_route);
     assert!(error.contains("route \"all\" is deployed"), "{error}");
 
     // The same definition in both places (a migration) is fine, and counted once.
-    let same = r#"
-[sinks.main]
-type = "file"
-path = "/tmp/main.jsonl"
-
-[[routes]]
-name = "all"
-to = ["main"]
-
-[sinks.audit]
-type = "file"
-path = "/tmp/audit.jsonl"
-
-[[routes]]
-name = "deletes"
-match = { event_type = ["DELETE"] }
-to = ["audit"]
-"#;
-    let routes = deployed().merge(&stored(same)).unwrap();
+    let same = format!(
+        "{}\n{}",
+        relay_testkit::file_route("main", "/tmp/main.jsonl", "all", None),
+        relay_testkit::file_route(
+            "audit",
+            "/tmp/audit.jsonl",
+            "deletes",
+            Some(r#"{ event_type = ["DELETE"] }"#)
+        ),
+    );
+    let routes = deployed().merge(&stored(&same)).unwrap();
     let names: Vec<&str> = routes.sinks.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["main", "audit"]);
     assert_eq!(routes.router.routes().len(), 2);
@@ -239,7 +238,7 @@ fn split_names_and_times_are_checked() {
             "another split has this name",
         ),
     ] {
-        let error = deployed().merge(&stored(&text)).unwrap_err().to_string();
+        let error = merge_error(&text);
         assert!(error.contains(expected), "{error}");
     }
     let error = StoredRoutes::parse(&split("alice", "aa", "yesterday", "2026-12-02T00:00:00Z"))
@@ -265,4 +264,166 @@ fn timestamps_read_and_print_rfc_3339() {
         t.0.duration_since(SystemTime::UNIX_EPOCH).unwrap(),
         Duration::from_secs(1_796_144_400)
     );
+}
+
+/// Whether a split with this pattern (JSON) is refused as taking every notification.
+fn refused(pattern: &str) -> bool {
+    let pattern: Value = serde_json::from_str(pattern).unwrap();
+    matches_anything(&Pattern::compile(&pattern).unwrap())
+}
+
+#[test]
+fn conditions_every_dss_value_satisfies_take_everything() {
+    for pattern in [
+        r#"{"subscription_id":[{"anything-but":""}]}"#,
+        r#"{"match":{"bundle_uuid":[{"regex":"."}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"wildcard":"*-*"}]}}"#,
+        r#"{"match":{"bundle_version":[{"suffix":"Z"}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"regex":".*"}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"regex":"^"}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"regex":""}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"wildcard":"*"}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"prefix":""}]}}"#,
+        r#"{"match":{"bundle_version":[{"suffix":""}]}}"#,
+        r#"{"match":{"bundle_version":[{"prefix":"20"}]}}"#,
+        r#"{"match":{"bundle_version":[{"suffix":{"equals-ignore-case":"z"}}]}}"#,
+        r#"{"event_type":[{"anything-but":["FOO","BAR"]}]}"#,
+        r#"{"event_type":["CREATE","TOMBSTONE","DELETE","UPDATE"]}"#,
+        r#"{"subscription_id":[{"exists":true}]}"#,
+        r#"{"match":[{"exists":true}]}"#,
+        r#"{"attachments":{"project":[{"regex":"."}]}}"#,
+        r#"{"$request":{"path":[{"prefix":"/"}]}}"#,
+        r#"{"$or":[{"event_type":["CREATE"]},{"event_type":[{"anything-but":"CREATE"}]}]}"#,
+        r#"{"$jmespath":"subscription_id"}"#,
+        // Two conditions, each of which every notification passes.
+        r#"{"subscription_id":[{"anything-but":""}],"match":{"bundle_uuid":[{"wildcard":"*-*"}]}}"#,
+        // Every v2 notification: a deployment may have only v2 subscriptions.
+        r#"{"event_type":[{"exists":true}]}"#,
+        r#"{"es_query":[{"exists":false}]}"#,
+    ] {
+        assert!(refused(pattern), "{pattern} takes every notification");
+    }
+}
+
+#[test]
+fn real_conditions_are_accepted() {
+    for pattern in [
+        r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"prefix":"c"}]}}"#,
+        r#"{"event_type":["CREATE"]}"#,
+        r#"{"event_type":[{"anything-but":"CREATE"}]}"#,
+        r#"{"event_type":[{"equals-ignore-case":"tombstone"}]}"#,
+        r#"{"match":{"bundle_version":[{"prefix":"2019"}]}}"#,
+        r#"{"match":{"bundle_version":[{"suffix":"5Z"}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"regex":"^[0-7]"}]}}"#,
+        r#"{"match":{"bundle_uuid":[{"wildcard":"c8*"}]}}"#,
+        r#"{"subscription_id":["8a6a7e5c-2f0b-4c39-9c9e-2d1c7c0e7b11"]}"#,
+        r#"{"attachments":{"project_shortname":["Glioblastoma"]}}"#,
+        r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]},"size":[{"numeric":[">",1.5]}]}"#,
+        // A real condition next to one that holds everywhere.
+        r#"{"subscription_id":[{"anything-but":""}],"event_type":["DELETE"]}"#,
+        // Some notification fails both alternatives (a TOMBSTONE of a bundle not starting "a").
+        r#"{"$or":[{"event_type":["CREATE"]},{"match":{"bundle_uuid":[{"prefix":"a"}]}}]}"#,
+        r#"{"$jmespath":"event_type == 'CREATE'"}"#,
+        r#"{"$request":{"path":["/notify"]}}"#,
+    ] {
+        assert!(!refused(pattern), "{pattern} has a real condition");
+    }
+}
+
+#[test]
+fn the_bypasses_are_refused_as_stored_splits_too() {
+    for pattern in [
+        r#"{ subscription_id = [{ "anything-but" = "" }] }"#,
+        r#"{ match = { bundle_uuid = [{ regex = "." }] } }"#,
+        r#"{ match = { bundle_uuid = [{ wildcard = "*-*" }] } }"#,
+        r#"{ match = { bundle_version = [{ suffix = "Z" }] } }"#,
+    ] {
+        assert_eve_split_refused(
+            r#"{ match = { bundle_uuid = [{ prefix = "aa" }] } }"#,
+            pattern,
+            "its match takes every notification; a split takes a slice",
+        );
+    }
+}
+
+#[test]
+fn a_stored_split_longer_than_the_max_ttl_is_refused() {
+    // 8 days from registration to expiry: over the default 7.
+    let long = split(
+        "alice",
+        "aa",
+        "2026-12-01T09:00:00Z",
+        "2026-12-09T09:00:00Z",
+    );
+    let error = merge_error(&long);
+    assert!(
+        error.contains("split \"alice\": it lasts 8days from its registration to its expiry; a split lasts at most 7days"),
+        "{error}"
+    );
+    let error = check_document(&long, None).unwrap_err().to_string();
+    assert!(error.contains("a split lasts at most 7days"), "{error}");
+    // Exactly the max, and a longer one where the deployment allows it, are taken.
+    let week = split(
+        "alice",
+        "aa",
+        "2026-12-01T09:00:00Z",
+        "2026-12-08T09:00:00Z",
+    );
+    deployed().merge(&stored(&week)).unwrap();
+    let ten_days = deployed().with_split_max_ttl(Duration::from_secs(10 * 86_400));
+    assert_eq!(ten_days.split_max_ttl(), Duration::from_secs(864_000));
+    ten_days.merge(&stored(&long)).unwrap();
+    let hour = deployed().with_split_max_ttl(Duration::from_secs(3600));
+    let error = hour.merge(&stored(&week)).unwrap_err().to_string();
+    assert!(error.contains("a split lasts at most 1h"), "{error}");
+}
+
+#[test]
+fn timestamps_beyond_rfc_3339_print_without_panicking() {
+    let far = Timestamp(SystemTime::UNIX_EPOCH + Duration::from_secs(999_999_999 * 3600));
+    assert_eq!(far.to_string(), "9999-12-31T23:59:59Z");
+    let before = Timestamp(SystemTime::UNIX_EPOCH - Duration::from_secs(1));
+    assert_eq!(before.to_string(), "1970-01-01T00:00:00Z");
+    let now = SystemTime::now();
+    assert!(Timestamp::checked_after(now, Duration::from_secs(999_999_999 * 3600)).is_none());
+    assert!(Timestamp::checked_after(now, Duration::MAX).is_none());
+    assert!(Timestamp::checked_after(now, Duration::from_secs(3600)).is_some());
+}
+
+#[test]
+fn the_relay_takes_the_max_ttl_from_its_configuration() {
+    let vars = [
+        ("RELAY_ALLOW_UNSIGNED", "true"),
+        ("RELAY_FILE_SINK", "-"),
+        ("RELAY_SPLIT_MAX_TTL_SECS", "3600"),
+    ];
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.to_string())
+    };
+    let config = crate::Config::from_vars(var).unwrap();
+    assert_eq!(config.split_max_ttl, Duration::from_secs(3600));
+    let two_hours = split(
+        "alice",
+        "aa",
+        "2026-12-01T09:00:00Z",
+        "2026-12-01T11:00:00Z",
+    );
+    let error = config
+        .routes()
+        .merge(&stored(&two_hours))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("it lasts 2h from its registration"),
+        "{error}"
+    );
+    let zero = |name: &str| match name {
+        "RELAY_SPLIT_MAX_TTL_SECS" => Some("0".to_owned()),
+        other => var(other),
+    };
+    let errors = crate::Config::from_vars(zero).unwrap_err().to_string();
+    assert!(errors.contains("RELAY_SPLIT_MAX_TTL_SECS"), "{errors}");
 }

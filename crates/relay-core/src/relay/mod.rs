@@ -26,7 +26,7 @@ use http_body::Body;
 use serde_json::json;
 
 use self::log::LogFields;
-use crate::admission::{Admission, read_body};
+use crate::admission::{Admission, BodyLimits};
 use crate::config::{Config, ConfigErrors, MetricsFormat};
 use crate::error::Error;
 use crate::intake::extract_payload;
@@ -125,7 +125,7 @@ impl Relay {
             };
             sinks.push(factory(sink.clone()).await.map_err(fail)?);
         }
-        let routes_url = config.routes_url.clone();
+        let (routes_url, routes_max_bytes) = (config.routes_url.clone(), config.routes_max_bytes);
         let mut sinks = sinks.into_iter();
         let relay = Self::with_sinks(
             config,
@@ -135,7 +135,7 @@ impl Relay {
         let Some(url) = routes_url else {
             return Ok(relay);
         };
-        let store = crate::live::store::open(&url)
+        let store = crate::live::store::open(&url, routes_max_bytes)
             .await
             .map_err(StartError::Routes)?;
         let relay = relay.with_live_routes(store, factory);
@@ -178,7 +178,11 @@ impl Relay {
         let admission = Admission::new(
             limits.max_concurrent_requests,
             limits.max_buffered_bytes,
-            config.max_body_bytes,
+            BodyLimits {
+                max_bytes: config.max_body_bytes,
+                timeout: limits.body_timeout,
+                min_bytes_per_sec: limits.body_min_bytes_per_sec,
+            },
         );
         let metrics = match config.metrics {
             MetricsFormat::Emf => Metrics::emf(Arc::new(metrics::Stdout), &config.metrics_name),
@@ -249,10 +253,9 @@ impl Relay {
         if let Some(health) = self.check_head(parts)? {
             return Ok(health);
         }
-        // Held until the answer: the request and its body count against the budget.
-        let _ticket = self.admission.admit(parts, body.size_hint().exact())?;
-        let (limit, timeout) = (self.config.max_body_bytes, self.config.server.body_timeout);
-        let body = read_body(body, limit, timeout).await?;
+        // Held until the answer: the request and its body's bytes count against the budget.
+        let mut ticket = self.admission.admit()?;
+        let body = self.admission.read(parts, body, &mut ticket).await?;
         let read = Instant::now();
         let sinks_deadline = deadline.map_or(read + self.config.sink_timeout, |d| {
             d.min(read + self.config.sink_timeout)

@@ -13,7 +13,7 @@ impl fmt::Display for Matcher {
             Matcher::Suffix(s, false) => write!(f, "suffix {s:?}"),
             Matcher::Suffix(s, true) => write!(f, "suffix {s:?} (ignoring case)"),
             Matcher::EqualsIgnoreCase(s) => write!(f, "equals-ignore-case {s:?}"),
-            Matcher::AnythingBut(values) => {
+            Matcher::AnythingBut(values, _) => {
                 let list: Vec<String> = values.iter().map(ToString::to_string).collect();
                 write!(f, "anything-but [{}]", list.join(", "))
             }
@@ -46,7 +46,7 @@ impl fmt::Display for Matcher {
 impl fmt::Display for Condition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Condition::Field { path, matchers } => {
+            Condition::Field { path, matchers, .. } => {
                 let list: Vec<String> = matchers.iter().map(ToString::to_string).collect();
                 write!(f, "{} is one of [{}]", path.join("."), list.join(", "))
             }

@@ -103,7 +103,7 @@ fn sns_object(
     let mut policy = Map::new();
     for condition in conditions {
         match condition {
-            Condition::Field { path, matchers } => {
+            Condition::Field { path, matchers, .. } => {
                 let entry = attribute_of(path, sent).and_then(|attribute| {
                     let values = matchers
                         .iter()
@@ -158,7 +158,7 @@ fn sns_matcher(matcher: &Matcher) -> Result<Value, String> {
         Matcher::Prefix(p, false) => json!({"prefix": p}),
         Matcher::Suffix(s, false) => json!({"suffix": s}),
         Matcher::EqualsIgnoreCase(s) => json!({"equals-ignore-case": s}),
-        Matcher::AnythingBut(values) if strings(values) => json!({"anything-but": values}),
+        Matcher::AnythingBut(values, _) if strings(values) => json!({"anything-but": values}),
         Matcher::AnythingButPrefix(p) => json!({"anything-but": {"prefix": p}}),
         Matcher::AnythingButSuffix(s) => json!({"anything-but": {"suffix": s}}),
         Matcher::Exists(b) => json!({"exists": b}),
@@ -182,7 +182,7 @@ fn pubsub_condition(
     left_out: &mut Vec<String>,
 ) -> Option<String> {
     match condition {
-        Condition::Field { path, matchers } => {
+        Condition::Field { path, matchers, .. } => {
             let expressed = attribute_of(path, sent).and_then(|attribute| {
                 // Keys with dots must be written as string literals.
                 let key = literal(attribute);
@@ -244,7 +244,7 @@ fn pubsub_matcher(key: &str, matcher: &Matcher) -> Result<String, String> {
             ));
         }
         Matcher::Prefix(p, false) => format!("hasPrefix(attributes.{key}, {})", literal(p)),
-        Matcher::AnythingBut(values) if values.iter().all(Value::is_string) => {
+        Matcher::AnythingBut(values, _) if values.iter().all(Value::is_string) => {
             let mut terms = vec![format!("attributes:{key}")];
             terms.extend(values.iter().map(|v| {
                 format!(

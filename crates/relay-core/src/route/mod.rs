@@ -6,6 +6,7 @@
 //! name receives the notification once.
 
 mod describe;
+mod exact;
 mod export;
 mod jmes;
 mod pattern;
@@ -16,6 +17,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 pub use export::{Export, FilterLanguage};
+pub use jmes::{JMESPATH_MAX_BYTES, JMESPATH_MAX_DEPTH};
 pub use pattern::{Input, Pattern, PatternError, REQUEST};
 pub use request::request_document;
 
@@ -53,7 +55,7 @@ pub struct Verdict {
     pub reason: String,
 }
 
-/// The outcome of routing one notification.
+/// The outcome of routing one notification, explained ([`Router::explain`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routing {
     /// One verdict per route, in order (routes after a matching `stop` route included).
@@ -226,9 +228,25 @@ impl Router {
         self.uses_request
     }
 
-    /// Routes one notification. Compiles nothing.
-    pub fn route(&self, input: &Input<'_>) -> Routing {
+    /// The sinks one notification goes to, each once, in the order routes named them. This is
+    /// the relay's path: it compiles nothing and formats nothing ([`explain`](Self::explain)
+    /// says why).
+    pub fn route(&self, input: &Input<'_>) -> Vec<usize> {
+        self.evaluate(input, None)
+    }
+
+    /// The same decision as [`route`](Self::route), with each route's verdict and its reason,
+    /// for `relay explain`.
+    pub fn explain(&self, input: &Input<'_>) -> Routing {
         let mut verdicts = Vec::with_capacity(self.routes.len());
+        let sinks = self.evaluate(input, Some(&mut verdicts));
+        Routing { verdicts, sinks }
+    }
+
+    /// Routes one notification; with `verdicts`, says why for each route (only then is any
+    /// text formatted).
+    fn evaluate(&self, input: &Input<'_>, mut verdicts: Option<&mut Vec<Verdict>>) -> Vec<usize> {
+        let explaining = verdicts.is_some();
         let mut sinks: Vec<usize> = Vec::new();
         let mut matched_any = false;
         let mut stopped: Option<&str> = None;
@@ -239,56 +257,55 @@ impl Router {
                 }
             }
         };
+        let mut note = |route: &Route, matched: bool, reason: &dyn Fn() -> String| {
+            if let Some(verdicts) = verdicts.as_deref_mut() {
+                verdicts.push(Verdict {
+                    route: route.name.clone(),
+                    matched,
+                    reason: reason(),
+                });
+            }
+        };
         for route in self.routes.iter().filter(|r| !r.fallback) {
-            let verdict = if let Some(stopper) = stopped {
-                Verdict {
-                    route: route.name.clone(),
-                    matched: false,
-                    reason: format!("not evaluated: {stopper:?} matched and has stop = true"),
-                }
-            } else if let Some(failed) = route.pattern.first_failure(input) {
-                Verdict {
-                    route: route.name.clone(),
-                    matched: false,
-                    reason: format!("failed: {failed}"),
-                }
-            } else {
-                matched_any = true;
-                take(&mut sinks, route);
-                if route.stop {
-                    stopped = Some(&route.name);
-                }
-                let reason = if route.pattern.is_empty() {
-                    "no conditions".to_owned()
-                } else {
-                    "every condition held".to_owned()
-                };
-                Verdict {
-                    route: route.name.clone(),
-                    matched: true,
-                    reason,
-                }
+            if let Some(stopper) = stopped {
+                note(route, false, &|| {
+                    format!("not evaluated: {stopper:?} matched and has stop = true")
+                });
+                continue;
+            }
+            // Only an explanation needs to know which condition failed.
+            let failed = match explaining {
+                true => route.pattern.first_failure(input),
+                false => (!route.pattern.matches(input)).then(String::new),
             };
-            verdicts.push(verdict);
+            if let Some(failed) = failed {
+                note(route, false, &|| format!("failed: {failed}"));
+                continue;
+            }
+            matched_any = true;
+            take(&mut sinks, route);
+            if route.stop {
+                stopped = Some(&route.name);
+            }
+            note(route, true, &|| {
+                match route.pattern.is_empty() {
+                    true => "no conditions",
+                    false => "every condition held",
+                }
+                .to_owned()
+            });
         }
         for route in self.routes.iter().filter(|r| r.fallback) {
-            let verdict = if matched_any {
-                Verdict {
-                    route: route.name.clone(),
-                    matched: false,
-                    reason: "fallback not taken: another route matched".into(),
-                }
+            if matched_any {
+                note(route, false, &|| {
+                    "fallback not taken: another route matched".into()
+                });
             } else {
                 take(&mut sinks, route);
-                Verdict {
-                    route: route.name.clone(),
-                    matched: true,
-                    reason: "fallback: no other route matched".into(),
-                }
-            };
-            verdicts.push(verdict);
+                note(route, true, &|| "fallback: no other route matched".into());
+            }
         }
-        Routing { verdicts, sinks }
+        sinks
     }
 }
 
@@ -323,8 +340,12 @@ mod tests {
         ["analysis", "indexer", "dev"].map(String::from).to_vec()
     }
 
+    /// The explanation, after checking that the relay's path decides the same.
     fn route(router: &Router, document: Value) -> Routing {
-        router.route(&Input::new(&document, &Value::Null))
+        let input = Input::new(&document, &Value::Null);
+        let routing = router.explain(&input);
+        assert_eq!(router.route(&input), routing.sinks, "{document}");
+        routing
     }
 
     fn router() -> Router {
@@ -485,6 +506,29 @@ mod tests {
     }
 
     #[test]
+    fn an_allow_list_of_100000_ids_matches_as_a_list_does() {
+        let ids: Vec<String> = (0..100_000).map(|i| format!("id-{i:06}")).collect();
+        let router = Router::compile(
+            &[spec(
+                "allowed",
+                Some(json!({"subscription_id": ids, "event_type": ["CREATE", 5]})),
+                &["analysis"],
+                false,
+                false,
+            )],
+            vec!["analysis".into()],
+        )
+        .unwrap();
+        let listed = json!({"subscription_id": "id-054321", "event_type": "CREATE"});
+        let numeric = json!({"subscription_id": ["x", "id-099999"], "event_type": 5.0});
+        let unlisted = json!({"subscription_id": "id-100000", "event_type": "CREATE"});
+        assert_eq!(route(&router, listed.clone()).sinks, [0]);
+        assert_eq!(route(&router, numeric).sinks, [0]);
+        assert!(route(&router, unlisted.clone()).sinks.is_empty());
+        // What it costs, matching or not, is the `allowlist` group of benches/route.rs.
+    }
+
+    #[test]
     fn only_routes_that_read_the_request_ask_for_it() {
         assert!(!router().uses_request());
         let r = Router::compile(
@@ -500,6 +544,6 @@ mod tests {
         .unwrap();
         assert!(r.uses_request());
         let request = json!({"path": "/", "query": {"replica": ["gcp"]}, "headers": {}});
-        assert_eq!(r.route(&Input::new(&json!({}), &request)).sinks, [0]);
+        assert_eq!(r.route(&Input::new(&json!({}), &request)), [0]);
     }
 }

@@ -13,6 +13,7 @@ use jmespath::{Rcvar, Variable};
 use regex::Regex;
 use serde_json::Value;
 
+use super::exact::ExactSet;
 pub(super) use super::jmes::Jmes;
 
 /// The deepest nesting of groups and repetitions a `regex` condition may have.
@@ -27,10 +28,14 @@ pub struct Pattern {
 
 #[derive(Debug, Clone)]
 pub(super) enum Condition {
-    /// The values at `path` must match one of the matchers.
+    /// The values at `path` must match one of the matchers (as written, in order); `exact`
+    /// holds the exact values among them, looked up rather than compared one by one, and
+    /// `others` the indexes of the rest.
     Field {
         path: Vec<String>,
         matchers: Vec<Matcher>,
+        exact: ExactSet,
+        others: Vec<usize>,
     },
     /// One of the alternatives must match (`$or`).
     Or(Vec<Pattern>),
@@ -44,7 +49,7 @@ pub(super) enum Matcher {
     Prefix(String, bool),
     Suffix(String, bool),
     EqualsIgnoreCase(String),
-    AnythingBut(Vec<Value>),
+    AnythingBut(Vec<Value>, ExactSet),
     AnythingButPrefix(String),
     AnythingButSuffix(String),
     Numeric(Vec<(Cmp, f64)>),
@@ -216,9 +221,18 @@ fn compile_object(
                             .iter()
                             .map(|m| compile_matcher(m, path))
                             .collect::<Result<Vec<_>, _>>()?;
+                        let exact = ExactSet::new(matchers.iter().filter_map(|m| match m {
+                            Matcher::Exact(value) => Some(value),
+                            _ => None,
+                        }));
+                        let others = (0..matchers.len())
+                            .filter(|&i| !matches!(matchers[i], Matcher::Exact(_)))
+                            .collect();
                         out.push(Condition::Field {
                             path: path.clone(),
                             matchers,
+                            exact,
+                            others,
                         });
                     }
                     _ => {
@@ -297,10 +311,10 @@ fn compile_matcher(value: &Value, path: &[String]) -> Result<Matcher, PatternErr
                 ));
             }
             Value::Array(values) if values.iter().all(|v| !v.is_object() && !v.is_array()) => {
-                Matcher::AnythingBut(values.clone())
+                Matcher::AnythingBut(values.clone(), ExactSet::new(values))
             }
             Value::Array(_) => return Err(error(path, "anything-but lists only plain values")),
-            single => Matcher::AnythingBut(vec![single.clone()]),
+            single => Matcher::AnythingBut(vec![single.clone()], ExactSet::new([single])),
         },
         "numeric" => Matcher::Numeric(compile_numeric(arg, path)?),
         "exists" => match arg {
@@ -413,12 +427,18 @@ fn values_at<'v>(document: &'v Value, path: &[String]) -> Vec<&'v Value> {
 impl Condition {
     fn holds(&self, input: &Input<'_>) -> bool {
         match self {
-            Condition::Field { path, matchers } => {
+            Condition::Field {
+                path,
+                matchers,
+                exact,
+                others,
+            } => {
                 let values = input.values_at(path);
-                matchers.iter().any(|m| match m {
-                    Matcher::Exists(wanted) => values.is_empty() != *wanted,
-                    m => values.iter().any(|v| m.matches(v)),
-                })
+                values.iter().any(|v| exact.contains(v))
+                    || others.iter().any(|&i| match &matchers[i] {
+                        Matcher::Exists(wanted) => values.is_empty() != *wanted,
+                        m => values.iter().any(|v| m.matches(v)),
+                    })
             }
             Condition::Or(alternatives) => alternatives.iter().any(|p| p.matches(input)),
             Condition::Jmes { path, expr } => {
@@ -453,9 +473,7 @@ impl Matcher {
                 text.is_some_and(|t| t.to_lowercase().ends_with(s.as_str()))
             }
             Matcher::EqualsIgnoreCase(s) => text.is_some_and(|t| t.to_lowercase() == *s),
-            Matcher::AnythingBut(values) => !values.iter().any(|v| {
-                v == value || (v.is_number() && value.is_number() && same_number(v, value))
-            }),
+            Matcher::AnythingBut(_, values) => !values.contains(value),
             Matcher::AnythingButPrefix(p) => text.is_some_and(|t| !t.starts_with(p.as_str())),
             Matcher::AnythingButSuffix(s) => text.is_some_and(|t| !t.ends_with(s.as_str())),
             Matcher::Numeric(ranges) => {

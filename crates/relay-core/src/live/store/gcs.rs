@@ -1,9 +1,11 @@
 //! The stored routes in a Cloud Storage object: reads with `ifGenerationNotMatch`, writes with
-//! `ifGenerationMatch` (0: only if there is no object yet). The generation is the version.
+//! `ifGenerationMatch` (0: only if there is no object yet). The generation is the version. A read
+//! refuses an object whose size is over the limit before downloading it, and stops downloading
+//! one that runs past it.
 
 use google_cloud_storage::client::Storage;
 
-use super::{Fetched, Store, StoreError, Version, WriteError};
+use super::{DEFAULT_MAX_BYTES, Fetched, Limited, Store, StoreError, Version, WriteError};
 
 /// A Cloud Storage object holding the stored routes.
 #[derive(Debug, Clone)]
@@ -11,11 +13,13 @@ pub struct GcsStore {
     client: Storage,
     bucket: String,
     object: String,
+    max_bytes: usize,
 }
 
 impl GcsStore {
-    /// The object `object` in `bucket`: against `STORAGE_EMULATOR_HOST` with anonymous
-    /// credentials when it is set, else against Google with the platform's default credentials.
+    /// The object `object` in `bucket`, refusing documents over [`DEFAULT_MAX_BYTES`]: against
+    /// `STORAGE_EMULATOR_HOST` with anonymous credentials when it is set, else against Google
+    /// with the platform's default credentials.
     pub async fn new(bucket: String, object: String) -> Result<Self, StoreError> {
         let url = format!("gs://{bucket}/{object}");
         let mut builder = Storage::builder();
@@ -31,7 +35,7 @@ impl GcsStore {
                 google_cloud_auth::credentials::anonymous::Builder::new().build(),
             );
         }
-        let client = builder.build().await.map_err(|e| StoreError {
+        let client = builder.build().await.map_err(|e| StoreError::Failed {
             url,
             message: format!("cannot build the Cloud Storage client: {e}"),
         })?;
@@ -39,7 +43,15 @@ impl GcsStore {
             client,
             bucket,
             object,
+            max_bytes: DEFAULT_MAX_BYTES,
         })
+    }
+
+    /// The same store, refusing documents over `max_bytes`.
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 
     fn bucket_name(&self) -> String {
@@ -47,7 +59,7 @@ impl GcsStore {
     }
 
     fn error(&self, message: impl std::fmt::Display) -> StoreError {
-        StoreError {
+        StoreError::Failed {
             url: self.url(),
             message: message.to_string(),
         }
@@ -88,13 +100,15 @@ impl Store for GcsStore {
         if Some(generation) == known {
             return Ok(Fetched::Unchanged);
         }
-        let mut bytes = Vec::new();
+        // The size the object's metadata gives, when it gives one (an emulator may not).
+        let size = response.object().size;
+        let announced = u64::try_from(size).ok().filter(|&n| n > 0);
+        let mut document = Limited::new(self.url(), self.max_bytes, announced)?;
         while let Some(chunk) = response.next().await {
-            bytes.extend_from_slice(&chunk.map_err(|e| self.error(e))?);
+            document.push(&chunk.map_err(|e| self.error(e))?)?;
         }
-        let text = String::from_utf8(bytes).map_err(|_| self.error("not UTF-8 text"))?;
         Ok(Fetched::Document {
-            text,
+            text: document.text()?,
             version: Version(generation.to_string()),
         })
     }

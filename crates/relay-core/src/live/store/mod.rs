@@ -8,6 +8,11 @@
 //!
 //! Backends: a local file (a lock file plus an atomic rename), S3 (conditional GET and PUT on the
 //! ETag) and Cloud Storage (preconditions on the generation), each behind its cargo feature.
+//!
+//! Every read stops at the size limit (`RELAY_ROUTES_MAX_BYTES`, [`DEFAULT_MAX_BYTES`]): a
+//! larger document is [`StoreError::TooLarge`], refused on its announced size when the store
+//! gives one, and otherwise as soon as its bytes run past the limit, so no more than the limit
+//! is ever buffered.
 
 mod file;
 #[cfg(feature = "gcs")]
@@ -17,8 +22,9 @@ mod s3;
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
-pub use file::{FileStore, content_version};
+pub use file::{DEFAULT_LOCK_TIMEOUT, FileStore, content_version};
 #[cfg(feature = "gcs")]
 pub use gcs::GcsStore;
 #[cfg(feature = "s3")]
@@ -120,14 +126,141 @@ pub enum Fetched {
     },
 }
 
-/// The store could not be read or written.
+/// The largest stored document read by default (`RELAY_ROUTES_MAX_BYTES`): 4 MiB, room for
+/// thousands of routes.
+pub const DEFAULT_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// The store could not be read or written. Every message starts with the document's path or URL.
 #[derive(Debug, thiserror::Error)]
-#[error("{url}: {message}")]
-pub struct StoreError {
-    /// The document's URL.
-    pub url: String,
-    /// What went wrong.
-    pub message: String,
+pub enum StoreError {
+    /// The path names something other than a regular file: a FIFO, a device, a directory, a
+    /// socket. It is never read.
+    #[error("{url}: {kind}, not a regular file: the stored routes must be a regular file")]
+    NotAFile {
+        /// The document's path.
+        url: String,
+        /// What it is instead ("a FIFO", "a directory", ...).
+        kind: &'static str,
+    },
+    /// The document is larger than the size limit; at most the limit and one byte were read.
+    #[error(
+        "{url}: the document is larger than {limit} bytes (RELAY_ROUTES_MAX_BYTES); it is not read"
+    )]
+    TooLarge {
+        /// The document's path or URL.
+        url: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The document is not UTF-8 text.
+    #[error("{url}: the document is not UTF-8 text")]
+    NotText {
+        /// The document's path or URL.
+        url: String,
+    },
+    /// The file store's lock file is a symbolic link or not a regular file; writers refuse it.
+    #[error(
+        "{url}: the lock file {lock} is {kind}, not a regular file: writers refuse it (remove it; the next writer creates it)"
+    )]
+    LockNotAFile {
+        /// The document's path.
+        url: String,
+        /// The lock file's path.
+        lock: String,
+        /// What it is ("a symbolic link", ...).
+        kind: &'static str,
+    },
+    /// Another writer held the file store's lock for longer than the lock timeout.
+    #[error(
+        "{url}: another writer held the lock on {lock} for {waited:?}; gave up (try again; a crashed writer's lock is released with its process)"
+    )]
+    LockTimeout {
+        /// The document's path.
+        url: String,
+        /// The lock file's path.
+        lock: String,
+        /// How long the writer waited.
+        waited: Duration,
+    },
+    /// Reading the document took longer than its deadline.
+    #[error("{url}: no answer within {after:?}")]
+    Timeout {
+        /// The document's path or URL.
+        url: String,
+        /// The deadline.
+        after: Duration,
+    },
+    /// The file system or the service failed, or this build cannot reach the store.
+    #[error("{url}: {message}")]
+    Failed {
+        /// The document's path or URL.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl StoreError {
+    /// The document's path or URL.
+    pub fn url(&self) -> &str {
+        match self {
+            Self::NotAFile { url, .. }
+            | Self::TooLarge { url, .. }
+            | Self::NotText { url }
+            | Self::LockNotAFile { url, .. }
+            | Self::LockTimeout { url, .. }
+            | Self::Timeout { url, .. }
+            | Self::Failed { url, .. } => url,
+        }
+    }
+}
+
+/// A document's bytes as they arrive, never more than the limit and one byte.
+#[derive(Debug)]
+struct Limited {
+    url: String,
+    limit: usize,
+    bytes: Vec<u8>,
+}
+
+impl Limited {
+    /// An empty buffer for the document at `url`; `announced` is the size the store gave, when
+    /// it gave one: larger than `limit` is refused before any byte is read.
+    fn new(url: String, limit: usize, announced: Option<u64>) -> Result<Self, StoreError> {
+        let mut buffer = Self {
+            url,
+            limit,
+            bytes: Vec::new(),
+        };
+        if let Some(size) = announced {
+            if size > limit as u64 {
+                return Err(buffer.too_large());
+            }
+            buffer.bytes.reserve(size as usize);
+        }
+        Ok(buffer)
+    }
+
+    fn too_large(&self) -> StoreError {
+        StoreError::TooLarge {
+            url: self.url.clone(),
+            limit: self.limit,
+        }
+    }
+
+    /// Adds `chunk`; past the limit, the document is refused.
+    fn push(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
+        if self.bytes.len() + chunk.len() > self.limit {
+            return Err(self.too_large());
+        }
+        self.bytes.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The document's text.
+    fn text(self) -> Result<String, StoreError> {
+        String::from_utf8(self.bytes).map_err(|_| StoreError::NotText { url: self.url })
+    }
 }
 
 /// Why a write did not happen.
@@ -155,25 +288,31 @@ pub trait Store: Send + Sync + fmt::Debug {
     async fn write(&self, expected: Option<&Version>, text: &str) -> Result<Version, WriteError>;
 }
 
-/// Opens the store `url` names.
-pub async fn open(url: &RoutesUrl) -> Result<Box<dyn Store>, StoreError> {
+/// Opens the store `url` names; reads refuse documents over `max_bytes`.
+pub async fn open(url: &RoutesUrl, max_bytes: usize) -> Result<Box<dyn Store>, StoreError> {
     match url {
-        RoutesUrl::File(path) => Ok(Box::new(FileStore::new(path.clone()))),
+        RoutesUrl::File(path) => Ok(Box::new(
+            FileStore::new(path.clone()).with_max_bytes(max_bytes),
+        )),
         #[cfg(feature = "s3")]
-        RoutesUrl::S3 { bucket, key } => {
-            Ok(Box::new(S3Store::new(bucket.clone(), key.clone()).await))
-        }
+        RoutesUrl::S3 { bucket, key } => Ok(Box::new(
+            S3Store::new(bucket.clone(), key.clone())
+                .await
+                .with_max_bytes(max_bytes),
+        )),
         #[cfg(not(feature = "s3"))]
-        RoutesUrl::S3 { .. } => Err(StoreError {
+        RoutesUrl::S3 { .. } => Err(StoreError::Failed {
             url: url.to_string(),
             message: "this build leaves out the cargo feature \"s3\"".into(),
         }),
         #[cfg(feature = "gcs")]
         RoutesUrl::Gcs { bucket, object } => Ok(Box::new(
-            GcsStore::new(bucket.clone(), object.clone()).await?,
+            GcsStore::new(bucket.clone(), object.clone())
+                .await?
+                .with_max_bytes(max_bytes),
         )),
         #[cfg(not(feature = "gcs"))]
-        RoutesUrl::Gcs { .. } => Err(StoreError {
+        RoutesUrl::Gcs { .. } => Err(StoreError::Failed {
             url: url.to_string(),
             message: "this build leaves out the cargo feature \"gcs\"".into(),
         }),
@@ -183,6 +322,30 @@ pub async fn open(url: &RoutesUrl) -> Result<Box<dyn Store>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_document_is_buffered_up_to_its_limit_and_no_further() {
+        let url = || "s3://b/routes.toml".to_owned();
+        assert!(matches!(
+            Limited::new(url(), 4, Some(5)),
+            Err(StoreError::TooLarge { limit: 4, .. })
+        ));
+        let mut unannounced = Limited::new(url(), 4, None).unwrap();
+        unannounced.push(b"ab").unwrap();
+        unannounced.push(b"cd").unwrap();
+        let error = unannounced.push(b"e").unwrap_err();
+        assert!(
+            error.to_string().starts_with("s3://b/routes.toml: "),
+            "{error}"
+        );
+        assert_eq!(unannounced.bytes.len(), 4, "nothing past the limit is kept");
+        let mut announced = Limited::new(url(), 4, Some(2)).unwrap();
+        announced.push(b"ab").unwrap();
+        assert_eq!(announced.text().unwrap(), "ab");
+        let mut binary = Limited::new(url(), 4, None).unwrap();
+        binary.push(b"\xff").unwrap();
+        assert!(matches!(binary.text(), Err(StoreError::NotText { .. })));
+    }
 
     #[test]
     fn urls_name_a_path_or_an_object() {

@@ -1,5 +1,7 @@
 //! The stored routes in an S3 object: conditional GET on the ETag (`If-None-Match`), and
-//! conditional PUT (`If-Match` the ETag read, or `If-None-Match: *` to create).
+//! conditional PUT (`If-Match` the ETag read, or `If-None-Match: *` to create). A read refuses an
+//! object whose `Content-Length` is over the size limit before reading its body, and stops
+//! reading a body that runs past it.
 
 use std::time::Duration;
 
@@ -7,7 +9,7 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_smithy_types::error::display::DisplayErrorContext;
 
-use super::{Fetched, Store, StoreError, Version, WriteError};
+use super::{DEFAULT_MAX_BYTES, Fetched, Limited, Store, StoreError, Version, WriteError};
 
 /// How long one read or write of the document may take, retries included.
 const DEADLINE: Duration = Duration::from_secs(5);
@@ -18,11 +20,13 @@ pub struct S3Store {
     client: Client,
     bucket: String,
     key: String,
+    max_bytes: usize,
 }
 
 impl S3Store {
-    /// The object `key` in `bucket`, with the standard AWS configuration. An endpoint set with
-    /// `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_S3` (an emulator) is addressed path-style.
+    /// The object `key` in `bucket`, with the standard AWS configuration, refusing documents
+    /// over [`DEFAULT_MAX_BYTES`]. An endpoint set with `AWS_ENDPOINT_URL` or
+    /// `AWS_ENDPOINT_URL_S3` (an emulator) is addressed path-style.
     pub async fn new(bucket: String, key: String) -> Self {
         let sdk = crate::sink::load_aws_config(DEADLINE).await;
         let custom_endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
@@ -35,11 +39,19 @@ impl S3Store {
             client: Client::from_conf(config),
             bucket,
             key,
+            max_bytes: DEFAULT_MAX_BYTES,
         }
     }
 
+    /// The same store, refusing documents over `max_bytes`.
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
     fn error(&self, message: impl std::fmt::Display) -> StoreError {
-        StoreError {
+        StoreError::Failed {
             url: self.url(),
             message: message.to_string(),
         }
@@ -68,14 +80,18 @@ impl Store for S3Store {
             }
         };
         let version = Version(object.e_tag().unwrap_or_default().to_owned());
-        let bytes = object
-            .body
-            .collect()
-            .await
-            .map_err(|e| self.error(e))?
-            .into_bytes();
-        let text = String::from_utf8(bytes.to_vec()).map_err(|_| self.error("not UTF-8 text"))?;
-        Ok(Fetched::Document { text, version })
+        let announced = object.content_length().and_then(|n| u64::try_from(n).ok());
+        // Refused before the body is read when the object says it is too large; dropping the
+        // body closes the connection.
+        let mut document = Limited::new(self.url(), self.max_bytes, announced)?;
+        let mut body = object.body;
+        while let Some(chunk) = body.next().await {
+            document.push(&chunk.map_err(|e| self.error(e))?)?;
+        }
+        Ok(Fetched::Document {
+            text: document.text()?,
+            version,
+        })
     }
 
     async fn write(&self, expected: Option<&Version>, text: &str) -> Result<Version, WriteError> {
