@@ -86,7 +86,10 @@ impl Admission {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let limits = self.limits;
-        let declared = body.size_hint().exact().or_else(|| declared_length(parts));
+        let declared = body
+            .size_hint()
+            .exact()
+            .or_else(|| declared_length(&parts.headers));
         let started = Instant::now();
         let rate = limits.min_bytes_per_sec.max(1) as f64;
         let at_rate = |bytes: u64| GRACE + Duration::from_secs_f64(bytes as f64 / rate);
@@ -154,12 +157,13 @@ fn merge(held: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) 
     }
 }
 
-/// The declared `Content-Length`, when there is one.
-fn declared_length(parts: &Parts) -> Option<u64> {
-    parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.trim().parse().ok())
+/// The declared `Content-Length`, when there is one (the largest, when it is repeated).
+pub(crate) fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers
+        .get_all(header::CONTENT_LENGTH)
+        .iter()
+        .filter_map(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+        .max()
 }
 
 #[cfg(test)]

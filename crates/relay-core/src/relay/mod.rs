@@ -21,12 +21,12 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::request::Parts;
-use http::{Method, StatusCode, header};
+use http::{Method, StatusCode};
 use http_body::Body;
 use serde_json::json;
 
 use self::log::LogFields;
-use crate::admission::{Admission, BodyLimits};
+use crate::admission::{Admission, BodyLimits, declared_length};
 use crate::config::{Config, ConfigErrors, MetricsFormat};
 use crate::error::Error;
 use crate::intake::extract_payload;
@@ -285,12 +285,7 @@ impl Relay {
             _ => return Err(Error::MethodNotAllowed(method.clone())),
         }
         let limit = self.config.max_body_bytes;
-        let declared = headers
-            .get_all(header::CONTENT_LENGTH)
-            .iter()
-            .filter_map(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
-            .max();
-        if declared.is_some_and(|n| n > limit as u64) {
+        if declared_length(headers).is_some_and(|n| n > limit as u64) {
             return Err(Error::BodyTooLarge { limit });
         }
         Ok(None)
