@@ -15,6 +15,7 @@ pub mod config;
 pub mod error;
 pub mod intake;
 mod lenient;
+pub mod ledger;
 pub mod live;
 pub mod metrics;
 pub mod notification;

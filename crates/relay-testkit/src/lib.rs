@@ -10,6 +10,7 @@ pub mod capture;
 pub mod config;
 pub mod fake_sqs;
 pub mod fuzz;
+pub mod ledger;
 pub mod process;
 pub mod requests;
 pub mod sinks;

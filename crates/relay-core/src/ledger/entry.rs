@@ -1,0 +1,493 @@
+//! One notification's entry in the ledger, and the rules every store applies to it.
+//!
+//! The rules, once: a claim is refused while another attempt holds a live lease on a routed
+//! destination that has not acknowledged; otherwise it leases every routed destination not yet
+//! acknowledged and appends the attempt. A settlement keeps the first acknowledgement of each
+//! destination, frees the attempt's own leases and writes its outcome. An entry past its expiry
+//! is treated as absent. The embedded and Firestore stores apply [`Entry::claim`] and
+//! [`Entry::settle`] inside a transaction; the DynamoDB store says the same in condition and
+//! update expressions, and the conformance tests hold every store to the same answers.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Which notification an entry is about, as the DSS named it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// The notification's dedup key (equal across every DSS retry).
+    pub dedup_key: String,
+    /// The subscription that sent it.
+    pub subscription_id: String,
+    /// The bundle.
+    pub bundle_uuid: String,
+    /// The bundle's version.
+    pub bundle_version: String,
+    /// `CREATE`, `TOMBSTONE`, `DELETE`; absent for v1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
+}
+
+/// A destination's acknowledgement: the first one wins and is never replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ack {
+    /// The id the destination gave the message, where it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// When it was recorded, in milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    /// The index of the attempt that published it.
+    pub attempt: usize,
+}
+
+/// An attempt's hold on one destination: no other attempt publishes there until `until_ms`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The attempt's id.
+    pub holder: String,
+    /// When the lease ends, in milliseconds since the Unix epoch.
+    pub until_ms: i64,
+}
+
+/// What one destination did in one attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Delivery {
+    /// The destination took the message.
+    Acknowledged {
+        /// Its message id, where it gives one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+    },
+    /// It did not, or its answer was lost.
+    Failed {
+        /// Whether the sender was asked to retry (503) rather than told an operator must act.
+        retryable: bool,
+        /// What went wrong.
+        error: String,
+    },
+}
+
+/// One request for a notification that got past its claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// A random id, the holder of the attempt's leases.
+    pub id: String,
+    /// When it arrived, in milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    /// The stored routes' version that routed it, if stored routes were in effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routes_version: Option<String>,
+    /// The split that took it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
+    /// The destinations its routes chose; empty when no route took it.
+    #[serde(default)]
+    pub routed: Vec<String>,
+    /// What each destination it published to did; absent until it settles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<BTreeMap<String, Delivery>>,
+}
+
+/// One notification's entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The ledger key: the dedup key, or the bundle-and-event key (`RELAY_LEDGER_KEY`).
+    pub key: String,
+    /// The notification, as its latest attempt named it.
+    pub identity: Identity,
+    /// Each destination's first acknowledgement.
+    #[serde(default)]
+    pub acks: BTreeMap<String, Ack>,
+    /// Leases held on destinations still being published to.
+    #[serde(default)]
+    pub leases: BTreeMap<String, Lease>,
+    /// Every attempt that got past its claim, in order.
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
+    /// When the entry may be forgotten, in seconds since the Unix epoch: the retention after
+    /// its last write.
+    pub expires_at: i64,
+}
+
+/// A request to publish one notification: take the leases, append the attempt.
+#[derive(Debug, Clone)]
+pub struct Claim<'a> {
+    /// The ledger key.
+    pub key: &'a str,
+    /// The notification.
+    pub identity: &'a Identity,
+    /// The attempt, without an outcome.
+    pub attempt: &'a Attempt,
+    /// When the leases end: the attempt's deadline for its sinks, plus a margin.
+    pub lease_until_ms: i64,
+    /// The entry's new expiry (seconds).
+    pub expires_at: i64,
+}
+
+/// The answer to a [`Claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The attempt is recorded at index `attempt`, and holds the leases of every routed
+    /// destination not in `acked`.
+    Granted {
+        /// The attempt's index in the entry.
+        attempt: usize,
+        /// The routed destinations that had acknowledged already, with their acknowledgements.
+        acked: BTreeMap<String, Ack>,
+    },
+    /// Another attempt holds a live lease on a routed destination; nothing was written.
+    Busy {
+        /// When the last of those leases ends (milliseconds since the Unix epoch).
+        until_ms: i64,
+    },
+}
+
+/// What an attempt's publishes did.
+#[derive(Debug, Clone)]
+pub struct Settlement<'a> {
+    /// The ledger key.
+    pub key: &'a str,
+    /// The attempt's id (the holder of its leases).
+    pub holder: &'a str,
+    /// The attempt's index, as its claim gave it.
+    pub attempt: usize,
+    /// Each destination it published to, and what it did.
+    pub results: &'a BTreeMap<String, Delivery>,
+    /// Now, in milliseconds since the Unix epoch.
+    pub now_ms: i64,
+    /// The entry's new expiry (seconds).
+    pub expires_at: i64,
+}
+
+/// What became of one attempt, as `relay trace` tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// No route took it.
+    Filtered,
+    /// Every destination it was routed to had acknowledged before it: answered 202
+    /// `duplicate` without publishing.
+    Duplicate,
+    /// It published, and every destination it published to acknowledged.
+    Published,
+    /// It published, and at least one destination failed: the sender was asked to retry.
+    Failed,
+    /// It holds live leases: it is publishing now.
+    InProgress,
+    /// It claimed and never settled (its instance stopped, or the settlement was lost); its
+    /// leases expired.
+    Interrupted,
+}
+
+impl Entry {
+    /// An entry with no attempt yet.
+    pub fn new(key: &str, identity: &Identity) -> Self {
+        Self {
+            key: key.to_owned(),
+            identity: identity.clone(),
+            acks: BTreeMap::new(),
+            leases: BTreeMap::new(),
+            attempts: Vec::new(),
+            expires_at: 0,
+        }
+    }
+
+    /// True when the entry is past its retention and counts as absent.
+    pub fn is_expired(&self, now_ms: i64) -> bool {
+        self.expires_at.saturating_mul(1000) < now_ms
+    }
+
+    /// Applies `claim` at `now_ms`: refuses it while another attempt holds a live lease on an
+    /// unacknowledged routed destination, else leases those destinations and appends the
+    /// attempt. An expired entry is started afresh first.
+    pub fn claim(&mut self, claim: &Claim<'_>, now_ms: i64) -> Claimed {
+        if self.is_expired(now_ms) {
+            *self = Self::new(claim.key, claim.identity);
+        }
+        let routed = &claim.attempt.routed;
+        let busy = routed
+            .iter()
+            .filter(|d| !self.acks.contains_key(*d))
+            .filter_map(|d| self.leases.get(d))
+            .filter(|lease| lease.until_ms >= now_ms)
+            .map(|lease| lease.until_ms)
+            .max();
+        if let Some(until_ms) = busy {
+            return Claimed::Busy { until_ms };
+        }
+        let mut acked = BTreeMap::new();
+        for destination in routed {
+            match self.acks.get(destination) {
+                Some(ack) => {
+                    acked.insert(destination.clone(), ack.clone());
+                }
+                None => {
+                    self.leases.insert(
+                        destination.clone(),
+                        Lease {
+                            holder: claim.attempt.id.clone(),
+                            until_ms: claim.lease_until_ms,
+                        },
+                    );
+                }
+            }
+        }
+        self.identity = claim.identity.clone();
+        self.attempts.push(claim.attempt.clone());
+        self.expires_at = self.expires_at.max(claim.expires_at);
+        Claimed::Granted {
+            attempt: self.attempts.len() - 1,
+            acked,
+        }
+    }
+
+    /// Applies `settlement`: the first acknowledgement of each destination stays, the attempt's
+    /// own leases are freed (a lease another attempt took over after expiry stays), and the
+    /// attempt's outcome is written.
+    pub fn settle(&mut self, settlement: &Settlement<'_>) {
+        for (destination, delivery) in settlement.results {
+            if let Delivery::Acknowledged { message_id } = delivery {
+                self.acks.entry(destination.clone()).or_insert_with(|| Ack {
+                    message_id: message_id.clone(),
+                    at_ms: settlement.now_ms,
+                    attempt: settlement.attempt,
+                });
+            }
+            if self
+                .leases
+                .get(destination)
+                .is_some_and(|lease| lease.holder == settlement.holder)
+            {
+                self.leases.remove(destination);
+            }
+        }
+        if let Some(attempt) = self
+            .attempts
+            .get_mut(settlement.attempt)
+            .filter(|a| a.id == settlement.holder)
+        {
+            attempt.outcome = Some(settlement.results.clone());
+        }
+        self.expires_at = self.expires_at.max(settlement.expires_at);
+    }
+
+    /// What became of the attempt at `index`, as of `now_ms`.
+    ///
+    /// An attempt that never settled and holds no live lease is a duplicate when every
+    /// destination it was routed to had been acknowledged by an earlier attempt before it
+    /// arrived: its claim found nothing to publish. (Its claim cannot have found one of them
+    /// unacknowledged with that earlier attempt's lease live: it would have been refused.)
+    pub fn verdict(&self, index: usize, now_ms: i64) -> Option<Verdict> {
+        let attempt = self.attempts.get(index)?;
+        if attempt.routed.is_empty() {
+            return Some(Verdict::Filtered);
+        }
+        if let Some(outcome) = &attempt.outcome {
+            let failed = outcome
+                .values()
+                .any(|d| matches!(d, Delivery::Failed { .. }));
+            return Some(match failed {
+                true => Verdict::Failed,
+                false => Verdict::Published,
+            });
+        }
+        let holds_live_lease = self
+            .leases
+            .values()
+            .any(|l| l.holder == attempt.id && l.until_ms >= now_ms);
+        if holds_live_lease {
+            return Some(Verdict::InProgress);
+        }
+        let all_acked_before = attempt.routed.iter().all(|d| {
+            self.acks
+                .get(d)
+                .is_some_and(|ack| ack.attempt < index && ack.at_ms <= attempt.at_ms)
+        });
+        Some(match all_acked_before {
+            true => Verdict::Duplicate,
+            false => Verdict::Interrupted,
+        })
+    }
+
+    /// How many attempts were answered as duplicates, without publishing.
+    pub fn duplicates(&self, now_ms: i64) -> usize {
+        (0..self.attempts.len())
+            .filter(|&i| self.verdict(i, now_ms) == Some(Verdict::Duplicate))
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity() -> Identity {
+        Identity {
+            dedup_key: "k".into(),
+            subscription_id: "s".into(),
+            bundle_uuid: "b".into(),
+            bundle_version: "v".into(),
+            event_type: Some("CREATE".into()),
+        }
+    }
+
+    fn attempt(id: &str, at_ms: i64, routed: &[&str]) -> Attempt {
+        Attempt {
+            id: id.into(),
+            at_ms,
+            routes_version: None,
+            split: None,
+            routed: routed.iter().map(|d| (*d).to_owned()).collect(),
+            outcome: None,
+        }
+    }
+
+    fn claim(entry: &mut Entry, attempt: &Attempt, now_ms: i64) -> Claimed {
+        let identity = identity();
+        let claim = Claim {
+            key: "k",
+            identity: &identity,
+            attempt,
+            lease_until_ms: now_ms + 7_000,
+            expires_at: now_ms / 1000 + 100,
+        };
+        entry.claim(&claim, now_ms)
+    }
+
+    fn settle(entry: &mut Entry, attempt: &Attempt, index: usize, results: &[(&str, bool)]) {
+        let results: BTreeMap<String, Delivery> = results
+            .iter()
+            .map(|&(d, ok)| {
+                let delivery = match ok {
+                    true => Delivery::Acknowledged {
+                        message_id: Some(format!("{d}-{index}")),
+                    },
+                    false => Delivery::Failed {
+                        retryable: true,
+                        error: "down".into(),
+                    },
+                };
+                (d.to_owned(), delivery)
+            })
+            .collect();
+        entry.settle(&Settlement {
+            key: "k",
+            holder: &attempt.id,
+            attempt: index,
+            results: &results,
+            now_ms: attempt.at_ms + 10,
+            expires_at: attempt.at_ms / 1000 + 100,
+        });
+    }
+
+    #[test]
+    fn a_retry_publishes_only_where_the_last_attempt_failed_then_is_a_duplicate() {
+        let mut entry = Entry::new("k", &identity());
+        let first = attempt("a1", 1_000, &["q1", "q2"]);
+        assert_eq!(
+            claim(&mut entry, &first, 1_000),
+            Claimed::Granted {
+                attempt: 0,
+                acked: BTreeMap::new()
+            }
+        );
+        settle(&mut entry, &first, 0, &[("q1", true), ("q2", false)]);
+        assert!(entry.leases.is_empty());
+
+        let second = attempt("a2", 60_000, &["q1", "q2"]);
+        let Claimed::Granted { attempt: 1, acked } = claim(&mut entry, &second, 60_000) else {
+            panic!("the retry is granted")
+        };
+        assert_eq!(acked.keys().collect::<Vec<_>>(), ["q1"]);
+        assert_eq!(entry.leases.keys().collect::<Vec<_>>(), ["q2"]);
+        settle(&mut entry, &second, 1, &[("q2", true)]);
+
+        let third = attempt("a3", 120_000, &["q1", "q2"]);
+        let Claimed::Granted { attempt: 2, acked } = claim(&mut entry, &third, 120_000) else {
+            panic!("the duplicate is granted")
+        };
+        assert_eq!(acked.len(), 2);
+        assert_eq!(acked["q1"].message_id.as_deref(), Some("q1-0"));
+        assert_eq!(acked["q2"].message_id.as_deref(), Some("q2-1"));
+        assert!(entry.leases.is_empty(), "a duplicate takes no lease");
+        let verdicts: Vec<_> = (0..3).map(|i| entry.verdict(i, 120_000)).collect();
+        assert_eq!(
+            verdicts,
+            [
+                Some(Verdict::Failed),
+                Some(Verdict::Published),
+                Some(Verdict::Duplicate)
+            ]
+        );
+        assert_eq!(entry.duplicates(120_000), 1);
+    }
+
+    #[test]
+    fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
+        let mut entry = Entry::new("k", &identity());
+        let first = attempt("a1", 1_000, &["q1"]);
+        claim(&mut entry, &first, 1_000);
+        let second = attempt("a2", 2_000, &["q1"]);
+        assert_eq!(
+            claim(&mut entry, &second, 2_000),
+            Claimed::Busy { until_ms: 8_000 }
+        );
+        assert_eq!(entry.attempts.len(), 1, "a refused claim writes nothing");
+        assert_eq!(entry.verdict(0, 2_000), Some(Verdict::InProgress));
+        // The holder died: after its lease, the next attempt takes over.
+        let third = attempt("a3", 8_001, &["q1"]);
+        assert!(matches!(
+            claim(&mut entry, &third, 8_001),
+            Claimed::Granted { attempt: 1, .. }
+        ));
+        assert_eq!(entry.leases["q1"].holder, "a3");
+        assert_eq!(entry.verdict(0, 8_001), Some(Verdict::Interrupted));
+        // The late settlement of the first attempt keeps its acknowledgement but leaves the
+        // lease of the attempt that took over.
+        settle(&mut entry, &first, 0, &[("q1", true)]);
+        assert_eq!(entry.leases["q1"].holder, "a3");
+        assert_eq!(entry.acks["q1"].attempt, 0);
+    }
+
+    #[test]
+    fn an_acknowledged_destination_never_blocks_and_keeps_its_first_message_id() {
+        let mut entry = Entry::new("k", &identity());
+        let first = attempt("a1", 1_000, &["q1"]);
+        claim(&mut entry, &first, 1_000);
+        settle(&mut entry, &first, 0, &[("q1", true)]);
+        // A route added later: only the new destination is leased.
+        let second = attempt("a2", 2_000, &["q1", "q3"]);
+        claim(&mut entry, &second, 2_000);
+        assert_eq!(entry.leases.keys().collect::<Vec<_>>(), ["q3"]);
+        settle(&mut entry, &second, 1, &[("q1", true), ("q3", true)]);
+        assert_eq!(entry.acks["q1"].message_id.as_deref(), Some("q1-0"));
+    }
+
+    #[test]
+    fn an_expired_entry_is_new_again() {
+        let mut entry = Entry::new("k", &identity());
+        let first = attempt("a1", 1_000, &["q1"]);
+        claim(&mut entry, &first, 1_000);
+        settle(&mut entry, &first, 0, &[("q1", true)]);
+        assert_eq!(entry.expires_at, 101);
+        let late = attempt("a2", 101_001, &["q1"]);
+        let Claimed::Granted { attempt, acked } = claim(&mut entry, &late, 101_001) else {
+            panic!("granted")
+        };
+        assert_eq!((attempt, acked.len()), (0, 0));
+        assert_eq!(entry.attempts.len(), 1);
+    }
+
+    #[test]
+    fn a_filtered_attempt_is_recorded_without_leases() {
+        let mut entry = Entry::new("k", &identity());
+        let filtered = attempt("a1", 1_000, &[]);
+        assert!(matches!(
+            claim(&mut entry, &filtered, 1_000),
+            Claimed::Granted { attempt: 0, .. }
+        ));
+        assert!(entry.leases.is_empty());
+        assert_eq!(entry.verdict(0, 1_000), Some(Verdict::Filtered));
+    }
+}

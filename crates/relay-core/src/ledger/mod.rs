@@ -1,0 +1,293 @@
+//! The delivery ledger (`RELAY_LEDGER_URL`): what became of each notification at each
+//! destination, kept for the retention after its last attempt, so that a DSS retry publishes
+//! only where the last attempt did not land, and `relay trace` can say what happened.
+//!
+//! One [`Entry`] per notification, under its [`LedgerKey`]. An attempt first *claims* (one
+//! conditional write: the leases of the routed destinations not yet acknowledged, and the
+//! attempt itself), publishes to those destinations only, then *settles* (one write: the
+//! acknowledgements and message ids, the leases freed). A duplicate costs the claim alone. The
+//! rules are [`Entry::claim`] and [`Entry::settle`]; each store applies them atomically.
+//!
+//! Stores, each behind its cargo feature: DynamoDB (`dynamodb://TABLE`), Firestore
+//! (`firestore://PROJECT/DATABASE/COLLECTION`) and an embedded SQLite file (a path).
+
+mod entry;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use entry::{
+    Ack, Attempt, Claim, Claimed, Delivery, Entry, Identity, Lease, Settlement, Verdict,
+};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteLedger;
+
+/// The default retention: 8 days after the last attempt, beyond the DSS v1's 7 days of retries.
+pub const DEFAULT_RETENTION_SECS: u64 = 8 * 24 * 3600;
+
+/// Added to an attempt's deadline for its sinks to make its leases: the time a settlement
+/// may take after the last sink answered.
+pub const LEASE_MARGIN_MS: i64 = 2_000;
+
+/// Where the ledger lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerUrl {
+    /// A DynamoDB table.
+    DynamoDb {
+        /// The table's name.
+        table: String,
+    },
+    /// A Firestore collection.
+    Firestore {
+        /// The project id.
+        project: String,
+        /// The database id (`(default)` for the default database).
+        database: String,
+        /// The collection id.
+        collection: String,
+    },
+    /// An SQLite file on this machine.
+    File(PathBuf),
+}
+
+const URL_FORMS: &str =
+    "a path, dynamodb://<table> or firestore://<project>/<database>/<collection>";
+
+impl std::str::FromStr for LedgerUrl {
+    type Err = crate::text::InvalidValue;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        let refuse = || format!("expected {URL_FORMS}, got {text:?}");
+        if let Some(table) = text.strip_prefix("dynamodb://") {
+            // DynamoDB table names: 3 to 255 of [A-Za-z0-9_.-].
+            let valid = (3..=255).contains(&table.len())
+                && table
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+            return match valid {
+                true => Ok(Self::DynamoDb {
+                    table: table.to_owned(),
+                }),
+                false => Err(refuse().into()),
+            };
+        }
+        if let Some(rest) = text.strip_prefix("firestore://") {
+            let parts: Vec<&str> = rest.split('/').collect();
+            return match parts[..] {
+                [project, database, collection]
+                    if parts.iter().all(|p| !p.is_empty() && !p.contains(['?', '#'])) =>
+                {
+                    Ok(Self::Firestore {
+                        project: project.to_owned(),
+                        database: database.to_owned(),
+                        collection: collection.to_owned(),
+                    })
+                }
+                _ => Err(refuse().into()),
+            };
+        }
+        if text.is_empty() || text.contains("://") {
+            return Err(refuse().into());
+        }
+        Ok(Self::File(PathBuf::from(text)))
+    }
+}
+
+crate::text::deserialize_from_text!(LedgerUrl, URL_FORMS);
+
+impl fmt::Display for LedgerUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::DynamoDb { table } => write!(f, "dynamodb://{table}"),
+            Self::Firestore {
+                project,
+                database,
+                collection,
+            } => write!(f, "firestore://{project}/{database}/{collection}"),
+            Self::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// What the ledger is keyed on (`RELAY_LEDGER_KEY`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LedgerKey {
+    /// The notification's dedup key: one entry per subscription, bundle version and event.
+    #[default]
+    DedupKey,
+    /// The bundle, its version and the event alone, without the subscription id: a subscriber
+    /// registered on both DSS replicas gets each bundle once.
+    BundleEvent,
+}
+
+impl LedgerKey {
+    /// The key of the notification named by `identity`.
+    pub fn of(self, identity: &Identity) -> String {
+        match self {
+            Self::DedupKey => identity.dedup_key.clone(),
+            Self::BundleEvent => crate::notification::dedup_key(
+                "",
+                &identity.bundle_uuid,
+                &identity.bundle_version,
+                identity.event_type.as_deref(),
+            ),
+        }
+    }
+}
+
+impl std::str::FromStr for LedgerKey {
+    type Err = crate::text::InvalidValue;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "dedup_key" => Ok(Self::DedupKey),
+            "bundle_event" => Ok(Self::BundleEvent),
+            other => Err(format!("expected dedup_key or bundle_event, got {other:?}").into()),
+        }
+    }
+}
+
+crate::text::deserialize_from_text!(LedgerKey, "dedup_key or bundle_event");
+
+impl fmt::Display for LedgerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::DedupKey => "dedup_key",
+            Self::BundleEvent => "bundle_event",
+        })
+    }
+}
+
+/// Why the ledger could not answer. Every one of them is a 503 to the sender, with nothing
+/// published: the DSS retries.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The store could not be reached, throttled the call or timed out.
+    #[error("the ledger is unavailable: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The store answered with a refusal an operator must fix: a missing table, a missing grant.
+    #[error("the ledger refused the call: {0}")]
+    Refused(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// An entry could not be read back.
+    #[error("the ledger entry {key} cannot be read: {reason}")]
+    Corrupt {
+        /// The entry's key.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The store cannot be opened (a path that is not a database, a build without its feature).
+    #[error("{0}")]
+    Open(String),
+}
+
+/// What `relay trace` looks up: a lookup, never a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// One entry, by its ledger key.
+    Key(String),
+    /// Every entry of one bundle (each version, event and subscription).
+    Bundle(String),
+}
+
+/// A store of entries. Every call is one round trip in the common case.
+#[async_trait::async_trait]
+pub trait Ledger: Send + Sync + fmt::Debug {
+    /// Applies [`Entry::claim`] atomically, at `now_ms`.
+    async fn claim(&self, claim: &Claim<'_>, now_ms: i64) -> Result<Claimed, LedgerError>;
+    /// Applies [`Entry::settle`] atomically.
+    async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError>;
+    /// The entries `lookup` names, expired ones included (their expiry says so).
+    async fn find(&self, lookup: &Lookup) -> Result<Vec<Entry>, LedgerError>;
+}
+
+/// Opens the ledger at `url`. `aws` is the AWS configuration loaded at start, for DynamoDB.
+pub async fn open(
+    url: &LedgerUrl,
+    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+) -> Result<Arc<dyn Ledger>, LedgerError> {
+    #[cfg(feature = "aws")]
+    let _ = aws;
+    match url {
+        #[cfg(feature = "sqlite")]
+        LedgerUrl::File(path) => Ok(Arc::new(SqliteLedger::open(path)?)),
+        #[allow(unreachable_patterns)]
+        other => Err(LedgerError::Open(format!(
+            "{other}: this build leaves out the cargo feature for this store"
+        ))),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn epoch_ms(time: std::time::SystemTime) -> i64 {
+    match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
+/// A random attempt id: 16 hex characters.
+pub fn attempt_id() -> String {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the system's random source");
+    hex::encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_print_back() {
+        for text in [
+            "dynamodb://relay-ledger",
+            "firestore://my-project/(default)/deliveries",
+            "target/ledger.db",
+        ] {
+            let url: LedgerUrl = text.parse().unwrap();
+            assert_eq!(url.to_string(), text);
+        }
+        for bad in [
+            "",
+            "dynamodb://",
+            "dynamodb://a",
+            "dynamodb://has space",
+            "firestore://p/d",
+            "firestore://p//c",
+            "firestore://p/d/c/extra",
+            "s3://bucket/key",
+        ] {
+            assert!(bad.parse::<LedgerUrl>().is_err(), "{bad:?} is refused");
+        }
+    }
+
+    #[test]
+    fn the_bundle_event_key_leaves_the_subscription_out() {
+        let a = Identity {
+            dedup_key: "one".into(),
+            subscription_id: "replica-aws".into(),
+            bundle_uuid: "b".into(),
+            bundle_version: "v".into(),
+            event_type: Some("CREATE".into()),
+        };
+        let b = Identity {
+            dedup_key: "two".into(),
+            subscription_id: "replica-gcp".into(),
+            ..a.clone()
+        };
+        assert_ne!(LedgerKey::DedupKey.of(&a), LedgerKey::DedupKey.of(&b));
+        assert_eq!(LedgerKey::BundleEvent.of(&a), LedgerKey::BundleEvent.of(&b));
+        let tombstone = Identity {
+            event_type: Some("TOMBSTONE".into()),
+            ..a.clone()
+        };
+        assert_ne!(
+            LedgerKey::BundleEvent.of(&a),
+            LedgerKey::BundleEvent.of(&tombstone)
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! The embedded ledger: one SQLite file, for a relay on one machine (the default of `make
+//! run`). Several processes may hold it open at once (relays, `relay trace`): it runs in WAL
+//! mode, every claim and settlement is one `BEGIN IMMEDIATE` transaction applying the entry's
+//! rules, and a writer waits for another's lock up to [`BUSY_TIMEOUT`].
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{Claim, Claimed, Entry, Ledger, LedgerError, Lookup, Settlement};
+
+/// How long a write waits for another process's lock before the ledger counts as unavailable.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Expired entries are deleted at open and after every this many writes.
+const SWEEP_EVERY: u64 = 10_000;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS deliveries (
+    ledger_key  TEXT PRIMARY KEY NOT NULL,
+    bundle_uuid TEXT NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    state       TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS deliveries_by_bundle ON deliveries (bundle_uuid);
+";
+
+/// The embedded store.
+#[derive(Debug, Clone)]
+pub struct SqliteLedger {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    connection: Mutex<Connection>,
+    writes: std::sync::atomic::AtomicU64,
+}
+
+impl SqliteLedger {
+    /// Opens (creating it if need be) the ledger file at `path`.
+    pub fn open(path: &Path) -> Result<Self, LedgerError> {
+        let open = |e: rusqlite::Error| LedgerError::Open(format!("{}: {e}", path.display()));
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| LedgerError::Open(format!("{}: {e}", parent.display())))?;
+        }
+        let connection = Connection::open(path).map_err(open)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
+        connection
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(open)?;
+        connection
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open)?;
+        connection.execute_batch(SCHEMA).map_err(open)?;
+        let ledger = Self {
+            inner: Arc::new(Inner {
+                connection: Mutex::new(connection),
+                writes: 0.into(),
+            }),
+        };
+        ledger
+            .inner
+            .sweep(super::epoch_ms(std::time::SystemTime::now()))
+            .map_err(|e| LedgerError::Open(format!("{}: {e}", path.display())))?;
+        Ok(ledger)
+    }
+
+    /// Runs `work` on the connection, off the async workers.
+    async fn with<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Inner) -> Result<T, LedgerError> + Send + 'static,
+    ) -> Result<T, LedgerError> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || work(&inner))
+            .await
+            .map_err(|e| LedgerError::Unavailable(e.into()))?
+    }
+}
+
+impl Inner {
+    /// Reads, changes and writes one entry in one immediate transaction; `change` returns
+    /// whether to write.
+    fn update<T>(
+        &self,
+        key: &str,
+        fresh: impl FnOnce() -> Entry,
+        change: impl FnOnce(&mut Entry) -> (bool, T),
+    ) -> Result<T, LedgerError> {
+        let mut connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(unavailable)?;
+        let state: Option<String> = tx
+            .query_row(
+                "SELECT state FROM deliveries WHERE ledger_key = ?1",
+                [key],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(unavailable)?;
+        let mut entry = match state {
+            Some(text) => parse(key, &text)?,
+            None => fresh(),
+        };
+        let (write, answer) = change(&mut entry);
+        if write {
+            let state = serde_json::to_string(&entry).expect("an entry serializes");
+            tx.execute(
+                "INSERT INTO deliveries (ledger_key, bundle_uuid, expires_at, state)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (ledger_key) DO UPDATE SET
+                   bundle_uuid = excluded.bundle_uuid,
+                   expires_at = excluded.expires_at,
+                   state = excluded.state",
+                params![key, entry.identity.bundle_uuid, entry.expires_at, state],
+            )
+            .map_err(unavailable)?;
+            tx.commit().map_err(unavailable)?;
+            let writes = self
+                .writes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if writes % SWEEP_EVERY == SWEEP_EVERY - 1 {
+                drop(connection);
+                if let Err(e) = self.sweep(super::epoch_ms(std::time::SystemTime::now())) {
+                    tracing::warn!(error = %e, "Expired ledger entries could not be deleted.");
+                }
+            }
+        }
+        Ok(answer)
+    }
+
+    /// Deletes the entries expired at `now_ms`.
+    fn sweep(&self, now_ms: i64) -> Result<usize, rusqlite::Error> {
+        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        connection.execute(
+            "DELETE FROM deliveries WHERE expires_at < ?1",
+            [now_ms.div_euclid(1000)],
+        )
+    }
+}
+
+fn unavailable(e: rusqlite::Error) -> LedgerError {
+    LedgerError::Unavailable(e.into())
+}
+
+fn parse(key: &str, text: &str) -> Result<Entry, LedgerError> {
+    serde_json::from_str(text).map_err(|e| LedgerError::Corrupt {
+        key: key.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+#[async_trait::async_trait]
+impl Ledger for SqliteLedger {
+    async fn claim(&self, claim: &Claim<'_>, now_ms: i64) -> Result<Claimed, LedgerError> {
+        let (key, identity, attempt) = (
+            claim.key.to_owned(),
+            claim.identity.clone(),
+            claim.attempt.clone(),
+        );
+        let (lease_until_ms, expires_at) = (claim.lease_until_ms, claim.expires_at);
+        self.with(move |inner| {
+            let fresh = || Entry::new(&key, &identity);
+            inner.update(&key, fresh, |entry| {
+                let claim = Claim {
+                    key: &key,
+                    identity: &identity,
+                    attempt: &attempt,
+                    lease_until_ms,
+                    expires_at,
+                };
+                let claimed = entry.claim(&claim, now_ms);
+                (matches!(claimed, Claimed::Granted { .. }), claimed)
+            })
+        })
+        .await
+    }
+
+    async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError> {
+        let key = settlement.key.to_owned();
+        let holder = settlement.holder.to_owned();
+        let results = settlement.results.clone();
+        let (attempt, now_ms, expires_at) = (
+            settlement.attempt,
+            settlement.now_ms,
+            settlement.expires_at,
+        );
+        self.with(move |inner| {
+            // An entry deleted since its claim (expired, or removed by hand) is not recreated.
+            let missing = std::cell::Cell::new(false);
+            let fresh = || {
+                missing.set(true);
+                Entry::new(&key, &Default::default())
+            };
+            inner.update(&key, fresh, |entry| {
+                if missing.get() {
+                    return (false, ());
+                }
+                entry.settle(&Settlement {
+                    key: &key,
+                    holder: &holder,
+                    attempt,
+                    results: &results,
+                    now_ms,
+                    expires_at,
+                });
+                (true, ())
+            })
+        })
+        .await
+    }
+
+    async fn find(&self, lookup: &Lookup) -> Result<Vec<Entry>, LedgerError> {
+        let lookup = lookup.clone();
+        self.with(move |inner| {
+            let connection = inner.connection.lock().unwrap_or_else(|p| p.into_inner());
+            let (sql, value) = match &lookup {
+                Lookup::Key(key) => (
+                    "SELECT ledger_key, state FROM deliveries WHERE ledger_key = ?1",
+                    key,
+                ),
+                Lookup::Bundle(uuid) => (
+                    "SELECT ledger_key, state FROM deliveries WHERE bundle_uuid = ?1 ORDER BY ledger_key",
+                    uuid,
+                ),
+            };
+            let mut statement = connection.prepare(sql).map_err(unavailable)?;
+            let rows = statement
+                .query_map([value], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(unavailable)?;
+            let mut entries = Vec::new();
+            for row in rows {
+                let (key, state) = row.map_err(unavailable)?;
+                entries.push(parse(&key, &state)?);
+            }
+            Ok(entries)
+        })
+        .await
+    }
+}

@@ -1,0 +1,259 @@
+//! The ledger conformance suite: the same claims and settlements against any store, so that
+//! the embedded file, DynamoDB and Firestore give the same answers ([`conformance`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use relay_core::ledger::{
+    Attempt, Claim, Claimed, Delivery, Entry, Identity, Ledger, Lookup, Settlement, Verdict,
+    attempt_id,
+};
+
+/// A notification identity with a fresh random key and bundle, so runs never collide in a
+/// shared store.
+pub fn fresh_identity() -> Identity {
+    Identity {
+        dedup_key: format!("{}{}{}{}", attempt_id(), attempt_id(), attempt_id(), attempt_id()),
+        subscription_id: "sub-1".into(),
+        bundle_uuid: format!("bundle-{}", attempt_id()),
+        bundle_version: "2026-12-01T000000.000000Z".into(),
+        event_type: Some("CREATE".into()),
+    }
+}
+
+/// An attempt at `at_ms` routed to `routed`.
+pub fn attempt(at_ms: i64, routed: &[&str]) -> Attempt {
+    Attempt {
+        id: attempt_id(),
+        at_ms,
+        routes_version: Some("v1".into()),
+        split: None,
+        routed: routed.iter().map(|d| (*d).to_owned()).collect(),
+        outcome: None,
+    }
+}
+
+/// Claims `attempt` for `identity` at its own time, with a 7 s lease and a 100 s retention.
+pub async fn claim(ledger: &dyn Ledger, identity: &Identity, attempt: &Attempt) -> Claimed {
+    let claim = Claim {
+        key: &identity.dedup_key,
+        identity,
+        attempt,
+        lease_until_ms: attempt.at_ms + 7_000,
+        expires_at: attempt.at_ms / 1000 + 100,
+    };
+    ledger
+        .claim(&claim, attempt.at_ms)
+        .await
+        .expect("the ledger answers")
+}
+
+/// Settles `attempt` (claimed at `index`): each destination acknowledged (`true`, message id
+/// `<destination>-<index>`) or failed.
+pub async fn settle(
+    ledger: &dyn Ledger,
+    identity: &Identity,
+    attempt: &Attempt,
+    index: usize,
+    results: &[(&str, bool)],
+) {
+    let results: BTreeMap<String, Delivery> = results
+        .iter()
+        .map(|&(d, ok)| {
+            let delivery = match ok {
+                true => Delivery::Acknowledged {
+                    message_id: Some(format!("{d}-{index}")),
+                },
+                false => Delivery::Failed {
+                    retryable: true,
+                    error: "unavailable".into(),
+                },
+            };
+            (d.to_owned(), delivery)
+        })
+        .collect();
+    let settlement = Settlement {
+        key: &identity.dedup_key,
+        holder: &attempt.id,
+        attempt: index,
+        results: &results,
+        now_ms: attempt.at_ms + 50,
+        expires_at: attempt.at_ms / 1000 + 100,
+    };
+    ledger
+        .settle(&settlement)
+        .await
+        .expect("the ledger answers");
+}
+
+/// The one entry of `identity`.
+pub async fn entry(ledger: &dyn Ledger, identity: &Identity) -> Entry {
+    let mut found = ledger
+        .find(&Lookup::Key(identity.dedup_key.clone()))
+        .await
+        .expect("the ledger answers");
+    assert_eq!(found.len(), 1, "one entry per key");
+    found.remove(0)
+}
+
+/// Runs every case against `ledger`; panics on the first difference from the entry's rules.
+pub async fn conformance(ledger: Arc<dyn Ledger>) {
+    let ledger = ledger.as_ref();
+    retries_publish_only_what_is_missing(ledger).await;
+    a_live_lease_refuses_others_until_it_expires(ledger).await;
+    concurrent_claims_grant_one(ledger).await;
+    an_expired_entry_is_new_again(ledger).await;
+    bundles_are_found_by_lookup(ledger).await;
+}
+
+async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let first = attempt(t, &["q1", "q2"]);
+    assert_eq!(
+        claim(ledger, &id, &first).await,
+        Claimed::Granted {
+            attempt: 0,
+            acked: BTreeMap::new()
+        }
+    );
+    settle(ledger, &id, &first, 0, &[("q1", true), ("q2", false)]).await;
+
+    let second = attempt(t + 60_000, &["q1", "q2"]);
+    let Claimed::Granted { attempt: 1, acked } = claim(ledger, &id, &second).await else {
+        panic!("the retry is granted at index 1")
+    };
+    assert_eq!(acked.keys().collect::<Vec<_>>(), ["q1"]);
+    assert_eq!(acked["q1"].message_id.as_deref(), Some("q1-0"));
+    settle(ledger, &id, &second, 1, &[("q2", true)]).await;
+
+    let third = attempt(t + 120_000, &["q1", "q2"]);
+    let Claimed::Granted { attempt: 2, acked } = claim(ledger, &id, &third).await else {
+        panic!("the duplicate is granted at index 2")
+    };
+    assert_eq!(acked.len(), 2, "every destination had acknowledged");
+    assert_eq!(acked["q2"].message_id.as_deref(), Some("q2-1"));
+
+    let entry = entry(ledger, &id).await;
+    assert_eq!(entry.identity, id);
+    assert_eq!(entry.attempts.len(), 3);
+    assert_eq!(entry.attempts[0].routes_version.as_deref(), Some("v1"));
+    let now = t + 120_000;
+    let verdicts: Vec<_> = (0..3).map(|i| entry.verdict(i, now)).collect();
+    assert_eq!(
+        verdicts,
+        [
+            Some(Verdict::Failed),
+            Some(Verdict::Published),
+            Some(Verdict::Duplicate)
+        ]
+    );
+    assert_eq!(entry.duplicates(now), 1);
+    assert!(
+        entry.expires_at >= (t + 120_000) / 1000 + 100,
+        "kept for the retention after the last attempt"
+    );
+}
+
+async fn a_live_lease_refuses_others_until_it_expires(ledger: &dyn Ledger) {
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let first = attempt(t, &["q1"]);
+    assert!(matches!(
+        claim(ledger, &id, &first).await,
+        Claimed::Granted { attempt: 0, .. }
+    ));
+    let second = attempt(t + 1_000, &["q1"]);
+    assert_eq!(
+        claim(ledger, &id, &second).await,
+        Claimed::Busy {
+            until_ms: t + 7_000
+        }
+    );
+    assert_eq!(
+        entry(ledger, &id).await.attempts.len(),
+        1,
+        "a refused claim writes nothing"
+    );
+    // The holder died: past its lease the next attempt takes over.
+    let third = attempt(t + 7_001, &["q1"]);
+    assert!(matches!(
+        claim(ledger, &id, &third).await,
+        Claimed::Granted { attempt: 1, .. }
+    ));
+    // The first attempt settles late: its acknowledgement stays, the new holder's lease too.
+    settle(ledger, &id, &first, 0, &[("q1", true)]).await;
+    let entry = entry(ledger, &id).await;
+    assert_eq!(entry.acks["q1"].attempt, 0);
+    assert_eq!(entry.leases["q1"].holder, third.id);
+    assert_eq!(entry.verdict(1, t + 8_000), Some(Verdict::InProgress));
+}
+
+async fn concurrent_claims_grant_one(ledger: &dyn Ledger) {
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let attempts: Vec<Attempt> = (0..20).map(|i| attempt(t + i, &["q1", "q2"])).collect();
+    let claims = attempts.iter().map(|a| claim(ledger, &id, a));
+    let answers = futures_util::future::join_all(claims).await;
+    let granted = answers
+        .iter()
+        .filter(|a| matches!(a, Claimed::Granted { .. }))
+        .count();
+    assert_eq!(granted, 1, "one of 20 concurrent attempts publishes: {answers:?}");
+    assert_eq!(entry(ledger, &id).await.attempts.len(), 1);
+}
+
+async fn an_expired_entry_is_new_again(ledger: &dyn Ledger) {
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let first = attempt(t, &["q1"]);
+    claim(ledger, &id, &first).await;
+    settle(ledger, &id, &first, 0, &[("q1", true)]).await;
+    // Past the 100 s retention, whether or not the store has deleted it yet.
+    let late = attempt(t + 101_000, &["q1"]);
+    assert_eq!(
+        claim(ledger, &id, &late).await,
+        Claimed::Granted {
+            attempt: 0,
+            acked: BTreeMap::new()
+        }
+    );
+    assert_eq!(entry(ledger, &id).await.attempts, [late]);
+}
+
+async fn bundles_are_found_by_lookup(ledger: &dyn Ledger) {
+    let create = fresh_identity();
+    let tombstone = Identity {
+        dedup_key: fresh_identity().dedup_key,
+        event_type: Some("TOMBSTONE".into()),
+        ..create.clone()
+    };
+    let other = fresh_identity();
+    let t = 1_800_000_000_000;
+    for id in [&create, &tombstone, &other] {
+        let filtered = attempt(t, &[]);
+        assert!(matches!(
+            claim(ledger, id, &filtered).await,
+            Claimed::Granted { attempt: 0, .. }
+        ));
+    }
+    let found = ledger
+        .find(&Lookup::Bundle(create.bundle_uuid.clone()))
+        .await
+        .expect("the ledger answers");
+    let mut keys: Vec<&str> = found.iter().map(|e| e.key.as_str()).collect();
+    keys.sort_unstable();
+    let mut expected = [create.dedup_key.as_str(), tombstone.dedup_key.as_str()];
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+    assert!(
+        found
+            .iter()
+            .all(|e| e.verdict(0, t) == Some(Verdict::Filtered))
+    );
+    let none = ledger
+        .find(&Lookup::Bundle("no-such-bundle".into()))
+        .await
+        .expect("the ledger answers");
+    assert!(none.is_empty());
+}
