@@ -58,6 +58,17 @@ pub enum Error {
     /// The payload is not a DSS notification (400).
     #[error(transparent)]
     Payload(#[from] PayloadError),
+    /// The delivery ledger could not be read or written: nothing was published (503 with
+    /// `Retry-After`).
+    #[error("the delivery ledger is unavailable; nothing was published; retry later")]
+    LedgerUnavailable,
+    /// Another attempt of the same notification is publishing to a destination this one is
+    /// routed to (503 with `Retry-After`: when its lease ends).
+    #[error("another attempt of this notification is being delivered; retry after {retry_after_secs} s")]
+    InProgress {
+        /// Seconds until the other attempt's lease ends.
+        retry_after_secs: u64,
+    },
     /// A sink failed in a way retrying may fix (503 with `Retry-After`).
     #[error("the destination {sink} is temporarily unavailable; retry later")]
     SinkRetryable {
@@ -89,7 +100,9 @@ impl Error {
             Self::Overloaded | Self::DeadlinePassed => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Intake(e) => e.status(),
-            Self::SinkRetryable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::SinkRetryable { .. } | Self::LedgerUnavailable | Self::InProgress { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::SinkFailed { .. } => StatusCode::BAD_GATEWAY,
         }
     }
@@ -108,6 +121,8 @@ impl Error {
             Self::Unauthorized(e) => e.code(),
             Self::Intake(e) => e.code(),
             Self::Payload(e) => e.code(),
+            Self::LedgerUnavailable => "ledger_unavailable",
+            Self::InProgress { .. } => "in_progress",
             Self::SinkRetryable { .. } => "sink_unavailable",
             Self::SinkFailed { .. } => "sink_failed",
         }

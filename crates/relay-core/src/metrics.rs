@@ -116,6 +116,29 @@ impl Metrics {
         );
     }
 
+    /// One call to the delivery ledger (`claim` or `settle`): its result (`ok`, `busy`: another
+    /// attempt holds the destinations, `error`) and how long it took.
+    pub fn ledger(&self, call: &str, result: &str, latency_ms: f64) {
+        self.emit(
+            &[&["Relay", "Call"], &["Relay", "Call", "Result"]],
+            &[("LedgerCalls", "Count"), ("LedgerLatency", "Milliseconds")],
+            json!({
+                "Relay": &*self.name, "Call": call, "Result": result,
+                "LedgerCalls": 1, "LedgerLatency": latency_ms,
+            }),
+        );
+    }
+
+    /// A notification every routed destination had acknowledged: answered 202 `duplicate`
+    /// without publishing.
+    pub fn duplicate(&self) {
+        self.emit(
+            &[&["Relay"]],
+            &[("Duplicates", "Count")],
+            json!({"Relay": &*self.name, "Duplicates": 1}),
+        );
+    }
+
     fn emit(&self, dimensions: &[&[&str]], metrics: &[(&str, &str)], mut values: Value) {
         let Some(out) = &self.out else { return };
         let timestamp = SystemTime::now()

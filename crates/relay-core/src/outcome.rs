@@ -47,8 +47,12 @@ impl Outcome {
                 header::WWW_AUTHENTICATE,
                 r#"Signature realm="dss-relay",headers="date digest""#.to_owned(),
             )),
-            Error::SinkRetryable { .. } | Error::Overloaded | Error::DeadlinePassed => {
-                Some((header::RETRY_AFTER, RETRY_AFTER_SECS.to_string()))
+            Error::SinkRetryable { .. }
+            | Error::Overloaded
+            | Error::DeadlinePassed
+            | Error::LedgerUnavailable => Some((header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())),
+            Error::InProgress { retry_after_secs } => {
+                Some((header::RETRY_AFTER, retry_after_secs.to_string()))
             }
             _ => None,
         };

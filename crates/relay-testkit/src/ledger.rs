@@ -9,6 +9,28 @@ use relay_core::ledger::{
     attempt_id,
 };
 
+/// A clock the test moves: the relay's, the signer's and the ledger's time.
+#[derive(Debug)]
+pub struct ManualClock(std::sync::Mutex<std::time::SystemTime>);
+
+impl ManualClock {
+    /// A clock at `at`.
+    pub fn at(at: std::time::SystemTime) -> Arc<Self> {
+        Arc::new(Self(std::sync::Mutex::new(at)))
+    }
+
+    /// Sets the time.
+    pub fn set(&self, at: std::time::SystemTime) {
+        *self.0.lock().expect("not poisoned") = at;
+    }
+}
+
+impl relay_core::verify::Clock for ManualClock {
+    fn now(&self) -> std::time::SystemTime {
+        *self.0.lock().expect("not poisoned")
+    }
+}
+
 /// A notification identity with a fresh random key and bundle, so runs never collide in a
 /// shared store.
 pub fn fresh_identity() -> Identity {

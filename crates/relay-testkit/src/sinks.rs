@@ -91,6 +91,59 @@ impl Sink for FailingSink {
     }
 }
 
+/// Records what it accepts, and fails retryably while told to; counts every call.
+#[derive(Debug)]
+pub struct SwitchSink {
+    recorder: Arc<RecordingSink>,
+    failing: std::sync::atomic::AtomicBool,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl SwitchSink {
+    /// A sink called `name`, accepting until [`fail`](Self::fail) is called.
+    pub fn new(name: &str) -> Arc<Self> {
+        Arc::new(Self {
+            recorder: RecordingSink::new(name),
+            failing: false.into(),
+            calls: 0.into(),
+        })
+    }
+
+    /// From now on, fails every publish (`true`) or accepts it (`false`).
+    pub fn fail(&self, failing: bool) {
+        self.failing
+            .store(failing, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// What it has accepted so far, in order.
+    pub fn messages(&self) -> Vec<Message> {
+        self.recorder.messages()
+    }
+
+    /// How many publish calls it received, failed ones included.
+    pub fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl Sink for SwitchSink {
+    fn name(&self) -> &str {
+        self.recorder.name()
+    }
+
+    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return batch
+                .iter()
+                .map(|_| Err(SinkError::Retryable("switched off".into())))
+                .collect();
+        }
+        self.recorder.publish(batch).await
+    }
+}
+
 /// Never answers.
 #[derive(Debug)]
 pub struct StuckSink;

@@ -71,12 +71,27 @@ pub struct Config {
     pub routes_max_bytes: usize,
     /// The longest a split may last, from its registration to its expiry.
     pub split_max_ttl: Duration,
+    /// The delivery ledger, when there is one.
+    pub ledger: Option<LedgerConfig>,
     /// `PUBSUB_EMULATOR_HOST`: Pub/Sub sinks publish to the emulator there.
     pub pubsub_emulator: Option<String>,
     /// The configuration file, when one is used.
     pub config_file: Option<String>,
     /// The settings in effect, for [`effective`](Self::effective).
     settings: Settings,
+}
+
+/// The delivery ledger's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerConfig {
+    /// Where it lives.
+    pub url: crate::ledger::LedgerUrl,
+    /// How long an entry is kept after its last attempt.
+    pub retention: Duration,
+    /// What counts as one notification.
+    pub key: crate::ledger::LedgerKey,
+    /// Whether notifications no route takes are recorded too.
+    pub record_filtered: bool,
 }
 
 /// What relay-gcf allows a client: how long it may take, and how much may be in flight.
@@ -244,6 +259,12 @@ impl Config {
                 "must be at least 1: a split lasts longer than zero".into(),
             );
         }
+        if settings.ledger_retention_secs.is_some_and(|s| s.0 == 0) {
+            fail(
+                "RELAY_LEDGER_RETENTION_SECS",
+                "must be at least 1; the DSS retries for up to 7 days, so keep 691200 (8 days) or more".into(),
+            );
+        }
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
@@ -285,6 +306,16 @@ impl Config {
                 .map_or(crate::live::DEFAULT_SPLIT_MAX_TTL, |s| {
                     Duration::from_secs(s.0)
                 }),
+            ledger: settings.ledger_url.clone().map(|url| LedgerConfig {
+                url,
+                retention: Duration::from_secs(
+                    settings
+                        .ledger_retention_secs
+                        .map_or(crate::ledger::DEFAULT_RETENTION_SECS, |s| s.0),
+                ),
+                key: settings.ledger_key.unwrap_or_default(),
+                record_filtered: settings.ledger_record_filtered.is_none_or(|f| f.0),
+            }),
             pubsub_emulator: emulator,
             config_file,
             settings,

@@ -11,6 +11,7 @@ use super::values::{
     Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, MetricsFormat, Millis, Seconds,
     SecretArn, Show,
 };
+use crate::ledger::{LedgerKey, LedgerUrl};
 use crate::live::RoutesUrl;
 use crate::sink::ByteLimit;
 use crate::sink::file::FileTarget;
@@ -137,6 +138,14 @@ settings! {
     routes_max_bytes: ByteLimit = "RELAY_ROUTES_MAX_BYTES", file, default "4194304";
     /// The longest a split may last, from its registration to its expiry: `relay split start` and `renew` refuse a longer `--ttl`, and the relay refuses a stored split that lasts longer.
     split_max_ttl_secs: Seconds = "RELAY_SPLIT_MAX_TTL_SECS", file, default "604800";
+    /// The delivery ledger: a path (an SQLite file), `dynamodb://<table>` or `firestore://<project>/<database>/<collection>`. With it, a retry publishes only to the destinations that have not acknowledged, a notification every destination acknowledged gets 202 `duplicate`, and `relay trace` tells what happened; off when unset.
+    ledger_url: LedgerUrl = "RELAY_LEDGER_URL", file, default "";
+    /// How long the ledger keeps a notification after its last attempt; a DSS retry after that publishes again.
+    ledger_retention_secs: Seconds = "RELAY_LEDGER_RETENTION_SECS", file, default "691200";
+    /// What the ledger counts as one notification: `dedup_key` (per subscription), or `bundle_event` (the bundle, its version and the event, so a subscriber on both DSS replicas gets each bundle once).
+    ledger_key: LedgerKey = "RELAY_LEDGER_KEY", file, default "dedup_key";
+    /// Record notifications no route takes too (one write each), so `relay trace` can say they were filtered.
+    ledger_record_filtered: Flag = "RELAY_LEDGER_RECORD_FILTERED", file, default "true";
     /// relay-gcf: the address to listen on.
     listen: ListenAddr = "RELAY_LISTEN", file, default "0.0.0.0:$PORT (PORT defaults to 8080)";
     /// relay-gcf: a request's headers must arrive within this, and a kept-alive connection waits no longer idle; else it is closed.

@@ -12,6 +12,8 @@ use crate::outcome::Outcome;
 #[derive(Debug, Default)]
 pub(super) struct LogFields {
     pub(super) filtered: bool,
+    /// Answered 202 `duplicate`: every routed destination had acknowledged.
+    pub(super) duplicate: bool,
     subscription_id: Option<String>,
     bundle_uuid: Option<String>,
     bundle_version: Option<String>,
@@ -42,6 +44,7 @@ impl Relay {
         let status = outcome.status.as_u16();
         let code = outcome.code.unwrap_or(match status {
             _ if fields.filtered => "filtered",
+            _ if fields.duplicate => "duplicate",
             200 => "ok",
             _ => "published",
         });
@@ -66,6 +69,10 @@ impl Relay {
         }
         match status {
             _ if fields.filtered => line!(info, "Notification filtered out: no route matched."),
+            _ if fields.duplicate => line!(
+                info,
+                "Duplicate: every destination had acknowledged it; nothing published."
+            ),
             200..=299 => line!(info, "Request answered."),
             502 => line!(error, "Notification not delivered."),
             _ => line!(warn, "Request refused."),

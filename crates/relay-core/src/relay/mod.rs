@@ -6,11 +6,13 @@
 //! timeout), then [`verify`](crate::verify) over the raw bytes, then [`intake`](crate::intake)
 //! takes the payload out of the body, then [`Notification`] parses it, then the
 //! [`RoutingTable`] in effect (splits, then routes) picks the destinations, each shapes and
-//! size-checks its message ([`sink::shape`](crate::sink::shape)), and only then does each
-//! [`Sink`] publish it ([`publish`]). The answer is 202 only when every routed sink
-//! acknowledged. [`live`] keeps the routing table up to date with the stored routes; [`log`]
-//! writes the request's one line.
+//! size-checks its message ([`sink::shape`](crate::sink::shape)), then the attempt claims those
+//! destinations in the delivery ledger ([`ledger`]), and only then does each [`Sink`] not yet
+//! acknowledged publish it ([`publish`]); the ledger records what they did. The answer is 202
+//! only when every routed sink acknowledged, now or in an earlier attempt. [`live`] keeps the
+//! routing table up to date with the stored routes; [`log`] writes the request's one line.
 
+mod ledger;
 mod live;
 mod log;
 mod publish;
@@ -25,6 +27,7 @@ use http::{Method, StatusCode};
 use http_body::Body;
 use serde_json::json;
 
+use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
 use crate::admission::{Admission, BodyLimits, declared_length};
 use crate::config::{Config, ConfigErrors, MetricsFormat};
@@ -52,6 +55,8 @@ pub struct Relay {
     table: ArcSwap<RoutingTable>,
     /// The stored routes, when `RELAY_ROUTES_URL` is set.
     live: Option<LiveRoutes>,
+    /// The delivery ledger, when `RELAY_LEDGER_URL` is set.
+    ledger: Option<Recorder>,
     clock: Arc<dyn Clock>,
     admission: Admission,
     metrics: Metrics,
@@ -78,6 +83,9 @@ pub enum StartError {
     /// The stored routes' store cannot be used.
     #[error("RELAY_ROUTES_URL: {0}")]
     Routes(#[source] StoreError),
+    /// The delivery ledger cannot be opened.
+    #[error("RELAY_LEDGER_URL: {0}")]
+    Ledger(#[source] crate::ledger::LedgerError),
 }
 
 impl Relay {
@@ -87,6 +95,10 @@ impl Relay {
         #[cfg(feature = "aws")]
         let aws = match config.keys_secret_arn.is_some()
             || config.sinks.iter().any(|s| s.target.uses_aws())
+            || config
+                .ledger
+                .as_ref()
+                .is_some_and(|l| matches!(l.url, crate::ledger::LedgerUrl::DynamoDb { .. }))
         {
             true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
             false => None,
@@ -112,6 +124,19 @@ impl Relay {
                 "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
             )));
         }
+        let ledger = match &config.ledger {
+            Some(settings) => Some(Recorder {
+                store: crate::ledger::open(
+                    &settings.url,
+                    #[cfg(feature = "aws")]
+                    aws.as_ref(),
+                )
+                .await
+                .map_err(StartError::Ledger)?,
+                config: settings.clone(),
+            }),
+            None => None,
+        };
         // One way to build a sink: the deployed ones now, those stored routes add later.
         #[cfg(feature = "aws")]
         let factory = live::sink_factory(aws, config.sink_timeout);
@@ -127,11 +152,15 @@ impl Relay {
         }
         let (routes_url, routes_max_bytes) = (config.routes_url.clone(), config.routes_max_bytes);
         let mut sinks = sinks.into_iter();
-        let relay = Self::with_sinks(
+        let mut relay = Self::with_sinks(
             config,
             |_| sinks.next().expect("one per sink"),
             Arc::new(SystemClock),
         );
+        if let Some(recorder) = ledger {
+            tracing::info!(ledger = %recorder.config.url, key = %recorder.config.key, retention_secs = recorder.config.retention.as_secs(), "Delivery ledger open.");
+            relay.ledger = Some(recorder);
+        }
         let Some(url) = routes_url else {
             return Ok(relay);
         };
@@ -195,6 +224,7 @@ impl Relay {
             policy,
             table: ArcSwap::from_pointee(table),
             live: None,
+            ledger: None,
             clock,
             admission,
             metrics,
@@ -204,6 +234,23 @@ impl Relay {
     /// The same relay, writing its metric lines to `out`; tests use it to read them.
     pub fn with_metrics(mut self, out: Arc<dyn metrics::MetricsOut>) -> Self {
         self.metrics = Metrics::emf(out, &self.config.metrics_name);
+        self
+    }
+
+    /// The same relay, recording in `store` with the configuration's ledger settings (or the
+    /// defaults); tests use it to share one ledger between relays.
+    pub fn with_ledger(mut self, store: Arc<dyn crate::ledger::Ledger>) -> Self {
+        let config = self
+            .config
+            .ledger
+            .clone()
+            .unwrap_or_else(|| crate::config::LedgerConfig {
+                url: crate::ledger::LedgerUrl::File("(injected)".into()),
+                retention: std::time::Duration::from_secs(crate::ledger::DEFAULT_RETENTION_SECS),
+                key: crate::ledger::LedgerKey::default(),
+                record_filtered: true,
+            });
+        self.ledger = Some(Recorder { store, config });
         self
     }
 
@@ -321,8 +368,21 @@ impl Relay {
         let input = Input::new(notification.document(), &request);
         let decision = table.decide(&input, received_at);
         fields.split.clone_from(&decision.split);
+        let names: Vec<&str> = decision
+            .destinations
+            .iter()
+            .map(|&i| table.destinations[i].sink.name())
+            .collect();
+        let routing = Routing {
+            destinations: &names,
+            routes_version,
+            split: decision.split.as_deref(),
+        };
         if decision.destinations.is_empty() {
-            // Nothing wants it: acknowledge, so the DSS does not retry.
+            // Nothing wants it: acknowledge, so the DSS does not retry (recorded first, when
+            // the ledger records filtered notifications).
+            self.claim(&notification, routing, received_at, deadline)
+                .await?;
             fields.filtered = true;
             return Ok(Outcome::json(
                 StatusCode::ACCEPTED,
@@ -358,7 +418,25 @@ impl Relay {
             }
             messages.push((&destination.sink, message));
         }
-        self.publish(&notification, messages, deadline, routes_version)
-            .await
+
+        let holding = self
+            .claim(&notification, routing, received_at, deadline)
+            .await?;
+        let acked = match &holding {
+            Some(holding) => {
+                messages.retain(|(sink, _)| !holding.acked.contains_key(sink.name()));
+                if messages.is_empty() {
+                    fields.duplicate = true;
+                    return Ok(self.duplicate(&notification, holding, routes_version));
+                }
+                holding.acked.clone()
+            }
+            None => Default::default(),
+        };
+        let published = self.publish(messages, deadline).await;
+        if let Some(holding) = &holding {
+            self.settle(holding, &published).await;
+        }
+        self.delivered(&notification, &published, &acked, routes_version)
     }
 }

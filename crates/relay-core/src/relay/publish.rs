@@ -1,6 +1,7 @@
-//! Where a notification leaves: every routed sink publishes its message concurrently under one
-//! deadline, and the answer is 202 only when all of them acknowledged.
+//! Where a notification leaves: every sink it still needs publishes its message concurrently
+//! under one deadline, and the answer is 202 only when all of them acknowledged.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,21 +11,22 @@ use serde_json::json;
 
 use super::Relay;
 use crate::error::Error;
+use crate::ledger::Ack;
 use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
-use crate::sink::{Message, Sink, SinkError};
+use crate::sink::{Message, Receipt, Sink, SinkError};
+
+/// What each sink did with its message, by sink name.
+pub(super) type Published<'a> = Vec<(&'a str, Result<Receipt, SinkError>)>;
 
 impl Relay {
-    /// Publishes to the routed sinks concurrently; 202 only when all of them acknowledged,
-    /// else 502 if any failure is permanent (retrying cannot fix it), else 503.
-    pub(super) async fn publish(
+    /// Publishes to the sinks concurrently, each until `deadline`.
+    pub(super) async fn publish<'a>(
         &self,
-        notification: &Notification<Verified>,
-        messages: Vec<(&Arc<dyn Sink>, Message)>,
+        messages: Vec<(&'a Arc<dyn Sink>, Message)>,
         deadline: Instant,
-        routes_version: Option<&str>,
-    ) -> Result<Outcome, Error> {
-        let results = join_all(messages.into_iter().map(|(sink, message)| async move {
+    ) -> Published<'a> {
+        join_all(messages.into_iter().map(|(sink, message)| async move {
             let started = Instant::now();
             let publish = sink.publish(std::slice::from_ref(&message));
             let result = match tokio::time::timeout_at(deadline.into(), publish).await {
@@ -44,11 +46,25 @@ impl Relay {
             );
             (sink.name(), result)
         }))
-        .await;
+        .await
+    }
 
-        let mut deliveries = Vec::with_capacity(results.len());
+    /// 202 when every sink acknowledged, listing each routed destination's message id (those
+    /// `acked` by an earlier attempt as well); else 502 if any failure is permanent (retrying
+    /// cannot fix it), else 503.
+    pub(super) fn delivered(
+        &self,
+        notification: &Notification<Verified>,
+        published: &Published<'_>,
+        acked: &BTreeMap<String, Ack>,
+        routes_version: Option<&str>,
+    ) -> Result<Outcome, Error> {
+        let mut deliveries: Vec<_> = acked
+            .iter()
+            .map(|(sink, ack)| json!({"sink": sink, "message_id": ack.message_id, "earlier": true}))
+            .collect();
         let mut failure: Option<Error> = None;
-        for (sink, result) in results {
+        for (sink, result) in published {
             match result {
                 Ok(receipt) => {
                     deliveries.push(json!({"sink": sink, "message_id": receipt.message_id}))
@@ -60,7 +76,7 @@ impl Relay {
                     } else {
                         tracing::error!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
                     }
-                    let sink = sink.to_owned();
+                    let sink = (*sink).to_owned();
                     failure = match failure {
                         Some(f @ Error::SinkFailed { .. }) => Some(f),
                         _ if !retryable => Some(Error::SinkFailed { sink }),

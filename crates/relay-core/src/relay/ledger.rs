@@ -1,0 +1,205 @@
+//! Where a notification is recorded: before any sink is called, the attempt claims the routed
+//! destinations in the ledger; after they answered, it settles what they did. Without a
+//! ledger (`RELAY_LEDGER_URL` unset) both steps do nothing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use http::StatusCode;
+use serde_json::json;
+
+use super::Relay;
+use super::publish::Published;
+use crate::config::LedgerConfig;
+use crate::error::Error;
+use crate::ledger::{
+    self, Ack, Attempt, Claim, Claimed, Delivery, Identity, LEASE_MARGIN_MS, Ledger, Settlement,
+    epoch_ms,
+};
+use crate::notification::{Notification, Verified};
+use crate::outcome::Outcome;
+
+/// The ledger a relay records in, with its settings.
+#[derive(Debug)]
+pub(super) struct Recorder {
+    pub(super) store: Arc<dyn Ledger>,
+    pub(super) config: LedgerConfig,
+}
+
+/// An attempt's claim, granted: what it must settle.
+#[derive(Debug)]
+pub(super) struct Holding {
+    key: String,
+    attempt_id: String,
+    index: usize,
+    /// The routed destinations an earlier attempt had acknowledged: not published again.
+    pub(super) acked: BTreeMap<String, Ack>,
+}
+
+/// Where the attempt was routed, for the ledger.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Routing<'a> {
+    pub(super) destinations: &'a [&'a str],
+    pub(super) routes_version: Option<&'a str>,
+    pub(super) split: Option<&'a str>,
+}
+
+impl Relay {
+    /// Claims `routing`'s destinations for this attempt (nothing when the relay keeps no
+    /// ledger, or the notification is filtered and filtered ones are not recorded). Refused
+    /// while another attempt holds one of them (503 `in_progress`); a ledger that does not
+    /// answer by `deadline` is 503 `ledger_unavailable`, and nothing is published.
+    pub(super) async fn claim(
+        &self,
+        notification: &Notification<Verified>,
+        routing: Routing<'_>,
+        received_at: SystemTime,
+        deadline: Instant,
+    ) -> Result<Option<Holding>, Error> {
+        let Some(recorder) = &self.ledger else {
+            return Ok(None);
+        };
+        if routing.destinations.is_empty() && !recorder.config.record_filtered {
+            return Ok(None);
+        }
+        let identity = Identity {
+            dedup_key: notification.dedup_key().to_owned(),
+            subscription_id: notification.subscription_id().to_owned(),
+            bundle_uuid: notification.bundle_uuid().to_owned(),
+            bundle_version: notification.bundle_version().to_owned(),
+            event_type: notification.event_type().map(str::to_owned),
+        };
+        let key = recorder.config.key.of(&identity);
+        let now_ms = epoch_ms(self.clock.now());
+        let attempt = Attempt {
+            id: ledger::attempt_id(),
+            at_ms: epoch_ms(received_at),
+            routes_version: routing.routes_version.map(str::to_owned),
+            split: routing.split.map(str::to_owned),
+            routed: routing
+                .destinations
+                .iter()
+                .map(|d| (*d).to_owned())
+                .collect(),
+            outcome: None,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let claim = Claim {
+            key: &key,
+            identity: &identity,
+            attempt: &attempt,
+            lease_until_ms: now_ms
+                .saturating_add(i64::try_from(left.as_millis()).unwrap_or(i64::MAX))
+                .saturating_add(LEASE_MARGIN_MS),
+            expires_at: expiry(now_ms, recorder),
+        };
+        let started = Instant::now();
+        let answer =
+            tokio::time::timeout_at(deadline.into(), recorder.store.claim(&claim, now_ms)).await;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match answer {
+            Ok(Ok(Claimed::Granted { attempt: index, acked })) => {
+                self.metrics.ledger("claim", "ok", latency_ms);
+                Ok(Some(Holding {
+                    key,
+                    attempt_id: attempt.id,
+                    index,
+                    acked,
+                }))
+            }
+            Ok(Ok(Claimed::Busy { until_ms })) => {
+                self.metrics.ledger("claim", "busy", latency_ms);
+                let wait_ms = until_ms.saturating_sub(now_ms).max(0);
+                let retry_after_secs = wait_ms.unsigned_abs().div_ceil(1000).max(1);
+                tracing::info!(ledger_key = %key, retry_after_secs, "Another attempt of this notification is being delivered.");
+                Err(Error::InProgress { retry_after_secs })
+            }
+            Ok(Err(e)) => {
+                self.metrics.ledger("claim", "error", latency_ms);
+                tracing::warn!(ledger_key = %key, error = %e, "The ledger did not take the claim; nothing is published.");
+                Err(Error::LedgerUnavailable)
+            }
+            Err(_) => {
+                self.metrics.ledger("claim", "error", latency_ms);
+                tracing::warn!(ledger_key = %key, "The ledger did not answer the claim in time; nothing is published.");
+                Err(Error::LedgerUnavailable)
+            }
+        }
+    }
+
+    /// Records what the sinks did and frees the attempt's leases. A settlement that fails is
+    /// logged and leaves the answer as the sinks made it: what they acknowledged is delivered,
+    /// and only a retry after the leases expire may publish it once more.
+    pub(super) async fn settle(&self, holding: &Holding, published: &Published<'_>) {
+        let Some(recorder) = &self.ledger else { return };
+        let results: BTreeMap<String, Delivery> = published
+            .iter()
+            .map(|(sink, result)| {
+                let delivery = match result {
+                    Ok(receipt) => Delivery::Acknowledged {
+                        message_id: receipt.message_id.clone(),
+                    },
+                    Err(e) => Delivery::Failed {
+                        retryable: e.is_retryable(),
+                        error: e.to_string(),
+                    },
+                };
+                ((*sink).to_owned(), delivery)
+            })
+            .collect();
+        let now_ms = epoch_ms(self.clock.now());
+        let settlement = Settlement {
+            key: &holding.key,
+            holder: &holding.attempt_id,
+            attempt: holding.index,
+            results: &results,
+            now_ms,
+            expires_at: expiry(now_ms, recorder),
+        };
+        let started = Instant::now();
+        let margin = std::time::Duration::from_millis(LEASE_MARGIN_MS.unsigned_abs());
+        let answer = tokio::time::timeout(margin, recorder.store.settle(&settlement)).await;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let error = match answer {
+            Ok(Ok(())) => {
+                self.metrics.ledger("settle", "ok", latency_ms);
+                return;
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "no answer in time".to_owned(),
+        };
+        self.metrics.ledger("settle", "error", latency_ms);
+        tracing::error!(ledger_key = %holding.key, error, "The ledger did not record the deliveries; a retry after the leases expire publishes again.");
+    }
+
+    /// 202 `duplicate`: every routed destination had acknowledged, with their message ids.
+    pub(super) fn duplicate(
+        &self,
+        notification: &Notification<Verified>,
+        holding: &Holding,
+        routes_version: Option<&str>,
+    ) -> Outcome {
+        self.metrics.duplicate();
+        let deliveries: Vec<_> = holding
+            .acked
+            .iter()
+            .map(|(sink, ack)| json!({"sink": sink, "message_id": ack.message_id}))
+            .collect();
+        Outcome::json(
+            StatusCode::ACCEPTED,
+            &json!({
+                "status": "duplicate",
+                "dedup_key": notification.dedup_key(),
+                "deliveries": deliveries,
+                "routes_version": routes_version,
+            }),
+        )
+    }
+}
+
+/// The entry's expiry after a write at `now_ms`: the retention later, in seconds.
+fn expiry(now_ms: i64, recorder: &Recorder) -> i64 {
+    let retention = i64::try_from(recorder.config.retention.as_secs()).unwrap_or(i64::MAX);
+    now_ms.div_euclid(1000).saturating_add(retention)
+}
