@@ -125,5 +125,5 @@ lint: ## rustfmt check and clippy with warnings as errors
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-clean-run: ## Forget the development key and the local file sink
+clean-run: ## Forget the development key, the local file sink and the local ledger
 	rm -rf target/run target/smoke

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Starts relay-gcf for local use: file sink under target/run/, a development HMAC key kept in
-# target/run/dev-secret, and prints the `relay send` line that posts a sample notification.
+# Starts relay-gcf for local use: file sink under target/run/, the delivery ledger in
+# target/run/ledger.db, a development HMAC key kept in target/run/dev-secret, and prints the
+# `relay send` and `relay trace` lines to try it.
 # RELAY_LISTEN overrides the address (default 127.0.0.1:8080), RUN_DIR the folder (target/run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,16 +16,20 @@ fi
 secret=$(cat "$run_dir/dev-secret")
 
 cat <<EOT
-relay-gcf on http://$listen/  (file sink: $run_dir/notifications.jsonl, key id "dev")
+relay-gcf on http://$listen/  (file sink: $run_dir/notifications.jsonl, ledger: $run_dir/ledger.db, key id "dev")
 Development key: $secret
 
 In another terminal, send a sample notification:
   RELAY_SEND_SECRET=$secret $bin/relay send examples/notifications/v2-create.json --url http://$listen/ --key-id dev
+
+Send it again: the answer is "duplicate", and nothing is written twice. What happened to it:
+  $bin/relay trace c86309f6-e5b7-4698-abb6-b81644573bff --ledger $run_dir/ledger.db
 
 EOT
 
 export RELAY_LISTEN=$listen
 export RELAY_HMAC_KEYS="{\"dev\": \"$secret\"}"
 export RELAY_FILE_SINK=$run_dir/notifications.jsonl
+export RELAY_LEDGER_URL=${RELAY_LEDGER_URL:-$run_dir/ledger.db}
 export RELAY_LOG_FORMAT=${RELAY_LOG_FORMAT:-text}
 exec "$bin/relay-gcf"

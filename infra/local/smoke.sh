@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Quick start, end to end: start relay-gcf as `make run` does, send every sample
 # notification with `relay send` (JSON and multipart), and check that the file sink holds each
-# payload byte for byte. The server is stopped by its process id, whatever happens.
+# payload byte for byte, that the sample sent twice is answered as a duplicate, and that
+# `relay trace` shows it. The server is stopped by its process id, whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${CARGO_TARGET_DIR:-./target}/debug
@@ -32,10 +33,22 @@ bash -c "$send_line"
 secret=$(cat "$RUN_DIR/dev-secret")
 sent=(examples/notifications/v2-create.json)
 for f in examples/notifications/*.json; do
-  RELAY_SEND_SECRET=$secret "$bin/relay" send "$f" --url "http://127.0.0.1:$port/dss/notify?replica=gcp" \
-    --key-id dev --method put --encoding multipart --form-field foo=bar >/dev/null
-  sent+=("$f")
+  answer=$(RELAY_SEND_SECRET=$secret "$bin/relay" send "$f" --url "http://127.0.0.1:$port/dss/notify?replica=gcp" \
+    --key-id dev --method put --encoding multipart --form-field foo=bar)
+  if [ "$f" = "${sent[0]}" ]; then
+    # Sent once already: the ledger answers it as a duplicate and nothing is written twice.
+    grep -q '"status":"duplicate"' <<<"$answer" || { echo "smoke: $f again: $answer" >&2; exit 1; }
+    echo "smoke: $f sent again: answered duplicate"
+  else
+    sent+=("$f")
+  fi
 done
+
+trace_line=$(grep -m1 'relay trace' "$log" | sed 's/^ *//')
+echo "smoke: $trace_line"
+traced=$(bash -c "$trace_line")
+grep -q "2 attempts; 1 duplicates answered without publishing" <<<"$traced" \
+  || { echo "$traced"; echo "smoke: relay trace does not show the duplicate" >&2; exit 1; }
 
 python3 - "$sink" "${sent[@]}" <<'PY'
 import json, sys

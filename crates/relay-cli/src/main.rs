@@ -10,6 +10,7 @@ mod send;
 mod split;
 mod split_queue;
 mod split_topic;
+mod trace;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,6 +51,10 @@ enum Command {
         #[command(subcommand)]
         command: routes::RoutesCommand,
     },
+    /// Show what became of a bundle's notifications, from the delivery ledger
+    /// (RELAY_LEDGER_URL): every attempt, the routes version and split that decided it, each
+    /// destination's message id, and the duplicates answered without publishing.
+    Trace(trace::TraceArgs),
     /// Send a slice of the live notification stream to your own queue for a while.
     Split {
         #[command(subcommand)]
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
         Command::Export(args) => explain::export(&args),
         Command::Routes { command } => routes::routes(command),
         Command::Split { command } => split::split(command),
+        Command::Trace(args) => trace::run(&args),
         Command::Send(args) => match send::run(&args) {
             Ok(code) => code,
             Err(message) => {
@@ -180,29 +186,39 @@ fn check(config: Option<String>) -> ExitCode {
             for (name, value) in lines {
                 println!("  {name:<width$}  {value}");
             }
-            // What the relay will do with the stored routes: take them, or keep its last good.
-            match (&config.routes_url, document::routes_in_effect(&config)) {
-                (None, _) => ExitCode::SUCCESS,
-                (Some(url), Ok((plan, version))) => {
-                    let version = version.map_or_else(|| "none (no document)".into(), |v| v.0);
-                    let now = std::time::SystemTime::now();
-                    let active = plan.splits.iter().filter(|s| now < s.expires_at).count();
-                    println!(
-                        "stored routes {url}: version {version}: valid; {} routes, {} splits ({active} active)",
-                        plan.router.routes().len(),
-                        plan.splits.len()
-                    );
-                    ExitCode::SUCCESS
-                }
-                (Some(_), Err(problem)) => {
-                    eprintln!("{problem}");
-                    eprintln!("a running relay keeps its last good routes until this is fixed");
-                    ExitCode::FAILURE
-                }
+            let routes = stored_routes(&config);
+            let ledger = trace::check_ledger(&config);
+            if routes == ExitCode::SUCCESS {
+                ledger
+            } else {
+                routes
             }
         }
         Err(errors) => {
             eprintln!("{errors}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the relay will do with the stored routes: take them, or keep its last good.
+fn stored_routes(config: &Config) -> ExitCode {
+    match (&config.routes_url, document::routes_in_effect(config)) {
+        (None, _) => ExitCode::SUCCESS,
+        (Some(url), Ok((plan, version))) => {
+            let version = version.map_or_else(|| "none (no document)".into(), |v| v.0);
+            let now = std::time::SystemTime::now();
+            let active = plan.splits.iter().filter(|s| now < s.expires_at).count();
+            println!(
+                "stored routes {url}: version {version}: valid; {} routes, {} splits ({active} active)",
+                plan.router.routes().len(),
+                plan.splits.len()
+            );
+            ExitCode::SUCCESS
+        }
+        (Some(_), Err(problem)) => {
+            eprintln!("{problem}");
+            eprintln!("a running relay keeps its last good routes until this is fixed");
             ExitCode::FAILURE
         }
     }

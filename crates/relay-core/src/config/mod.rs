@@ -94,6 +94,48 @@ pub struct LedgerConfig {
     pub record_filtered: bool,
 }
 
+impl LedgerConfig {
+    /// The ledger the variables (and the `RELAY_CONFIG` file they name) configure, if any,
+    /// without the rest of the relay's configuration: for tools that only read the ledger.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigErrors> {
+        let (vars, errors) = Settings::from_vars(&var);
+        let mut errors: Vec<ConfigError> = errors
+            .into_iter()
+            .filter(|(var, _)| *var == "RELAY_CONFIG" || var.starts_with("RELAY_LEDGER_"))
+            .map(|(var, message)| ConfigError { var, message })
+            .collect();
+        let path = vars.config.clone().filter(|p| !p.is_empty());
+        let file = match path.as_deref().map(FileConfig::load).transpose() {
+            Ok(file) => file.unwrap_or_default(),
+            Err(e) => {
+                errors.push(ConfigError {
+                    var: "RELAY_CONFIG",
+                    message: e.to_string(),
+                });
+                FileConfig::default()
+            }
+        };
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        Ok(Self::from_settings(&vars.or(file.relay).or_defaults()))
+    }
+
+    fn from_settings(settings: &Settings) -> Option<Self> {
+        let url = settings.ledger_url.clone()?;
+        Some(Self {
+            url,
+            retention: Duration::from_secs(
+                settings
+                    .ledger_retention_secs
+                    .map_or(crate::ledger::DEFAULT_RETENTION_SECS, |s| s.0),
+            ),
+            key: settings.ledger_key.unwrap_or_default(),
+            record_filtered: settings.ledger_record_filtered.is_none_or(|f| f.0),
+        })
+    }
+}
+
 /// What relay-gcf allows a client: how long it may take, and how much may be in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
@@ -306,16 +348,7 @@ impl Config {
                 .map_or(crate::live::DEFAULT_SPLIT_MAX_TTL, |s| {
                     Duration::from_secs(s.0)
                 }),
-            ledger: settings.ledger_url.clone().map(|url| LedgerConfig {
-                url,
-                retention: Duration::from_secs(
-                    settings
-                        .ledger_retention_secs
-                        .map_or(crate::ledger::DEFAULT_RETENTION_SECS, |s| s.0),
-                ),
-                key: settings.ledger_key.unwrap_or_default(),
-                record_filtered: settings.ledger_record_filtered.is_none_or(|f| f.0),
-            }),
+            ledger: LedgerConfig::from_settings(&settings),
             pubsub_emulator: emulator,
             config_file,
             settings,

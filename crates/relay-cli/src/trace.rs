@@ -1,0 +1,348 @@
+//! `relay trace`: what became of a bundle's notifications, read from the delivery ledger the
+//! relays record in (`RELAY_LEDGER_URL`): every attempt, the routes version and split that
+//! decided it, each destination's message id, and the duplicates answered without publishing.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use relay_core::Config;
+use relay_core::config::LedgerConfig;
+use relay_core::ledger::{Delivery, Entry, LedgerUrl, Lookup, Verdict, epoch_ms};
+use serde_json::{Value, json};
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["bundle_uuid", "key"])))]
+pub(crate) struct TraceArgs {
+    /// The bundle whose notifications to show (every version, event and subscription unless
+    /// narrowed below).
+    bundle_uuid: Option<String>,
+    /// Only this bundle version.
+    #[arg(long, requires = "bundle_uuid")]
+    version: Option<String>,
+    /// Only this subscription.
+    #[arg(long, requires = "bundle_uuid")]
+    subscription: Option<String>,
+    /// Only this event type (CREATE, TOMBSTONE, DELETE).
+    #[arg(long, requires = "bundle_uuid")]
+    event_type: Option<String>,
+    /// One notification by its ledger key: the `dedup_key` of the relay's answers (or, with
+    /// RELAY_LEDGER_KEY=bundle_event, the bundle-and-event key).
+    #[arg(long, conflicts_with = "bundle_uuid")]
+    key: Option<String>,
+    /// The ledger, instead of the RELAY_LEDGER_URL the relay's configuration gives.
+    #[arg(long, value_name = "URL")]
+    ledger: Option<String>,
+    /// The configuration file (instead of RELAY_CONFIG).
+    #[arg(long)]
+    config: Option<String>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `relay trace`: 0 when something was found, 1 when nothing was, 2 on an error.
+pub(crate) fn run(args: &TraceArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("relay trace: cannot start: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(trace(args)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(message) => {
+            eprintln!("relay trace: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `relay check`'s line about the ledger: whether it answers a lookup (the relay answers 503
+/// to every notification while it does not).
+pub(crate) fn check_ledger(config: &Config) -> ExitCode {
+    let Some(ledger) = &config.ledger else {
+        return ExitCode::SUCCESS;
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("ledger {}: cannot check: {e}", ledger.url);
+            return ExitCode::FAILURE;
+        }
+    };
+    let probe = Lookup::Key("0".repeat(64));
+    let answer = runtime.block_on(async {
+        let store = relay_core::ledger::open(&ledger.url, None).await?;
+        store.find(&probe).await
+    });
+    match answer {
+        Ok(_) => {
+            println!(
+                "ledger {}: answers; key {}, kept {} s after the last attempt{}",
+                ledger.url,
+                ledger.key,
+                ledger.retention.as_secs(),
+                if ledger.record_filtered {
+                    ", filtered notifications recorded"
+                } else {
+                    ""
+                }
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ledger {}: {e}", ledger.url);
+            eprintln!("a running relay answers 503 ledger_unavailable until this is fixed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The ledger named by `--ledger`, else by the relay's configuration.
+fn ledger_url(args: &TraceArgs) -> Result<LedgerUrl, String> {
+    if let Some(url) = &args.ledger {
+        return url.parse().map_err(|e| format!("--ledger: {e}"));
+    }
+    let ledger = LedgerConfig::from_vars(crate::env_with_config(args.config.as_deref()))
+        .map_err(|e| format!("{e}\n(or name the ledger with --ledger URL)"))?;
+    ledger.map(|l| l.url).ok_or_else(|| {
+        "no ledger is configured: set RELAY_LEDGER_URL (or [relay] ledger_url), or pass --ledger URL"
+            .to_owned()
+    })
+}
+
+async fn trace(args: &TraceArgs) -> Result<bool, String> {
+    let url = ledger_url(args)?;
+    let ledger = relay_core::ledger::open(&url, None)
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    let lookup = match (&args.key, &args.bundle_uuid) {
+        (Some(key), _) => Lookup::Key(key.clone()),
+        (None, Some(uuid)) => Lookup::Bundle(uuid.clone()),
+        (None, None) => unreachable!("clap requires one"),
+    };
+    let mut entries = ledger
+        .find(&lookup)
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    entries.retain(|e| {
+        let id = &e.identity;
+        args.version
+            .as_ref()
+            .is_none_or(|v| *v == id.bundle_version)
+            && args
+                .subscription
+                .as_ref()
+                .is_none_or(|s| *s == id.subscription_id)
+            && args
+                .event_type
+                .as_ref()
+                .is_none_or(|t| id.event_type.as_ref() == Some(t))
+    });
+    // Oldest notification first.
+    entries.sort_by_key(|e| e.attempts.first().map_or(i64::MAX, |a| a.at_ms));
+    let now = epoch_ms(SystemTime::now());
+    if args.json {
+        let all: Vec<Value> = entries.iter().map(|e| to_json(e, now)).collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&all).expect("JSON values serialize")
+        );
+    } else if entries.is_empty() {
+        eprintln!("relay trace: nothing in {url} for {}", describe(&lookup));
+    } else {
+        for (i, entry) in entries.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print!("{}", to_table(entry, now));
+        }
+    }
+    Ok(!entries.is_empty())
+}
+
+fn describe(lookup: &Lookup) -> String {
+    match lookup {
+        Lookup::Key(key) => format!("the key {key}"),
+        Lookup::Bundle(uuid) => format!("the bundle {uuid}"),
+    }
+}
+
+/// A time in milliseconds since the epoch, as RFC 3339 to the second.
+fn time(ms: i64) -> String {
+    match u64::try_from(ms) {
+        Ok(ms) => {
+            humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+        }
+        Err(_) => format!("{ms} ms before 1970"),
+    }
+}
+
+fn verdict_name(verdict: Option<Verdict>) -> &'static str {
+    match verdict {
+        Some(Verdict::Filtered) => "filtered",
+        Some(Verdict::Duplicate) => "duplicate",
+        Some(Verdict::Published) => "published",
+        Some(Verdict::Failed) => "failed",
+        Some(Verdict::InProgress) => "in progress",
+        Some(Verdict::Interrupted) => "interrupted",
+        None => "-",
+    }
+}
+
+/// What one attempt did, in a few words: each destination it published to and its result.
+fn outcome_text(entry: &Entry, index: usize, now: i64) -> String {
+    let attempt = &entry.attempts[index];
+    let verdict = entry.verdict(index, now);
+    let Some(outcome) = &attempt.outcome else {
+        return verdict_name(verdict).to_owned();
+    };
+    let each: Vec<String> = outcome
+        .iter()
+        .map(|(sink, delivery)| match delivery {
+            Delivery::Acknowledged { .. } => format!("{sink} ok"),
+            Delivery::Failed { retryable, error } => {
+                let kind = if *retryable { "retryable" } else { "permanent" };
+                format!("{sink} {kind}: {error}")
+            }
+        })
+        .collect();
+    format!("{}: {}", verdict_name(verdict), each.join("; "))
+}
+
+fn to_table(entry: &Entry, now: i64) -> String {
+    let id = &entry.identity;
+    let mut out = format!(
+        "bundle {} version {} event {} subscription {}\n",
+        id.bundle_uuid,
+        id.bundle_version,
+        id.event_type.as_deref().unwrap_or("(v1)"),
+        id.subscription_id
+    );
+    out += &format!(
+        "dedup key {}; ledger key {}; kept until {}\n",
+        id.dedup_key,
+        entry.key,
+        time(entry.expires_at.saturating_mul(1000))
+    );
+    let mut destinations = vec![[
+        "DESTINATION".to_owned(),
+        "MESSAGE ID".to_owned(),
+        "ACKNOWLEDGED".to_owned(),
+        "BY ATTEMPT".to_owned(),
+    ]];
+    let mut names: Vec<&String> = entry.attempts.iter().flat_map(|a| &a.routed).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let row = match entry.acks.get(name) {
+            Some(ack) => [
+                name.clone(),
+                ack.message_id.clone().unwrap_or_else(|| "-".into()),
+                time(ack.at_ms),
+                (ack.attempt + 1).to_string(),
+            ],
+            None => [name.clone(), "-".into(), "not yet".into(), "-".into()],
+        };
+        destinations.push(row);
+    }
+    out += &columns(&destinations);
+    let mut attempts = vec![[
+        "#".to_owned(),
+        "TIME".to_owned(),
+        "ROUTES VERSION".to_owned(),
+        "SPLIT".to_owned(),
+        "OUTCOME".to_owned(),
+    ]];
+    for (i, attempt) in entry.attempts.iter().enumerate() {
+        attempts.push([
+            (i + 1).to_string(),
+            time(attempt.at_ms),
+            attempt.routes_version.clone().unwrap_or_else(|| "-".into()),
+            attempt.split.clone().unwrap_or_else(|| "-".into()),
+            outcome_text(entry, i, now),
+        ]);
+    }
+    out += &columns(&attempts);
+    out += &format!(
+        "{} attempts; {} duplicates answered without publishing\n",
+        entry.attempts.len(),
+        entry.duplicates(now)
+    );
+    out
+}
+
+/// Rows as left-aligned columns, two spaces apart, indented by two.
+fn columns<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0; N];
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::from(" ");
+        for (i, (w, cell)) in widths.iter().zip(row).enumerate() {
+            line.push(' ');
+            line.push_str(cell);
+            if i + 1 < N {
+                line.push_str(&" ".repeat(w - cell.chars().count() + 1));
+            }
+        }
+        out += line.trim_end();
+        out.push('\n');
+    }
+    out
+}
+
+fn to_json(entry: &Entry, now: i64) -> Value {
+    let destinations: serde_json::Map<String, Value> = entry
+        .acks
+        .iter()
+        .map(|(name, ack)| {
+            let value = json!({
+                "message_id": ack.message_id,
+                "acknowledged_at": time(ack.at_ms),
+                "attempt": ack.attempt + 1,
+            });
+            (name.clone(), value)
+        })
+        .collect();
+    let attempts: Vec<Value> = entry
+        .attempts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            json!({
+                "attempt": i + 1,
+                "at": time(a.at_ms),
+                "routes_version": a.routes_version,
+                "split": a.split,
+                "routed": a.routed,
+                "verdict": entry.verdict(i, now),
+                "outcome": a.outcome,
+            })
+        })
+        .collect();
+    json!({
+        "ledger_key": entry.key,
+        "dedup_key": entry.identity.dedup_key,
+        "subscription_id": entry.identity.subscription_id,
+        "bundle_uuid": entry.identity.bundle_uuid,
+        "bundle_version": entry.identity.bundle_version,
+        "event_type": entry.identity.event_type,
+        "kept_until": time(entry.expires_at.saturating_mul(1000)),
+        "acknowledged": destinations,
+        "attempts": attempts,
+        "duplicates": entry.duplicates(now),
+    })
+}
