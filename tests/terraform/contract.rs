@@ -37,12 +37,13 @@ const NEWER_AWS_ARGUMENTS: [(&str, &str, &str); 1] = [(
 const BOOTSTRAP_RUNTIMES: [&str; 2] = ["provided.al2023", "provided.al2"];
 
 /// The API each kind of Google resource needs enabled in its project, by type prefix.
-const API_OF_TYPE: [(&str, &str); 10] = [
+const API_OF_TYPE: [(&str, &str); 11] = [
     (
         "google_artifact_registry_",
         "artifactregistry.googleapis.com",
     ),
     ("google_cloud_run_v2_", "run.googleapis.com"),
+    ("google_firestore_", "firestore.googleapis.com"),
     ("google_logging_", "logging.googleapis.com"),
     ("google_monitoring_", "monitoring.googleapis.com"),
     ("google_project_iam_", "cloudresourcemanager.googleapis.com"),

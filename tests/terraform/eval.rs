@@ -64,6 +64,15 @@ impl<'a> Scope<'a> {
         scope
     }
 
+    /// The same scope with `name` also taking `sample`: for an input that has no default and
+    /// that the examples pass from a variable of their own without one (a project id).
+    pub(crate) fn with_sample(mut self, name: &str, sample: Value) -> Scope<'a> {
+        let samples = self.vars.entry(name.to_owned()).or_default();
+        samples.push(sample);
+        dedup(samples);
+        self
+    }
+
     fn defaults(&self) -> BTreeMap<String, Vec<Value>> {
         let empty = Scope {
             config: self.config,

@@ -7,6 +7,7 @@
 
 mod contract;
 mod eval;
+mod ledger;
 mod model;
 mod platform;
 
@@ -34,11 +35,12 @@ const STANDARD_FILES: [&str; 5] = [
     "README.md",
 ];
 
-/// On Lambda, the relay's sinks, its secret and its stored routes, and the IAM actions each
-/// calls. (SendMessageBatch is authorized by sqs:SendMessage, PublishBatch by sns:Publish.) The
-/// stored routes: GetObject reads the document, ListBucket makes a missing one a 404, and the
-/// splits' queues and topics take SendMessage and Publish.
-const ACTION_OF_VARIABLE: [(&str, &str); 7] = [
+/// On Lambda, the relay's sinks, its secret, its stored routes and its delivery ledger, and the
+/// IAM actions each calls. (SendMessageBatch is authorized by sqs:SendMessage, PublishBatch by
+/// sns:Publish.) The stored routes: GetObject reads the document, ListBucket makes a missing one
+/// a 404, and the splits' queues and topics take SendMessage and Publish. The ledger: its
+/// conditional writes are UpdateItem, the reset of an expired item PutItem.
+const ACTION_OF_VARIABLE: [(&str, &str); 9] = [
     ("RELAY_SQS_QUEUE_URL", "sqs:SendMessage"),
     ("RELAY_SNS_TOPIC_ARN", "sns:Publish"),
     (
@@ -49,6 +51,8 @@ const ACTION_OF_VARIABLE: [(&str, &str); 7] = [
     ("RELAY_ROUTES_URL", "s3:ListBucket"),
     ("RELAY_ROUTES_URL", "sqs:SendMessage"),
     ("RELAY_ROUTES_URL", "sns:Publish"),
+    ("RELAY_LEDGER_URL", "dynamodb:UpdateItem"),
+    ("RELAY_LEDGER_URL", "dynamodb:PutItem"),
 ];
 
 /// The only statements whose resources end in a wildcard: a name prefix, the splits' queues
@@ -662,10 +666,12 @@ fn queue_grant_lets_the_relay_role_send_and_only_send() {
     );
 }
 
-/// On Google Cloud every grant is on one resource, never on the project: the relay's service
-/// account reads its own secret and publishes to its own topic; allUsers may invoke the service
-/// (the DSS cannot present a Google identity); gcp-topic-grant grants roles/pubsub.publisher on
-/// one topic and nothing else.
+/// On Google Cloud every grant is on one resource: the relay's service account reads its own
+/// secret and publishes to its own topic; allUsers may invoke the service (the DSS cannot
+/// present a Google identity); gcp-topic-grant grants roles/pubsub.publisher on one topic and
+/// nothing else. The one grant made on the project, the ledger's roles/datastore.user
+/// (Firestore has no IAM policy on a database), carries a condition limiting it to the ledger's
+/// database (ledger::gcp_ledger_grant_is_limited_to_the_ledger_database).
 #[test]
 fn gcp_grants_are_on_single_resources() {
     let relay = model::module("gcp-relay");
@@ -682,8 +688,15 @@ fn gcp_grants_are_on_single_resources() {
                 "google_folder_iam",
                 "google_organization_iam",
             ] {
+                // The ledger's conditioned grant, checked in the ledger tests.
+                let ledger = config.name == "modules/gcp-relay"
+                    && ty == "google_project_iam_member"
+                    && config
+                        .resources(ty)
+                        .iter()
+                        .all(|(name, _)| *name == "relay_ledger");
                 assert!(
-                    !ty.starts_with(level),
+                    ledger || !ty.starts_with(level),
                     "{}: no grant on a whole project/folder/organization ({ty})",
                     config.name
                 );
@@ -721,6 +734,8 @@ fn gcp_grants_are_on_single_resources() {
             "roles/storage.objectUser",
             "each.value",
         ),
+        // The delivery ledger, conditioned on its database.
+        ("google_project_iam_member", "roles/datastore.user", sa),
     ]
     .iter()
     .map(|(t, r, m)| ((*t).to_owned(), (*r).to_owned(), (*m).to_owned()))

@@ -54,6 +54,10 @@ module "relay" {
 
   create_queue   = false
   existing_queue = { arn = aws_sqs_queue.subscriber.arn, url = aws_sqs_queue.subscriber.url }
+
+  # The delivery ledger, in the relay's account: FIFO deduplication forgets a message id after
+  # 5 minutes, the ledger remembers each notification for 8 days after its last attempt.
+  ledger_enabled = true
 }
 
 ################################################################################

@@ -28,3 +28,13 @@ output "relay_role_arn" {
   description = "The relay's execution role, the only principal the queue policy lets send."
   value       = module.relay.role_arn
 }
+
+output "ledger_url" {
+  description = "The delivery ledger in the relay's account (dynamodb://<table>): RELAY_LEDGER_URL for relay trace."
+  value       = module.relay.ledger_url
+}
+
+output "ledger_reader_policy_json" {
+  description = "IAM policy for whoever runs relay trace in the relay's account: GetItem on the ledger table, Query on its by_bundle index."
+  value       = module.relay.ledger_reader_policy_json
+}

@@ -1,5 +1,6 @@
 # A relay in one account publishing to a standard SQS queue it creates (with a dead-letter queue):
-# the module's defaults (create_queue = true, fifo_queue = false), with live routes and splits.
+# the module's defaults (create_queue = true, fifo_queue = false), with live routes and splits
+# and the delivery ledger.
 provider "aws" {
   region = var.region
 }
@@ -20,4 +21,8 @@ module "relay" {
   # change with `relay routes` and `relay split` (they also need route_writer_policy_json).
   routes_enabled = true
   route_writers  = var.route_writers
+
+  # The delivery ledger (a DynamoDB table): a DSS retry publishes only where it was not
+  # acknowledged yet, and `relay trace BUNDLE_UUID` shows what happened to a bundle.
+  ledger_enabled = true
 }

@@ -43,3 +43,13 @@ output "route_writer_policy_json" {
   description = "IAM policy for the administrators of each route writer to attach: the routes document and the split queues."
   value       = module.relay.route_writer_policy_json
 }
+
+output "ledger_url" {
+  description = "The delivery ledger (dynamodb://<table>): RELAY_LEDGER_URL for relay trace."
+  value       = module.relay.ledger_url
+}
+
+output "ledger_reader_policy_json" {
+  description = "IAM policy for whoever runs relay trace: GetItem on the ledger table, Query on its by_bundle index."
+  value       = module.relay.ledger_reader_policy_json
+}

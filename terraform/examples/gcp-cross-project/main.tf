@@ -20,8 +20,12 @@ provider "google" {
 # answers 502, forever) while the API is disabled there, wherever the topic lives. Logging and
 # Monitoring hold the relay module's logs-based metrics and alert policy. Cloud Storage holds the
 # routes bucket the module creates with routes_enabled (off here); enabling it costs nothing.
+# Firestore holds the delivery ledger, and Resource Manager takes its project-level grant (an
+# IAM condition limits it to the ledger's database).
 resource "google_project_service" "relay" {
   for_each = toset([
+    "cloudresourcemanager.googleapis.com",
+    "firestore.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",
     "monitoring.googleapis.com",
@@ -84,6 +88,9 @@ module "relay" {
 
   create_topic   = false
   existing_topic = google_pubsub_topic.subscriber.id
+
+  # The delivery ledger, in the relay's project (a Firestore database).
+  ledger_enabled = true
 
   depends_on = [google_project_service.relay]
 }

@@ -23,3 +23,8 @@ output "subscription_name" {
   description = "Pull subscription on the subscriber's topic, in the subscriber's project."
   value       = google_pubsub_subscription.subscriber.name
 }
+
+output "ledger_url" {
+  description = "The delivery ledger (firestore://<project>/<database>/<collection>): RELAY_LEDGER_URL for relay trace."
+  value       = module.relay.ledger_url
+}

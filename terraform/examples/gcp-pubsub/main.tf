@@ -17,12 +17,14 @@ locals {
 # Registry, Cloud Build and Cloud Storage for the image (gcp-relay-image); Resource Manager for
 # the project lookup and the builder's log-writer grant; IAM for the service accounts; Logging
 # for the logs-based metrics and the build's log; Monitoring for the alert policies; Pub/Sub,
-# Cloud Run and Secret Manager for the relay; Cloud Storage again for its routes bucket.
+# Cloud Run and Secret Manager for the relay; Cloud Storage again for its routes bucket;
+# Firestore for its delivery ledger, and Resource Manager again for the ledger's grant.
 resource "google_project_service" "this" {
   for_each = toset([
     "artifactregistry.googleapis.com",
     "cloudbuild.googleapis.com",
     "cloudresourcemanager.googleapis.com",
+    "firestore.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",
     "monitoring.googleapis.com",
@@ -89,6 +91,10 @@ module "relay" {
   # with `relay routes` and `relay split`.
   routes_enabled = true
   route_writers  = var.route_writers
+
+  # The delivery ledger (a Firestore database): a DSS retry publishes only where it was not
+  # acknowledged yet, and `relay trace BUNDLE_UUID` shows what happened to a bundle.
+  ledger_enabled = true
 
   depends_on = [google_project_service.this]
 }

@@ -58,3 +58,8 @@ output "topic_id" {
   description = "The relay's topic, projects/<project>/topics/<topic>: relay split start --create --like it."
   value       = module.relay.topic_id
 }
+
+output "ledger_url" {
+  description = "The delivery ledger (firestore://<project>/<database>/<collection>): RELAY_LEDGER_URL for relay trace."
+  value       = module.relay.ledger_url
+}

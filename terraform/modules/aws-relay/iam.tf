@@ -113,6 +113,18 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
+  # RELAY_LEDGER_URL: the delivery ledger's conditional writes (UpdateItem) and the reset of an
+  # expired item (PutItem), on the table only; the relay neither reads, queries nor deletes.
+  dynamic "statement" {
+    for_each = var.ledger_enabled ? [local.ledger_table_arn] : []
+    content {
+      sid       = "WriteLedger"
+      effect    = "Allow"
+      actions   = ["dynamodb:UpdateItem", "dynamodb:PutItem"]
+      resources = [statement.value]
+    }
+  }
+
   # Only with customer-managed keys: SQS needs GenerateDataKey and Decrypt from the sender of an
   # encrypted message; reading the secret, or a routes document encrypted with one, needs Decrypt.
   dynamic "statement" {

@@ -23,7 +23,7 @@ locals {
   queue_url = var.create_queue ? aws_sqs_queue.this[0].url : try(var.existing_queue.url, null)
 
   # Customer-managed keys the role must be able to use: the module's own key (secret, created
-  # queue, log group, environment, created routes bucket), the key of an existing queue, the key
+  # queue, log group, environment, created routes bucket, ledger table), the key of an existing queue, the key
   # of the SNS topic and the key of an existing routes bucket (routes.tf).
   kms_key_arns = distinct([
     for arn in [
@@ -48,6 +48,10 @@ locals {
     var.routes_enabled ? {
       RELAY_ROUTES_URL          = local.routes_url
       RELAY_ROUTES_REFRESH_SECS = tostring(var.routes_refresh_secs)
+    } : {},
+    var.ledger_enabled ? {
+      RELAY_LEDGER_URL            = local.ledger_url
+      RELAY_LEDGER_RETENTION_SECS = tostring(var.ledger_retention_secs)
     } : {},
   )
 
@@ -138,7 +142,7 @@ resource "aws_cloudwatch_log_group" "this" {
 
 resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_116:The function is invoked synchronously through its Function URL; a Lambda dead-letter queue only receives failed asynchronous invocations. A failed relay answers non-2xx and the DSS retries.
-  #checkov:skip=CKV_AWS_117:The function calls only public AWS endpoints (SQS, SNS, Secrets Manager); a VPC would add NAT or endpoints and no protection.
+  #checkov:skip=CKV_AWS_117:The function calls only public AWS endpoints (SQS, SNS, Secrets Manager, DynamoDB); a VPC would add NAT or endpoints and no protection.
   #checkov:skip=CKV_AWS_272:The package is built from this repository by `make lambda` and uploaded by Terraform; there is no AWS Signer profile in this deployment.
   #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments and xray:PutTelemetryRecords, and the role grants only what the sinks call; the relay logs one line per request.
   function_name                  = var.name
@@ -189,6 +193,10 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = var.routes_enabled || (var.routes_bucket == null && var.routes_bucket_kms_key_arn == null && var.split_prefix == null && length(var.route_writers) == 0)
       error_message = "routes_bucket, routes_bucket_kms_key_arn, split_prefix and route_writers take effect only with routes_enabled = true; set it, or leave them unset."
+    }
+    precondition {
+      condition     = var.ledger_enabled || var.ledger_table_name == null
+      error_message = "ledger_table_name takes effect only with ledger_enabled = true; set it, or leave ledger_table_name unset."
     }
     precondition {
       condition     = var.routes_bucket_kms_key_arn == null || var.routes_bucket != null

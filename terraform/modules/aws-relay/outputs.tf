@@ -127,3 +127,27 @@ output "route_writer_policy_json" {
   description = "IAM policy (JSON) for the administrators of each route_writers principal to attach to it: read and write the routes document, list only its key, and create, read and delete the split queues <split_prefix>…; with a customer-managed key on the bucket, use that key. null without routes_enabled."
   value       = one(data.aws_iam_policy_document.route_writers[*].json)
 }
+
+################################################################################
+# Delivery ledger
+################################################################################
+
+output "ledger_url" {
+  description = "RELAY_LEDGER_URL, dynamodb://<table>: the delivery ledger the relay writes, and the RELAY_LEDGER_URL of `relay trace BUNDLE_UUID`; null without ledger_enabled."
+  value       = local.ledger_url
+}
+
+output "ledger_table_name" {
+  description = "Name of the ledger's DynamoDB table; null without ledger_enabled."
+  value       = one(aws_dynamodb_table.ledger[*].name)
+}
+
+output "ledger_table_arn" {
+  description = "ARN of the ledger's DynamoDB table; null without ledger_enabled."
+  value       = local.ledger_table_arn
+}
+
+output "ledger_reader_policy_json" {
+  description = "IAM policy (JSON) for whoever runs `relay trace` to attach: dynamodb:GetItem on the ledger table and dynamodb:Query on its index by_bundle; with kms_key_arn, kms:Decrypt with that key. null without ledger_enabled."
+  value       = one(data.aws_iam_policy_document.ledger_readers[*].json)
+}

@@ -93,7 +93,7 @@ variable "log_retention_days" {
 }
 
 variable "kms_key_arn" {
-  description = "Customer-managed KMS key for the data the module creates: the HMAC secret, the queue and its dead-letter queue, the log group and the function's environment. null keeps the AWS managed keys (aws/secretsmanager, SSE-SQS, CloudWatch Logs and aws/lambda). When set, the role may use kms:Decrypt and kms:GenerateDataKey on this key, and the key policy must let CloudWatch Logs (logs.<region>.amazonaws.com) use it."
+  description = "Customer-managed KMS key for the data the module creates: the HMAC secret, the queue and its dead-letter queue, the log group, the function's environment and the ledger table. null keeps the AWS managed keys (aws/secretsmanager, SSE-SQS, CloudWatch Logs, aws/lambda and aws/dynamodb). When set, the role may use kms:Decrypt and kms:GenerateDataKey on this key, and the key policy must let CloudWatch Logs (logs.<region>.amazonaws.com) use it."
   type        = string
   default     = null
 
@@ -461,4 +461,42 @@ variable "route_writers" {
     condition     = alltrue([for arn in var.route_writers : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$", arn))])
     error_message = "route_writers must be IAM role or user ARNs such as arn:aws:iam::123456789012:role/relay-developers."
   }
+}
+
+################################################################################
+# Delivery ledger (ledger.tf): RELAY_LEDGER_URL, RELAY_LEDGER_RETENTION_SECS
+################################################################################
+
+variable "ledger_enabled" {
+  description = "Give the relay a delivery ledger: a DynamoDB table (on-demand, TTL on expires_at, encrypted, index by_bundle) in which it records, per notification, which destinations acknowledged it and with which message id, so that a DSS retry publishes only to the destinations that have not, a notification every destination acknowledged is answered 202 \"duplicate\" without publishing, and two attempts on two instances never both publish to one destination. Sets RELAY_LEDGER_URL = dynamodb://<table> and RELAY_LEDGER_RETENTION_SECS; the role may then dynamodb:UpdateItem and dynamodb:PutItem on that table, and nothing else on it. `relay trace BUNDLE_UUID` reads it (ledger_url, ledger_reader_policy_json). false creates no table and sets neither variable: every attempt publishes, as without a ledger."
+  type        = bool
+  default     = true
+}
+
+variable "ledger_table_name" {
+  description = "Name of the ledger table. null uses \"<name>-ledger\"."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.ledger_table_name == null || can(regex("^[A-Za-z0-9_.-]{3,255}$", var.ledger_table_name))
+    error_message = "ledger_table_name must be null or a DynamoDB table name: 3-255 letters, digits, '_', '.' or '-'."
+  }
+}
+
+variable "ledger_retention_secs" {
+  description = "RELAY_LEDGER_RETENTION_SECS: how long a notification's record is kept after its last attempt, in seconds (each write sets expires_at to now plus this, and the table's TTL deletes the item after it). Keep it above the DSS's retry span (v1 retries for 7 days): a retry after the record is gone is published again. The default, 691200, is 8 days."
+  type        = number
+  default     = 691200
+
+  validation {
+    condition     = var.ledger_retention_secs >= 1 && floor(var.ledger_retention_secs) == var.ledger_retention_secs
+    error_message = "ledger_retention_secs must be a whole number of seconds >= 1."
+  }
+}
+
+variable "ledger_point_in_time_recovery" {
+  description = "Point-in-time recovery of the ledger table (continuous backups for the last 35 days, billed per GB-month of table size). false: a table deleted or overwritten by mistake cannot be restored, and the notifications it held may be published again on their next retry."
+  type        = bool
+  default     = true
 }

@@ -1,12 +1,13 @@
 ################################################################################
-# Service account: reads its own secret and routes document, publishes to its one topic
+# Service account: reads its own secret and routes document, publishes to its one topic, and
+# reads and writes its ledger
 ################################################################################
 
 resource "google_service_account" "this" {
   project      = var.project_id
   account_id   = "relay-${var.name}"
   display_name = "DSS relay ${var.name}"
-  description  = "Runs the ${var.name} Cloud Run relay: reads its HMAC secret (and its stored routes document) and publishes to its topic, nothing else."
+  description  = "Runs the ${var.name} Cloud Run relay: reads its HMAC secret (and its stored routes document), publishes to its topic and reads and writes its delivery ledger, nothing else."
 }
 
 resource "google_secret_manager_secret_iam_member" "relay" {
@@ -66,6 +67,31 @@ resource "google_storage_bucket_iam_member" "route_writers" {
     title       = "routes-document-only"
     description = "Only the stored routes document of the ${var.name} relay."
     expression  = local.routes_object_condition
+  }
+}
+
+################################################################################
+# Delivery ledger (ledger.tf): the one Firestore database
+################################################################################
+
+# roles/datastore.user is the narrowest predefined role that reads and writes documents
+# (datastore.entities.get/create/update, datastore.databases.get for commits); the relay needs
+# no delete (the TTL policy deletes) and no index or database administration. Firestore has no
+# IAM policy of its own on a database, so the grant is made on the project, with an IAM
+# condition on resource.name that limits it to the ledger's database: Firestore evaluates
+# conditions on its databases' names (projects/P/databases/D), which is how per-database access
+# is granted. Making it needs resourcemanager.projects.setIamPolicy on project_id.
+resource "google_project_iam_member" "relay_ledger" {
+  count = var.ledger_enabled ? 1 : 0
+
+  project = var.project_id
+  role    = "roles/datastore.user"
+  member  = "serviceAccount:${google_service_account.this.email}"
+
+  condition {
+    title       = "ledger-database-only"
+    description = "Only the delivery ledger database of the ${var.name} relay."
+    expression  = local.ledger_database_condition
   }
 }
 

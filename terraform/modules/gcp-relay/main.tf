@@ -151,6 +151,18 @@ resource "google_cloud_run_v2_service" "this" {
         }
       }
 
+      # The delivery ledger (ledger.tf), only with ledger_enabled.
+      dynamic "env" {
+        for_each = var.ledger_enabled ? {
+          RELAY_LEDGER_URL            = local.ledger_url
+          RELAY_LEDGER_RETENTION_SECS = tostring(var.ledger_retention_secs)
+        } : {}
+        content {
+          name  = env.key
+          value = env.value
+        }
+      }
+
       # One JSON line on standard output per answer and per publish, which Cloud Logging parses
       # into jsonPayload; the logs-based metrics in monitoring.tf are read from these lines.
       env {
@@ -183,5 +195,10 @@ resource "google_cloud_run_v2_service" "this" {
     }
   }
 
-  depends_on = [google_secret_manager_secret_iam_member.relay]
+  # The first request finds its secret and, with the ledger, its grant and TTL policy in place.
+  depends_on = [
+    google_secret_manager_secret_iam_member.relay,
+    google_project_iam_member.relay_ledger,
+    google_firestore_field.ledger_expires_at,
+  ]
 }

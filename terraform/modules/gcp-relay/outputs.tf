@@ -102,3 +102,22 @@ output "split_prefix" {
   description = "Name prefix of the split topics and subscriptions `relay split start --create` makes in project_id; null without routes_enabled."
   value       = var.routes_enabled ? local.split_prefix : null
 }
+
+################################################################################
+# Delivery ledger
+################################################################################
+
+output "ledger_url" {
+  description = "RELAY_LEDGER_URL, firestore://<project>/<database>/<collection>: the delivery ledger the relay writes, and the RELAY_LEDGER_URL of `relay trace BUNDLE_UUID`; null without ledger_enabled."
+  value       = local.ledger_url
+}
+
+output "ledger_database" {
+  description = "Id of the ledger's Firestore database in project_id (created here, or the existing one); null without ledger_enabled."
+  value       = local.ledger_create_database ? one(google_firestore_database.ledger[*].name) : local.ledger_database
+}
+
+output "ledger_collection" {
+  description = "Collection of the ledger's documents in ledger_database; null without ledger_enabled."
+  value       = var.ledger_enabled ? var.ledger_collection : null
+}

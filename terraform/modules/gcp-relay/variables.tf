@@ -124,7 +124,7 @@ variable "request_timeout_seconds" {
 }
 
 variable "deletion_protection" {
-  description = "Refuse to destroy the Cloud Run service through Terraform."
+  description = "Refuse to destroy the Cloud Run service through Terraform, and let Firestore refuse to delete the ledger database created here (delete_protection_state). Set false and apply before terraform destroy."
   type        = bool
   default     = true
 }
@@ -424,4 +424,70 @@ variable "route_writers" {
     condition     = alltrue([for m in var.route_writers : can(regex("^(user|group|serviceAccount):[A-Za-z0-9._%+'-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}$", m))])
     error_message = "route_writers must be IAM members such as user:alice@example.org, group:relay-developers@example.org or serviceAccount:ci@my-project.iam.gserviceaccount.com."
   }
+}
+
+################################################################################
+# Delivery ledger (ledger.tf): RELAY_LEDGER_URL, RELAY_LEDGER_RETENTION_SECS
+################################################################################
+
+variable "ledger_enabled" {
+  description = "Give the relay a delivery ledger: a Firestore collection (in a Native-mode database created here, or an existing one) in which it records, per notification, which destinations acknowledged it and with which message id, so that a DSS retry publishes only to the destinations that have not, a notification every destination acknowledged is answered 202 \"duplicate\" without publishing, and two attempts on two instances never both publish to one destination. Sets RELAY_LEDGER_URL = firestore://<project_id>/<ledger_database>/<ledger_collection> and RELAY_LEDGER_RETENTION_SECS, adds a TTL policy on the collection's expires_at, and grants the service account roles/datastore.user conditioned on that one database. `relay trace BUNDLE_UUID` reads it (ledger_url). false creates nothing and sets neither variable: every attempt publishes, as without a ledger. Needs the Firestore API (firestore.googleapis.com) enabled in project_id."
+  type        = bool
+  default     = true
+}
+
+variable "ledger_create_database" {
+  description = "Create the ledger's Firestore database (Native mode, Standard edition) named ledger_database in project_id, at ledger_location. false uses an existing database of that id in project_id, which must be in Native mode; the module then adds only the TTL policy and the grant."
+  type        = bool
+  default     = true
+}
+
+variable "ledger_database" {
+  description = "Id of the ledger's Firestore database in project_id: created with ledger_create_database, else an existing one (\"(default)\" for the project's default database)."
+  type        = string
+  default     = "relay-ledger"
+
+  validation {
+    condition     = var.ledger_database == "(default)" || (can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.ledger_database)) && !can(regex("^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$", var.ledger_database)))
+    error_message = "ledger_database must be \"(default)\" or a Firestore database id: 4-63 lowercase letters, digits or hyphens, starting with a letter, ending with a letter or digit, and not shaped like a UUID."
+  }
+}
+
+variable "ledger_location" {
+  description = "Location of the created ledger database: a Firestore region (us-east1, europe-west4, …) or multi-region (nam5, eur3). null uses region, next to the service. A database's location cannot change."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.ledger_location == null || can(regex("^([a-z]+-[a-z]+[0-9]+|nam[0-9]+|eur[0-9]+)$", var.ledger_location))
+    error_message = "ledger_location must be null, a region such as us-east1, or a multi-region such as nam5 or eur3."
+  }
+}
+
+variable "ledger_collection" {
+  description = "Collection of the ledger's documents (one per notification, id = its ledger key) in ledger_database; the TTL policy is set on its field expires_at."
+  type        = string
+  default     = "deliveries"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,100}$", var.ledger_collection)) && !can(regex("^__.*__$", var.ledger_collection))
+    error_message = "ledger_collection must be 1-100 letters, digits, '_' or '-' (it is the last segment of RELAY_LEDGER_URL), and not of the reserved form __name__."
+  }
+}
+
+variable "ledger_retention_secs" {
+  description = "RELAY_LEDGER_RETENTION_SECS: how long a notification's record is kept after its last attempt, in seconds (each write sets expires_at to now plus this, and the TTL policy deletes the document after it). Keep it above the DSS's retry span (v1 retries for 7 days): a retry after the record is gone is published again. The default, 691200, is 8 days."
+  type        = number
+  default     = 691200
+
+  validation {
+    condition     = var.ledger_retention_secs >= 1 && floor(var.ledger_retention_secs) == var.ledger_retention_secs
+    error_message = "ledger_retention_secs must be a whole number of seconds >= 1."
+  }
+}
+
+variable "ledger_point_in_time_recovery" {
+  description = "Point-in-time recovery of the created ledger database (reads and restores of any minute of the last 7 days, billed as storage). false keeps Firestore's default: versions of the last hour only."
+  type        = bool
+  default     = true
 }

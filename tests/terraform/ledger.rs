@@ -1,0 +1,578 @@
+//! The delivery ledger's infrastructure, held to the ledger's storage design: the DynamoDB
+//! table the Lambda writes and the Firestore collection the Cloud Run service writes, what each
+//! relay may do on them, and the `RELAY_LEDGER_URL` that names them to the relay and to
+//! `relay trace`.
+
+use std::collections::BTreeSet;
+
+use hcl::{Block, Body, Expression};
+use serde_json::Value;
+
+use crate::eval::{Scope, as_text};
+use crate::model::{self, Config, attr, literal_string, nested};
+use crate::platform::{
+    EnvValue, EnvVar, cloud_run_environment, lambda_environment, policy_statements,
+};
+
+/// The table's partition key (S): the ledger key, 64 hex characters.
+const HASH_KEY: &str = "ledger_key";
+/// The attribute (S) the global secondary index is keyed on, for `relay trace BUNDLE_UUID`.
+const BUNDLE_ATTRIBUTE: &str = "bundle_uuid";
+/// The global secondary index `relay trace` queries (projection ALL).
+const BUNDLE_INDEX: &str = "by_bundle";
+/// The TTL attribute of the table (epoch seconds) and the TTL field of the Firestore documents
+/// (a timestamp): the last write plus the retention.
+const EXPIRY_FIELD: &str = "expires_at";
+/// The only item actions the relay calls: conditional writes, and the reset of an expired item.
+const RELAY_ACTIONS: [&str; 2] = ["dynamodb:PutItem", "dynamodb:UpdateItem"];
+/// The variable that turns the ledger on, in both relay modules.
+const SWITCH: &str = "var.ledger_enabled";
+/// A project id for the Google samples: `project_id` has no default, and the examples pass it
+/// from variables without one.
+const SAMPLE_PROJECT: &str = "relay-project";
+
+/// The Lambda role's only DynamoDB grant is `dynamodb:UpdateItem` and `dynamodb:PutItem` on
+/// the ledger table itself (not its indexes, not a pattern), granted exactly when the ledger is.
+#[test]
+fn lambda_ledger_grant_is_update_and_put_item_on_the_table() {
+    let config = model::module("aws-relay");
+    let statements = policy_statements(&config, "this");
+    let ledger: Vec<_> = statements
+        .iter()
+        .filter(|s| s.actions.iter().any(|a| a.starts_with("dynamodb:")))
+        .collect();
+    assert_eq!(
+        ledger.len(),
+        1,
+        "aws-relay: one statement grants DynamoDB actions, got {:?}",
+        ledger.iter().map(|s| &s.sid).collect::<Vec<_>>()
+    );
+    let statement = ledger[0];
+    let actions: BTreeSet<&str> = statement.actions.iter().map(String::as_str).collect();
+    assert_eq!(
+        actions,
+        BTreeSet::from(RELAY_ACTIONS),
+        "aws-relay: {} must grant exactly {RELAY_ACTIONS:?}",
+        statement.sid
+    );
+    assert_eq!(statement.effect, "Allow");
+
+    // dynamic "statement" { for_each = var.ledger_enabled ? [<the table's ARN>] : [] } with
+    // resources = [statement.value]: granted with the ledger, on that one ARN.
+    let gate = statement.gate.as_deref().unwrap_or_else(|| {
+        panic!(
+            "aws-relay: {} must be granted with the ledger",
+            statement.sid
+        )
+    });
+    let for_each: Expression = gate.parse().expect("for_each parses");
+    let Expression::Conditional(c) = &for_each else {
+        panic!(
+            "aws-relay: {}: for_each must be {SWITCH} ? [arn] : [], not {gate}",
+            statement.sid
+        )
+    };
+    assert_eq!(
+        c.cond_expr.to_string(),
+        SWITCH,
+        "aws-relay: {}",
+        statement.sid
+    );
+    assert_eq!(
+        c.false_expr.to_string(),
+        "[]",
+        "aws-relay: {}",
+        statement.sid
+    );
+    let Expression::Array(arns) = &c.true_expr else {
+        panic!(
+            "aws-relay: {}: for_each must hold the table's ARN",
+            statement.sid
+        )
+    };
+    assert_eq!(arns.len(), 1, "aws-relay: {}: one resource", statement.sid);
+    assert!(
+        is_table_arn(&config, &arns[0]),
+        "aws-relay: {} must be on the ledger table's ARN, not {}",
+        statement.sid,
+        arns[0]
+    );
+    let resources = match statement.resources {
+        Some(Expression::Array(items)) => items.iter().map(ToString::to_string).collect(),
+        _ => Vec::new(),
+    };
+    assert_eq!(
+        resources,
+        ["statement.value"],
+        "aws-relay: {}",
+        statement.sid
+    );
+}
+
+/// The ledger table is the one of the design: on demand, partition key `ledger_key` (S), the
+/// global secondary index `by_bundle` on `bundle_uuid` (S) with every attribute projected, TTL
+/// on `expires_at`, encrypted, point-in-time recovery as a variable; created with the ledger.
+/// The reader policy for `relay trace` reads that table and queries that index.
+#[test]
+fn ledger_table_has_the_keys_index_and_ttl_of_the_design() {
+    let config = model::module("aws-relay");
+    let table = config.resource("aws_dynamodb_table", "ledger");
+    let body = table.body();
+    assert_eq!(
+        attr(body, "count").map(ToString::to_string).as_deref(),
+        Some(format!("{SWITCH} ? 1 : 0").as_str()),
+        "aws-relay: the table exists with the ledger"
+    );
+    assert_eq!(
+        text(body, "billing_mode").as_deref(),
+        Some("PAY_PER_REQUEST")
+    );
+    assert_eq!(text(body, "hash_key").as_deref(), Some(HASH_KEY));
+    assert!(attr(body, "range_key").is_none(), "aws-relay: no sort key");
+
+    let attributes: BTreeSet<(String, String)> = nested(body, "attribute")
+        .map(|a| {
+            let field = |k| text(a.body(), k).unwrap_or_default();
+            (field("name"), field("type"))
+        })
+        .collect();
+    let expected: BTreeSet<(String, String)> = [HASH_KEY, BUNDLE_ATTRIBUTE]
+        .iter()
+        .map(|n| ((*n).to_owned(), "S".to_owned()))
+        .collect();
+    assert_eq!(
+        attributes, expected,
+        "aws-relay: key attributes of the table"
+    );
+
+    let indexes: Vec<&Block> = nested(body, "global_secondary_index").collect();
+    assert_eq!(indexes.len(), 1, "aws-relay: one global secondary index");
+    let index = indexes[0].body();
+    assert_eq!(text(index, "name").as_deref(), Some(BUNDLE_INDEX));
+    assert_eq!(text(index, "hash_key").as_deref(), Some(BUNDLE_ATTRIBUTE));
+    assert!(
+        attr(index, "range_key").is_none(),
+        "aws-relay: {BUNDLE_INDEX}: no sort key"
+    );
+    assert_eq!(text(index, "projection_type").as_deref(), Some("ALL"));
+    assert!(
+        nested(body, "local_secondary_index").next().is_none(),
+        "aws-relay: no local secondary index"
+    );
+
+    let ttl = only_block(body, "ttl", "aws-relay: the table");
+    assert_eq!(text(ttl, "attribute_name").as_deref(), Some(EXPIRY_FIELD));
+    assert_eq!(source(ttl, "enabled").as_deref(), Some("true"));
+
+    let sse = only_block(body, "server_side_encryption", "aws-relay: the table");
+    assert_eq!(source(sse, "enabled").as_deref(), Some("true"));
+    assert_eq!(
+        source(sse, "kms_key_arn").as_deref(),
+        Some("var.kms_key_arn")
+    );
+    let pitr = only_block(body, "point_in_time_recovery", "aws-relay: the table");
+    assert_eq!(
+        source(pitr, "enabled").as_deref(),
+        Some("var.ledger_point_in_time_recovery")
+    );
+
+    // `relay trace`: GetItem on the table, Query on its index, nothing else on DynamoDB.
+    let readers = policy_statements(&config, "ledger_readers");
+    let mut granted = BTreeSet::new();
+    for statement in &readers {
+        let resources = statement.resources.expect("resources");
+        let Expression::Array(items) = resources else {
+            panic!(
+                "aws-relay: ledger_readers {}: resources must be a list",
+                statement.sid
+            )
+        };
+        for action in statement
+            .actions
+            .iter()
+            .filter(|a| a.starts_with("dynamodb:"))
+        {
+            assert_eq!(
+                items.len(),
+                1,
+                "aws-relay: ledger_readers {}",
+                statement.sid
+            );
+            let on = match action.as_str() {
+                "dynamodb:GetItem" => is_table_arn(&config, &items[0]),
+                "dynamodb:Query" => is_index_arn(&config, &items[0]),
+                other => panic!("aws-relay: relay trace calls no {other}"),
+            };
+            assert!(
+                on,
+                "aws-relay: {action} is on {}, not where relay trace calls it",
+                items[0]
+            );
+            granted.insert(action.as_str());
+        }
+    }
+    assert_eq!(
+        granted,
+        BTreeSet::from(["dynamodb:GetItem", "dynamodb:Query"]),
+        "aws-relay: what relay trace calls"
+    );
+    let output = attr(
+        config.outputs()["ledger_reader_policy_json"].body(),
+        "value",
+    )
+    .map(ToString::to_string);
+    assert_eq!(
+        output.as_deref(),
+        Some("one(data.aws_iam_policy_document.ledger_readers[*].json)")
+    );
+}
+
+/// Both relays get `RELAY_LEDGER_URL` exactly when the ledger is on, in the scheme of their
+/// store, naming what the module creates: `dynamodb://<the table's name>` on Lambda,
+/// `firestore://<project>/<database>/<the TTL policy's collection>` on Cloud Run; and
+/// `RELAY_LEDGER_RETENTION_SECS` with it (8 days by default). The `ledger_url` outputs carry
+/// the same value, for `relay trace`.
+#[test]
+fn ledger_url_names_the_ledger_on_both_clouds() {
+    let examples = model::examples();
+
+    let aws = model::module("aws-relay");
+    let scope = Scope::module(&aws, &examples);
+    let env = lambda_environment(&aws);
+    let urls = ledger_env(&aws, &env, &scope);
+    relay_core_accepts(&aws, &urls);
+    let tables: BTreeSet<String> = texts(
+        &scope,
+        attr(aws.resource("aws_dynamodb_table", "ledger").body(), "name").expect("name"),
+    );
+    assert!(
+        !tables.is_empty(),
+        "aws-relay: cannot evaluate the table's name"
+    );
+    let named: BTreeSet<String> = urls
+        .iter()
+        .map(|url| {
+            let table = url.strip_prefix("dynamodb://").unwrap_or_else(|| {
+                panic!("aws-relay: RELAY_LEDGER_URL={url:?} is not dynamodb://TABLE")
+            });
+            assert!(
+                !table.is_empty() && !table.contains('/'),
+                "aws-relay: {url:?}"
+            );
+            table.to_owned()
+        })
+        .collect();
+    assert_eq!(
+        named, tables,
+        "aws-relay: RELAY_LEDGER_URL names the ledger table"
+    );
+
+    let gcp = model::module("gcp-relay");
+    let scope = Scope::module(&gcp, &examples)
+        .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
+    let env = cloud_run_environment(&gcp);
+    let urls = ledger_env(&gcp, &env, &scope);
+    relay_core_accepts(&gcp, &urls);
+    let field = gcp
+        .resource("google_firestore_field", "ledger_expires_at")
+        .body();
+    let sampled = |key: &str| texts(&scope, attr(field, key).expect(key));
+    let (databases, collections) = (sampled("database"), sampled("collection"));
+    let created = texts(
+        &scope,
+        attr(
+            gcp.resource("google_firestore_database", "ledger").body(),
+            "name",
+        )
+        .expect("name"),
+    );
+    assert!(
+        !databases.is_empty() && !collections.is_empty() && created.is_subset(&databases),
+        "gcp-relay: cannot evaluate the TTL policy's database {databases:?} (created: {created:?}) and collection {collections:?}"
+    );
+    for url in &urls {
+        let path = url.strip_prefix("firestore://").unwrap_or_else(|| {
+            panic!(
+                "gcp-relay: RELAY_LEDGER_URL={url:?} is not firestore://PROJECT/DATABASE/COLLECTION"
+            )
+        });
+        let parts: Vec<&str> = path.split('/').collect();
+        let [project, database, collection] = parts[..] else {
+            panic!("gcp-relay: RELAY_LEDGER_URL={url:?} has not three segments")
+        };
+        assert_eq!(
+            project, SAMPLE_PROJECT,
+            "gcp-relay: {url:?} names project_id"
+        );
+        assert!(
+            databases.contains(database) && collections.contains(collection),
+            "gcp-relay: {url:?} names another database or collection than the TTL policy's ({databases:?}, {collections:?})"
+        );
+    }
+
+    for config in [&aws, &gcp] {
+        let value = attr(config.outputs()["ledger_url"].body(), "value").map(ToString::to_string);
+        assert_eq!(
+            value.as_deref(),
+            Some("local.ledger_url"),
+            "{}: the ledger_url output",
+            config.name
+        );
+    }
+}
+
+/// Firestore's TTL policy is on the documents' `expires_at`, in the ledger's collection and
+/// database, with no offset (the relay writes the expiry time itself), and exists with the
+/// ledger. The field's automatic indexes are off: nothing queries it.
+#[test]
+fn firestore_ttl_policy_is_on_expires_at() {
+    let config = model::module("gcp-relay");
+    let field = config.resource("google_firestore_field", "ledger_expires_at");
+    let body = field.body();
+    assert_eq!(
+        source(body, "count").as_deref(),
+        Some(format!("{SWITCH} ? 1 : 0").as_str()),
+        "gcp-relay: the TTL policy exists with the ledger"
+    );
+    assert_eq!(text(body, "field").as_deref(), Some(EXPIRY_FIELD));
+    assert_eq!(
+        source(body, "collection").as_deref(),
+        Some("var.ledger_collection")
+    );
+    assert_eq!(source(body, "project").as_deref(), Some("var.project_id"));
+    let ttl = only_block(body, "ttl_config", "gcp-relay: the field");
+    assert!(
+        attr(ttl, "expiration_offset").is_none(),
+        "gcp-relay: the relay sets expires_at to the expiry itself; no offset"
+    );
+    let index = only_block(body, "index_config", "gcp-relay: the field");
+    assert!(
+        index.blocks().next().is_none(),
+        "gcp-relay: no index on {EXPIRY_FIELD}"
+    );
+    // The TTL policy of no other field: a second one would delete records early.
+    let ttl_fields = config
+        .resources("google_firestore_field")
+        .into_iter()
+        .filter(|(_, b)| nested(b.body(), "ttl_config").next().is_some())
+        .count();
+    assert_eq!(ttl_fields, 1, "gcp-relay: one TTL policy");
+}
+
+/// The Cloud Run service account's one project-level grant is `roles/datastore.user`, with an
+/// IAM condition that limits it to the ledger's database (exactly its name, or names below it),
+/// made with the ledger; no other grant is on the project.
+#[test]
+fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
+    let config = model::module("gcp-relay");
+    let grants = config.resources("google_project_iam_member");
+    assert_eq!(
+        grants.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        ["relay_ledger"],
+        "gcp-relay: the only project-level grant is the ledger's"
+    );
+    let body = grants[0].1.body();
+    assert_eq!(
+        source(body, "count").as_deref(),
+        Some(format!("{SWITCH} ? 1 : 0").as_str())
+    );
+    assert_eq!(text(body, "role").as_deref(), Some("roles/datastore.user"));
+    assert_eq!(
+        source(body, "member").as_deref(),
+        Some("\"serviceAccount:${google_service_account.this.email}\"")
+    );
+    let condition = only_block(body, "condition", "gcp-relay: the ledger grant");
+    assert_eq!(
+        source(condition, "expression").as_deref(),
+        Some("local.ledger_database_condition")
+    );
+
+    let examples = model::examples();
+    let scope = Scope::module(&config, &examples)
+        .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
+    let expressions = texts(&scope, config.locals()["ledger_database_condition"]);
+    let databases = texts(
+        &scope,
+        attr(
+            config
+                .resource("google_firestore_field", "ledger_expires_at")
+                .body(),
+            "database",
+        )
+        .expect("database"),
+    );
+    assert!(
+        !expressions.is_empty(),
+        "gcp-relay: cannot evaluate the condition"
+    );
+    let allowed: BTreeSet<String> = databases
+        .iter()
+        .map(|d| {
+            let name = format!("projects/{SAMPLE_PROJECT}/databases/{d}");
+            format!("resource.name == \"{name}\" || resource.name.startsWith(\"{name}/\")")
+        })
+        .collect();
+    for expression in &expressions {
+        assert!(
+            allowed.contains(expression),
+            "gcp-relay: the ledger grant's condition {expression:?} is none of {allowed:?}"
+        );
+    }
+}
+
+/// Every example runs its relay with the ledger: the module's default is on and no example
+/// turns it off, and each example's README says how `relay trace` reads it.
+#[test]
+fn examples_turn_the_ledger_on() {
+    for name in ["aws-relay", "gcp-relay"] {
+        let module = model::module(name);
+        let default = attr(module.variables()["ledger_enabled"].body(), "default");
+        assert_eq!(
+            default.map(ToString::to_string).as_deref(),
+            Some("true"),
+            "{name}: ledger_enabled defaults to true"
+        );
+    }
+    for example in model::examples() {
+        for (call, target, block) in example.module_calls() {
+            if !["aws-relay", "gcp-relay"].contains(&target.as_str()) {
+                continue;
+            }
+            let value = attr(block.body(), "ledger_enabled").map(ToString::to_string);
+            assert!(
+                value.is_none() || value.as_deref() == Some("true"),
+                "{}: module {call} must keep the ledger on, not ledger_enabled = {value:?}",
+                example.name
+            );
+        }
+        let readme = example.read("README.md");
+        for mention in ["relay trace", "RELAY_LEDGER_URL"] {
+            assert!(
+                readme.contains(mention),
+                "{}: README.md does not mention {mention}",
+                example.name
+            );
+        }
+    }
+}
+
+////////////////////////////////////////////////////////////////////////////////////////////////
+// Helpers
+////////////////////////////////////////////////////////////////////////////////////////////////
+
+/// The samples of `RELAY_LEDGER_URL`, after checking that it and `RELAY_LEDGER_RETENTION_SECS`
+/// are plain values set exactly when the ledger is on.
+fn ledger_env(config: &Config, env: &[EnvVar<'_>], scope: &Scope<'_>) -> BTreeSet<String> {
+    let mut urls = BTreeSet::new();
+    for (name, expected) in [
+        ("RELAY_LEDGER_URL", None),
+        ("RELAY_LEDGER_RETENTION_SECS", Some("691200")),
+    ] {
+        let var = env
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("{}: sets no {name}", config.name));
+        assert_eq!(
+            var.gate.as_deref(),
+            Some(SWITCH),
+            "{}: {name} must be set exactly when the ledger is on",
+            config.name
+        );
+        let EnvValue::Plain(expr) = var.value else {
+            panic!("{}: {name} is a plain value", config.name)
+        };
+        let samples = texts(scope, expr);
+        assert!(
+            !samples.is_empty(),
+            "{}: cannot evaluate {name}",
+            config.name
+        );
+        match expected {
+            Some(default) => assert!(
+                samples.contains(default),
+                "{}: {name} defaults to {default}, got {samples:?}",
+                config.name
+            ),
+            None => urls = samples,
+        }
+    }
+    urls
+}
+
+/// Whether `expr` is the ARN of `aws_dynamodb_table.ledger`, directly or through a local.
+fn is_table_arn(config: &Config, expr: &Expression) -> bool {
+    let resolved = resolve(config, expr).to_string();
+    [
+        "aws_dynamodb_table.ledger[0].arn",
+        "one(aws_dynamodb_table.ledger[*].arn)",
+    ]
+    .contains(&resolved.as_str())
+}
+
+/// Whether `expr` is `"<the table's ARN>/index/by_bundle"`.
+fn is_index_arn(config: &Config, expr: &Expression) -> bool {
+    let Expression::TemplateExpr(t) = expr else {
+        return false;
+    };
+    let Ok(template) = hcl::template::Template::from_expr(t) else {
+        return false;
+    };
+    match template.elements() {
+        [
+            hcl::template::Element::Interpolation(arn),
+            hcl::template::Element::Literal(rest),
+        ] => is_table_arn(config, &arn.expr) && rest == &format!("/index/{BUNDLE_INDEX}"),
+        _ => false,
+    }
+}
+
+/// `local.x` → the expression of local x (repeatedly); anything else as it is.
+fn resolve<'a>(config: &'a Config, expr: &'a Expression) -> &'a Expression {
+    let mut current = expr;
+    for _ in 0..8 {
+        match model::root_attribute(current, "local") {
+            Some(name) if current.to_string() == format!("local.{name}") => {
+                match config.locals().get(name.as_str()).copied() {
+                    Some(next) => current = next,
+                    None => break,
+                }
+            }
+            _ => break,
+        }
+    }
+    current
+}
+
+/// That relay-core's configuration parser takes each of `urls` as `RELAY_LEDGER_URL`.
+fn relay_core_accepts(config: &Config, urls: &BTreeSet<String>) {
+    for url in urls {
+        let problems = crate::relay_core_problems("RELAY_LEDGER_URL", url);
+        assert!(
+            problems.is_empty(),
+            "{}: relay-core refuses RELAY_LEDGER_URL={url:?}: {problems:?}",
+            config.name
+        );
+    }
+}
+
+/// Every text `expr` can take in `scope`.
+fn texts(scope: &Scope<'_>, expr: &Expression) -> BTreeSet<String> {
+    scope.samples(expr).iter().filter_map(as_text).collect()
+}
+
+/// The literal string of an attribute.
+fn text(body: &Body, key: &str) -> Option<String> {
+    attr(body, key).and_then(literal_string)
+}
+
+/// An attribute as written.
+fn source(body: &Body, key: &str) -> Option<String> {
+    attr(body, key).map(ToString::to_string)
+}
+
+/// The body of the one nested block `ident`.
+fn only_block<'a>(body: &'a Body, ident: &'a str, what: &str) -> &'a Body {
+    let blocks: Vec<&Block> = nested(body, ident).collect();
+    assert_eq!(blocks.len(), 1, "{what}: one {ident} block");
+    blocks[0].body()
+}
