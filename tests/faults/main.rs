@@ -1,8 +1,10 @@
 //! The fault matrix: the relay-gcf binary in front of a fault-injecting SQS endpoint, fed by a
 //! sender that retries every non-2xx as the DSS does. For each fault: every notification
-//! answered 2xx is in the queue; after the retries, every notification is; duplicates are
-//! counted. Also SIGTERM in the middle of a burst: nothing acknowledged is lost, and no request
-//! that reached the relay is left without an answer.
+//! answered 2xx is in every queue it was routed to; after the retries, every notification is;
+//! duplicates are counted. Also SIGTERM in the middle of a burst: nothing acknowledged is lost,
+//! and no request that reached the relay is left without an answer. Every row runs twice:
+//! without a ledger, and with the embedded one (`RELAY_LEDGER_URL`, an SQLite file), which must
+//! leave no duplicate but those of sink calls whose outcome the relay could not know.
 //!
 //! `make faults` sends 10,000 notifications per fault (`FAULT_NOTIFICATIONS`) and prints the
 //! table; `make test` runs the same matrix with 1,000. Needs the relay-gcf binary built next to
@@ -20,7 +22,7 @@ use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use relay_testkit::fake_sqs::{FakeSqs, Fault};
+use relay_testkit::fake_sqs::{FakeSqs, Fault, QUEUE};
 use relay_testkit::{RelayProcess, Signer, built_binary};
 use tokio::sync::Semaphore;
 
@@ -34,21 +36,89 @@ fn notifications() -> usize {
         .unwrap_or(1000)
 }
 
+/// The second queue of the fan-out row.
+const SECOND_QUEUE: &str = "faults-second";
+
+/// How a row's relay runs: with or without a ledger, to one queue or two.
+#[derive(Debug)]
+struct Setup {
+    /// The ledger file, and the folder that holds it (and the configuration), when on.
+    ledger: Option<tempfile::TempDir>,
+    /// Publish to [`SECOND_QUEUE`] as well.
+    fan_out: bool,
+}
+
+impl Setup {
+    fn new(ledger: bool, fan_out: bool) -> Self {
+        Self {
+            ledger: ledger.then(|| tempfile::tempdir().expect("a temporary folder")),
+            fan_out,
+        }
+    }
+
+    /// The queues every notification is routed to.
+    fn queues(&self) -> Vec<&'static str> {
+        match self.fan_out {
+            true => vec![QUEUE, SECOND_QUEUE],
+            false => vec![QUEUE],
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self.ledger {
+            Some(_) => "file",
+            None => "off",
+        }
+    }
+}
+
 /// relay-gcf, the binary built next to this test, publishing to `sqs` on `listen` (a free port
 /// when `None`), once it listens.
-fn relay_gcf(sqs: &FakeSqs, listen: Option<SocketAddr>) -> RelayProcess {
+fn relay_gcf(sqs: &FakeSqs, setup: &Setup, listen: Option<SocketAddr>) -> RelayProcess {
     let mut command = Command::new(built_binary("relay-gcf"));
     command
         .env_clear()
         .env("RELAY_HMAC_KEYS", format!(r#"{{"dss": "{SECRET}"}}"#))
-        .env("RELAY_SQS_QUEUE_URL", sqs.queue_url())
         .env("RELAY_SINK_TIMEOUT_MS", "1000")
         .env("RELAY_LOG_FORMAT", "json")
-        .env("RUST_LOG", "error")
+        // Errors, and the warning of each publish that got no answer before the deadline: a
+        // call whose outcome the relay cannot know.
+        .env("RUST_LOG", "error,relay_core::relay::publish=warn")
         .env("AWS_ENDPOINT_URL_SQS", &sqs.endpoint)
         .env("AWS_ACCESS_KEY_ID", "fault")
         .env("AWS_SECRET_ACCESS_KEY", "fault")
         .env("AWS_REGION", "us-east-1");
+    if setup.fan_out {
+        let dir = setup
+            .ledger
+            .as_ref()
+            .map_or_else(std::env::temp_dir, |d| d.path().into());
+        let file = dir.join(format!("fan-out-{}.toml", std::process::id()));
+        let sinks: String = setup
+            .queues()
+            .iter()
+            .map(|q| {
+                format!(
+                    "[sinks.{}]\ntype = \"sqs\"\nqueue_url = \"{}\"\n\n",
+                    q.replace('-', "_"),
+                    sqs.queue_url_of(q)
+                )
+            })
+            .collect();
+        let names: Vec<String> = setup
+            .queues()
+            .iter()
+            .map(|q| format!("\"{}\"", q.replace('-', "_")))
+            .collect();
+        let routes = format!("[[routes]]\nname = \"all\"\nto = [{}]\n", names.join(", "));
+        std::fs::write(&file, sinks + &routes).expect("the configuration is written");
+        command.env("RELAY_CONFIG", file);
+    } else {
+        command.env("RELAY_SQS_QUEUE_URL", sqs.queue_url());
+    }
+    if let Some(dir) = &setup.ledger {
+        command.env("RELAY_LEDGER_URL", dir.path().join("ledger.db"));
+    }
     if let Some(addr) = listen {
         command.env("RELAY_LISTEN", addr.to_string());
     }
@@ -67,14 +137,17 @@ fn notification(i: usize) -> String {
 #[derive(Debug, Default)]
 struct Sent {
     acknowledged: HashSet<String>,
+    lost_answers: AtomicU64,
     attempts: AtomicU64,
     refused: AtomicU64,
     unanswered: AtomicU64,
 }
 
 /// Sends every body until it gets a 2xx, retrying non-2xx answers and refused connections with
-/// a short backoff; a request that reached the relay but got no answer is counted.
-async fn send_all(url: &str, bodies: &[String]) -> Sent {
+/// a short backoff; a request that reached the relay but got no answer is counted. With
+/// `lose_answers`, that share of 2xx answers is taken as lost (a connection broken after the
+/// relay answered): the body is sent again, as a sender that never saw the 202 would.
+async fn send_all(url: &str, bodies: &[String], lose_answers: f64) -> Sent {
     let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(0)
         .build_http();
@@ -82,7 +155,9 @@ async fn send_all(url: &str, bodies: &[String]) -> Sent {
     let sent = Arc::new(Sent::default());
     let slots = Arc::new(Semaphore::new(CONCURRENCY));
     let mut tasks = Vec::new();
+    let answers = Arc::new(AtomicU64::new(0));
     for body in bodies.iter().cloned() {
+        let answers = Arc::clone(&answers);
         let (client, uri, sent, slot) = (
             client.clone(),
             uri.clone(),
@@ -104,7 +179,14 @@ async fn send_all(url: &str, bodies: &[String]) -> Sent {
                     .request(http::Request::from_parts(parts, Full::new(bytes)))
                     .await
                 {
-                    Ok(response) if response.status().is_success() => return Some(body),
+                    Ok(response) if response.status().is_success() => {
+                        let n = answers.fetch_add(1, Ordering::Relaxed);
+                        if lost(n, lose_answers) {
+                            sent.lost_answers.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        return Some(body);
+                    }
                     Ok(_) => {}
                     Err(e) if e.is_connect() => _ = sent.refused.fetch_add(1, Ordering::Relaxed),
                     Err(_) => _ = sent.unanswered.fetch_add(1, Ordering::Relaxed),
@@ -123,10 +205,31 @@ async fn send_all(url: &str, bodies: &[String]) -> Sent {
     sent
 }
 
+/// Whether the `n`th 2xx answer is lost, for a share `share` of them (a fixed spread).
+fn lost(n: u64, share: f64) -> bool {
+    share > 0.0 && ((n as f64 + 0.5) * share).fract() < share
+}
+
+/// How many publishes of `relay` got no answer before the deadline (taken or not, the relay
+/// cannot know), from its log. The endpoint counts the others: messages taken by calls it then
+/// never answered, which the SDK itself sends again.
+fn unknown_outcomes(relay: &RelayProcess) -> usize {
+    relay
+        .stderr()
+        .lines()
+        .filter(|l| l.contains("no acknowledgement before the deadline"))
+        .count()
+}
+
 /// One row of the table.
 #[derive(Debug)]
 struct Row {
     fault: &'static str,
+    ledger: &'static str,
+    /// Messages whose sink call ended without the relay knowing whether it was taken: no answer
+    /// before the deadline (from the relay's log), or taken by a call the endpoint never
+    /// answered.
+    unknown_outcomes: usize,
     sent: usize,
     acknowledged_but_lost: usize,
     missing_after_retries: usize,
@@ -140,12 +243,14 @@ struct Row {
 impl Row {
     fn print(&self) {
         println!(
-            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {:.1} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {} | {:.1} |",
             self.fault,
+            self.ledger,
             self.sent,
             self.acknowledged_but_lost,
             self.missing_after_retries,
             self.duplicates,
+            self.unknown_outcomes,
             self.attempts as f64 / self.sent as f64,
             self.unanswered,
             self.calls,
@@ -156,22 +261,27 @@ impl Row {
 
 fn row(
     fault: &'static str,
+    unknown_outcomes: usize,
+    setup: &Setup,
     bodies: &[String],
     sent: &Sent,
     sqs: &FakeSqs,
     started: Instant,
 ) -> Row {
-    let accepted = sqs.accepted();
+    let queues: Vec<_> = setup.queues().iter().map(|q| sqs.accepted_in(q)).collect();
+    let everywhere = |b: &String| queues.iter().all(|accepted| accepted.contains_key(b));
     Row {
         fault,
+        ledger: setup.name(),
+        unknown_outcomes: unknown_outcomes + sqs.taken_unanswered() as usize,
         sent: bodies.len(),
-        acknowledged_but_lost: sent
-            .acknowledged
+        acknowledged_but_lost: sent.acknowledged.iter().filter(|b| !everywhere(b)).count(),
+        missing_after_retries: bodies.iter().filter(|b| !everywhere(b)).count(),
+        duplicates: queues
             .iter()
-            .filter(|b| !accepted.contains_key(*b))
-            .count(),
-        missing_after_retries: bodies.iter().filter(|b| !accepted.contains_key(*b)).count(),
-        duplicates: accepted.values().map(|n| n - 1).sum(),
+            .flat_map(|accepted| accepted.values())
+            .map(|n| n - 1)
+            .sum(),
         attempts: sent.attempts.load(Ordering::Relaxed),
         unanswered: sent.unanswered.load(Ordering::Relaxed),
         calls: sqs.calls(),
@@ -179,30 +289,38 @@ fn row(
     }
 }
 
-async fn run(name: &'static str, fault: Fault) -> Row {
-    let sqs = FakeSqs::start(fault).await;
-    let relay = relay_gcf(&sqs, None);
+/// One fault, as `case` describes it, with the ledger on or off.
+async fn run(case: &Case, ledger: bool) -> Row {
+    let setup = Setup::new(ledger, case.fan_out);
+    let faulty = case.fan_out.then_some(SECOND_QUEUE);
+    let sqs = FakeSqs::start_for(case.fault, faulty).await;
+    let relay = relay_gcf(&sqs, &setup, None);
     let bodies: Vec<String> = (0..notifications()).map(notification).collect();
     let started = Instant::now();
-    let sent = send_all(&relay.url(), &bodies).await;
+    let sent = send_all(&relay.url(), &bodies, case.lose_answers).await;
+    let unknown = unknown_outcomes(&relay);
     drop(relay);
-    row(name, &bodies, &sent, &sqs, started)
+    row(case.name, unknown, &setup, &bodies, &sent, &sqs, started)
 }
 
-/// A burst with SIGTERM in its middle; a second relay on the same port takes the retries.
-async fn sigterm_mid_burst() -> Row {
+/// A burst with SIGTERM in its middle; a second relay on the same port (and the same ledger)
+/// takes the retries.
+async fn sigterm_mid_burst(ledger: bool) -> Row {
+    let setup = Arc::new(Setup::new(ledger, false));
     let sqs = FakeSqs::start(Fault::Latency(Duration::from_millis(20))).await;
-    let mut first = relay_gcf(&sqs, None);
+    let mut first = relay_gcf(&sqs, &setup, None);
     let (addr, url) = (first.addr(), first.url());
     let bodies: Vec<String> = (0..notifications()).map(notification).collect();
     let started = Instant::now();
     let watcher = {
         let sqs = sqs.clone();
+        let setup = Arc::clone(&setup);
         let half = bodies.len() / 2;
         tokio::spawn(async move {
             while sqs.accepted().len() < half {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
+            let first_unknown = unknown_outcomes(&first);
             first.terminate();
             let exited = tokio::task::spawn_blocking(move || {
                 first.exits_within(relay_gcf::DRAIN + Duration::from_secs(10))
@@ -213,14 +331,17 @@ async fn sigterm_mid_burst() -> Row {
                 exited.success(),
                 "the relay exits cleanly after draining: {exited}"
             );
-            relay_gcf(&sqs, Some(addr))
+            (first_unknown, relay_gcf(&sqs, &setup, Some(addr)))
         })
     };
-    let sent = send_all(&url, &bodies).await;
-    let second = watcher.await.unwrap();
+    let sent = send_all(&url, &bodies, 0.0).await;
+    let (first_unknown, second) = watcher.await.unwrap();
+    let unknown = first_unknown + unknown_outcomes(&second);
     drop(second);
     row(
         "SIGTERM mid-burst, then a new instance",
+        unknown,
+        &setup,
         &bodies,
         &sent,
         &sqs,
@@ -228,30 +349,66 @@ async fn sigterm_mid_burst() -> Row {
     )
 }
 
+/// One row's fault.
+#[derive(Debug)]
+struct Case {
+    name: &'static str,
+    fault: Fault,
+    /// Publish to a second queue too; the fault applies to that one only.
+    fan_out: bool,
+    /// The share of 2xx answers the sender loses (and so retries).
+    lose_answers: f64,
+}
+
+const fn case(name: &'static str, fault: Fault) -> Case {
+    Case {
+        name,
+        fault,
+        fan_out: false,
+        lose_answers: 0.0,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_acknowledged_notification_is_lost_under_any_fault() {
-    let mut rows = Vec::new();
-    for (name, fault) in [
-        ("none", Fault::None),
-        ("latency 20 ms", Fault::Latency(Duration::from_millis(20))),
-        ("10 % of batch entries Failed", Fault::EntryFailures(0.1)),
-        (
+    let cases = [
+        case("none", Fault::None),
+        case("latency 20 ms", Fault::Latency(Duration::from_millis(20))),
+        case("10 % of batch entries Failed", Fault::EntryFailures(0.1)),
+        case(
             "503 storms (300 ms of every 1 s)",
             Fault::Storms {
                 on: Duration::from_millis(300),
                 off: Duration::from_millis(700),
             },
         ),
-        ("5 % of calls reset", Fault::Resets(0.05)),
-        ("1 % of calls hang", Fault::Hangs(0.01)),
-    ] {
-        rows.push(run(name, fault).await);
+        case("5 % of calls reset", Fault::Resets(0.05)),
+        case("1 % of calls hang", Fault::Hangs(0.01)),
+        Case {
+            fan_out: true,
+            ..case(
+                "two queues, the second failing 20 % of calls",
+                Fault::Failures(0.2),
+            )
+        },
+        Case {
+            lose_answers: 0.1,
+            ..case("the sender loses 10 % of 202s", Fault::None)
+        },
+    ];
+    let mut rows = Vec::new();
+    for case in &cases {
+        for ledger in [false, true] {
+            rows.push(run(case, ledger).await);
+        }
     }
-    rows.push(sigterm_mid_burst().await);
+    for ledger in [false, true] {
+        rows.push(sigterm_mid_burst(ledger).await);
+    }
     println!(
-        "| fault | notifications | acknowledged but lost | missing after retries | duplicates | attempts per notification | sent, no answer | SQS calls | seconds |"
+        "| fault | ledger | notifications | acknowledged but lost | missing after retries | duplicates | sink calls of unknown outcome | attempts per notification | sent, no answer | SQS calls | seconds |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for row in &rows {
         row.print();
     }
@@ -259,5 +416,13 @@ async fn no_acknowledged_notification_is_lost_under_any_fault() {
         assert_eq!(row.acknowledged_but_lost, 0, "{row:?}");
         assert_eq!(row.missing_after_retries, 0, "{row:?}");
         assert_eq!(row.unanswered, 0, "{row:?}");
+        // With the ledger, a message is published again only where a call's outcome was
+        // unknown: no answer by the deadline, or taken without an answer.
+        if row.ledger != "off" {
+            assert!(
+                row.duplicates as usize <= row.unknown_outcomes,
+                "the ledger leaves no duplicate but those of unknown outcomes: {row:?}"
+            );
+        }
     }
 }

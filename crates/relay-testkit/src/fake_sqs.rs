@@ -35,6 +35,8 @@ pub enum Fault {
     /// Takes the messages of this share of calls, then never answers (the caller cannot know
     /// they were taken, so its retries make duplicates).
     Hangs(f64),
+    /// Answers this share of calls with a retryable 500 `InternalError`, taking nothing.
+    Failures(f64),
 }
 
 /// The running endpoint.
@@ -48,22 +50,39 @@ pub struct FakeSqs {
 #[derive(Debug)]
 struct State {
     fault: Fault,
+    /// The queue the fault applies to; every queue when `None`.
+    faulty_queue: Option<String>,
     started: Instant,
     calls: AtomicU64,
-    accepted: Mutex<HashMap<String, u32>>,
+    /// Messages taken by calls that then never answered.
+    taken_unanswered: AtomicU64,
+    /// Per queue name, every message body accepted and how many times.
+    accepted: Mutex<HashMap<String, HashMap<String, u32>>>,
 }
 
+/// The queue of [`FakeSqs::queue_url`].
+pub const QUEUE: &str = "faults";
+
 impl FakeSqs {
-    /// Starts the endpoint on a free loopback port, on the current Tokio runtime.
+    /// Starts the endpoint on a free loopback port, on the current Tokio runtime; `fault`
+    /// applies to every queue.
     pub async fn start(fault: Fault) -> Self {
+        Self::start_for(fault, None).await
+    }
+
+    /// Starts the endpoint with `fault` applied to the calls for the queue `faulty_queue` only
+    /// (every queue when `None`); the others answer as with [`Fault::None`].
+    pub async fn start_for(fault: Fault, faulty_queue: Option<&str>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a loopback port");
         let endpoint = format!("http://{}", listener.local_addr().expect("an address"));
         let state = Arc::new(State {
             fault,
+            faulty_queue: faulty_queue.map(str::to_owned),
             started: Instant::now(),
             calls: AtomicU64::new(0),
+            taken_unanswered: AtomicU64::new(0),
             accepted: Mutex::new(HashMap::new()),
         });
         let serving = Arc::clone(&state);
@@ -80,9 +99,14 @@ impl FakeSqs {
         Self { endpoint, state }
     }
 
-    /// A queue URL on this endpoint.
+    /// The URL of the queue [`QUEUE`] on this endpoint.
     pub fn queue_url(&self) -> String {
-        format!("{}/123456789012/faults", self.endpoint)
+        self.queue_url_of(QUEUE)
+    }
+
+    /// The URL of the queue `name` on this endpoint (every name exists).
+    pub fn queue_url_of(&self, name: &str) -> String {
+        format!("{}/123456789012/{name}", self.endpoint)
     }
 
     /// How many calls it received.
@@ -90,14 +114,26 @@ impl FakeSqs {
         self.state.calls.load(Ordering::Relaxed)
     }
 
-    /// How many distinct message bodies it accepted.
-    pub fn distinct(&self) -> usize {
-        self.state.accepted.lock().expect("not poisoned").len()
+    /// How many messages it took in calls it then never answered ([`Fault::Hangs`]): each
+    /// one a message the caller cannot know was taken.
+    pub fn taken_unanswered(&self) -> u64 {
+        self.state.taken_unanswered.load(Ordering::Relaxed)
     }
 
-    /// Every message body it accepted, with how many times.
+    /// How many distinct message bodies the queue [`QUEUE`] accepted.
+    pub fn distinct(&self) -> usize {
+        self.accepted().len()
+    }
+
+    /// Every message body the queue [`QUEUE`] accepted, with how many times.
     pub fn accepted(&self) -> HashMap<String, u32> {
-        self.state.accepted.lock().expect("not poisoned").clone()
+        self.accepted_in(QUEUE)
+    }
+
+    /// Every message body the queue `name` accepted, with how many times.
+    pub fn accepted_in(&self, name: &str) -> HashMap<String, u32> {
+        let accepted = self.state.accepted.lock().expect("not poisoned");
+        accepted.get(name).cloned().unwrap_or_default()
     }
 }
 
@@ -126,7 +162,17 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    match state.fault {
+    let input: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let queue = input["QueueUrl"]
+        .as_str()
+        .and_then(|url| url.rsplit('/').next())
+        .unwrap_or_default()
+        .to_owned();
+    let fault = match &state.faulty_queue {
+        Some(faulty) if *faulty != queue => Fault::None,
+        _ => state.fault,
+    };
+    match fault {
         Fault::Latency(delay) => tokio::time::sleep(delay).await,
         Fault::Storms { on, off } => {
             let period = (on + off).as_millis().max(1);
@@ -142,27 +188,30 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
                 "injected reset",
             ));
         }
+        Fault::Failures(share) if draw(call) < share => {
+            let error = json!({"__type": "com.amazonaws.sqs#InternalError", "message": "injected"});
+            return Ok(respond(500, &error));
+        }
         _ => {}
     }
-    let input: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let reply = match target.as_str() {
         "AmazonSQS.SendMessage" => {
             let message = input["MessageBody"].as_str().unwrap_or_default();
-            json!({"MessageId": accept(&state, message), "MD5OfMessageBody": ""})
+            json!({"MessageId": accept(&state, &queue, message), "MD5OfMessageBody": ""})
         }
         "AmazonSQS.SendMessageBatch" => {
             let (mut successful, mut failed) = (Vec::new(), Vec::new());
             let entries = input["Entries"].as_array().map_or(&[][..], Vec::as_slice);
             for (i, entry) in entries.iter().enumerate() {
                 let id = entry["Id"].clone();
-                if matches!(state.fault, Fault::EntryFailures(share) if draw(call * 16 + i as u64) < share)
+                if matches!(fault, Fault::EntryFailures(share) if draw(call * 16 + i as u64) < share)
                 {
                     failed.push(json!({"Id": id, "SenderFault": false, "Code": "InternalError", "Message": "injected"}));
                     continue;
                 }
                 let message = entry["MessageBody"].as_str().unwrap_or_default();
                 successful.push(
-                    json!({"Id": id, "MessageId": accept(&state, message), "MD5OfMessageBody": ""}),
+                    json!({"Id": id, "MessageId": accept(&state, &queue, message), "MD5OfMessageBody": ""}),
                 );
             }
             json!({"Successful": successful, "Failed": failed})
@@ -172,16 +221,22 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
             return Ok(respond(400, &error));
         }
     };
-    if matches!(state.fault, Fault::Hangs(share) if draw(call) < share) {
+    if matches!(fault, Fault::Hangs(share) if draw(call) < share) {
+        let taken = match reply["Successful"].as_array() {
+            Some(entries) => entries.len() as u64,
+            None => 1,
+        };
+        state.taken_unanswered.fetch_add(taken, Ordering::Relaxed);
         std::future::pending::<()>().await;
     }
     Ok(respond(200, &reply))
 }
 
-fn accept(state: &State, message: &str) -> String {
+fn accept(state: &State, queue: &str, message: &str) -> String {
     let mut accepted = state.accepted.lock().expect("not poisoned");
-    *accepted.entry(message.to_owned()).or_default() += 1;
-    format!("m-{}", accepted.len())
+    let queue = accepted.entry(queue.to_owned()).or_default();
+    *queue.entry(message.to_owned()).or_default() += 1;
+    format!("m-{}", queue.len())
 }
 
 fn respond(status: u16, body: &Value) -> hyper::Response<Full<Bytes>> {
