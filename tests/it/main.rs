@@ -7,6 +7,8 @@ mod common;
 mod failures;
 mod fanout;
 mod lambda;
+mod ledger_dynamodb;
+mod ledger_firestore;
 mod pubsub;
 mod routes;
 mod routing;

@@ -64,7 +64,9 @@ pub enum Error {
     LedgerUnavailable,
     /// Another attempt of the same notification is publishing to a destination this one is
     /// routed to (503 with `Retry-After`: when its lease ends).
-    #[error("another attempt of this notification is being delivered; retry after {retry_after_secs} s")]
+    #[error(
+        "another attempt of this notification is being delivered; retry after {retry_after_secs} s"
+    )]
     InProgress {
         /// Seconds until the other attempt's lease ends.
         retry_after_secs: u64,

@@ -109,7 +109,11 @@ async fn a_retry_publishes_only_where_the_last_attempt_failed() {
     s.sqs.fail(false);
     let second = s.send(&payload).await;
     assert_eq!(second.status, 202, "{}", body(&second));
-    assert_eq!(s.calls(), (1, 2), "the file sink had acknowledged: not called again");
+    assert_eq!(
+        s.calls(),
+        (1, 2),
+        "the file sink had acknowledged: not called again"
+    );
     let deliveries = body(&second)["deliveries"].clone();
     assert_eq!(
         deliveries,
@@ -208,11 +212,14 @@ async fn an_attempt_while_another_publishes_is_told_to_retry() {
     let busy = s.send(&payload).await;
     assert_eq!(status_and_code(&busy), (503, "in_progress".into()));
     assert_eq!(busy.headers["retry-after"], "7");
-    assert_eq!(s.calls(), (0, 0), "nothing published while another attempt holds the leases");
-    // Past the lease, the holder counts as gone and the next attempt delivers.
-    s.clock.set(
-        relay_core::verify::Clock::now(s.clock.as_ref()) + Duration::from_millis(7_001),
+    assert_eq!(
+        s.calls(),
+        (0, 0),
+        "nothing published while another attempt holds the leases"
     );
+    // Past the lease, the holder counts as gone and the next attempt delivers.
+    s.clock
+        .set(relay_core::verify::Clock::now(s.clock.as_ref()) + Duration::from_millis(7_001));
     let after = s.send(&payload).await;
     assert_eq!(body(&after)["status"], "published");
     assert_eq!(s.calls(), (1, 1));
@@ -233,14 +240,20 @@ async fn filtered_notifications_are_recorded_unless_turned_off() {
             ],
             false,
         );
-        let tombstone = s.send(&notification("sub-1", "bundle-4", "TOMBSTONE")).await;
+        let tombstone = s
+            .send(&notification("sub-1", "bundle-4", "TOMBSTONE"))
+            .await;
         assert_eq!(body(&tombstone)["status"], "filtered");
         let entries = s
             .ledger
             .find(&Lookup::Bundle("bundle-4".into()))
             .await
             .unwrap();
-        assert_eq!(entries.len(), expected, "RELAY_LEDGER_RECORD_FILTERED={record}");
+        assert_eq!(
+            entries.len(),
+            expected,
+            "RELAY_LEDGER_RECORD_FILTERED={record}"
+        );
         if let Some(entry) = entries.first() {
             assert_eq!(entry.verdict(0, 0), Some(Verdict::Filtered));
         }
@@ -271,7 +284,10 @@ async fn a_locked_ledger_is_a_503_and_no_sink_is_called() {
     let blocker = rusqlite::Connection::open(&path).unwrap();
     blocker.execute_batch("BEGIN EXCLUSIVE;").unwrap();
     let outcome = s.send(&notification("sub-1", "bundle-6", "CREATE")).await;
-    assert_eq!(status_and_code(&outcome), (503, "ledger_unavailable".into()));
+    assert_eq!(
+        status_and_code(&outcome),
+        (503, "ledger_unavailable".into())
+    );
     assert!(outcome.headers.contains_key("retry-after"));
     assert_eq!(s.calls(), (0, 0));
     blocker.execute_batch("ROLLBACK;").unwrap();

@@ -35,7 +35,13 @@ impl relay_core::verify::Clock for ManualClock {
 /// shared store.
 pub fn fresh_identity() -> Identity {
     Identity {
-        dedup_key: format!("{}{}{}{}", attempt_id(), attempt_id(), attempt_id(), attempt_id()),
+        dedup_key: format!(
+            "{}{}{}{}",
+            attempt_id(),
+            attempt_id(),
+            attempt_id(),
+            attempt_id()
+        ),
         subscription_id: "sub-1".into(),
         bundle_uuid: format!("bundle-{}", attempt_id()),
         bundle_version: "2026-12-01T000000.000000Z".into(),
@@ -221,7 +227,10 @@ async fn concurrent_claims_grant_one(ledger: &dyn Ledger) {
         .iter()
         .filter(|a| matches!(a, Claimed::Granted { .. }))
         .count();
-    assert_eq!(granted, 1, "one of 20 concurrent attempts publishes: {answers:?}");
+    assert_eq!(
+        granted, 1,
+        "one of 20 concurrent attempts publishes: {answers:?}"
+    );
     assert_eq!(entry(ledger, &id).await.attempts.len(), 1);
 }
 

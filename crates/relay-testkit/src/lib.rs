@@ -8,6 +8,8 @@
 
 pub mod capture;
 pub mod config;
+pub mod dynamodb;
+pub mod fake_dynamodb;
 pub mod fake_sqs;
 pub mod fuzz;
 pub mod ledger;

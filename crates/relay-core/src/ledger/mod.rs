@@ -11,7 +11,11 @@
 //! Stores, each behind its cargo feature: DynamoDB (`dynamodb://TABLE`), Firestore
 //! (`firestore://PROJECT/DATABASE/COLLECTION`) and an embedded SQLite file (a path).
 
+#[cfg(feature = "dynamodb")]
+mod dynamodb;
 mod entry;
+#[cfg(feature = "firestore")]
+mod firestore;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -19,9 +23,13 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+#[cfg(feature = "dynamodb")]
+pub use dynamodb::DynamoDbLedger;
 pub use entry::{
     Ack, Attempt, Claim, Claimed, Delivery, Entry, Identity, Lease, Settlement, Verdict,
 };
+#[cfg(feature = "firestore")]
+pub use firestore::FirestoreLedger;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteLedger;
 
@@ -79,7 +87,9 @@ impl std::str::FromStr for LedgerUrl {
             let parts: Vec<&str> = rest.split('/').collect();
             return match parts[..] {
                 [project, database, collection]
-                    if parts.iter().all(|p| !p.is_empty() && !p.contains(['?', '#'])) =>
+                    if parts
+                        .iter()
+                        .all(|p| !p.is_empty() && !p.contains(['?', '#'])) =>
                 {
                     Ok(Self::Firestore {
                         project: project.to_owned(),
@@ -215,6 +225,22 @@ pub async fn open(
     match url {
         #[cfg(feature = "sqlite")]
         LedgerUrl::File(path) => Ok(Arc::new(SqliteLedger::open(path)?)),
+        #[cfg(feature = "dynamodb")]
+        LedgerUrl::DynamoDb { table } => {
+            let sdk = match aws {
+                Some(sdk) => sdk.clone(),
+                None => crate::sink::load_aws_config(std::time::Duration::from_secs(5)).await,
+            };
+            Ok(Arc::new(DynamoDbLedger::new(&sdk, table)))
+        }
+        #[cfg(feature = "firestore")]
+        LedgerUrl::Firestore {
+            project,
+            database,
+            collection,
+        } => Ok(Arc::new(FirestoreLedger::new(
+            project, database, collection,
+        )?)),
         #[allow(unreachable_patterns)]
         other => Err(LedgerError::Open(format!(
             "{other}: this build leaves out the cargo feature for this store"

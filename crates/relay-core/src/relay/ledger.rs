@@ -99,7 +99,10 @@ impl Relay {
             tokio::time::timeout_at(deadline.into(), recorder.store.claim(&claim, now_ms)).await;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         match answer {
-            Ok(Ok(Claimed::Granted { attempt: index, acked })) => {
+            Ok(Ok(Claimed::Granted {
+                attempt: index,
+                acked,
+            })) => {
                 self.metrics.ledger("claim", "ok", latency_ms);
                 Ok(Some(Holding {
                     key,

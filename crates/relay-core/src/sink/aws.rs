@@ -155,8 +155,8 @@ async fn send_entries(api: &dyn AwsApi, batch: &[Message]) -> Vec<Result<Receipt
 }
 
 /// Throttling, 5xx, timeouts and connection failures are retryable; a missing queue or topic,
-/// access denied and invalid parameters are not.
-pub(super) fn classify<E>(error: SdkError<E, HttpResponse>) -> SinkError
+/// access denied and invalid parameters are not. The DynamoDB ledger shares it.
+pub(crate) fn classify<E>(error: SdkError<E, HttpResponse>) -> SinkError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -193,6 +193,8 @@ fn is_throttling(code: &str) -> bool {
         || matches!(
             code,
             "RequestThrottled" | "ServiceUnavailable" | "InternalError" | "KMS.ThrottlingException"
+            // DynamoDB's (the ledger's), answered with a 400.
+            | "ProvisionedThroughputExceededException" | "RequestLimitExceeded"
         )
 }
 

@@ -25,6 +25,8 @@ use bytes::Bytes;
 use serde::de::Error as _;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "dynamodb")]
+pub(crate) use aws::classify;
 #[cfg(feature = "aws")]
 pub use aws::{load_aws_config, region_of_host};
 pub use file::{FileSink, FileSinkConfig, FileTarget};

@@ -1,0 +1,474 @@
+//! The DynamoDB ledger (`dynamodb://TABLE`), for the Lambda. One item per entry:
+//!
+//! - `ledger_key` S: the hash key; `bundle_uuid` S: the hash key of the index `by_bundle`
+//!   (projection ALL), which `relay trace BUNDLE_UUID` queries;
+//! - `bundle_version`, `subscription_id`, `dedup_key` S, `event_type` S (absent for v1);
+//! - `expires_at` N: epoch seconds, the table's TTL attribute;
+//! - `a:<destination>` M: the first acknowledgement {`message_id` S?, `at` N ms, `attempt` N};
+//! - `l:<destination>` M: a lease {`holder` S, `until` N ms}, or a copy of the destination's
+//!   acknowledgement, which a claim writes in its place and which leases nothing;
+//! - `attempts` L of M: {`id` S, `at` N ms, `routes_version` S?, `split` S?, `routed` L of S,
+//!   `outcome` M?}, each outcome a map of destination to {`result` S, `message_id` S?} or
+//!   {`result` S, `retryable` BOOL, `error` S}.
+//!
+//! The rules of [`Entry::claim`] and [`Entry::settle`] are said as conditions, so that each is
+//! one call in the common case:
+//! - a claim is one UpdateItem that appends the attempt, sets the identity and the expiry, and
+//!   leases each routed destination not yet acknowledged (`if_not_exists` on its
+//!   acknowledgement), conditioned on the item being live (TTL deletes lag by up to days) and on
+//!   each routed destination being acknowledged, unleased or past its lease. Its old image
+//!   gives the attempt's index and the acknowledgements. When the condition fails, the image it was
+//!   checked against says why: an expired item is replaced by one PutItem, conditioned on the
+//!   expiry it had (the rare reset); a live lease answers [`Claimed::Busy`].
+//! - a settlement is one UpdateItem that keeps the first acknowledgement of each destination
+//!   (`if_not_exists`), writes the outcome and frees the leases, conditioned on the leases and
+//!   the attempt still being this attempt's (another attempt takes a lease over after it
+//!   expires, and an expired item may have been reset), and on the item existing: a settlement
+//!   never recreates an item TTL deleted. When that fails, the image says which leases and
+//!   attempt are still its own, and one more UpdateItem writes exactly what the rules keep.
+//!
+//! Both set `expires_at` plainly rather than to the larger of the old and new expiry (which an
+//! update expression cannot say): each write's expiry is its own time plus the retention, and
+//! time moves forward. A failed call is [`LedgerError::Unavailable`] when throttled, 5xx, timed
+//! out or unreachable, [`LedgerError::Refused`] otherwise (a missing table or grant), as the
+//! AWS sinks classify theirs.
+
+mod item;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+
+use super::{Ack, Claim, Claimed, Delivery, Entry, Lease, Ledger, LedgerError, Lookup, Settlement};
+use crate::sink::SinkError;
+use item::{
+    ACK, ATTEMPTS, BUNDLE_UUID, BUNDLE_VERSION, DEDUP_KEY, EVENT_TYPE, EXPIRES_AT, Item, KEY,
+    LEASE, SUBSCRIPTION_ID, ack_of, ack_value, attempt_id_at, attempt_value, corrupt, entry_of,
+    item_of, lease_holder, lease_value, n, outcome_value, s,
+};
+
+/// The global secondary index on `bundle_uuid`.
+const BY_BUNDLE: &str = "by_bundle";
+
+/// How soon to retry when two attempts reset one expired item at once: the loser answers
+/// [`Claimed::Busy`] for this long.
+const RACE_RETRY_MS: i64 = 1_000;
+
+/// Settlement calls at most: the first, and the ones its failed conditions call for.
+const SETTLE_CALLS: usize = 3;
+
+/// The ledger in one DynamoDB table.
+#[derive(Debug, Clone)]
+pub struct DynamoDbLedger {
+    client: Client,
+    table: String,
+}
+
+impl DynamoDbLedger {
+    /// The ledger in `table`, through a client of `sdk` (region, credentials, endpoint).
+    pub fn new(sdk: &SdkConfig, table: &str) -> Self {
+        Self::from_client(Client::new(sdk), table)
+    }
+
+    /// The ledger in `table`, through `client` (one with interceptors, in tests).
+    pub fn from_client(client: Client, table: &str) -> Self {
+        Self {
+            client,
+            table: table.to_owned(),
+        }
+    }
+
+    /// One claim UpdateItem: the answer, or the image its condition failed on.
+    async fn try_claim(
+        &self,
+        claim: &Claim<'_>,
+        routed: &BTreeSet<&str>,
+        now_ms: i64,
+    ) -> Result<Result<Claimed, Option<Item>>, LedgerError> {
+        let mut x = Expr::default();
+        let attempts = x.name("#att", ATTEMPTS);
+        let empty = x.value(":empty", AttributeValue::L(Vec::new()));
+        let new = x.value(
+            ":attempt",
+            AttributeValue::L(vec![attempt_value(claim.attempt)]),
+        );
+        let mut set = vec![format!(
+            "{attempts} = list_append(if_not_exists({attempts}, {empty}), {new})"
+        )];
+        let mut remove = Vec::new();
+        let id = claim.identity;
+        for (placeholder, attribute, value) in [
+            ("bu", BUNDLE_UUID, Some(&id.bundle_uuid)),
+            ("bv", BUNDLE_VERSION, Some(&id.bundle_version)),
+            ("sub", SUBSCRIPTION_ID, Some(&id.subscription_id)),
+            ("dk", DEDUP_KEY, Some(&id.dedup_key)),
+            ("ev", EVENT_TYPE, id.event_type.as_ref()),
+        ] {
+            let name = x.name(&format!("#{placeholder}"), attribute);
+            match value {
+                Some(v) => {
+                    let v = x.value(&format!(":{placeholder}"), s(v));
+                    set.push(format!("{name} = {v}"));
+                }
+                // The entry takes the identity of its latest attempt, as Entry::claim does.
+                None => remove.push(name),
+            }
+        }
+        // A plain SET, not the max of the old and new expiry: each attempt's expiry is its
+        // arrival plus the retention, and arrivals only move forward (but for clock skew
+        // between instances, which can only shorten the retention by that skew).
+        let expires = x.name("#exp", EXPIRES_AT);
+        let new_expiry = x.value(":exp", n(claim.expires_at));
+        set.push(format!("{expires} = {new_expiry}"));
+        // Live iff expires_at * 1000 >= now_ms (Entry::is_expired), i.e. expires_at >= ⌈now_s⌉.
+        let now_s = now_ms.div_euclid(1000) + i64::from(now_ms.rem_euclid(1000) != 0);
+        let now_s = x.value(":now_s", n(now_s));
+        let mut condition = vec![format!(
+            "(attribute_not_exists({expires}) OR {expires} >= {now_s})"
+        )];
+        if !routed.is_empty() {
+            let until = x.name("#until", "until");
+            let now = x.value(":now_ms", n(now_ms));
+            let lease = x.value(
+                ":lease",
+                lease_value(&Lease {
+                    holder: claim.attempt.id.clone(),
+                    until_ms: claim.lease_until_ms,
+                }),
+            );
+            for (i, destination) in routed.iter().enumerate() {
+                let ack = x.name(&format!("#a{i}"), format!("{ACK}{destination}"));
+                let held = x.name(&format!("#l{i}"), format!("{LEASE}{destination}"));
+                // Entry::claim leases only the destinations not yet acknowledged, which one
+                // call cannot know before it writes: where the acknowledgement exists, the
+                // "lease" written is a copy of it (`if_not_exists`), which leases nothing and is
+                // not read back as a lease. Harmless: an acknowledgement always wins (see the
+                // condition below). It may replace the live lease of an attempt that was still
+                // publishing when an earlier one's late settlement acknowledged the same
+                // destination; that attempt's own settlement then takes its second call.
+                set.push(format!("{held} = if_not_exists({ack}, {lease})"));
+                condition.push(format!(
+                    "(attribute_exists({ack}) OR attribute_not_exists({held}) OR {held}.{until} < {now})"
+                ));
+            }
+        }
+        let answer = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(claim.key))
+            .update_expression(update_expression(&set, &remove))
+            .condition_expression(condition.join(" AND "))
+            .set_expression_attribute_names(Some(x.names))
+            .set_expression_attribute_values(Some(x.values))
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let old = match answer {
+            Ok(output) => output.attributes.unwrap_or_default(),
+            Err(e) => {
+                return match e.as_service_error() {
+                    Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                        Ok(Err(failed.item.clone()))
+                    }
+                    _ => Err(failure(e)),
+                };
+            }
+        };
+        let attempt = match old.get(ATTEMPTS) {
+            None => 0,
+            Some(AttributeValue::L(list)) => list.len(),
+            Some(_) => return Err(corrupt(claim.key, "attempts is not a list")),
+        };
+        let mut acked = BTreeMap::new();
+        for destination in routed {
+            if let Some(value) = old.get(&format!("{ACK}{destination}")) {
+                acked.insert((*destination).to_owned(), ack_of(claim.key, value)?);
+            }
+        }
+        Ok(Ok(Claimed::Granted { attempt, acked }))
+    }
+
+    /// Replaces the expired item `old` with a fresh entry holding `claim` alone, unless another
+    /// attempt changed it first.
+    async fn reset(
+        &self,
+        claim: &Claim<'_>,
+        now_ms: i64,
+        old: &Item,
+    ) -> Result<Claimed, LedgerError> {
+        let mut fresh = Entry::new(claim.key, claim.identity);
+        let granted = fresh.claim(claim, now_ms);
+        let old_expiry = old
+            .get(EXPIRES_AT)
+            .cloned()
+            .ok_or_else(|| corrupt(claim.key, "no expires_at"))?;
+        let answer = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item_of(&fresh)))
+            .condition_expression("#exp = :old")
+            .expression_attribute_names("#exp", EXPIRES_AT)
+            .expression_attribute_values(":old", old_expiry)
+            .send()
+            .await;
+        match answer {
+            Ok(_) => {
+                tracing::info!(table = %self.table, key = claim.key, "Expired ledger entry reset.");
+                Ok(granted)
+            }
+            Err(e) => match e.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(_)) => {
+                    tracing::debug!(table = %self.table, key = claim.key, "Lost a ledger reset race.");
+                    Ok(Claimed::Busy {
+                        until_ms: now_ms + RACE_RETRY_MS,
+                    })
+                }
+                _ => Err(failure(e)),
+            },
+        }
+    }
+
+    /// One settlement UpdateItem, freeing the leases in `own` and writing the outcome when
+    /// `own_attempt`: `None` when done, else the image its condition failed on (`None` inside
+    /// when the item no longer exists).
+    async fn try_settle(
+        &self,
+        settlement: &Settlement<'_>,
+        own: &BTreeSet<&str>,
+        own_attempt: bool,
+    ) -> Result<Option<Option<Item>>, LedgerError> {
+        let mut x = Expr::default();
+        let key = x.name("#key", KEY);
+        let expires = x.name("#exp", EXPIRES_AT);
+        let new_expiry = x.value(":exp", n(settlement.expires_at));
+        let mut set = vec![format!("{expires} = {new_expiry}")];
+        let mut remove = Vec::new();
+        let mut condition = vec![format!("attribute_exists({key})")];
+        if own_attempt {
+            let attempts = x.name("#att", ATTEMPTS);
+            let id = x.name("#id", "id");
+            let outcome = x.name("#outcome", "outcome");
+            let holder = x.value(":holder", s(settlement.holder));
+            let value = x.value(":outcome", outcome_value(settlement.results));
+            let index = settlement.attempt;
+            set.push(format!("{attempts}[{index}].{outcome} = {value}"));
+            condition.push(format!("{attempts}[{index}].{id} = {holder}"));
+        }
+        for (i, (destination, delivery)) in settlement.results.iter().enumerate() {
+            if let Delivery::Acknowledged { message_id } = delivery {
+                let ack = x.name(&format!("#a{i}"), format!("{ACK}{destination}"));
+                let value = x.value(
+                    &format!(":ack{i}"),
+                    ack_value(&Ack {
+                        message_id: message_id.clone(),
+                        at_ms: settlement.now_ms,
+                        attempt: settlement.attempt,
+                    }),
+                );
+                set.push(format!("{ack} = if_not_exists({ack}, {value})"));
+            }
+            if own.contains(destination.as_str()) {
+                let held = x.name(&format!("#l{i}"), format!("{LEASE}{destination}"));
+                let holder_name = x.name("#holder", "holder");
+                let holder = x.value(":holder", s(settlement.holder));
+                condition.push(format!("{held}.{holder_name} = {holder}"));
+                remove.push(held);
+            }
+        }
+        let answer = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(settlement.key))
+            .update_expression(update_expression(&set, &remove))
+            .condition_expression(condition.join(" AND "))
+            .set_expression_attribute_names(Some(x.names))
+            .set_expression_attribute_values(Some(x.values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match answer {
+            Ok(_) => Ok(None),
+            Err(e) => match e.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                    Ok(Some(failed.item.clone()))
+                }
+                _ => Err(failure(e)),
+            },
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Ledger for DynamoDbLedger {
+    async fn claim(&self, claim: &Claim<'_>, now_ms: i64) -> Result<Claimed, LedgerError> {
+        let routed: BTreeSet<&str> = claim.attempt.routed.iter().map(String::as_str).collect();
+        let old = match self.try_claim(claim, &routed, now_ms).await? {
+            Ok(claimed) => {
+                tracing::debug!(table = %self.table, key = claim.key, ?claimed, "Ledger claim.");
+                return Ok(claimed);
+            }
+            Err(old) => old,
+        };
+        // The image the condition failed on: expired, or a live lease on a routed destination.
+        let Some(old) = old else {
+            tracing::warn!(table = %self.table, key = claim.key, "A failed claim returned no item.");
+            return Ok(Claimed::Busy {
+                until_ms: now_ms + RACE_RETRY_MS,
+            });
+        };
+        let mut entry = entry_of(&old)?;
+        if entry.is_expired(now_ms) {
+            return self.reset(claim, now_ms, &old).await;
+        }
+        // Entry::claim on that image names the leases, by the same rule as the condition.
+        let busy = match entry.claim(claim, now_ms) {
+            busy @ Claimed::Busy { .. } => busy,
+            Claimed::Granted { .. } => {
+                tracing::warn!(table = %self.table, key = claim.key, "A claim's condition failed on an item that grants it.");
+                Claimed::Busy {
+                    until_ms: now_ms + RACE_RETRY_MS,
+                }
+            }
+        };
+        tracing::debug!(table = %self.table, key = claim.key, claimed = ?busy, "Ledger claim.");
+        Ok(busy)
+    }
+
+    async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError> {
+        let mut own: BTreeSet<&str> = settlement.results.keys().map(String::as_str).collect();
+        let mut own_attempt = true;
+        for call in 1..=SETTLE_CALLS {
+            let old = match self.try_settle(settlement, &own, own_attempt).await? {
+                None => return Ok(()),
+                Some(None) => {
+                    tracing::info!(table = %self.table, key = settlement.key, "The settled ledger entry no longer exists.");
+                    return Ok(());
+                }
+                Some(Some(old)) => old,
+            };
+            // Keep freeing the leases and writing the outcome only where they are still ours.
+            own.retain(|d| lease_holder(&old, d) == Some(settlement.holder));
+            own_attempt = attempt_id_at(&old, settlement.attempt) == Some(settlement.holder);
+            tracing::debug!(
+                table = %self.table, key = settlement.key, call, own_leases = own.len(), own_attempt,
+                "A ledger settlement's condition failed; settling what is still its own."
+            );
+        }
+        Err(LedgerError::Unavailable(
+            format!(
+                "{}: the settlement kept losing to other writers",
+                settlement.key
+            )
+            .into(),
+        ))
+    }
+
+    async fn find(&self, lookup: &Lookup) -> Result<Vec<Entry>, LedgerError> {
+        match lookup {
+            Lookup::Key(key) => {
+                let output = self
+                    .client
+                    .get_item()
+                    .table_name(&self.table)
+                    .key(KEY, s(key))
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .map_err(failure)?;
+                output.item.as_ref().map(entry_of).into_iter().collect()
+            }
+            // A global secondary index is eventually consistent: a write a moment old may be
+            // missing from it, which `relay trace` by key does not have.
+            Lookup::Bundle(bundle) => {
+                let mut pages = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(BY_BUNDLE)
+                    .key_condition_expression("#bu = :bu")
+                    .expression_attribute_names("#bu", BUNDLE_UUID)
+                    .expression_attribute_values(":bu", s(bundle))
+                    .into_paginator()
+                    .send();
+                let mut entries = Vec::new();
+                while let Some(page) = pages.next().await {
+                    for item in page.map_err(failure)?.items.unwrap_or_default() {
+                        entries.push(entry_of(&item)?);
+                    }
+                }
+                Ok(entries)
+            }
+        }
+    }
+}
+
+/// Throttling, 5xx, timeouts and connection failures: unavailable; a missing table, a missing
+/// grant, a validation error: refused. The sinks' classification, shared.
+fn failure<E>(error: SdkError<E, HttpResponse>) -> LedgerError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match crate::sink::classify(error) {
+        SinkError::Retryable(e) => LedgerError::Unavailable(e),
+        SinkError::Permanent(e) => LedgerError::Refused(e),
+    }
+}
+
+/// The names and values of one expression, each added where it is used (DynamoDB refuses
+/// unused ones).
+#[derive(Default)]
+struct Expr {
+    names: HashMap<String, String>,
+    values: Item,
+}
+
+impl Expr {
+    fn name(&mut self, placeholder: &str, attribute: impl Into<String>) -> String {
+        self.names.insert(placeholder.to_owned(), attribute.into());
+        placeholder.to_owned()
+    }
+
+    fn value(&mut self, placeholder: &str, value: AttributeValue) -> String {
+        self.values.insert(placeholder.to_owned(), value);
+        placeholder.to_owned()
+    }
+}
+
+fn update_expression(set: &[String], remove: &[String]) -> String {
+    let mut expression = format!("SET {}", set.join(", "));
+    if !remove.is_empty() {
+        expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
+    }
+    expression
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions_use_every_name_and_value_they_declare() {
+        let mut x = Expr::default();
+        let a = x.name("#a0", "a:q1");
+        let v = x.value(":ack0", n(1));
+        assert_eq!(
+            update_expression(&[format!("{a} = if_not_exists({a}, {v})")], &[]),
+            "SET #a0 = if_not_exists(#a0, :ack0)"
+        );
+        assert_eq!(
+            update_expression(&["#e = :e".into()], &["#l0".into(), "#l1".into()]),
+            "SET #e = :e REMOVE #l0, #l1"
+        );
+        assert_eq!(x.names["#a0"], "a:q1");
+    }
+}

@@ -1,0 +1,123 @@
+//! The DynamoDB ledger's table in moto (or any DynamoDB endpoint the SDK configuration names),
+//! created the way `terraform/modules/aws-relay` creates it, and a client that counts the
+//! calls it sends, by operation.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+};
+
+/// The index `relay trace` queries by bundle uuid.
+pub const BY_BUNDLE: &str = "by_bundle";
+
+/// Creates the ledger table `name` as the DynamoDB ledger expects it: hash key `ledger_key`
+/// (S), on demand, the global secondary index `by_bundle` on `bundle_uuid` (projection ALL),
+/// and TTL on `expires_at`. Panics when the endpoint refuses: this is test setup.
+pub async fn create_ledger_table(sdk: &SdkConfig, name: &str) {
+    let client = Client::new(sdk);
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .expect("an attribute definition")
+    };
+    let hash = |name: &str| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(KeyType::Hash)
+            .build()
+            .expect("a key schema element")
+    };
+    let index = GlobalSecondaryIndex::builder()
+        .index_name(BY_BUNDLE)
+        .key_schema(hash("bundle_uuid"))
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .expect("an index");
+    client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute("ledger_key"))
+        .attribute_definitions(attribute("bundle_uuid"))
+        .key_schema(hash("ledger_key"))
+        .global_secondary_indexes(index)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create the ledger table {name}: {e:?}"));
+    client
+        .update_time_to_live()
+        .table_name(name)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name("expires_at")
+                .build()
+                .expect("a TTL specification"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("turn on TTL on {name}: {e:?}"));
+}
+
+/// The requests a [`counting_client`] sent, by operation (`UpdateItem`, `PutItem`, …), SDK
+/// retries included: each one is a round trip.
+#[derive(Debug, Clone, Default)]
+pub struct CallCount(Arc<Mutex<BTreeMap<String, usize>>>);
+
+impl CallCount {
+    /// The counts so far, and zero again.
+    pub fn take(&self) -> BTreeMap<String, usize> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl Intercept for CallCount {
+    fn name(&self) -> &'static str {
+        "CallCount"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        // The JSON protocol names the operation in this header: `DynamoDB_20120810.UpdateItem`.
+        let target = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or("");
+        let operation = target.rsplit('.').next().unwrap_or(target).to_owned();
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(operation)
+            .or_default() += 1;
+        Ok(())
+    }
+}
+
+/// A DynamoDB client of `sdk` that counts every request it sends.
+pub fn counting_client(sdk: &SdkConfig) -> (Client, CallCount) {
+    let count = CallCount::default();
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+        .interceptor(count.clone())
+        .build();
+    (Client::from_conf(config), count)
+}

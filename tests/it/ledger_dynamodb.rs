@@ -1,0 +1,240 @@
+//! The DynamoDB ledger against moto, through the production code path (`ledger::open` and
+//! `load_aws_config`): the conformance suite, the calls each step costs, two relays sharing a
+//! table, and the answers to a missing table, a closed port and a throttled table.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use relay_core::ledger::{self, Claim, Claimed, DynamoDbLedger, Ledger, LedgerError, LedgerUrl};
+use relay_testkit::dynamodb::{counting_client, create_ledger_table};
+use relay_testkit::ledger::{attempt, claim, conformance, entry, fresh_identity, settle};
+
+use crate::common::{sdk, sdk_via, unique};
+
+/// A new ledger table in moto; its `dynamodb://` URL.
+async fn table() -> (String, LedgerUrl) {
+    let name = unique("ledger");
+    create_ledger_table(&sdk().await, &name).await;
+    let url = format!("dynamodb://{name}").parse().unwrap();
+    (name, url)
+}
+
+#[tokio::test]
+async fn the_dynamodb_ledger_follows_the_rules() {
+    let (_, url) = table().await;
+    // No SDK configuration passed in: the store loads the production one, as `relay trace` does.
+    let ledger = ledger::open(&url, None).await.expect("the ledger opens");
+    conformance(ledger).await;
+}
+
+#[tokio::test]
+async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
+    let (name, _) = table().await;
+    let (client, calls) =
+        counting_client(&relay_core::sink::load_aws_config(Duration::from_secs(5)).await);
+    let ledger = DynamoDbLedger::from_client(client, &name);
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let count = |c: &relay_testkit::dynamodb::CallCount| {
+        c.take()
+            .into_iter()
+            .map(|(op, n)| format!("{op}={n}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+
+    let first = attempt(t, &["q1", "q2"]);
+    assert!(matches!(
+        claim(&ledger, &id, &first).await,
+        Claimed::Granted { attempt: 0, .. }
+    ));
+    assert_eq!(count(&calls), "UpdateItem=1", "a new notification's claim");
+    settle(&ledger, &id, &first, 0, &[("q1", true), ("q2", true)]).await;
+    assert_eq!(count(&calls), "UpdateItem=1", "its settlement");
+
+    let again = attempt(t + 60_000, &["q1", "q2"]);
+    let Claimed::Granted { attempt: 1, acked } = claim(&ledger, &id, &again).await else {
+        panic!("the duplicate is granted, with nothing to publish")
+    };
+    assert_eq!(acked.len(), 2);
+    assert_eq!(count(&calls), "UpdateItem=1", "a duplicate");
+
+    // A claim refused by a live lease: one call.
+    let other = fresh_identity();
+    let holder = attempt(t, &["q1"]);
+    claim(&ledger, &other, &holder).await;
+    calls.take();
+    assert!(matches!(
+        claim(&ledger, &other, &attempt(t + 1, &["q1"])).await,
+        Claimed::Busy { .. }
+    ));
+    assert_eq!(count(&calls), "UpdateItem=1", "a claim that loses");
+
+    // The rare paths: a settlement whose lease another attempt took over (two calls), and the
+    // reset of an expired entry (the failed update, then one put).
+    let takeover = attempt(t + 7_001, &["q1"]);
+    claim(&ledger, &other, &takeover).await;
+    calls.take();
+    settle(&ledger, &other, &holder, 0, &[("q1", true)]).await;
+    assert_eq!(count(&calls), "UpdateItem=2", "a late settlement");
+    let entry_now = entry(&ledger, &other).await;
+    assert_eq!(entry_now.leases["q1"].holder, takeover.id);
+    assert_eq!(entry_now.acks["q1"].attempt, 0);
+    calls.take();
+    let late = attempt(t + 200_000, &["q1"]);
+    assert!(matches!(
+        claim(&ledger, &other, &late).await,
+        Claimed::Granted { attempt: 0, .. }
+    ));
+    assert_eq!(
+        count(&calls),
+        "PutItem=1,UpdateItem=1",
+        "the reset of an expired entry"
+    );
+}
+
+#[tokio::test]
+async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
+    let (_, url) = table().await;
+    let ledger = ledger::open(&url, None).await.unwrap();
+    let ledger = ledger.as_ref();
+    let t = 1_800_000_000_000;
+    // A lease is live up to its last millisecond (Entry::claim: until_ms >= now_ms).
+    let id = fresh_identity();
+    claim(ledger, &id, &attempt(t, &["q1"])).await;
+    assert_eq!(
+        claim(ledger, &id, &attempt(t + 7_000, &["q1"])).await,
+        Claimed::Busy {
+            until_ms: t + 7_000
+        }
+    );
+    assert!(matches!(
+        claim(ledger, &id, &attempt(t + 7_001, &["q1"])).await,
+        Claimed::Granted { attempt: 1, .. }
+    ));
+    // An entry is live up to the last millisecond of its expiry second (expires_at * 1000 >=
+    // now_ms), and new again one millisecond later.
+    let (live, gone) = (fresh_identity(), fresh_identity());
+    for id in [&live, &gone] {
+        claim(ledger, id, &attempt(t, &[])).await;
+    }
+    let expiry_ms = (t / 1000 + 100) * 1000;
+    assert!(matches!(
+        claim(ledger, &live, &attempt(expiry_ms, &[])).await,
+        Claimed::Granted { attempt: 1, .. }
+    ));
+    assert!(matches!(
+        claim(ledger, &gone, &attempt(expiry_ms + 1, &[])).await,
+        Claimed::Granted { attempt: 0, .. }
+    ));
+    // A settlement never recreates an entry that is gone.
+    let missing = fresh_identity();
+    settle(ledger, &missing, &attempt(t, &["q1"]), 0, &[("q1", true)]).await;
+    let found = ledger
+        .find(&relay_core::ledger::Lookup::Key(missing.dedup_key.clone()))
+        .await
+        .unwrap();
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[tokio::test]
+async fn two_relays_sharing_a_table_grant_one_claim() {
+    let (_, url) = table().await;
+    let a = ledger::open(&url, None).await.unwrap();
+    let b = ledger::open(&url, None).await.unwrap();
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let attempts: Vec<_> = (0..40).map(|i| attempt(t + i, &["q1", "q2"])).collect();
+    let claims = attempts.iter().enumerate().map(|(i, at)| {
+        let ledger = if i % 2 == 0 {
+            Arc::clone(&a)
+        } else {
+            Arc::clone(&b)
+        };
+        let id = id.clone();
+        async move { claim(ledger.as_ref(), &id, at).await }
+    });
+    let answers = futures_util::future::join_all(claims).await;
+    let granted = answers
+        .iter()
+        .filter(|c| matches!(c, Claimed::Granted { .. }))
+        .count();
+    assert_eq!(granted, 1, "{answers:?}");
+}
+
+/// One claim of a new notification against `ledger`.
+async fn try_claim(ledger: &dyn Ledger) -> Result<Claimed, LedgerError> {
+    let id = fresh_identity();
+    let at = attempt(1_800_000_000_000, &["q1"]);
+    let claim = Claim {
+        key: &id.dedup_key,
+        identity: &id,
+        attempt: &at,
+        lease_until_ms: at.at_ms + 7_000,
+        expires_at: at.at_ms / 1000 + 100,
+    };
+    ledger.claim(&claim, at.at_ms).await
+}
+
+#[tokio::test]
+async fn a_missing_table_is_refused() {
+    let url = format!("dynamodb://{}", unique("no-such-table"))
+        .parse()
+        .unwrap();
+    let ledger = ledger::open(&url, None).await.unwrap();
+    let error = try_claim(ledger.as_ref()).await.unwrap_err();
+    assert!(matches!(error, LedgerError::Refused(_)), "{error:?}");
+    assert!(
+        format!("{error:?}").contains("ResourceNotFound"),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_closed_port_is_unavailable() {
+    let port = relay_testkit::free_port();
+    let sdk = sdk_via(&format!("http://127.0.0.1:{port}"), Duration::from_secs(2)).await;
+    let ledger = DynamoDbLedger::new(&sdk, "ledger");
+    let error = try_claim(&ledger).await.unwrap_err();
+    assert!(matches!(error, LedgerError::Unavailable(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_throttled_or_failing_table_is_unavailable() {
+    for (status, error_type) in [
+        (400, "ProvisionedThroughputExceededException"),
+        (400, "RequestLimitExceeded"),
+        (400, "ThrottlingException"),
+        (500, "InternalServerError"),
+    ] {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&calls);
+        let app = axum::Router::new().fallback(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let body = format!(
+                    r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{error_type}","message":"Rate of requests exceeds the allowed throughput."}}"#
+                );
+                http::Response::builder()
+                    .status(status)
+                    .header("content-type", "application/x-amz-json-1.0")
+                    .header("x-amzn-requestid", "it")
+                    .body(axum::body::Body::from(body))
+                    .unwrap()
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let sdk = sdk_via(&endpoint, Duration::from_secs(5)).await;
+        let ledger = DynamoDbLedger::new(&sdk, "ledger");
+        let error = try_claim(&ledger).await.unwrap_err();
+        assert!(
+            matches!(error, LedgerError::Unavailable(_)),
+            "{status} {error_type}: {error:?}"
+        );
+        assert!(calls.load(Ordering::SeqCst) >= 1);
+        server.abort();
+    }
+}
