@@ -47,7 +47,7 @@ done
 trace_line=$(grep -m1 'relay trace' "$log" | sed 's/^ *//')
 echo "smoke: $trace_line"
 traced=$(bash -c "$trace_line")
-grep -q "2 attempts; 1 duplicates answered without publishing" <<<"$traced" \
+grep -q "2 attempts; 1 duplicate answered without publishing" <<<"$traced" \
   || { echo "$traced"; echo "smoke: relay trace does not show the duplicate" >&2; exit 1; }
 
 python3 - "$sink" "${sent[@]}" <<'PY'

@@ -272,10 +272,15 @@ fn to_table(entry: &Entry, now: i64) -> String {
         ]);
     }
     out += &columns(&attempts);
+    let (attempts, duplicates) = (entry.attempts.len(), entry.duplicates(now));
     out += &format!(
-        "{} attempts; {} duplicates answered without publishing\n",
-        entry.attempts.len(),
-        entry.duplicates(now)
+        "{attempts} {}; {duplicates} {} answered without publishing\n",
+        if attempts == 1 { "attempt" } else { "attempts" },
+        if duplicates == 1 {
+            "duplicate"
+        } else {
+            "duplicates"
+        },
     );
     out
 }

@@ -6,8 +6,8 @@
 # destinations acknowledged it and with which message id, and holds a lease while it publishes,
 # so that a retry of the DSS publishes only to the destinations that have not acknowledged and
 # an attempt on another instance waits instead of publishing twice. It reads a document
-# (documents.get) and writes it with documents:commit conditional on its update time, or on its
-# absence; `relay trace BUNDLE_UUID` reads the same collection with documents:runQuery on
+# (documents:batchGet) and writes it with documents:commit conditional on its update time, or on
+# its absence; `relay trace BUNDLE_UUID` reads the same collection with documents:runQuery on
 # bundle_uuid (a single-field index Firestore keeps by default). The grant is in iam.tf.
 
 locals {
@@ -59,6 +59,20 @@ resource "google_firestore_field" "ledger_expires_at" {
   field      = "expires_at"
 
   ttl_config {}
+
+  index_config {}
+}
+
+# The entry itself, one JSON string per document: read whole, never queried, so it is kept out
+# of the automatic single-field indexes (which would cost an index write per document write,
+# and cannot index a string past 1,500 bytes anyway).
+resource "google_firestore_field" "ledger_state" {
+  count = var.ledger_enabled ? 1 : 0
+
+  project    = var.project_id
+  database   = local.ledger_create_database ? google_firestore_database.ledger[0].name : var.ledger_database
+  collection = var.ledger_collection
+  field      = "state"
 
   index_config {}
 }
