@@ -40,7 +40,7 @@ smoke: ## The Quick start end to end: relay-gcf plus `relay send`, payloads comp
 	$(CARGO) build -p relay-gcf -p relay-cli
 	infra/local/smoke.sh
 
-emulators-up: ## Start moto (SQS, SNS) and the Pub/Sub emulator on 127.0.0.1
+emulators-up: ## Start moto (SQS, SNS, S3, DynamoDB), fake-gcs-server and the Pub/Sub and Firestore emulators on 127.0.0.1
 	infra/local/emulators.sh start
 
 emulators-down: ## Stop the emulators started by emulators-up (by process id)
@@ -89,7 +89,7 @@ bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-a
 	$(CARGO) bench -p relay-core --bench route
 
 bench-load: ## relay-gcf's cost per notification against a bare floor, on loopback (release build)
-	$(CARGO) build --release -p relay-gcf -p relay-bench
+	$(CARGO) build --release -p relay-gcf -p relay-bench --features relay-gcf/dynamodb
 	taskset -c 1 target/release/bench-load
 
 faults: ## The fault matrix with 10,000 notifications per fault; prints the table (docs/faults.md)

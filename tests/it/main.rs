@@ -1,5 +1,5 @@
-//! Integration tests against real emulators: moto for SQS and SNS, Google's emulator for
-//! Pub/Sub. Start them with `infra/local/emulators.sh start`, `source infra/local/env.sh`, then
+//! Integration tests against real emulators: moto for SQS, SNS, S3 and DynamoDB,
+//! fake-gcs-server for Cloud Storage, Google's emulators for Pub/Sub and Firestore. Start them with `infra/local/emulators.sh start`, `source infra/local/env.sh`, then
 //! `cargo test -p relay-tests --features integration-tests` (`make test` does all of it).
 #![cfg(feature = "integration-tests")]
 
@@ -9,6 +9,7 @@ mod fanout;
 mod lambda;
 mod ledger_dynamodb;
 mod ledger_firestore;
+mod ledger_relays;
 mod pubsub;
 mod routes;
 mod routing;

@@ -80,8 +80,15 @@ pub(crate) fn check_ledger(config: &Config) -> ExitCode {
     };
     let probe = Lookup::Key("0".repeat(64));
     let answer = runtime.block_on(async {
-        let store = relay_core::ledger::open(&ledger.url, None).await?;
-        store.find(&probe).await
+        let store = relay_core::ledger::open(&ledger.url, None)
+            .await
+            .map_err(|e| (e, "the relay does not start until this is fixed"))?;
+        store.find(&probe).await.map_err(|e| {
+            (
+                e,
+                "a running relay answers 503 ledger_unavailable until this is fixed",
+            )
+        })
     });
     match answer {
         Ok(_) => {
@@ -98,9 +105,9 @@ pub(crate) fn check_ledger(config: &Config) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Err(e) => {
+        Err((e, consequence)) => {
             eprintln!("ledger {}: {e}", ledger.url);
-            eprintln!("a running relay answers 503 ledger_unavailable until this is fixed");
+            eprintln!("{consequence}");
             ExitCode::FAILURE
         }
     }

@@ -180,3 +180,42 @@ async fn trace_says_when_nothing_is_found_and_when_no_ledger_is_named() {
     let out = output(cmd).await;
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn relay_check_says_whether_the_ledger_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let mut cmd = relay_cmd();
+    cmd.arg("check")
+        .env("RELAY_HMAC_SECRET", "s")
+        .env("RELAY_FILE_SINK", "-")
+        .env("RELAY_LEDGER_URL", &ledger);
+    let out = output(cmd).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("RELAY_LEDGER_URL"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("ledger {}: answers", ledger.display())),
+        "{stdout}"
+    );
+
+    // A ledger that is not a database: relay check fails, as the relay would not start.
+    let bad = dir.path().join("not-a-database");
+    std::fs::write(&bad, "this is not SQLite").unwrap();
+    let mut cmd = relay_cmd();
+    cmd.arg("check")
+        .env("RELAY_HMAC_SECRET", "s")
+        .env("RELAY_FILE_SINK", "-")
+        .env("RELAY_LEDGER_URL", &bad);
+    let out = output(cmd).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the relay does not start"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

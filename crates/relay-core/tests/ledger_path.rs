@@ -82,6 +82,12 @@ fn setup_with(extra: &[(&str, &str)], sinks_from_vars: bool) -> Setup {
 }
 
 impl Setup {
+    /// The same setup, writing its metric lines to `out`.
+    fn with_metrics(mut self, out: Arc<dyn relay_core::metrics::MetricsOut>) -> Self {
+        self.relay = self.relay.with_metrics(out);
+        self
+    }
+
     /// Sends `payload`, signed at the clock's time.
     async fn send(&self, payload: &str) -> Outcome {
         let signer = Signer {
@@ -293,4 +299,53 @@ async fn a_locked_ledger_is_a_503_and_no_sink_is_called() {
     blocker.execute_batch("ROLLBACK;").unwrap();
     let outcome = s.send(&notification("sub-1", "bundle-6", "CREATE")).await;
     assert_eq!(body(&outcome)["status"], "published");
+}
+
+/// Metric lines, kept.
+#[derive(Debug, Default)]
+struct Lines(std::sync::Mutex<Vec<serde_json::Value>>);
+
+impl relay_core::metrics::MetricsOut for Lines {
+    fn write_line(&self, line: &str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(serde_json::from_str(line).unwrap());
+    }
+}
+
+impl Lines {
+    /// The sum of `metric` over the lines whose dimensions match `with`.
+    fn sum(&self, metric: &str, with: &[(&str, &str)]) -> f64 {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| with.iter().all(|(k, v)| l[*k] == *v))
+            .filter_map(|l| l[metric].as_f64())
+            .sum()
+    }
+}
+
+#[tokio::test]
+async fn duplicates_and_ledger_calls_are_counted_in_the_metric_lines() {
+    let lines = Arc::new(Lines::default());
+    let s = setup(&[]).with_metrics(Arc::clone(&lines) as _);
+    let payload = notification("sub-1", "bundle-7", "CREATE");
+    for _ in 0..3 {
+        assert_eq!(s.send(&payload).await.status, 202);
+    }
+    // One new notification (a claim and a settlement), then two duplicates (a claim each).
+    assert_eq!(lines.sum("Duplicates", &[]), 2.0);
+    assert_eq!(
+        lines.sum("LedgerCalls", &[("Call", "claim"), ("Result", "ok")]),
+        3.0
+    );
+    assert_eq!(
+        lines.sum("LedgerCalls", &[("Call", "settle"), ("Result", "ok")]),
+        1.0
+    );
+    assert!(lines.sum("LedgerLatency", &[("Call", "claim")]) > 0.0);
+    assert_eq!(lines.sum("Answers", &[("Code", "duplicate")]), 2.0);
+    assert_eq!(lines.sum("Answers", &[("Code", "published")]), 1.0);
 }
