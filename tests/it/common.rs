@@ -335,3 +335,33 @@ impl CountingProxy {
         sdk_via(&self.url, deadline).await
     }
 }
+
+/// A loopback DynamoDB endpoint answering every call with `status` and the error `error_type`
+/// (`ProvisionedThroughputExceededException`, …): its URL, the calls it answered, and its task.
+pub(crate) async fn dynamodb_answering(
+    status: u16,
+    error_type: &'static str,
+) -> (String, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let app = axum::Router::new().fallback(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let body = format!(
+                r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{error_type}","message":"Rate of requests exceeds the allowed throughput."}}"#
+            );
+            http::Response::builder()
+                .status(status)
+                .header("content-type", "application/x-amz-json-1.0")
+                .header("x-amzn-requestid", "it")
+                .body(axum::body::Body::from(body))
+                .unwrap()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (endpoint, calls, server)
+}

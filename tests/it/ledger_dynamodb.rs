@@ -3,14 +3,14 @@
 //! table, and the answers to a missing table, a closed port and a throttled table.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use relay_core::ledger::{self, Claim, Claimed, DynamoDbLedger, Ledger, LedgerError, LedgerUrl};
 use relay_testkit::dynamodb::{counting_client, create_ledger_table};
 use relay_testkit::ledger::{attempt, claim, conformance, entry, fresh_identity, settle};
 
-use crate::common::{sdk, sdk_via, unique};
+use crate::common::{dynamodb_answering, sdk, sdk_via, unique};
 
 /// A new ledger table in moto; its `dynamodb://` URL.
 async fn table() -> (String, LedgerUrl) {
@@ -208,25 +208,7 @@ async fn a_throttled_or_failing_table_is_unavailable() {
         (400, "ThrottlingException"),
         (500, "InternalServerError"),
     ] {
-        let calls = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&calls);
-        let app = axum::Router::new().fallback(move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-            async move {
-                let body = format!(
-                    r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{error_type}","message":"Rate of requests exceeds the allowed throughput."}}"#
-                );
-                http::Response::builder()
-                    .status(status)
-                    .header("content-type", "application/x-amz-json-1.0")
-                    .header("x-amzn-requestid", "it")
-                    .body(axum::body::Body::from(body))
-                    .unwrap()
-            }
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let endpoint = format!("http://{}", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let (endpoint, calls, server) = dynamodb_answering(status, error_type).await;
         let sdk = sdk_via(&endpoint, Duration::from_secs(5)).await;
         let ledger = DynamoDbLedger::new(&sdk, "ledger");
         let error = try_claim(&ledger).await.unwrap_err();
