@@ -93,8 +93,8 @@ bench-load: ## relay-gcf's cost per notification against a bare floor, on loopba
 	taskset -c 1 target/release/bench-load
 
 faults: ## The fault matrix with 10,000 notifications per fault; prints the table (docs/faults.md)
-	$(CARGO) build -p relay-gcf
-	FAULT_NOTIFICATIONS=10000 $(CARGO) test -p relay-tests --test faults -- --nocapture
+	$(CARGO) build --workspace --all-features
+	FAULT_NOTIFICATIONS=10000 $(CARGO) test --workspace --all-features --test faults -- --nocapture
 
 # Fuzzing needs the nightly toolchain and cargo-fuzz (installed from crates.io into .tools-fuzz).
 # Each target starts from its named seeds (fuzz/seeds/<target>, in git) and grows its corpus in

@@ -29,6 +29,16 @@ pub(crate) struct Measured {
 }
 
 impl Measured {
+    /// A run that got `latencies` (one per 2xx answer) in `elapsed`, the server using `cpu_us`.
+    pub(crate) fn new(latencies: Vec<Duration>, elapsed: Duration, cpu_us: u64) -> Self {
+        Self {
+            ok: latencies.len(),
+            latencies,
+            elapsed,
+            cpu_us,
+        }
+    }
+
     /// 2xx answers per second.
     pub(crate) fn per_second(&self) -> f64 {
         self.ok as f64 / self.elapsed.as_secs_f64()
@@ -68,7 +78,7 @@ pub(crate) struct Driver {
 }
 
 /// A v2 CREATE of about `size` bytes for bundle `i`, signed as the DSS signs.
-fn signed(size: usize, i: usize) -> (http::request::Parts, Bytes) {
+pub(crate) fn signed(size: usize, i: usize) -> (http::request::Parts, Bytes) {
     let head = format!(
         r#"{{"subscription_id": "bench", "event_type": "CREATE", "match": {{"bundle_uuid": "b-{i:08}", "bundle_version": "v"}}, "pad": ""#
     );

@@ -3,12 +3,16 @@
 //! floor) each run pinned to core 0; the load and a loopback SQS-protocol endpoint run on the
 //! other core. Every figure is printed next to the floor's, as a ratio.
 //!
-//! Run with `make bench-load`, which pins this process (the load and the endpoint) to core 1, or
-//! `cargo build --release -p relay-gcf -p relay-bench` and then
-//! `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets each measured run's length
-//! (default 5); `BENCH_ONLY=saturation` runs the first table and `BENCH_ONLY=burst` the burst and slow-sender tables; `BENCH_RELAY` names another relay-gcf binary to measure, such as
+//! Run with `make bench-load`, which pins this process (the load and the endpoints) to core 1,
+//! or `cargo build --release -p relay-gcf -p relay-bench --features relay-gcf/dynamodb` and
+//! then `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets each measured run's
+//! length (default 5); `BENCH_ONLY=saturation` runs the first table, `BENCH_ONLY=burst` the
+//! burst and slow-sender tables and `BENCH_ONLY=ledger` the ledger table (relay-gcf against a
+//! loopback DynamoDB-protocol endpoint, `BENCH_LEDGER_NOTIFICATIONS` distinct notifications per
+//! pass, default 20,000); `BENCH_RELAY` names another relay-gcf binary to measure, such as
 //! `cargo build --profile profiling -p relay-gcf`'s, which keeps its symbols for perf.
 
+mod ledger;
 mod load;
 mod process;
 
@@ -31,7 +35,7 @@ fn main() {
     }
 }
 
-/// True when `BENCH_ONLY` is unset or names this table ("saturation" or "burst").
+/// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst" or "ledger").
 fn wanted(table: &str) -> bool {
     std::env::var("BENCH_ONLY").map_or(true, |only| only == table)
 }
@@ -84,6 +88,10 @@ async fn run() {
         bursts().await;
         println!();
         slow_senders().await;
+        println!();
+    }
+    if wanted("ledger") {
+        ledger::table().await;
     }
 }
 

@@ -3,11 +3,15 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use relay_testkit::fake_dynamodb::FakeDynamoDb;
 use relay_testkit::fake_sqs::FakeSqs;
 use relay_testkit::free_port;
 
 /// The HMAC secret the load signs with.
 pub(crate) const SECRET: &str = "bench-secret";
+
+/// The ledger table's name (the loopback endpoint takes any).
+const LEDGER_TABLE: &str = "relay-ledger";
 
 /// A server process pinned to core 0, stopped when dropped.
 #[derive(Debug)]
@@ -36,7 +40,10 @@ impl Pinned {
             }
             std::thread::sleep(Duration::from_millis(25));
         }
-        panic!("{} did not listen on {port}", binary.display());
+        panic!(
+            "{} did not listen on {port} (a ledger row needs relay-gcf built with --features dynamodb)",
+            binary.display()
+        );
     }
 
     /// The bare floor: this binary's `floor` command.
@@ -53,6 +60,12 @@ impl Pinned {
 
     /// relay-gcf (the release build next to this binary), publishing to `sqs`.
     pub(crate) fn relay(sqs: &FakeSqs) -> Self {
+        Self::relay_with_ledger(sqs, None)
+    }
+
+    /// relay-gcf publishing to `sqs`, recording in a DynamoDB ledger on `ledger` when given
+    /// (`RELAY_LEDGER_URL=dynamodb://…`, which needs relay-gcf's cargo feature `dynamodb`).
+    pub(crate) fn relay_with_ledger(sqs: &FakeSqs, ledger: Option<&FakeDynamoDb>) -> Self {
         let port = free_port();
         // BENCH_RELAY runs another build, such as one with symbols for perf.
         let binary = match std::env::var_os("BENCH_RELAY") {
@@ -66,7 +79,7 @@ impl Pinned {
             "{} is missing: cargo build --release -p relay-gcf",
             binary.display()
         );
-        let env = [
+        let mut env = vec![
             ("RELAY_LISTEN", format!("127.0.0.1:{port}")),
             ("RELAY_HMAC_KEYS", format!(r#"{{"dss": "{SECRET}"}}"#)),
             ("RELAY_SQS_QUEUE_URL", sqs.queue_url()),
@@ -79,6 +92,10 @@ impl Pinned {
             ("AWS_SECRET_ACCESS_KEY", "bench".into()),
             ("AWS_REGION", "us-east-1".into()),
         ];
+        if let Some(ledger) = ledger {
+            env.push(("RELAY_LEDGER_URL", format!("dynamodb://{LEDGER_TABLE}")));
+            env.push(("AWS_ENDPOINT_URL_DYNAMODB", ledger.endpoint.clone()));
+        }
         Self::spawn(&binary, &[], &env, port)
     }
 

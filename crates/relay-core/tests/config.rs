@@ -280,7 +280,11 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
         ("routes_refresh_secs", "3", "3"),
         ("routes_max_bytes", "65536", "65536"),
         ("split_max_ttl_secs", "3600", "3600"),
-        ("ledger_url", r#""dynamodb://relay-ledger""#, "dynamodb://relay-ledger"),
+        (
+            "ledger_url",
+            r#""dynamodb://relay-ledger""#,
+            "dynamodb://relay-ledger",
+        ),
         ("ledger_retention_secs", "864000", "864000"),
         ("ledger_key", r#""bundle_event""#, "bundle_event"),
         ("ledger_record_filtered", "false", "false"),

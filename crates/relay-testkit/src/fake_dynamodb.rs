@@ -2,11 +2,12 @@
 //! the ledger's table (any name; items keyed by the hash key `ledger_key`, the index
 //! `by_bundle` on `bundle_uuid`), answering the AWS JSON 1.0 protocol the SDK speaks
 //! (`X-Amz-Target: DynamoDB_20120810.UpdateItem`, …): UpdateItem, PutItem, GetItem, Query and
-//! DescribeTable. It evaluates the condition and update expressions the ledger sends (see
-//! [`expression`]), answers `ConditionalCheckFailedException` as DynamoDB does (with the old
-//! `Item` when asked), counts calls by operation, and has fault switches: throttling, 503s and
-//! a fixed latency, each on every call while set.
+//! DescribeTable. It evaluates the condition and update expressions the ledger sends (parsed
+//! in `expression`, applied in `evaluate`), answers `ConditionalCheckFailedException` as
+//! DynamoDB does (with the old `Item` when asked), counts calls by operation, and has fault
+//! switches: throttling, 503s and a fixed latency, each on every call while set.
 
+mod evaluate;
 mod expression;
 
 use std::collections::{BTreeMap, HashMap};
@@ -20,7 +21,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
 
-use expression::{Invalid, Item, Parser, holds};
+use evaluate::holds;
+use expression::{Invalid, Item, Parser};
 
 /// The table's hash key.
 pub const HASH_KEY: &str = "ledger_key";
@@ -254,6 +256,20 @@ fn object<'a>(input: &'a Value, field: &str) -> &'a Map<String, Value> {
         .unwrap_or_else(|| EMPTY.get_or_init(Map::new))
 }
 
+/// A request's `ExpressionAttributeNames` and `ExpressionAttributeValues`: absent, or not
+/// empty (DynamoDB refuses an empty map).
+fn placeholders(input: &Value) -> Result<Parser<'_>, Invalid> {
+    for field in ["ExpressionAttributeNames", "ExpressionAttributeValues"] {
+        if input[field].as_object().is_some_and(Map::is_empty) {
+            return Err(Invalid(format!("{field} must not be empty")));
+        }
+    }
+    Ok(Parser::new(
+        object(input, "ExpressionAttributeNames"),
+        object(input, "ExpressionAttributeValues"),
+    ))
+}
+
 fn text<'a>(input: &'a Value, field: &str) -> Option<&'a str> {
     input[field].as_str()
 }
@@ -293,11 +309,7 @@ fn old_on_failure(input: &Value) -> Result<bool, Invalid> {
 
 fn update_item(state: &State, input: &Value) -> Result<Value, Refusal> {
     let key = hash_key(object(input, "Key"), false)?;
-    let (names, values) = (
-        object(input, "ExpressionAttributeNames"),
-        object(input, "ExpressionAttributeValues"),
-    );
-    let mut parser = Parser::new(names, values);
+    let mut parser = placeholders(input)?;
     let update = match text(input, "UpdateExpression") {
         Some(expression) => parser.update(expression)?,
         None => return Err(Invalid("UpdateExpression is required by the fake".into()).into()),
@@ -327,7 +339,7 @@ fn update_item(state: &State, input: &Value) -> Result<Value, Refusal> {
             existing.filter(|_| old_on_failure).cloned(),
         ));
     }
-    let mut new = expression::apply(old, &update)?;
+    let mut new = evaluate::apply(old, &update)?;
     new.insert(HASH_KEY.into(), json!({ "S": key }));
     let output = match returned.as_str() {
         "ALL_OLD" => existing.map(|old| json!({ "Attributes": old })),
@@ -341,10 +353,7 @@ fn update_item(state: &State, input: &Value) -> Result<Value, Refusal> {
 fn put_item(state: &State, input: &Value) -> Result<Value, Refusal> {
     let item = object(input, "Item");
     let key = hash_key(item, true)?;
-    let mut parser = Parser::new(
-        object(input, "ExpressionAttributeNames"),
-        object(input, "ExpressionAttributeValues"),
-    );
+    let mut parser = placeholders(input)?;
     let condition = (text(input, "ConditionExpression"))
         .map(|c| parser.condition(c))
         .transpose()?;
@@ -388,10 +397,7 @@ fn query(state: &State, input: &Value) -> Result<Value, Refusal> {
             .into());
         }
     };
-    let mut parser = Parser::new(
-        object(input, "ExpressionAttributeNames"),
-        object(input, "ExpressionAttributeValues"),
-    );
+    let mut parser = placeholders(input)?;
     let Some(key_condition) = text(input, "KeyConditionExpression") else {
         return Err(Invalid("KeyConditionExpression is required by the fake".into()).into());
     };
