@@ -368,11 +368,15 @@ impl Relay {
         let input = Input::new(notification.document(), &request);
         let decision = table.decide(&input, received_at);
         fields.split.clone_from(&decision.split);
-        let names: Vec<&str> = decision
-            .destinations
-            .iter()
-            .map(|&i| table.destinations[i].sink.name())
-            .collect();
+        // The destinations by name, for the ledger (no allocation without one).
+        let names: Vec<&str> = match self.ledger {
+            Some(_) => decision
+                .destinations
+                .iter()
+                .map(|&i| table.destinations[i].sink.name())
+                .collect(),
+            None => Vec::new(),
+        };
         let routing = Routing {
             destinations: &names,
             routes_version,
