@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
 .PHONY: help build run test test-unit test-integration smoke lint fmt emulators-up emulators-down \
-	lambda lambda-tools image tf-check bench clean-run fuzz fuzz-tools faults bench-load
+	lambda lambda-tools lambda-check image tf-check bench clean-run fuzz fuzz-tools faults bench-load
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -22,6 +22,7 @@ run: ## Build, then start relay-gcf on 127.0.0.1:8080 with the file sink and a d
 # One feature set for every test build (--all-features), so nothing compiles twice.
 test: ## Everything the tests need (emulators included), then all tests; emulators stopped after
 	infra/local/tf-check.sh
+	infra/local/lambda-glibc-test.sh
 	$(CARGO) build --workspace --all-targets --all-features
 	infra/local/emulators.sh start
 	status=0; \
@@ -46,7 +47,11 @@ emulators-up: ## Start moto (SQS, SNS, S3, DynamoDB), fake-gcs-server and the Pu
 emulators-down: ## Stop the emulators started by emulators-up (by process id)
 	infra/local/emulators.sh stop
 
-lambda-tools: $(TOOLS)/bin/cargo-lambda ## Install cargo-lambda and zig into .venv-tools
+lambda-tools: $(TOOLS)/bin/cargo-lambda ## Install cargo-lambda and zig into .venv-tools, and the Rust targets of both Lambda architectures
+	@for triple in $(foreach a,$(LAMBDA_ARCHS),$(LAMBDA_TRIPLE_$(a))); do \
+	  rustup target list --installed | grep -qx "$$triple" || rustup target add "$$triple" \
+	    || { echo "lambda-tools: cannot install the Rust target $$triple (rustup target add $$triple)" >&2; exit 1; }; \
+	done
 
 $(TOOLS)/bin/cargo-lambda:
 	python3 -m venv $(TOOLS)
@@ -56,27 +61,49 @@ $(TOOLS)/bin/cargo-lambda:
 LAMBDA_FEATURES ?=
 LAMBDA_FEATURE_ARGS = $(if $(LAMBDA_FEATURES),--features $(LAMBDA_FEATURES))
 
-# The zip's instruction set goes to target/lambda/relay-lambda/architecture ("arm64" or "x86_64"),
-# which the aws-relay module reads: the function's architecture always matches the build. The file
-# is removed first, so a failed build leaves no stale one behind.
-lambda: lambda-tools ## Build target/lambda/relay-lambda/bootstrap.zip (arm64; x86_64 without the arm64 target) and record its architecture next to it
-	@rm -f target/lambda/relay-lambda/architecture
-	@set -e; \
-	if rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$$'; then \
-	  arch=arm64; \
-	  set -x; $(CARGO) lambda build --profile lambda --arm64 -p relay-lambda $(LAMBDA_FEATURE_ARGS) --output-format zip; set +x; \
-	else \
-	  arch=x86_64; \
-	  echo "lambda: no aarch64-unknown-linux-gnu target installed; building x86_64"; \
-	  set -x; $(CARGO) lambda build --profile lambda --x86-64 --compiler cargo -p relay-lambda $(LAMBDA_FEATURE_ARGS) --output-format zip; set +x; \
-	fi; \
-	echo "$$arch" > target/lambda/relay-lambda/architecture; \
-	echo "lambda: $$arch (written to target/lambda/relay-lambda/architecture, which the aws-relay module reads)"
-	@ls -l target/lambda/relay-lambda/bootstrap.zip
+# `make lambda` builds one zip per instruction set under cargo's target directory (CARGO_TARGET_DIR
+# when set, as cargo itself does), each with a file "architecture" ("arm64" or "x86_64") next to
+# it, which the aws-relay module reads so the function's architecture always matches the build:
+#   $(LAMBDA_DIR)/arm64/relay-lambda/bootstrap.zip and $(LAMBDA_DIR)/x86_64/relay-lambda/bootstrap.zip,
+# and $(LAMBDA_DIR)/relay-lambda/bootstrap.zip, a copy of the LAMBDA_ARCH one (the examples' default).
+# Both are linked by zig against glibc $(LAMBDA_GLIBC), the glibc of provided.al2023, whatever the
+# host's C library; lambda-check refuses a bootstrap that needs a newer glibc symbol. The
+# architecture files are removed first and written only once both zips pass, so a failed build or
+# check leaves none behind. lambda-check alone checks and records zips already built.
+LAMBDA_DIR = $(or $(CARGO_TARGET_DIR),target)/lambda
+LAMBDA_ARCHS := arm64 x86_64
+LAMBDA_ARCH ?= arm64
+LAMBDA_TRIPLE_arm64 := aarch64-unknown-linux-gnu
+LAMBDA_TRIPLE_x86_64 := x86_64-unknown-linux-gnu
+LAMBDA_GLIBC := 2.34
+LAMBDA_BUILDS := $(addprefix lambda-build-,$(LAMBDA_ARCHS))
+LAMBDA_ARCH_FILES = $(LAMBDA_DIR)/relay-lambda/architecture $(foreach a,$(LAMBDA_ARCHS),$(LAMBDA_DIR)/$(a)/relay-lambda/architecture)
 
-tf-check: ## terraform fmt -check and checkov over terraform/ (offline), then the hcl-rs tests
+lambda: $(LAMBDA_BUILDS) ## Build bootstrap.zip for arm64 and x86_64 (zig, glibc 2.34) under $CARGO_TARGET_DIR or target/, then lambda-check
+	@$(MAKE) --no-print-directory lambda-check
+
+# One static pattern rule per instruction set (`make lambda-build-x86_64` builds just that one).
+# --compiler cargo-zigbuild is explicit, so neither CARGO_LAMBDA_COMPILER nor a package's metadata
+# can switch the build to the host's C toolchain.
+$(LAMBDA_BUILDS): lambda-build-%: lambda-tools
+	@rm -f $(LAMBDA_ARCH_FILES)
+	$(CARGO) lambda build --profile lambda --compiler cargo-zigbuild --target $(LAMBDA_TRIPLE_$*).$(LAMBDA_GLIBC) \
+	  --lambda-dir $(LAMBDA_DIR)/$* -p relay-lambda $(LAMBDA_FEATURE_ARGS) --output-format zip
+
+lambda-check: ## Check the built zips (glibc at most 2.34, instruction set), record each one's architecture, copy the LAMBDA_ARCH one
+	@rm -f $(LAMBDA_ARCH_FILES)
+	infra/local/lambda-glibc.sh --max $(LAMBDA_GLIBC) --arch arm64 $(LAMBDA_DIR)/arm64/relay-lambda/bootstrap.zip
+	infra/local/lambda-glibc.sh --max $(LAMBDA_GLIBC) --arch x86_64 $(LAMBDA_DIR)/x86_64/relay-lambda/bootstrap.zip
+	$(foreach a,$(LAMBDA_ARCHS),echo $(a) > $(LAMBDA_DIR)/$(a)/relay-lambda/architecture;)
+	mkdir -p $(LAMBDA_DIR)/relay-lambda
+	cp $(LAMBDA_DIR)/$(LAMBDA_ARCH)/relay-lambda/bootstrap.zip $(LAMBDA_DIR)/relay-lambda/bootstrap.zip
+	cp $(LAMBDA_DIR)/$(LAMBDA_ARCH)/relay-lambda/architecture $(LAMBDA_DIR)/relay-lambda/architecture
+	@ls -l $(foreach a,$(LAMBDA_ARCHS),$(LAMBDA_DIR)/$(a)/relay-lambda/bootstrap.zip) $(LAMBDA_DIR)/relay-lambda/bootstrap.zip
+	@echo "lambda: deploy $(LAMBDA_DIR)/relay-lambda/bootstrap.zip ($(LAMBDA_ARCH)), or the other one with lambda_zip_path"
+
+tf-check: ## terraform fmt -check, validate of the AWS modules and examples against the cached provider, checkov (offline)
 	infra/local/tf-check.sh
-	$(CARGO) test -p relay-tests --test terraform
+	$(CARGO) test --workspace --all-features --test terraform
 
 IMAGE ?= relay-gcf:dev
 # Cloud Run runs linux/amd64 images only: the platform is fixed, so an arm64 builder (Apple

@@ -1,11 +1,28 @@
 #!/usr/bin/env bash
-# Static checks of terraform/, offline (the Terraform provider registry is out of reach here, so
-# `terraform init/validate/plan` cannot run):
+# Static checks of terraform/, offline (the Terraform provider registry is out of reach here):
 #
 #   1. `terraform fmt -check -recursive terraform/`, skipped with a message where terraform is
 #      not installed;
-#   2. checkov over terraform/ (--skip-download: no platform calls), which fails on any failed
+#   2. `terraform init` and `terraform validate` of each AWS module and AWS example, against the
+#      AWS provider cached as a filesystem mirror ($TF_PLUGIN_MIRROR, by default /opt/tf-plugins,
+#      hashicorp/aws 5.100.0; nothing else is installed), in a temporary copy of terraform/ with
+#      an overlay for what 5.100.0 and the offline machine lack (below); plus a probe that calls
+#      aws-relay with a one-letter split_prefix, which validate must refuse, next to a good one,
+#      which it must accept. Skipped with a message where terraform or that provider is absent.
+#      The GCP configurations are not validated: no Google provider is cached;
+#   3. checkov over terraform/ (--skip-download: no platform calls), which fails on any failed
 #      check. Every skip is inline in the resource it concerns, with its reason.
+#
+# The overlay (applied to the copy only; each rule says when it matched nothing, so that a stale
+# rule shows):
+#   - every hashicorp/aws constraint becomes "5.100.0" (the configurations require >= 6.29.0);
+#   - arguments newer than 5.100.0 are dropped: aws_lambda_permission's invoked_via_function_url
+#     (6.29.0; tests/terraform/contract.rs, NEWER_AWS_ARGUMENTS, lists them);
+#   - 6.0 renamed data.aws_region's `name` to `region`: `.region` reads `.name` again;
+#   - hashicorp/random is not cached: the ephemeral random_password and its provider requirement
+#     are dropped, and its result is a fixed placeholder.
+# So validate checks 5.100.0's schema, references, types, expressions and input validations; the
+# dropped arguments are checked by name in the hcl-rs tests instead.
 #
 # checkov is pinned and installed in the venv .venv-checkov at the repo root, once (~1 min).
 # The last line is `tf-check: N passed, M failed` (checkov's summary; skipped checks are
@@ -32,7 +49,133 @@ else
   echo "tf-check: terraform is not installed; skipping terraform fmt -check (checkov still runs)"
 fi
 
-# 2. checkov, installed once.
+# 2. terraform validate of the AWS configurations, against the cached provider.
+aws_version=5.100.0
+plugin_mirror=${TF_PLUGIN_MIRROR:-/opt/tf-plugins}
+aws_package=$plugin_mirror/registry.terraform.io/hashicorp/aws/$aws_version
+aws_roots=(modules/aws-relay modules/aws-queue-grant examples/aws-sqs examples/aws-sqs-fifo-cross-account)
+if ! command -v terraform >/dev/null 2>&1; then
+  echo "tf-check: terraform is not installed; skipping terraform validate"
+elif [ ! -d "$aws_package" ]; then
+  echo "tf-check: no hashicorp/aws $aws_version under $plugin_mirror; skipping terraform validate"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  tar -C . --exclude=.terraform --exclude=.terraform.lock.hcl --exclude='*.tfstate*' \
+    -cf - terraform | tar -C "$work" -xf -
+  cat >"$work/cli.tfrc" <<EOF
+provider_installation {
+  filesystem_mirror {
+    path    = "$plugin_mirror"
+    include = ["registry.terraform.io/hashicorp/aws"]
+  }
+}
+EOF
+  # The probe: aws-relay with a good split_prefix (module "ok") and a one-letter one ("short").
+  mkdir -p "$work/terraform/examples/tf-check-split-prefix"
+  cat >"$work/terraform/examples/tf-check-split-prefix/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    aws = { source = "hashicorp/aws", version = "5.100.0" }
+  }
+}
+
+provider "aws" {
+  region = "us-east-1"
+}
+
+module "ok" {
+  source          = "../../modules/aws-relay"
+  name            = "probe-ok"
+  lambda_zip_path = "bootstrap.zip"
+  routes_enabled  = true
+  split_prefix    = "dss-relay-split-"
+}
+
+module "short" {
+  source          = "../../modules/aws-relay"
+  name            = "probe-short"
+  lambda_zip_path = "bootstrap.zip"
+  routes_enabled  = true
+  split_prefix    = "d"
+}
+EOF
+  python3 - "$work/terraform" "$aws_version" <<'PY'
+import os
+import re
+import sys
+
+root, version = sys.argv[1], sys.argv[2]
+rules = [
+    ("the hashicorp/aws constraint",
+     re.compile(r'(aws\s*=\s*\{\s*source\s*=\s*"hashicorp/aws"\s*,\s*version\s*=\s*)"[^"]*"'),
+     lambda m: f'{m.group(1)}"{version}"'),
+    ("invoked_via_function_url (6.29.0)",
+     re.compile(r'\n[ \t]*invoked_via_function_url\s*=[^\n]*'), ""),
+    ("data.aws_region's region (6.0)",
+     re.compile(r'\b(data\.aws_region\.[A-Za-z0-9_]+)\.region\b'), r"\1.name"),
+    ("the hashicorp/random requirement",
+     re.compile(r'\n[ \t]*random\s*=\s*\{[^}\n]*"hashicorp/random"[^}\n]*\}'), ""),
+    ("the ephemeral random_password",
+     re.compile(r'ephemeral\s+"random_password"\s+"[A-Za-z0-9_]+"\s*\{[^}]*\}\n'), ""),
+    ("random_password's result",
+     re.compile(r'ephemeral\.random_password\.[A-Za-z0-9_]+\.result'), '"tf-check-placeholder"'),
+]
+hits = [0] * len(rules)
+for d, _, files in os.walk(root):
+    for name in files:
+        if not name.endswith(".tf"):
+            continue
+        path = os.path.join(d, name)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for i, (_, pattern, repl) in enumerate(rules):
+            text, n = pattern.subn(repl, text)
+            hits[i] += n
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+for (what, _, _), n in zip(rules, hits):
+    if n == 0:
+        print(f"tf-check: overlay: {what} matched nothing (drop the rule?)")
+PY
+  export TF_CLI_CONFIG_FILE=$work/cli.tfrc CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
+  unset TF_PLUGIN_CACHE_DIR TF_DATA_DIR
+  validate_failed=0
+  for dir in "${aws_roots[@]}" examples/tf-check-split-prefix; do
+    if ! terraform -chdir="$work/terraform/$dir" init -backend=false -input=false -no-color \
+      >"$work/init.log" 2>&1; then
+      cat "$work/init.log" >&2
+      echo "tf-check: terraform init failed in $dir" >&2
+      validate_failed=1
+      continue
+    fi
+    status=0
+    terraform -chdir="$work/terraform/$dir" validate -no-color >"$work/validate.log" 2>&1 || status=$?
+    if [ "$dir" = examples/tf-check-split-prefix ]; then
+      # Exactly one error, the short prefix's validation.
+      errors=$(grep -c '^Error: ' "$work/validate.log" || true)
+      if [ "$status" -ne 0 ] && [ "$errors" -eq 1 ] && grep -q 'split_prefix must be' "$work/validate.log" \
+        && grep -q 'module "short"\|module.short' "$work/validate.log"; then
+        echo "tf-check: terraform validate: split_prefix \"d\" refused, \"dss-relay-split-\" accepted: ok"
+      else
+        cat "$work/validate.log" >&2
+        echo "tf-check: terraform validate should refuse split_prefix \"d\" only" >&2
+        validate_failed=1
+      fi
+    elif [ "$status" -ne 0 ]; then
+      cat "$work/validate.log" >&2
+      echo "tf-check: terraform validate failed in terraform/$dir (against hashicorp/aws $aws_version, with the overlay)" >&2
+      validate_failed=1
+    else
+      echo "tf-check: terraform validate terraform/$dir: ok"
+    fi
+  done
+  if [ "$validate_failed" -ne 0 ]; then
+    exit 1
+  fi
+fi
+
+# 3. checkov, installed once.
 if [ "$("$venv/bin/checkov" --version 2>/dev/null || true)" != "$checkov_version" ]; then
   echo "tf-check: installing checkov $checkov_version into $venv"
   python3 -m venv "$venv"

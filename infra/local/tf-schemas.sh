@@ -4,8 +4,9 @@
 #   aws.json     hashicorp/aws 5.100.0
 #   google.json  hashicorp/google, the highest v7.x.y tag of its git repository
 #
-# What they are for. Terraform cannot run here (its provider registry is out of reach), so the
-# hcl-rs tests of terraform/ (`cargo test -p relay-tests --test terraform`) read these files to
+# What they are for. The provider registry is out of reach here (only the AWS provider 5.100 is
+# cached, which tf-check.sh validates against), so the hcl-rs tests of terraform/
+# (`cargo test --workspace --all-features --test terraform`) read these files to
 # check, offline, that every argument and nested block name our modules and examples set exists
 # in the provider. Each file holds only the resource, data and ephemeral types we use: every
 # `resource`, `data` and `ephemeral` type under terraform/ of that provider, plus the types listed

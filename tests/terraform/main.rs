@@ -5,11 +5,15 @@
 //!
 //! Run with `cargo test -p relay-tests --test terraform`.
 
+mod alarms;
 mod contract;
+mod dashboard;
 mod eval;
 mod ledger;
 mod model;
 mod platform;
+mod stored_sinks;
+mod traps;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -924,10 +928,11 @@ fn gcp_routes_grants_are_on_the_one_object() {
     }
 }
 
-/// Each relay module alarms on sustained non-2xx answers and on dead letters, with text for
-/// whoever is told, and sends the alarms to a list the caller gives, checked by a validation.
+/// Each relay module alarms on answers an operator must act on (alarms.rs holds them to the
+/// DSS's retry pace) and on dead letters, with text for whoever is told, and sends the alarms to
+/// a list the caller gives, checked by a validation.
 #[test]
-fn relay_modules_alarm_on_non_2xx_answers_and_dead_letters() {
+fn relay_modules_alarm_on_refused_answers_and_dead_letters() {
     for (module, ty, text, notify, variable, signals) in [
         (
             "aws-relay",
@@ -936,7 +941,7 @@ fn relay_modules_alarm_on_non_2xx_answers_and_dead_letters() {
             "alarm_actions",
             "alarm_actions",
             [
-                ("non_2xx", "Url5xxCount"),
+                ("needs_operator", "sink_failed"),
                 ("dead_letters", "ApproximateNumberOfMessagesVisible"),
             ],
         ),
@@ -947,7 +952,7 @@ fn relay_modules_alarm_on_non_2xx_answers_and_dead_letters() {
             "notification_channels",
             "alert_notification_channels",
             [
-                ("non_2xx", "run.googleapis.com/request_count"),
+                ("needs_operator", "sink_failed"),
                 ("dead_letters", "subscription/num_undelivered_messages"),
             ],
         ),

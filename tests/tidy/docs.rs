@@ -14,7 +14,7 @@ const README_MAX_LINES: usize = 250;
 const EXTERNAL: [&str; 3] = ["http://", "https://", "mailto:"];
 
 /// The repository: the parent of the relay-tests package.
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+pub(crate) const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 /// What one Markdown file links to, by line number, and the anchors it defines.
 struct Page {
@@ -24,7 +24,7 @@ struct Page {
 
 /// The repository's Markdown files, relative to `root`: those git tracks or would track
 /// (untracked but not ignored), or, without git, those a walk finds outside build output.
-fn markdown_files(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn markdown_files(root: &Path) -> Vec<PathBuf> {
     let args = "ls-files -z --cached --others --exclude-standard -- *.md".split(' ');
     let mut files: Vec<PathBuf> = match Command::new("git").args(args).current_dir(root).output() {
         Ok(out) if out.status.success() => {

@@ -1,5 +1,7 @@
 //! Conventions of the repository held by tests that read the tree: every link in the
-//! documentation resolves, and relay-core's modules import one way only (ARCHITECTURE.md).
+//! documentation resolves, the error codes it names exist, and relay-core's modules import one
+//! way only (ARCHITECTURE.md).
 
 mod docs;
+mod error_codes;
 mod layers;

@@ -2,6 +2,7 @@
 //!
 //! Run with `cargo run -p relay-cli -- --help`.
 
+mod allowed;
 mod document;
 mod explain;
 mod naming;

@@ -26,6 +26,12 @@ pub(crate) enum RoutesCommand {
         store: StoreArgs,
         /// A TOML file of [sinks.<name>] and [[routes]].
         file: std::path::PathBuf,
+        /// What the deployed relay may send to: the Terraform output stored_sink_allowed, ARNs
+        /// and Pub/Sub topic ids, comma-separated (an entry ending in `*` covers every name it
+        /// starts); repeatable. Each SQS, SNS or Pub/Sub sink of FILE that none covers draws a
+        /// warning; the exit code is that of the write. Without it nothing is checked.
+        #[arg(long, value_name = "ARN_OR_TOPIC,...", value_delimiter = ',')]
+        allowed: Vec<String>,
     },
     /// Remove one stored route, and the stored sinks no stored route names any more.
     Remove {
@@ -40,7 +46,11 @@ pub(crate) fn routes(command: RoutesCommand) -> ExitCode {
     document::run("routes", async move {
         match command {
             RoutesCommand::Show { store, json } => show(&store, json).await,
-            RoutesCommand::Put { store, file } => put(&store, &file).await,
+            RoutesCommand::Put {
+                store,
+                file,
+                allowed,
+            } => put(&store, &file, &allowed).await,
             RoutesCommand::Remove { store, name } => remove(&store, &name).await,
         }
     })
@@ -69,8 +79,8 @@ async fn show(args: &StoreArgs, json: bool) -> Result<(), String> {
 }
 
 /// Replaces the stored sinks and routes with those of `file`, keeping the splits; replaces a
-/// stored document that does not parse whole.
-async fn put(args: &StoreArgs, file: &Path) -> Result<(), String> {
+/// stored document that does not parse whole. Warns about the sinks outside `allowed`.
+async fn put(args: &StoreArgs, file: &Path, allowed: &[String]) -> Result<(), String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     // Splits are refused by their key alone, whatever is in them.
@@ -80,6 +90,9 @@ async fn put(args: &StoreArgs, file: &Path) -> Result<(), String> {
         return Err("splits are changed with `relay split`, not `relay routes put`".into());
     }
     let given = StoredRoutes::parse(&text).map_err(|e| format!("{}:{e}", file.display()))?;
+    for warning in crate::allowed::warnings(&given.sinks, allowed) {
+        eprintln!("relay routes: {warning}");
+    }
     document::update(args, IfUnparsable::Replace, |document| {
         document.sinks.clone_from(&given.sinks);
         document.routes.clone_from(&given.routes);

@@ -730,3 +730,75 @@ fn split_start_reads_the_max_ttl_from_the_relay_configuration() {
         &["--ttl", "2h", "--config", config],
     ));
 }
+
+/// `relay routes put FILE --allowed …` warns, on standard error, about each stored SQS, SNS or
+/// Pub/Sub sink that the relay's grants (the module output stored_sink_allowed) do not cover,
+/// and still writes: the exit code is that of the write. Without `--allowed` it says nothing.
+#[test]
+fn routes_put_warns_about_sinks_the_relay_may_not_send_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    let file = dir.path().join("audit.toml");
+    std::fs::write(
+        &file,
+        r#"
+[sinks.audit]
+type = "sqs"
+queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss-audit"
+
+[sinks.split]
+type = "sns"
+topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-relay-split-bob"
+
+[[routes]]
+name = "deletions-to-audit"
+match = { event_type = ["DELETE", "TOMBSTONE"] }
+to = ["audit", "split"]
+"#,
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    // What aws-relay's stored_sink_allowed holds without stored_sink_queue_arns.
+    let deployed = "arn:aws:sqs:us-east-1:123456789012:dss-relay-events,\
+                    arn:aws:sqs:us-east-1:123456789012:dss-relay-split-*,\
+                    arn:aws:sns:us-east-1:123456789012:dss-relay-split-*";
+    let put = |more: &[&str]| {
+        let mut args = vec!["routes", "put", file];
+        args.extend(more);
+        split_cmd(&routes, &[], &args)
+    };
+
+    let warned = put(&["--allowed", deployed]);
+    succeeded(&warned);
+    let stderr = String::from_utf8_lossy(&warned.stderr);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].starts_with("relay routes: warning: sink \"audit\" (sqs https://sqs.us-east-1.amazonaws.com/123456789012/dss-audit) is outside what the relay may send to"),
+        "{stderr}"
+    );
+    assert!(warnings[0].contains("stored_sink_queue_arns"), "{stderr}");
+    assert!(
+        std::fs::read_to_string(&routes)
+            .unwrap()
+            .contains("dss-audit"),
+        "written despite the warning"
+    );
+
+    // Granted (stored_sink_queue_arns), or nothing to tell by: no warning.
+    let granted = format!("{deployed},arn:aws:sqs:us-east-1:123456789012:dss-audit");
+    for more in [&["--allowed", granted.as_str()][..], &[]] {
+        let quiet = put(more);
+        succeeded(&quiet);
+        let stderr = String::from_utf8_lossy(&quiet.stderr);
+        assert!(!stderr.contains("warning"), "{more:?}: {stderr}");
+    }
+
+    // A write that fails fails as before, warning or not.
+    let missing = dir.path().join("no-such-dir/routes.toml");
+    let mut cmd = relay_cmd();
+    cmd.args(["routes", "put", file, "--allowed", deployed, "--routes"])
+        .arg(&missing);
+    let stderr = failed(&cmd.output().unwrap(), 1);
+    assert!(stderr.contains("warning: sink \"audit\""), "{stderr}");
+}

@@ -49,7 +49,7 @@ module "relay" {
   source = "../../modules/aws-relay"
 
   name            = "dss-relay-fifo"
-  lambda_zip_path = "../../../target/lambda/relay-lambda/bootstrap.zip" # make lambda
+  lambda_zip_path = var.lambda_zip_path # make lambda
   callback_path   = "/?replica=aws"
 
   create_queue   = false

@@ -20,3 +20,8 @@ variable "subscriber_profile" {
   }
 }
 
+variable "lambda_zip_path" {
+  description = "The relay's bootstrap.zip, from this directory. The default is the zip `make lambda` builds without CARGO_TARGET_DIR (arm64). With CARGO_TARGET_DIR set, `make lambda` writes under it instead: pass \"$CARGO_TARGET_DIR/lambda/relay-lambda/bootstrap.zip\" (e.g. TF_VAR_lambda_zip_path). For x86_64, pass .../lambda/x86_64/relay-lambda/bootstrap.zip. The function's architecture is read from the file \"architecture\" next to the zip."
+  type        = string
+  default     = "../../../target/lambda/relay-lambda/bootstrap.zip"
+}

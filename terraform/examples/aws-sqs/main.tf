@@ -9,12 +9,13 @@ module "relay" {
   source = "../../modules/aws-relay"
 
   name            = var.name
-  lambda_zip_path = "../../../target/lambda/relay-lambda/bootstrap.zip" # make lambda
+  lambda_zip_path = var.lambda_zip_path # make lambda
 
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=aws"
 
-  # Sustained non-2xx answers and dead letters notify these (an SNS topic, say).
+  # The relay's alarms (refused and failed answers, throttles, dead letters) notify these (an
+  # SNS topic, say).
   alarm_actions = var.alarm_actions
 
   # Live routes and splits: a bucket for the stored routes document, which these principals

@@ -11,7 +11,7 @@ variable "name" {
 }
 
 variable "alarm_actions" {
-  description = "ARNs the relay's alarms notify (sustained non-2xx answers, dead letters), e.g. an SNS topic with the operators' subscriptions. [] leaves the alarms in the console only."
+  description = "ARNs the relay's alarms notify (refused and failed answers, throttles, dead letters), e.g. an SNS topic with the operators' subscriptions. [] leaves the alarms in the console only."
   type        = list(string)
   default     = []
 }
@@ -20,4 +20,10 @@ variable "route_writers" {
   description = "IAM role or user ARNs that may change the stored routes and manage split queues (the bucket policy lets them at the document; attach the route_writer_policy_json output to each as well). [] leaves the document to the account's administrators."
   type        = list(string)
   default     = []
+}
+
+variable "lambda_zip_path" {
+  description = "The relay's bootstrap.zip, from this directory. The default is the zip `make lambda` builds without CARGO_TARGET_DIR (arm64). With CARGO_TARGET_DIR set, `make lambda` writes under it instead: pass \"$CARGO_TARGET_DIR/lambda/relay-lambda/bootstrap.zip\" (e.g. TF_VAR_lambda_zip_path). For x86_64, pass .../lambda/x86_64/relay-lambda/bootstrap.zip. The function's architecture is read from the file \"architecture\" next to the zip."
+  type        = string
+  default     = "../../../target/lambda/relay-lambda/bootstrap.zip"
 }

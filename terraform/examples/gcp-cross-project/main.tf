@@ -15,7 +15,8 @@ provider "google" {
   impersonate_service_account = var.subscriber_impersonate_service_account
 }
 
-# pubsub.googleapis.com is enabled here as well: Pub/Sub charges a publish to the project of the
+# Artifact Registry, Cloud Build and Cloud Storage build and keep the image (gcp-relay-image),
+# unless var.image is given. pubsub.googleapis.com is enabled here as well: Pub/Sub charges a publish to the project of the
 # caller's credentials, here the relay's service account's project, and refuses it (the relay
 # answers 502, forever) while the API is disabled there, wherever the topic lives. Logging and
 # Monitoring hold the relay module's logs-based metrics and alert policy. Cloud Storage holds the
@@ -24,6 +25,8 @@ provider "google" {
 # IAM condition limits it to the ledger's database).
 resource "google_project_service" "relay" {
   for_each = toset([
+    "artifactregistry.googleapis.com",
+    "cloudbuild.googleapis.com",
     "cloudresourcemanager.googleapis.com",
     "firestore.googleapis.com",
     "iam.googleapis.com",
@@ -72,6 +75,21 @@ resource "google_pubsub_subscription" "subscriber" {
 }
 
 ################################################################################
+# Relay's project: the image, built by Cloud Build unless var.image is given
+################################################################################
+
+module "image" {
+  source = "../../modules/gcp-relay-image"
+  count  = var.image == null ? 1 : 0
+
+  project_id = var.relay_project_id
+  region     = var.region
+  name       = "dss-relay"
+
+  depends_on = [google_project_service.relay]
+}
+
+################################################################################
 # Relay's project: the relay, publishing to the subscriber's topic
 ################################################################################
 
@@ -81,7 +99,7 @@ module "relay" {
   project_id          = var.relay_project_id
   region              = var.region
   name                = "dss-relay"
-  image               = var.image
+  image               = var.image != null ? var.image : module.image[0].image
   deletion_protection = var.deletion_protection
   public_invocation   = var.public_invocation
   callback_path       = "/?replica=gcp"

@@ -15,8 +15,14 @@ variable "region" {
 }
 
 variable "image" {
-  description = "The relay-gcf image pushed by `make image`, e.g. us-east1-docker.pkg.dev/RELAY_PROJECT/relay/relay-gcf:TAG."
+  description = "A relay-gcf image already pushed (e.g. by `make image` and `docker push`), such as us-east1-docker.pkg.dev/RELAY_PROJECT/relay/relay-gcf:TAG. null (the default) builds it with Cloud Build from this checkout in relay_project_id (the gcp-relay-image module), which needs the gcloud CLI signed in with `gcloud auth login` and no Docker engine."
   type        = string
+  default     = null
+
+  validation {
+    condition     = var.image == null || can(regex("^[a-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$", var.image))
+    error_message = "image must be null or a full image reference with a registry and a tag or digest, e.g. us-east1-docker.pkg.dev/my-project/relay/relay-gcf:0.1.0."
+  }
 }
 
 variable "deletion_protection" {

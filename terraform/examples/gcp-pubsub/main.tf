@@ -9,6 +9,10 @@ provider "google" {
   project = var.project_id
 }
 
+provider "google-beta" {
+  project = var.project_id
+}
+
 locals {
   name = "dss-relay"
 }
@@ -39,16 +43,23 @@ resource "google_project_service" "this" {
   disable_on_destroy = false
 }
 
-data "google_project" "this" {
-  project_id = var.project_id
+# Pub/Sub's service agent forwards dead letters: it publishes to the dead-letter topic and
+# acknowledges on the source subscription, so it needs a role on each. On a fresh project the
+# agent (service-<number>@gcp-sa-pubsub.iam.gserviceaccount.com) may not exist yet when the API
+# has just been enabled, and IAM refuses a binding to a member that does not exist: this asks
+# Service Usage to create it and waits for it (generateServiceIdentity), before either grant.
+# Only the google-beta provider has the resource; nothing else here uses google-beta.
+resource "google_project_service_identity" "pubsub" {
+  provider = google-beta
+
+  project = var.project_id
+  service = "pubsub.googleapis.com"
 
   depends_on = [google_project_service.this]
 }
 
 locals {
-  # Pub/Sub's service agent forwards dead letters: it publishes to the dead-letter topic and
-  # acknowledges on the source subscription, so it needs a role on each.
-  pubsub_service_agent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  pubsub_service_agent = google_project_service_identity.pubsub.member
 }
 
 ################################################################################
@@ -83,7 +94,8 @@ module "relay" {
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=gcp"
 
-  # Incidents for sustained non-2xx answers, and for messages in the dead-letter subscription.
+  # Incidents for refused and failed answers, at the DSS's retry pace, and for messages in the
+  # dead-letter subscription.
   dead_letter_subscriptions   = [google_pubsub_subscription.dead_letter.name]
   alert_notification_channels = var.alert_notification_channels
 

@@ -35,7 +35,7 @@ output "image" {
 }
 
 output "alert_policy_names" {
-  description = "The relay's alert policies in Cloud Monitoring (non_2xx, dead_letters)."
+  description = "The relay's alert policies in Cloud Monitoring (needs_operator, bad_signature, unavailable, platform_errors, dead_letters)."
   value       = module.relay.alert_policy_names
 }
 

@@ -1,56 +1,235 @@
 ################################################################################
-# Alarms
+# Alarms, at the DSS's pace
 ################################################################################
 
-# Non-2xx answers, sustained. The DSS retries every non-2xx for days without telling anyone, so
-# a relay that refuses (401: key mismatch), cannot publish (502: a sink refuses; 503: a sink is
-# unavailable) or fails outright (Lambda errors and timeouts, throttling) must be noticed by its
-# operator. The Function URL's own counts include the answers Lambda gives when the relay never
-# ran; the relay's metric lines (namespace DssRelay, dimension Relay = the function name) say
-# which status and code.
-resource "aws_cloudwatch_metric_alarm" "non_2xx" {
+# The DSS retries a notification that got no 2xx, on its own schedule, without telling anyone:
+#
+#   v1: attempts at about 0, 1 min, 11 min, 1 h 11 min, 7 h 11 min, 24 h, then daily to 7 days;
+#   v2: attempts at about 0, 15 min, 6 h 15 min, then every 6 h to about 3 days;
+#
+# each with up to about 2 minutes of jitter (v1's notifier runs once a minute, and an attempt may
+# take up to its 60 s timeout). So a relay that fails every notification at ordinary traffic
+# answers non-2xx a few times an hour, never minute after minute: an alarm that needs a failing
+# minute for ten minutes in a row never fires.
+#
+# The window: the longest gap between a notification's first two attempts (v2: 15 min), plus the
+# jitter of both (2 × 2 min), is 19 min; rounded up to 30 min, it holds two attempts of one
+# notification under either schedule. Each alarm looks at the last 30 one-minute data points of
+# the relay's own answers (Answers by Relay, Status and Code, from its Embedded Metric Format
+# lines) and fires when enough of them count: one for an answer an operator must act on, two
+# for a bad signature or a 503 (the DSS's retry of a notification, not one stray request or one
+# short blip). It fires within a minute or two of the answers that make it, and stays in ALARM
+# until 30 minutes after the last one. tests/terraform/alarms.rs derives the window from the
+# schedules and simulates a relay failing one notification an hour against these definitions.
+locals {
+  alarm_window_minutes = 30
+
+  # The dimensions every Answers data point of this relay has, besides Status and Code.
+  alarm_relay = aws_lambda_function.this.function_name
+}
+
+# Answers an operator must act on: the DSS's retries will fail the same way.
+resource "aws_cloudwatch_metric_alarm" "needs_operator" {
   count = var.alarms_enabled ? 1 : 0
 
-  alarm_name        = "${var.name}-non-2xx-answers"
-  alarm_description = "The ${var.name} relay answered non-2xx at least ${var.alarm_non_2xx_per_minute} time(s) a minute for ${var.alarm_non_2xx_minutes} minutes. The DSS retries each one for days. Look at the DssRelay metrics (Answers by Status and Code, Relay = ${var.name}) and the log group ${aws_cloudwatch_log_group.this.name}: 401 means the DSS signs with another key; 502, a sink refuses the message (permissions, a missing queue); 503, a sink is unavailable or slow; 5xx without a relay line, Lambda errors or throttling."
+  alarm_name        = "${var.name}-answers-need-operator"
+  alarm_description = "The ${var.name} relay refused a DSS notification in a way its retries cannot fix (at least one answer in the last ${local.alarm_window_minutes} minutes). Check first which code, in the DssRelay metric Answers by Relay, Status and Code (Relay = ${var.name}): 502 sink_failed, the queue or topic refuses the message (the role's sqs:SendMessage/sns:Publish, a deleted queue or topic, its KMS key; the log group ${aws_cloudwatch_log_group.this.name} has the sink's error); 401 unknown_key_id, the subscription signs with an hmac_key_id the relay's secret does not hold (register the subscription again, or add the key); 413 message_too_large, a notification too big for the sink (a large attachment). The DSS keeps retrying for days (v2: 3 days), then drops the notification."
   alarm_actions     = var.alarm_actions
   ok_actions        = var.alarm_actions
 
   comparison_operator = "GreaterThanOrEqualToThreshold"
-  threshold           = var.alarm_non_2xx_per_minute
-  evaluation_periods  = var.alarm_non_2xx_minutes
-  datapoints_to_alarm = var.alarm_non_2xx_minutes
+  threshold           = 1
+  evaluation_periods  = local.alarm_window_minutes
+  datapoints_to_alarm = 1
   # A quiet relay sends no data points; silence is not a failure.
   treat_missing_data = "notBreaching"
 
   metric_query {
-    id          = "non_2xx"
-    expression  = "FILL(client_errors, 0) + FILL(server_errors, 0)"
-    label       = "Non-2xx answers per minute"
+    id          = "needs_operator"
+    expression  = "FILL(sink_failed, 0) + FILL(unknown_key_id, 0) + FILL(message_too_large, 0)"
+    label       = "Answers an operator must act on, per minute"
     return_data = true
   }
 
   metric_query {
-    id = "client_errors"
+    id = "sink_failed"
     metric {
-      namespace   = "AWS/Lambda"
-      metric_name = "Url4xxCount"
-      dimensions  = { FunctionName = aws_lambda_function.this.function_name }
+      namespace   = "DssRelay"
+      metric_name = "Answers"
+      dimensions  = { Relay = local.alarm_relay, Status = "502", Code = "sink_failed" }
       period      = 60
       stat        = "Sum"
     }
   }
 
   metric_query {
-    id = "server_errors"
+    id = "unknown_key_id"
     metric {
-      namespace   = "AWS/Lambda"
-      metric_name = "Url5xxCount"
-      dimensions  = { FunctionName = aws_lambda_function.this.function_name }
+      namespace   = "DssRelay"
+      metric_name = "Answers"
+      dimensions  = { Relay = local.alarm_relay, Status = "401", Code = "unknown_key_id" }
       period      = 60
       stat        = "Sum"
     }
   }
+
+  metric_query {
+    id = "message_too_large"
+    metric {
+      namespace   = "DssRelay"
+      metric_name = "Answers"
+      dimensions  = { Relay = local.alarm_relay, Status = "413", Code = "message_too_large" }
+      period      = 60
+      stat        = "Sum"
+    }
+  }
+
+  tags = var.tags
+}
+
+# Bad signatures: the DSS signing with another secret, or a scanner of the public URL sending
+# garbage. The DSS retries, so its bad signatures come back in another minute of the window
+# (v1 after 1 min, v2 after 15); a scanner's one-off request does not.
+resource "aws_cloudwatch_metric_alarm" "bad_signature" {
+  count = var.alarms_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-bad-signatures"
+  alarm_description = "The ${var.name} relay answered 401 bad_signature in at least ${var.alarm_bad_signature_minutes} of the last ${local.alarm_window_minutes} minutes. Check first whether the requests come from the DSS: the log group ${aws_cloudwatch_log_group.this.name} has each refused request's keyId and User-Agent (python-requests from the DSS). If they do, the subscription's hmac_secret_key differs from the relay's secret (hmac_secret_version raised without registering the subscription again) or the DSS's clock is off; the DSS keeps retrying, and drops the notification after its last attempt. If they are scanners of the public URL, raise alarm_bad_signature_minutes."
+  alarm_actions     = var.alarm_actions
+  ok_actions        = var.alarm_actions
+
+  namespace           = "DssRelay"
+  metric_name         = "Answers"
+  dimensions          = { Relay = local.alarm_relay, Status = "401", Code = "bad_signature" }
+  statistic           = "Sum"
+  period              = 60
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
+  evaluation_periods  = local.alarm_window_minutes
+  datapoints_to_alarm = var.alarm_bad_signature_minutes
+  treat_missing_data  = "notBreaching"
+
+  tags = var.tags
+}
+
+# 503s that outlast a retry: a sink, the ledger or the relay itself unavailable. The DSS's
+# retries may get through, so a 503 in one minute is no page; 503s in two minutes of the window
+# are an outage that at least one retry ran into.
+resource "aws_cloudwatch_metric_alarm" "unavailable" {
+  count = var.alarms_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-sustained-503"
+  alarm_description = "The ${var.name} relay answered 503 in at least ${var.alarm_unavailable_minutes} of the last ${local.alarm_window_minutes} minutes: notifications are late (the DSS retries them; v2 next tries 6 hours later), not lost yet. Check first which code, in the DssRelay metric Answers by Relay, Status and Code (Relay = ${var.name}): sink_unavailable, a queue or topic slower than sink_timeout_ms or throttling (PublishLatency by Sink); ledger_unavailable, the ledger table (LedgerCalls with Result = error says since when); overloaded or deadline_passed, the function is short of time or concurrency (Duration, ConcurrentExecutions and Throttles in AWS/Lambda)."
+  alarm_actions     = var.alarm_actions
+  ok_actions        = var.alarm_actions
+
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
+  evaluation_periods  = local.alarm_window_minutes
+  datapoints_to_alarm = var.alarm_unavailable_minutes
+  treat_missing_data  = "notBreaching"
+
+  metric_query {
+    id          = "unavailable"
+    expression  = "FILL(sink_unavailable, 0) + FILL(ledger_unavailable, 0) + FILL(overloaded, 0) + FILL(deadline_passed, 0)"
+    label       = "503 answers per minute"
+    return_data = true
+  }
+
+  metric_query {
+    id = "sink_unavailable"
+    metric {
+      namespace   = "DssRelay"
+      metric_name = "Answers"
+      dimensions  = { Relay = local.alarm_relay, Status = "503", Code = "sink_unavailable" }
+      period      = 60
+      stat        = "Sum"
+    }
+  }
+
+  metric_query {
+    id = "ledger_unavailable"
+    metric {
+      namespace   = "DssRelay"
+      metric_name = "Answers"
+      dimensions  = { Relay = local.alarm_relay, Status = "503", Code = "ledger_unavailable" }
+      period      = 60
+      stat        = "Sum"
+    }
+  }
+
+  metric_query {
+    id = "overloaded"
+    metric {
+      namespace   = "DssRelay"
+      metric_name = "Answers"
+      dimensions  = { Relay = local.alarm_relay, Status = "503", Code = "overloaded" }
+      period      = 60
+      stat        = "Sum"
+    }
+  }
+
+  metric_query {
+    id = "deadline_passed"
+    metric {
+      namespace   = "DssRelay"
+      metric_name = "Answers"
+      dimensions  = { Relay = local.alarm_relay, Status = "503", Code = "deadline_passed" }
+      period      = 60
+      stat        = "Sum"
+    }
+  }
+
+  tags = var.tags
+}
+
+# What the relay's lines cannot show: invocations that failed without an answer from the relay
+# (a crash, a timeout), which the Function URL turns into a 5xx. This replaces the alarm on the
+# Function URL's Url4xxCount + Url5xxCount: those count every answer of the relay too (now
+# alarmed on by code, above) and every scanner's 401 and 404, and they alarmed only after ten
+# failing minutes in a row, which the DSS's retries never make.
+resource "aws_cloudwatch_metric_alarm" "function_errors" {
+  count = var.alarms_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-function-errors"
+  alarm_description = "Invocations of the ${var.name} function failed without an answer from the relay (a crash or a timeout; the DSS got a 5xx from the Function URL and retries) at least once in the last ${local.alarm_window_minutes} minutes. Check first the log group ${aws_cloudwatch_log_group.this.name} for Task timed out, Runtime exited or a failed start (the secret unreadable at start: its ARN, the role's secretsmanager:GetSecretValue, its KMS key)."
+  alarm_actions     = var.alarm_actions
+  ok_actions        = var.alarm_actions
+
+  namespace           = "AWS/Lambda"
+  metric_name         = "Errors"
+  dimensions          = { FunctionName = aws_lambda_function.this.function_name }
+  statistic           = "Sum"
+  period              = 60
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
+  evaluation_periods  = local.alarm_window_minutes
+  datapoints_to_alarm = 1
+  treat_missing_data  = "notBreaching"
+
+  tags = var.tags
+}
+
+# Throttles: more notifications at once than reserved_concurrency (or the account's pool). The
+# Function URL answers 429 and the DSS retries, so they are late, not lost.
+resource "aws_cloudwatch_metric_alarm" "throttles" {
+  count = var.alarms_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-throttles"
+  alarm_description = "Invocations of the ${var.name} function were throttled (the DSS got 429 and retries) at least once in the last ${local.alarm_window_minutes} minutes. Check first ConcurrentExecutions of the function against reserved_concurrency (${var.reserved_concurrency == null ? "none: the account's unreserved pool" : var.reserved_concurrency}): a burst of DSS notifications above it, raise reserved_concurrency; a flood of requests the relay refuses (Answers with Status = 401 or 404, Code = missing_authorization, bad_signature, not_found), the cap is doing its job: it keeps the flood from taking the account's other functions' concurrency."
+  alarm_actions     = var.alarm_actions
+  ok_actions        = var.alarm_actions
+
+  namespace           = "AWS/Lambda"
+  metric_name         = "Throttles"
+  dimensions          = { FunctionName = aws_lambda_function.this.function_name }
+  statistic           = "Sum"
+  period              = 60
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
+  evaluation_periods  = local.alarm_window_minutes
+  datapoints_to_alarm = 1
+  treat_missing_data  = "notBreaching"
 
   tags = var.tags
 }

@@ -23,6 +23,12 @@ resource "aws_iam_role" "this" {
   tags                 = var.tags
 }
 
+locals {
+  # Every customer-managed key the role may use: those of main.tf (the module's, an existing
+  # queue's, the SNS topic's, an existing routes bucket's) and those of the stored sinks.
+  role_kms_key_arns = distinct(concat(local.kms_key_arns, var.routes_enabled ? var.stored_sink_kms_key_arns : []))
+}
+
 # No managed policy (AWSLambdaBasicExecutionRole would allow logs:CreateLogGroup on "*"): the
 # function writes only to its own log group, which this module creates.
 data "aws_iam_policy_document" "this" {
@@ -113,6 +119,28 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
+  # RELAY_ROUTES_URL: stored sinks ([sinks.<name>] of the document) outside the split prefix
+  # send to exactly the queues and topics the operator names, each by its ARN.
+  dynamic "statement" {
+    for_each = var.routes_enabled && length(var.stored_sink_queue_arns) > 0 ? [var.stored_sink_queue_arns] : []
+    content {
+      sid       = "SendToStoredSinkQueues"
+      effect    = "Allow"
+      actions   = ["sqs:SendMessage"]
+      resources = statement.value
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.routes_enabled && length(var.stored_sink_topic_arns) > 0 ? [var.stored_sink_topic_arns] : []
+    content {
+      sid       = "PublishToStoredSinkTopics"
+      effect    = "Allow"
+      actions   = ["sns:Publish"]
+      resources = statement.value
+    }
+  }
+
   # RELAY_LEDGER_URL: the delivery ledger's conditional writes (UpdateItem) and the reset of an
   # expired item (PutItem), on the table only; the relay neither reads, queries nor deletes.
   dynamic "statement" {
@@ -125,10 +153,11 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
-  # Only with customer-managed keys: SQS needs GenerateDataKey and Decrypt from the sender of an
-  # encrypted message; reading the secret, or a routes document encrypted with one, needs Decrypt.
+  # Only with customer-managed keys: SQS and SNS need GenerateDataKey and Decrypt from the sender
+  # of an encrypted message; reading the secret, or a routes document encrypted with one, needs
+  # Decrypt. The stored sinks' keys (stored_sink_kms_key_arns) are among them.
   dynamic "statement" {
-    for_each = length(local.kms_key_arns) > 0 ? [local.kms_key_arns] : []
+    for_each = length(local.role_kms_key_arns) > 0 ? [local.role_kms_key_arns] : []
     content {
       sid       = "UseCustomerManagedKeys"
       effect    = "Allow"

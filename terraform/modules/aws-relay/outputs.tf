@@ -97,11 +97,29 @@ output "dlq_url" {
 ################################################################################
 
 output "alarm_arns" {
-  description = "ARNs of the CloudWatch alarms by purpose (non_2xx, dead_letters); absent when not created."
+  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters); absent when not created."
   value = merge(
-    { for alarm in aws_cloudwatch_metric_alarm.non_2xx : "non_2xx" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.needs_operator : "needs_operator" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.bad_signature : "bad_signature" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.unavailable : "unavailable" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.function_errors : "function_errors" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.throttles : "throttles" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.dead_letters : "dead_letters" => alarm.arn },
   )
+}
+
+################################################################################
+# Dashboard
+################################################################################
+
+output "dashboard_name" {
+  description = "Name of the CloudWatch dashboard (the relay's name); null without dashboard_enabled."
+  value       = one(aws_cloudwatch_dashboard.this[*].dashboard_name)
+}
+
+output "dashboard_url" {
+  description = "The dashboard in the CloudWatch console (https://<region>.console.aws.amazon.com/cloudwatch/home?region=<region>#dashboards/dashboard/<name>); null without dashboard_enabled."
+  value       = var.dashboard_enabled ? "https://${local.region}.console.aws.amazon.com/cloudwatch/home?region=${local.region}#dashboards/dashboard/${one(aws_cloudwatch_dashboard.this[*].dashboard_name)}" : null
 }
 
 ################################################################################
@@ -121,6 +139,15 @@ output "routes_bucket" {
 output "split_prefix" {
   description = "Name prefix of the split destinations the relay may send to (queues and topics <split_prefix>… in this account and region); null without routes_enabled."
   value       = var.routes_enabled ? local.split_prefix : null
+}
+
+output "stored_sink_allowed" {
+  description = "What a stored sink may send to, comma-separated, for `relay routes put --allowed`: the relay's queue, sns_topic_arn, the split queues and topics (<split_prefix>*), stored_sink_queue_arns and stored_sink_topic_arns, as the role's policy names them; null without routes_enabled."
+  value = var.routes_enabled ? join(",", compact(concat(
+    [local.queue_arn, var.sns_topic_arn, local.split_queue_arns, local.split_topic_arns],
+    var.stored_sink_queue_arns,
+    var.stored_sink_topic_arns,
+  ))) : null
 }
 
 output "route_writer_policy_json" {

@@ -235,6 +235,9 @@ data "aws_iam_policy_document" "route_writers" {
     }
   }
 
+  # `relay split` calls CreateQueue (its FIFO attributes go with it) and DeleteQueue; a developer
+  # reads a split's queue with ReceiveMessage and DeleteMessage. Not SetQueueAttributes (a queue
+  # policy could share a split queue with any account) nor TagQueue: the CLI sets neither.
   statement {
     sid    = "ManageSplitQueues"
     effect = "Allow"
@@ -245,8 +248,6 @@ data "aws_iam_policy_document" "route_writers" {
       "sqs:GetQueueAttributes",
       "sqs:GetQueueUrl",
       "sqs:ReceiveMessage",
-      "sqs:SetQueueAttributes",
-      "sqs:TagQueue",
     ]
     resources = [local.split_queue_arns]
   }

@@ -28,7 +28,7 @@ variable "tags" {
 ################################################################################
 
 variable "lambda_zip_path" {
-  description = "Path to the bootstrap.zip that `make lambda` builds (target/lambda/relay-lambda/bootstrap.zip)."
+  description = "Path to the bootstrap.zip that `make lambda` builds: <CARGO_TARGET_DIR or target>/lambda/relay-lambda/bootstrap.zip (the LAMBDA_ARCH one, arm64 by default), or lambda/<arm64|x86_64>/relay-lambda/bootstrap.zip for either architecture."
   type        = string
 
   validation {
@@ -38,7 +38,7 @@ variable "lambda_zip_path" {
 }
 
 variable "architecture" {
-  description = "Instruction set of the bootstrap binary: arm64 or x86_64. null (the default) reads it from the file \"architecture\" that `make lambda` writes next to the zip (target/lambda/relay-lambda/architecture), so the function always matches what was built; set it only for a zip built some other way."
+  description = "Instruction set of the bootstrap binary: arm64 or x86_64. null (the default) reads it from the file \"architecture\" that `make lambda` writes next to the zip, so the function always matches what was built; set it only for a zip built some other way."
   type        = string
   default     = null
 
@@ -71,9 +71,9 @@ variable "timeout" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserved concurrent executions for the function: caps how many notifications are relayed at once and guarantees that capacity. null leaves the function on the account's unreserved pool."
+  description = "Reserved concurrent executions for the function: caps how many requests it serves at once (each environment serves one), so that a flood on the public Function URL cannot take the account's whole Lambda concurrency from its other functions, and guarantees that capacity. Beyond it the Function URL answers 429 and the DSS retries (alarm <name>-throttles). The default, 200, absorbs a burst of 1,000 notifications within a second (README, \"Reserved concurrency\"); the account must keep 100 unreserved, so its concurrency quota must be at least this plus 100. null leaves the function on the account's unreserved pool, uncapped."
   type        = number
-  default     = null
+  default     = 200
 
   validation {
     condition     = var.reserved_concurrency == null || try(var.reserved_concurrency >= 0 && floor(var.reserved_concurrency) == var.reserved_concurrency, false)
@@ -332,7 +332,7 @@ variable "callback_path" {
 ################################################################################
 
 variable "alarms_enabled" {
-  description = "Create the CloudWatch alarms: sustained non-2xx answers, and messages in the dead-letter queue (with create_queue)."
+  description = "Create the CloudWatch alarms, on the relay's answers by code at the DSS's retry pace (answers that need an operator, bad signatures, sustained 503s), on the function's errors and throttles, and on messages in the dead-letter queue (with create_queue)."
   type        = bool
   default     = true
 }
@@ -348,26 +348,36 @@ variable "alarm_actions" {
   }
 }
 
-variable "alarm_non_2xx_per_minute" {
-  description = "Non-2xx answers per minute at or above which a minute counts as failing, for the non-2xx alarm. 1: any refusal or failure counts."
+variable "alarm_bad_signature_minutes" {
+  description = "Minutes, among the alarms' last 30, with at least one 401 bad_signature answer before the <name>-bad-signatures alarm fires. The default, 2, catches the DSS retrying a notification signed with another secret (v1 after 1 minute, v2 after 15) and lets a scanner's one-off request pass; raise it if scanners of the public URL page you."
   type        = number
-  default     = 1
+  default     = 2
 
   validation {
-    condition     = var.alarm_non_2xx_per_minute >= 1
-    error_message = "alarm_non_2xx_per_minute must be at least 1."
+    condition     = var.alarm_bad_signature_minutes >= 1 && var.alarm_bad_signature_minutes <= 30 && floor(var.alarm_bad_signature_minutes) == var.alarm_bad_signature_minutes
+    error_message = "alarm_bad_signature_minutes must be a whole number from 1 to 30 (the alarm's window is 30 one-minute data points)."
   }
 }
 
-variable "alarm_non_2xx_minutes" {
-  description = "Consecutive failing minutes before the non-2xx alarm fires. The default, 10, lets a lone bad request or a short sink outage that the DSS's retries cover pass without a page."
+variable "alarm_unavailable_minutes" {
+  description = "Minutes, among the alarms' last 30, with at least one 503 answer (sink_unavailable, ledger_unavailable, overloaded, deadline_passed) before the <name>-sustained-503 alarm fires. The default, 2: an outage that a DSS retry ran into, not a blip within one minute."
   type        = number
-  default     = 10
+  default     = 2
 
   validation {
-    condition     = var.alarm_non_2xx_minutes >= 1 && var.alarm_non_2xx_minutes <= 1440 && floor(var.alarm_non_2xx_minutes) == var.alarm_non_2xx_minutes
-    error_message = "alarm_non_2xx_minutes must be a whole number of minutes from 1 to 1440 (one day)."
+    condition     = var.alarm_unavailable_minutes >= 1 && var.alarm_unavailable_minutes <= 30 && floor(var.alarm_unavailable_minutes) == var.alarm_unavailable_minutes
+    error_message = "alarm_unavailable_minutes must be a whole number from 1 to 30 (the alarm's window is 30 one-minute data points)."
   }
+}
+
+################################################################################
+# Dashboard (dashboard.tf)
+################################################################################
+
+variable "dashboard_enabled" {
+  description = "Create the CloudWatch dashboard <name>: answers by class and by status and code, latency, publishes, publish latency and batch size per destination, duplicates and ledger latency (with ledger_enabled), dead letters (with create_queue), and the function's concurrency, throttles, errors and duration."
+  type        = bool
+  default     = true
 }
 
 ################################################################################
@@ -447,8 +457,10 @@ variable "split_prefix" {
   default     = null
 
   validation {
-    condition     = var.split_prefix == null || can(regex("^[A-Za-z0-9_-]{1,60}$", var.split_prefix))
-    error_message = "split_prefix must be null or 1-60 letters, digits, hyphens or underscores (SQS queue names are at most 80 characters, and the split's name and a suffix follow the prefix)."
+    # The role may send to every queue and topic named <split_prefix>*: at least 4 characters
+    # ending in a hyphen keep that to the split destinations (a prefix "d" would grant "d*").
+    condition     = var.split_prefix == null || can(regex("^[A-Za-z0-9_-]{3,59}-$", var.split_prefix))
+    error_message = "split_prefix must be null or 4-60 letters, digits, hyphens or underscores ending in a hyphen, such as \"dss-relay-split-\" (the role may send to every queue and topic whose name starts with it; SQS queue names are at most 80 characters, and the split's name and a suffix follow the prefix)."
   }
 }
 
@@ -460,6 +472,54 @@ variable "route_writers" {
   validation {
     condition     = alltrue([for arn in var.route_writers : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$", arn))])
     error_message = "route_writers must be IAM role or user ARNs such as arn:aws:iam::123456789012:role/relay-developers."
+  }
+}
+
+variable "stored_sink_queue_arns" {
+  description = "SQS queues (ARNs) that stored routes' [sinks.<name>] may send to besides the relay's own queue and the <split_prefix>* split queues: the role may sqs:SendMessage to exactly these (statement SendToStoredSinkQueues). A queue in another account also needs its owner's queue policy (the aws-queue-grant module there), and one encrypted with a customer-managed key its key in stored_sink_kms_key_arns. Needs routes_enabled."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.stored_sink_queue_arns : can(regex("^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,75}(\\.fifo)?$", arn))])
+    error_message = "stored_sink_queue_arns must be queue ARNs such as arn:aws:sqs:us-east-1:123456789012:dss-audit (no wildcards)."
+  }
+
+  validation {
+    condition     = length(var.stored_sink_queue_arns) == 0 || var.routes_enabled
+    error_message = "stored_sink_queue_arns needs routes_enabled = true: only stored routes name these queues."
+  }
+}
+
+variable "stored_sink_topic_arns" {
+  description = "SNS topics (ARNs) that stored routes' [sinks.<name>] may publish to besides sns_topic_arn and the <split_prefix>* split topics: the role may sns:Publish to exactly these (statement PublishToStoredSinkTopics). A topic in another account also needs its owner's topic policy, and one encrypted with a customer-managed key its key in stored_sink_kms_key_arns. Needs routes_enabled."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.stored_sink_topic_arns : can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", arn))])
+    error_message = "stored_sink_topic_arns must be topic ARNs such as arn:aws:sns:us-east-1:123456789012:dss-audit (no wildcards)."
+  }
+
+  validation {
+    condition     = length(var.stored_sink_topic_arns) == 0 || var.routes_enabled
+    error_message = "stored_sink_topic_arns needs routes_enabled = true: only stored routes name these topics."
+  }
+}
+
+variable "stored_sink_kms_key_arns" {
+  description = "Customer-managed KMS keys that encrypt stored_sink_queue_arns and stored_sink_topic_arns, if any: the role then may use kms:GenerateDataKey and kms:Decrypt on these keys too (SQS and SNS need both from a sender to an encrypted queue or topic; statement UseCustomerManagedKeys). The keys' policies must also allow the role (role_arn). [] for destinations with SSE-SQS or the AWS managed keys. Needs routes_enabled."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.stored_sink_kms_key_arns : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", arn))])
+    error_message = "stored_sink_kms_key_arns must be KMS key ARNs such as arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab."
+  }
+
+  validation {
+    condition     = length(var.stored_sink_kms_key_arns) == 0 || var.routes_enabled
+    error_message = "stored_sink_kms_key_arns needs routes_enabled = true."
   }
 }
 

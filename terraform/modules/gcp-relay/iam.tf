@@ -95,6 +95,16 @@ resource "google_project_iam_member" "relay_ledger" {
   }
 }
 
+# Stored sinks ([sinks.<name>] of the routes document) publish to the topics the operator names
+# in stored_sink_topics: the same role, on exactly each of those topics.
+resource "google_pubsub_topic_iam_member" "stored_sinks" {
+  for_each = toset(var.routes_enabled ? var.stored_sink_topics : [])
+
+  topic  = each.value
+  role   = "roles/pubsub.publisher"
+  member = "serviceAccount:${google_service_account.this.email}"
+}
+
 # No grant on split topics. Pub/Sub takes no IAM condition on resource names (its bindings
 # accept none, and pubsub.googleapis.com is not among the services that read resource.name in a
 # condition), so "topics whose name starts with split_prefix" cannot be granted ahead of time.

@@ -167,21 +167,37 @@ resource "google_logging_metric" "batch_size" {
 }
 
 ################################################################################
-# Alert: the DSS is getting answers other than 2xx
+# Alerts on the relay's answers, at the DSS's pace
 ################################################################################
 
-# On Cloud Run's own request count rather than the relay's lines: it also counts what Cloud Run
-# answers without reaching the relay (no instance available, a crashing revision).
+# The DSS retries a notification that got no 2xx, on its own schedule (v1: about 0, 1 min,
+# 11 min, 1 h 11 min, 7 h 11 min, then daily to 7 days; v2: about 0, 15 min, 6 h 15 min, then
+# every 6 h to about 3 days), each attempt with up to about 2 minutes of jitter. A relay that
+# fails every notification at ordinary traffic therefore answers non-2xx a few times an hour,
+# never minute after minute: a condition that must hold for ten minutes never fires.
 #
-# The rate is taken per minute and summed over the service's revisions; the condition holds
-# while that rate stays above non_2xx_threshold (per second) for non_2xx_duration_seconds. The
-# defaults (above 0, for 600 s) open an incident when every minute for ten minutes had at least
-# one non-2xx answer: a quiet relay whose every notification fails, retried by the DSS about
-# once a minute, alerts after ten minutes, while a single failure, or a scanner's short burst of
-# 404s and 401s on the public URL, does not.
-resource "google_monitoring_alert_policy" "non_2xx" {
+# The window: the longest gap between a notification's first two attempts (v2: 15 min), plus
+# the jitter of both (2 × 2 min), is 19 min; rounded up to 30 min it holds two attempts of one
+# notification under either schedule. Each condition sums the relay's answers with the codes it
+# watches (the logs-based metric <name>/answers, by its code label) over the last 30 minutes
+# (the alignment period, a sliding window in alerting) and opens an incident as soon as that
+# sum passes its threshold: any answer an operator must act on; more than
+# bad_signature_threshold bad signatures (the DSS's retry, not a scanner's one-off request);
+# more than unavailable_threshold 503s (an outage a retry ran into). tests/terraform/alarms.rs
+# derives the window from the schedules and simulates a relay failing one notification an hour
+# against these policies.
+locals {
+  alert_window = "1800s"
+
+  answers_metric = join(" AND ", [
+    "resource.type = \"cloud_run_revision\"",
+    "metric.type = \"logging.googleapis.com/user/${google_logging_metric.answers.name}\"",
+  ])
+}
+
+resource "google_monitoring_alert_policy" "needs_operator" {
   project               = var.project_id
-  display_name          = "${var.name}: DSS notifications answered with non-2xx"
+  display_name          = "${var.name}: DSS notifications refused in a way retries cannot fix"
   combiner              = "OR"
   enabled               = var.alerts_enabled
   notification_channels = var.alert_notification_channels
@@ -189,22 +205,74 @@ resource "google_monitoring_alert_policy" "non_2xx" {
   user_labels           = var.labels
 
   conditions {
-    display_name = "non-2xx answers, sustained"
+    display_name = "sink_failed, unknown_key_id or message_too_large answers"
 
     condition_threshold {
-      filter = join(" AND ", [
-        "resource.type = \"cloud_run_revision\"",
-        "resource.labels.service_name = \"${google_cloud_run_v2_service.this.name}\"",
-        "metric.type = \"run.googleapis.com/request_count\"",
-        "metric.labels.response_code_class != \"2xx\"",
-      ])
+      filter          = "${local.answers_metric} AND metric.labels.code = one_of(\"sink_failed\", \"unknown_key_id\", \"message_too_large\")"
       comparison      = "COMPARISON_GT"
-      threshold_value = var.non_2xx_threshold
-      duration        = "${var.non_2xx_duration_seconds}s"
+      threshold_value = 0
+      duration        = "0s"
 
       aggregations {
-        alignment_period     = "60s"
-        per_series_aligner   = "ALIGN_RATE"
+        alignment_period     = local.alert_window
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.code"]
+      }
+
+      trigger {
+        count = 1
+      }
+
+      # No answers at all is no failure: the incident closes once the window holds none.
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "${var.name}: the relay refused a DSS notification; an operator must act"
+    content   = <<-EOT
+      The Cloud Run service **${var.name}** (project ${var.project_id}) gave at least one answer
+      in the last 30 minutes that the DSS's retries will get again until someone acts. The DSS
+      keeps retrying (v2 for 3 days, v1 for 7), then drops the notification.
+
+      **Check first** which code (the incident's `code` label; Metrics Explorer,
+      logging.googleapis.com/user/${var.name}/answers by code):
+
+      - **502 sink_failed**: the topic refuses the message: the relay's service account may not
+        publish to it, the topic is gone, or the Pub/Sub API is disabled. The relay's error line
+        names the sink.
+      - **401 unknown_key_id**: the subscription signs with an hmac_key_id the relay's
+        RELAY_HMAC_KEYS secret does not hold: register the subscription again, or add the key.
+      - **413 message_too_large**: a notification too big for the sink (a large attachment).
+
+      Logs Explorer: `resource.type="cloud_run_revision" resource.labels.service_name="${var.name}" (jsonPayload.Class="4xx" OR jsonPayload.Class="5xx" OR jsonPayload.level="WARN" OR jsonPayload.level="ERROR")`.
+    EOT
+  }
+}
+
+resource "google_monitoring_alert_policy" "bad_signature" {
+  project               = var.project_id
+  display_name          = "${var.name}: DSS notifications with bad signatures"
+  combiner              = "OR"
+  enabled               = var.alerts_enabled
+  notification_channels = var.alert_notification_channels
+  severity              = "ERROR"
+  user_labels           = var.labels
+
+  conditions {
+    display_name = "bad_signature answers, more than bad_signature_threshold in 30 minutes"
+
+    condition_threshold {
+      filter          = "${local.answers_metric} AND metric.labels.code = \"bad_signature\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = var.bad_signature_threshold
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = local.alert_window
+        per_series_aligner   = "ALIGN_SUM"
         cross_series_reducer = "REDUCE_SUM"
       }
 
@@ -212,42 +280,136 @@ resource "google_monitoring_alert_policy" "non_2xx" {
         count = 1
       }
 
-      # No requests at all is no failure: the incident closes once non-2xx answers stop.
       evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
     }
   }
 
   documentation {
     mime_type = "text/markdown"
-    subject   = "${var.name}: the DSS is getting non-2xx answers"
+    subject   = "${var.name}: requests with bad signatures"
     content   = <<-EOT
-      The Cloud Run service **${var.name}** (project ${var.project_id}) has kept answering
-      requests with a status other than 2xx, at more than ${var.non_2xx_threshold} per second in
-      each minute, for ${var.non_2xx_duration_seconds / 60} minutes.
+      The Cloud Run service **${var.name}** (project ${var.project_id}) answered 401
+      bad_signature more than ${var.bad_signature_threshold} time(s) in the last 30 minutes.
 
-      **What it means for the DSS.** The DSS retries a notification that did not get a 2xx, for
-      days, so nothing is lost yet: notifications arrive late, and are lost only if the failure
-      outlasts the DSS's retries.
+      **Check first** whether they come from the DSS: the relay's warning for each refused
+      request has its keyId; the request logs have the User-Agent (python-requests from the DSS).
+      If they do, the subscription's hmac_secret_key differs from the relay's secret
+      (hmac_secret_version raised without registering the subscription again), or the DSS's
+      clock is off; the DSS keeps retrying, then drops the notification. If they are scanners of
+      the public URL, raise bad_signature_threshold.
+    EOT
+  }
+}
 
-      - **401**: the signature does not verify. Most often the subscription's key does not match
-        the relay's RELAY_HMAC_KEYS secret (e.g. hmac_secret_version was raised and the
-        subscription was not registered again with the new secret), or the DSS's clock is off
-        (stale_date, future_date). The error code tells which.
-      - **502** (sink_failed): a sink refuses the message, and an operator must act: the relay's
-        service account may not publish to the topic, the topic is gone, or the Pub/Sub API is
-        disabled in the relay's project.
-      - **503** (sink_unavailable, overloaded): a sink is unavailable or slower than
-        sink_timeout_ms, or the relay is at its concurrency limits; the DSS's retries may get
-        through.
-      - Other 4xx: malformed or oversized requests; a burst of 404s and 401s from scanners of
-        the public URL is noise.
+resource "google_monitoring_alert_policy" "unavailable" {
+  project               = var.project_id
+  display_name          = "${var.name}: DSS notifications answered 503, sustained"
+  combiner              = "OR"
+  enabled               = var.alerts_enabled
+  notification_channels = var.alert_notification_channels
+  severity              = "WARNING"
+  user_labels           = var.labels
 
-      **Where to look.** In Metrics Explorer, logging.googleapis.com/user/${var.name}/answers
-      by code, and ${var.name}/publish_latency by sink and result. In Logs Explorer, the failed
-      answers with their codes, and the relay's warnings and errors (a sink's error among them):
-      `resource.type="cloud_run_revision" resource.labels.service_name="${var.name}" (jsonPayload.Class="4xx" OR jsonPayload.Class="5xx" OR jsonPayload.level="WARN" OR jsonPayload.level="ERROR")`.
-      Cloud Run's own 429, 500 and 503 answers (no instance available, a crashing revision)
-      have no relay line; look at the revisions' state and the request logs there.
+  conditions {
+    display_name = "503 answers, more than unavailable_threshold in 30 minutes"
+
+    condition_threshold {
+      filter          = "${local.answers_metric} AND metric.labels.code = one_of(\"sink_unavailable\", \"ledger_unavailable\", \"overloaded\", \"deadline_passed\")"
+      comparison      = "COMPARISON_GT"
+      threshold_value = var.unavailable_threshold
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = local.alert_window
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "${var.name}: the relay keeps answering 503"
+    content   = <<-EOT
+      The Cloud Run service **${var.name}** (project ${var.project_id}) answered 503 more than
+      ${var.unavailable_threshold} time(s) in the last 30 minutes. Notifications are late, not
+      lost yet: the DSS retries them (v2 next tries 6 hours later).
+
+      **Check first** which code (logging.googleapis.com/user/${var.name}/answers by code):
+      **sink_unavailable**, a topic slower than sink_timeout_ms or throttling
+      (${var.name}/publish_latency by sink and result); **ledger_unavailable**, the Firestore
+      ledger; **overloaded** or **deadline_passed**, the service is short of instances or CPU
+      (max_instances, the revisions' CPU and instance counts).
+    EOT
+  }
+}
+
+################################################################################
+# Alert: Cloud Run answered without the relay
+################################################################################
+
+# What the relay's lines cannot show: requests Cloud Run answered itself. The relay never answers
+# 429, 500 or 504, Cloud Run does: 429, no instance available (max_instances reached); 500, a
+# crashing revision; 504, the request timeout. This replaces the policy on every non-2xx
+# request_count, held for ten minutes: it counted the relay's own answers too (now alerted on by
+# code, above) and every scanner's 401 and 404, and the DSS's retries never fail ten minutes in
+# a row.
+resource "google_monitoring_alert_policy" "platform_errors" {
+  project               = var.project_id
+  display_name          = "${var.name}: Cloud Run answered DSS notifications without the relay"
+  combiner              = "OR"
+  enabled               = var.alerts_enabled
+  notification_channels = var.alert_notification_channels
+  severity              = "ERROR"
+  user_labels           = var.labels
+
+  conditions {
+    display_name = "429, 500 or 504 from Cloud Run"
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "resource.type = \"cloud_run_revision\"",
+        "resource.labels.service_name = \"${google_cloud_run_v2_service.this.name}\"",
+        "metric.type = \"run.googleapis.com/request_count\"",
+        "metric.labels.response_code = one_of(\"429\", \"500\", \"504\")",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = local.alert_window
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.response_code"]
+      }
+
+      trigger {
+        count = 1
+      }
+
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "${var.name}: Cloud Run answered without the relay"
+    content   = <<-EOT
+      Cloud Run answered requests to **${var.name}** (project ${var.project_id}) itself, at least
+      once in the last 30 minutes (the incident's response_code label says which). The DSS
+      retries them.
+
+      **Check first**: 429, the service is at max_instances (its instance count; raise
+      max_instances if DSS bursts reach it, or it is a flood the cap holds back); 500, the
+      revision crashes (its logs at start: the secret, the configuration); 504, requests
+      outlive request_timeout_seconds.
     EOT
   }
 }

@@ -77,11 +77,28 @@ output "metric_names" {
 }
 
 output "alert_policy_names" {
-  description = "Names (projects/P/alertPolicies/ID) of the alert policies: non_2xx, and dead_letters (null without dead_letter_subscriptions)."
+  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, and dead_letters (null without dead_letter_subscriptions)."
   value = {
-    non_2xx      = google_monitoring_alert_policy.non_2xx.name
-    dead_letters = one(google_monitoring_alert_policy.dead_letters[*].name)
+    needs_operator  = google_monitoring_alert_policy.needs_operator.name
+    bad_signature   = google_monitoring_alert_policy.bad_signature.name
+    unavailable     = google_monitoring_alert_policy.unavailable.name
+    platform_errors = google_monitoring_alert_policy.platform_errors.name
+    dead_letters    = one(google_monitoring_alert_policy.dead_letters[*].name)
   }
+}
+
+################################################################################
+# Dashboard
+################################################################################
+
+output "dashboard_id" {
+  description = "The Cloud Monitoring dashboard (projects/<project>/dashboards/<id>); null without dashboard_enabled."
+  value       = one(google_monitoring_dashboard.this[*].id)
+}
+
+output "dashboard_url" {
+  description = "The dashboard in the Google Cloud console (https://console.cloud.google.com/monitoring/dashboards/builder/<id>?project=<project_id>); null without dashboard_enabled."
+  value       = var.dashboard_enabled ? "https://console.cloud.google.com/monitoring/dashboards/builder/${basename(one(google_monitoring_dashboard.this[*].id))}?project=${var.project_id}" : null
 }
 
 ################################################################################
@@ -96,6 +113,11 @@ output "routes_url" {
 output "routes_bucket" {
   description = "The bucket holding the routes document (routes_bucket, or the one created here); null without routes_enabled."
   value       = local.routes_bucket
+}
+
+output "stored_sink_allowed" {
+  description = "What a stored sink may publish to, comma-separated, for `relay routes put --allowed`: the relay's topic and stored_sink_topics (split topics are granted one by one, by `relay split start --create --grant-to`); null without routes_enabled."
+  value       = var.routes_enabled ? join(",", distinct(concat([local.topic_id], var.stored_sink_topics))) : null
 }
 
 output "split_prefix" {

@@ -311,25 +311,25 @@ variable "alert_notification_channels" {
   }
 }
 
-variable "non_2xx_threshold" {
-  description = "Rate of non-2xx answers (Cloud Run's request count, per second, summed over the service's revisions, taken per minute) above which the non-2xx alert's condition holds. 0: any non-2xx answer in the minute."
+variable "bad_signature_threshold" {
+  description = "401 bad_signature answers within 30 minutes above which the bad_signature alert opens an incident. The default, 1, catches the DSS retrying a notification signed with another secret (two attempts in the window: v1 after 1 minute, v2 after 15) and lets a scanner's one-off request pass; raise it if scanners of the public URL page you."
   type        = number
-  default     = 0
+  default     = 1
 
   validation {
-    condition     = var.non_2xx_threshold >= 0
-    error_message = "non_2xx_threshold must be a rate per second >= 0."
+    condition     = var.bad_signature_threshold >= 0 && floor(var.bad_signature_threshold) == var.bad_signature_threshold
+    error_message = "bad_signature_threshold must be a whole number of answers >= 0."
   }
 }
 
-variable "non_2xx_duration_seconds" {
-  description = "How long the non-2xx rate must stay above non_2xx_threshold before the alert opens an incident, in seconds: a whole number of minutes. The default, 600, lets a short burst (a scanner on the public URL, one failed retry) pass and catches a relay that fails every notification."
+variable "unavailable_threshold" {
+  description = "503 answers (sink_unavailable, ledger_unavailable, overloaded, deadline_passed) within 30 minutes above which the unavailable alert opens an incident. The default, 1: an outage that a DSS retry ran into, not a single 503. A busy relay may raise it: a short blip then gives many 503s at once."
   type        = number
-  default     = 600
+  default     = 1
 
   validation {
-    condition     = var.non_2xx_duration_seconds >= 60 && var.non_2xx_duration_seconds <= 86400 && var.non_2xx_duration_seconds % 60 == 0
-    error_message = "non_2xx_duration_seconds must be a whole number of minutes, in seconds, between 60 and 86400."
+    condition     = var.unavailable_threshold >= 0 && floor(var.unavailable_threshold) == var.unavailable_threshold
+    error_message = "unavailable_threshold must be a whole number of answers >= 0."
   }
 }
 
@@ -342,6 +342,16 @@ variable "dead_letter_subscriptions" {
     condition     = alltrue([for s in var.dead_letter_subscriptions : can(regex("^[A-Za-z][A-Za-z0-9._~%+-]{2,254}$", s)) && !startswith(lower(s), "goog")])
     error_message = "Each dead_letter_subscriptions entry must be a subscription ID: 3-255 characters starting with a letter (letters, digits, . _ ~ % + -), not starting with goog."
   }
+}
+
+################################################################################
+# Dashboard (dashboard.tf)
+################################################################################
+
+variable "dashboard_enabled" {
+  description = "Create the Cloud Monitoring dashboard \"<name> relay\": answers by class and by status and code, answer latency, publish latency and batch size per destination, duplicates and ledger latency (with ledger_enabled), dead letters (with dead_letter_subscriptions), and Cloud Run's instances and requests by response class."
+  type        = bool
+  default     = true
 }
 
 ################################################################################
@@ -423,6 +433,22 @@ variable "route_writers" {
   validation {
     condition     = alltrue([for m in var.route_writers : can(regex("^(user|group|serviceAccount):[A-Za-z0-9._%+'-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}$", m))])
     error_message = "route_writers must be IAM members such as user:alice@example.org, group:relay-developers@example.org or serviceAccount:ci@my-project.iam.gserviceaccount.com."
+  }
+}
+
+variable "stored_sink_topics" {
+  description = "Pub/Sub topics (projects/PROJECT/topics/TOPIC) that stored routes' [sinks.<name>] may publish to besides the relay's own topic: the service account gets roles/pubsub.publisher on exactly each of these topics (google_pubsub_topic_iam_member.stored_sinks), which needs pubsub.topics.setIamPolicy on them for whoever applies (a topic in another project: there, or its owner grants it with gcp-topic-grant instead and leaves it out here). Needs routes_enabled."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for t in var.stored_sink_topics : can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A-Za-z0-9._~%+-]{2,254}$", t))])
+    error_message = "stored_sink_topics must be topic ids such as projects/my-project/topics/dss-audit."
+  }
+
+  validation {
+    condition     = length(var.stored_sink_topics) == 0 || var.routes_enabled
+    error_message = "stored_sink_topics needs routes_enabled = true: only stored routes name these topics."
   }
 }
 
