@@ -2,13 +2,14 @@
 //! `load_aws_config`): the conformance suite, the calls each step costs, two relays sharing a
 //! table, and the answers to a missing table, a closed port and a throttled table.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use relay_core::ledger::{self, Claim, Claimed, DynamoDbLedger, Ledger, LedgerError, LedgerUrl};
 use relay_testkit::dynamodb::{counting_client, create_ledger_table};
-use relay_testkit::ledger::{attempt, claim, conformance, entry, fresh_identity, settle};
+use relay_testkit::ledger::{
+    attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
+};
 
 use crate::common::{dynamodb_answering, sdk, sdk_via, unique};
 
@@ -143,24 +144,7 @@ async fn two_relays_sharing_a_table_grant_one_claim() {
     let (_, url) = table().await;
     let a = ledger::open(&url, None).await.unwrap();
     let b = ledger::open(&url, None).await.unwrap();
-    let id = fresh_identity();
-    let t = 1_800_000_000_000;
-    let attempts: Vec<_> = (0..40).map(|i| attempt(t + i, &["q1", "q2"])).collect();
-    let claims = attempts.iter().enumerate().map(|(i, at)| {
-        let ledger = if i % 2 == 0 {
-            Arc::clone(&a)
-        } else {
-            Arc::clone(&b)
-        };
-        let id = id.clone();
-        async move { claim(ledger.as_ref(), &id, at).await }
-    });
-    let answers = futures_util::future::join_all(claims).await;
-    let granted = answers
-        .iter()
-        .filter(|c| matches!(c, Claimed::Granted { .. }))
-        .count();
-    assert_eq!(granted, 1, "{answers:?}");
+    one_claim_granted_among(a, b, 40).await;
 }
 
 /// One claim of a new notification against `ledger`.

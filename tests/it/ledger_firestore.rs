@@ -13,7 +13,9 @@ use hyper_util::rt::TokioExecutor;
 use relay_core::ledger::{
     self, Claim, Claimed, FirestoreLedger, Ledger, LedgerError, LedgerUrl, Lookup,
 };
-use relay_testkit::ledger::{attempt, claim, conformance, entry, fresh_identity, settle};
+use relay_testkit::ledger::{
+    attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
+};
 
 use crate::common::unique;
 
@@ -185,25 +187,7 @@ async fn two_relays_sharing_a_collection_grant_one_claim() {
     let (_, url) = collection();
     let a = ledger::open(&url, None).await.unwrap();
     let b = ledger::open(&url, None).await.unwrap();
-    let id = fresh_identity();
-    let t = 1_800_000_000_000;
-    let attempts: Vec<_> = (0..40).map(|i| attempt(t + i, &["q1", "q2"])).collect();
-    let claims = attempts.iter().enumerate().map(|(i, at)| {
-        let ledger = if i % 2 == 0 {
-            Arc::clone(&a)
-        } else {
-            Arc::clone(&b)
-        };
-        let id = id.clone();
-        async move { claim(ledger.as_ref(), &id, at).await }
-    });
-    let answers = futures_util::future::join_all(claims).await;
-    let granted = answers
-        .iter()
-        .filter(|c| matches!(c, Claimed::Granted { .. }))
-        .count();
-    assert_eq!(granted, 1, "{answers:?}");
-    assert_eq!(entry(a.as_ref(), &id).await.attempts.len(), 1);
+    one_claim_granted_among(a, b, 40).await;
 }
 
 fn document_name(collection: &str, key: &str) -> String {

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use relay_core::ledger::{Claimed, Ledger, SqliteLedger};
-use relay_testkit::ledger::{attempt, claim, conformance, fresh_identity};
+use relay_core::ledger::{Ledger, SqliteLedger};
+use relay_testkit::ledger::{conformance, one_claim_granted_among};
 
 #[tokio::test]
 async fn the_embedded_ledger_follows_the_rules() {
@@ -21,21 +21,5 @@ async fn two_connections_to_one_file_grant_one_claim() {
     let path = dir.path().join("ledger.db");
     let a: Arc<dyn Ledger> = Arc::new(SqliteLedger::open(&path).unwrap());
     let b: Arc<dyn Ledger> = Arc::new(SqliteLedger::open(&path).unwrap());
-    let id = fresh_identity();
-    let t = 1_800_000_000_000;
-    let attempts: Vec<_> = (0..40).map(|i| attempt(t + i, &["q1"])).collect();
-    let claims = attempts.iter().enumerate().map(|(i, at)| {
-        let ledger = match i % 2 {
-            0 => Arc::clone(&a),
-            _ => Arc::clone(&b),
-        };
-        let id = id.clone();
-        async move { claim(ledger.as_ref(), &id, at).await }
-    });
-    let answers = futures_util::future::join_all(claims).await;
-    let granted = answers
-        .iter()
-        .filter(|c| matches!(c, Claimed::Granted { .. }))
-        .count();
-    assert_eq!(granted, 1);
+    one_claim_granted_among(a, b, 40).await;
 }

@@ -134,6 +134,34 @@ pub async fn conformance(ledger: Arc<dyn Ledger>) {
     bundles_are_found_by_lookup(ledger).await;
 }
 
+/// Two handles on one store (two relays' connections), `n` claims of one new notification at
+/// once, alternating between them: exactly one is granted, and the entry holds one attempt.
+pub async fn one_claim_granted_among(a: Arc<dyn Ledger>, b: Arc<dyn Ledger>, n: usize) {
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let attempts: Vec<Attempt> = (0..n as i64)
+        .map(|i| attempt(t + i, &["q1", "q2"]))
+        .collect();
+    let claims = attempts.iter().enumerate().map(|(i, at)| {
+        let ledger = match i % 2 {
+            0 => Arc::clone(&a),
+            _ => Arc::clone(&b),
+        };
+        let id = id.clone();
+        async move { claim(ledger.as_ref(), &id, at).await }
+    });
+    let answers = futures_util::future::join_all(claims).await;
+    let granted = answers
+        .iter()
+        .filter(|c| matches!(c, Claimed::Granted { .. }))
+        .count();
+    assert_eq!(
+        granted, 1,
+        "one of {n} concurrent claims is granted: {answers:?}"
+    );
+    assert_eq!(entry(a.as_ref(), &id).await.attempts.len(), 1);
+}
+
 async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
     let id = fresh_identity();
     let t = 1_800_000_000_000;
