@@ -5,10 +5,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use relay_core::ledger::{self, Claim, Claimed, DynamoDbLedger, Ledger, LedgerError, LedgerUrl};
+use relay_core::ledger::{self, Claimed, DynamoDbLedger, LedgerError, LedgerUrl};
 use relay_testkit::dynamodb::{counting_client, create_ledger_table};
 use relay_testkit::ledger::{
-    attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
+    attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle, try_claim,
 };
 
 use crate::common::{dynamodb_answering, sdk, sdk_via, unique};
@@ -145,20 +145,6 @@ async fn two_relays_sharing_a_table_grant_one_claim() {
     let a = ledger::open(&url, None).await.unwrap();
     let b = ledger::open(&url, None).await.unwrap();
     one_claim_granted_among(a, b, 40).await;
-}
-
-/// One claim of a new notification against `ledger`.
-async fn try_claim(ledger: &dyn Ledger) -> Result<Claimed, LedgerError> {
-    let id = fresh_identity();
-    let at = attempt(1_800_000_000_000, &["q1"]);
-    let claim = Claim {
-        key: &id.dedup_key,
-        identity: &id,
-        attempt: &at,
-        lease_until_ms: at.at_ms + 7_000,
-        expires_at: at.at_ms / 1000 + 100,
-    };
-    ledger.claim(&claim, at.at_ms).await
 }
 
 #[tokio::test]

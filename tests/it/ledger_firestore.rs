@@ -10,11 +10,9 @@ use std::time::Duration;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use relay_core::ledger::{
-    self, Claim, Claimed, FirestoreLedger, Ledger, LedgerError, LedgerUrl, Lookup,
-};
+use relay_core::ledger::{self, Claimed, FirestoreLedger, Ledger, LedgerError, LedgerUrl, Lookup};
 use relay_testkit::ledger::{
-    attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
+    attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle, try_claim,
 };
 
 use crate::common::unique;
@@ -239,20 +237,6 @@ async fn a_document_that_is_not_an_entry_is_corrupt() {
         matches!(&error, LedgerError::Corrupt { key: k, .. } if *k == key),
         "{error:?}"
     );
-}
-
-/// One claim of a new notification against `ledger`.
-async fn try_claim(ledger: &dyn Ledger) -> Result<Claimed, LedgerError> {
-    let id = fresh_identity();
-    let at = attempt(1_800_000_000_000, &["q1"]);
-    let claim = Claim {
-        key: &id.dedup_key,
-        identity: &id,
-        attempt: &at,
-        lease_until_ms: at.at_ms + 7_000,
-        expires_at: at.at_ms / 1000 + 100,
-    };
-    ledger.claim(&claim, at.at_ms).await
 }
 
 #[tokio::test]

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use relay_core::ledger::{
-    Attempt, Claim, Claimed, Delivery, Entry, Identity, Ledger, Lookup, Settlement, Verdict,
-    attempt_id,
+    Attempt, Claim, Claimed, Delivery, Entry, Identity, Ledger, LedgerError, Lookup, Settlement,
+    Verdict, attempt_id,
 };
 
 /// A clock the test moves: the relay's, the signer's and the ledger's time.
@@ -63,6 +63,17 @@ pub fn attempt(at_ms: i64, routed: &[&str]) -> Attempt {
 
 /// Claims `attempt` for `identity` at its own time, with a 7 s lease and a 100 s retention.
 pub async fn claim(ledger: &dyn Ledger, identity: &Identity, attempt: &Attempt) -> Claimed {
+    claim_or_error(ledger, identity, attempt)
+        .await
+        .expect("the ledger answers")
+}
+
+/// [`claim`], keeping the ledger's error.
+pub async fn claim_or_error(
+    ledger: &dyn Ledger,
+    identity: &Identity,
+    attempt: &Attempt,
+) -> Result<Claimed, LedgerError> {
     let claim = Claim {
         key: &identity.dedup_key,
         identity,
@@ -70,10 +81,14 @@ pub async fn claim(ledger: &dyn Ledger, identity: &Identity, attempt: &Attempt) 
         lease_until_ms: attempt.at_ms + 7_000,
         expires_at: attempt.at_ms / 1000 + 100,
     };
-    ledger
-        .claim(&claim, attempt.at_ms)
-        .await
-        .expect("the ledger answers")
+    ledger.claim(&claim, attempt.at_ms).await
+}
+
+/// One claim of a new notification against `ledger`, keeping its error: for stores that are
+/// down, throttled or refusing.
+pub async fn try_claim(ledger: &dyn Ledger) -> Result<Claimed, LedgerError> {
+    let id = fresh_identity();
+    claim_or_error(ledger, &id, &attempt(1_800_000_000_000, &["q1"])).await
 }
 
 /// Settles `attempt` (claimed at `index`): each destination acknowledged (`true`, message id
