@@ -3,6 +3,7 @@
 //! `cargo test -p relay-tests --features integration-tests` (`make test` does all of it).
 #![cfg(feature = "integration-tests")]
 
+mod archive;
 mod common;
 mod failures;
 mod fanout;

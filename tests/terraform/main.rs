@@ -6,6 +6,7 @@
 //! Run with `cargo test -p relay-tests --test terraform`.
 
 mod alarms;
+mod archive;
 mod contract;
 mod dashboard;
 mod eval;
@@ -39,12 +40,13 @@ const STANDARD_FILES: [&str; 5] = [
     "README.md",
 ];
 
-/// On Lambda, the relay's sinks, its secret, its stored routes and its delivery ledger, and the
-/// IAM actions each calls. (SendMessageBatch is authorized by sqs:SendMessage, PublishBatch by
-/// sns:Publish.) The stored routes: GetObject reads the document, ListBucket makes a missing one
-/// a 404, and the splits' queues and topics take SendMessage and Publish. The ledger: its
-/// conditional writes are UpdateItem, the reset of an expired item PutItem.
-const ACTION_OF_VARIABLE: [(&str, &str); 9] = [
+/// On Lambda, the relay's sinks, its secret, its stored routes, its delivery ledger and its
+/// archive, and the IAM actions each calls. (SendMessageBatch is authorized by sqs:SendMessage,
+/// PublishBatch by sns:Publish.) The stored routes: GetObject reads the document, ListBucket
+/// makes a missing one a 404, and the splits' queues and topics take SendMessage and Publish.
+/// The ledger: its conditional writes are UpdateItem, the reset of an expired item PutItem. The
+/// archive: PutObject with If-None-Match, and nothing else.
+const ACTION_OF_VARIABLE: [(&str, &str); 10] = [
     ("RELAY_SQS_QUEUE_URL", "sqs:SendMessage"),
     ("RELAY_SNS_TOPIC_ARN", "sns:Publish"),
     (
@@ -57,6 +59,7 @@ const ACTION_OF_VARIABLE: [(&str, &str); 9] = [
     ("RELAY_ROUTES_URL", "sns:Publish"),
     ("RELAY_LEDGER_URL", "dynamodb:UpdateItem"),
     ("RELAY_LEDGER_URL", "dynamodb:PutItem"),
+    ("RELAY_ARCHIVE_URL", "s3:PutObject"),
 ];
 
 /// The only statements whose resources end in a wildcard: a name prefix, the splits' queues
@@ -533,6 +536,13 @@ fn lambda_role_allows_exactly_what_the_enabled_sinks_call() {
             expected.push((action, Some("kms_key_arns".to_owned())));
         }
     }
+    // The archive's own key: writing an object under SSE-KMS needs GenerateDataKey alone.
+    if config.variables().contains_key("archive_kms_key_arn") {
+        expected.push((
+            "kms:GenerateDataKey",
+            Some("var.archive_kms_key_arn".to_owned()),
+        ));
+    }
 
     let statements = policy_statements(&config, &documents[0]);
     let mut granted: Vec<(&str, Option<String>)> = Vec::new();
@@ -740,6 +750,19 @@ fn gcp_grants_are_on_single_resources() {
         ),
         // The delivery ledger, conditioned on its database.
         ("google_project_iam_member", "roles/datastore.user", sa),
+        // The archive: the relay creates objects under the prefix (conditioned on it, checked
+        // in archive::gcp_relay_may_only_create_archive_objects_under_the_prefix), the
+        // archive_readers list and read them.
+        (
+            "google_storage_bucket_iam_member",
+            "roles/storage.objectCreator",
+            sa,
+        ),
+        (
+            "google_storage_bucket_iam_member",
+            "roles/storage.objectViewer",
+            "each.value",
+        ),
     ]
     .iter()
     .map(|(t, r, m)| ((*t).to_owned(), (*r).to_owned(), (*m).to_owned()))
@@ -913,7 +936,11 @@ fn gcp_routes_grants_are_on_the_one_object() {
         ),
         "gcp-relay: the condition names one object: {condition}"
     );
-    let grants = relay.resources("google_storage_bucket_iam_member");
+    let grants: Vec<_> = relay
+        .resources("google_storage_bucket_iam_member")
+        .into_iter()
+        .filter(|(name, _)| !name.contains("archive"))
+        .collect();
     assert_eq!(grants.len(), 2, "gcp-relay: the routes grants");
     for (name, grant) in grants {
         let expression = nested(grant.body(), "condition")

@@ -28,6 +28,18 @@ pub(crate) struct StoreArgs {
     config: Option<String>,
 }
 
+impl StoreArgs {
+    /// The stored routes document's URL.
+    pub(crate) fn url(&self) -> &RoutesUrl {
+        &self.url
+    }
+
+    /// The relay's configuration file, when given.
+    pub(crate) fn config(&self) -> Option<&str> {
+        self.config.as_deref()
+    }
+}
+
 /// What a change does with a stored document that does not parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum IfUnparsable {

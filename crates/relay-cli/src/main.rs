@@ -1,4 +1,5 @@
-//! `relay`: check a relay's configuration, and sign and send notifications exactly as the DSS did.
+//! `relay`: check a relay's configuration, sign and send notifications exactly as the DSS did,
+//! trace and replay them.
 //!
 //! Run with `cargo run -p relay-cli -- --help`.
 
@@ -6,6 +7,7 @@ mod allowed;
 mod document;
 mod explain;
 mod naming;
+mod replay;
 mod routes;
 mod send;
 mod split;
@@ -56,6 +58,9 @@ enum Command {
     /// (RELAY_LEDGER_URL): every attempt, the routes version and split that decided it, each
     /// destination's message id, and the duplicates answered without publishing.
     Trace(trace::TraceArgs),
+    /// Send archived notifications (RELAY_ARCHIVE_URL) again: to the routes in effect now, to
+    /// one destination or a split; through the ledger, so running it twice sends nothing twice.
+    Replay(Box<replay::ReplayArgs>),
     /// Send a slice of the live notification stream to your own queue for a while.
     Split {
         #[command(subcommand)]
@@ -144,6 +149,7 @@ fn main() -> ExitCode {
         Command::Routes { command } => routes::routes(command),
         Command::Split { command } => split::split(command),
         Command::Trace(args) => trace::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Send(args) => match send::run(&args) {
             Ok(code) => code,
             Err(message) => {

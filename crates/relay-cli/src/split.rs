@@ -102,10 +102,24 @@ pub(crate) struct StartArgs {
     /// service_account_email>); the relay cannot publish there without it.
     #[arg(long, value_name = "MEMBER")]
     grant_to: Option<String>,
+    /// Once the relays take the split, replay to it the archived notifications it matches that
+    /// arrived this long ago or since, e.g. 1h, 24h (needs RELAY_ARCHIVE_URL and
+    /// RELAY_LEDGER_URL, as the relays have them): each once, however it arrives, backfilled or
+    /// live.
+    #[arg(long, value_name = "DURATION", value_parser = parse_backfill)]
+    backfill: Option<Duration>,
     /// The name prefix of created queues, which the relay may send to: the Terraform output
     /// split_prefix.
     #[arg(long, env = "RELAY_SPLIT_PREFIX", default_value = "relay-split-")]
     split_prefix: String,
+}
+
+fn parse_backfill(text: &str) -> Result<Duration, String> {
+    let window = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    match window.is_zero() {
+        true => Err("a backfill window is longer than zero".into()),
+        false => Ok(window),
+    }
 }
 
 fn parse_ttl(text: &str) -> Result<Duration, String> {
@@ -439,7 +453,63 @@ async fn start(args: StartArgs) -> Result<(), String> {
         ),
         None => {}
     }
+    if let Some(window) = args.backfill {
+        backfill(&args, &pattern, window).await?;
+    }
     Ok(())
+}
+
+/// Waits for the relays to take the split (their routes refresh), then replays to it what it
+/// matches of the last `window`, completing the live ledger entries: what reaches the split
+/// live from now on is not sent twice.
+async fn backfill(args: &StartArgs, pattern: &Value, window: Duration) -> Result<(), String> {
+    let routes = args.store.url().to_string();
+    let env = crate::env_with_config(args.store.config());
+    let config = relay_core::Config::from_vars(|name| match name {
+        "RELAY_ROUTES_URL" => Some(routes.clone()),
+        other => env(other),
+    })
+    .map_err(|e| format!("--backfill needs the relay's configuration: {e}"))?;
+    let wait = config.routes_refresh + Duration::from_secs(1);
+    println!(
+        "backfill: waiting {} for the relays to take the split",
+        humantime::format_duration(wait)
+    );
+    tokio::time::sleep(wait).await;
+    let until = SystemTime::now();
+    let job = crate::replay::Job {
+        since: until.checked_sub(window).unwrap_or(UNIX_EPOCH),
+        until,
+        selection: relay_core::relay::Selection {
+            pattern: Some(crate::replay::compile(&pattern.to_string())?),
+            ..Default::default()
+        },
+        plan: relay_core::relay::ReplayPlan {
+            to: relay_core::relay::ReplayTo::Destination(format!("split:{}", args.name)),
+            record: relay_core::relay::ReplayRecord::Undelivered,
+            dry_run: false,
+        },
+        rate: None,
+        concurrency: 32,
+    };
+    let summary = crate::replay::run_job(config, job)
+        .await
+        .map_err(|e| format!("backfill: {e}"))?;
+    println!(
+        "backfill: {} sent, {} delivered before, {} failed, of {} archived since {}",
+        summary.notifications_sent,
+        summary.done,
+        summary.failed,
+        summary.listed,
+        humantime::format_rfc3339_seconds(until.checked_sub(window).unwrap_or(UNIX_EPOCH))
+    );
+    match summary.failed {
+        0 => Ok(()),
+        n => Err(format!(
+            "backfill: {n} notifications were not sent; run `relay replay --undelivered --to {} --match '{pattern}' --since ...` to try again",
+            args.name
+        )),
+    }
 }
 
 async fn list(args: &StoreArgs, json: bool) -> Result<(), String> {

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod archive;
 pub mod bootstrap;
 pub mod config;
 pub mod error;

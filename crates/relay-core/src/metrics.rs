@@ -9,7 +9,9 @@
 //!   `Status` and `Code` (`published`, `filtered`, `ok` or the error code);
 //! - `Publishes` (count) and `PublishLatency` (ms) by `Sink`, and by `Sink` and `Result` (`ok`,
 //!   `retryable`, `permanent`); `BatchSize`, the number of messages in the destination call that
-//!   carried the notification, on acknowledged publishes to sinks the relay batches itself.
+//!   carried the notification, on acknowledged publishes to sinks the relay batches itself;
+//! - `Replays` (count) and `ReplayLatency` (ms) by `Sink`, and by `Sink` and `Result`: the
+//!   publishes of `relay replay`, apart from the live ones;
 
 use std::fmt;
 use std::io::Write as _;
@@ -113,6 +115,25 @@ impl Metrics {
             &[&["Relay", "Sink"], &["Relay", "Sink", "Result"]],
             &metrics,
             values,
+        );
+    }
+
+    /// One replayed notification's publish to one sink (`relay replay`): `Replays` (count) and
+    /// `ReplayLatency` (ms) by `Sink`, and by `Sink` and `Result`, apart from the live
+    /// `Publishes`.
+    pub fn replay(&self, sink: &str, result: Result<&Receipt, &SinkError>, latency_ms: f64) {
+        let kind = match result {
+            Ok(_) => "ok",
+            Err(e) if e.is_retryable() => "retryable",
+            Err(_) => "permanent",
+        };
+        self.emit(
+            &[&["Relay", "Sink"], &["Relay", "Sink", "Result"]],
+            &[("Replays", "Count"), ("ReplayLatency", "Milliseconds")],
+            json!({
+                "Relay": &*self.name, "Sink": sink, "Result": kind,
+                "Replays": 1, "ReplayLatency": latency_ms,
+            }),
         );
     }
 

@@ -56,7 +56,8 @@ impl std::str::FromStr for Secret {
 
 crate::text::deserialize_from_text!(Secret, "a non-empty secret");
 
-/// Proof that a request passed verification. Only [`verify`] makes one.
+/// Proof that a request passed verification. Only [`verify`] makes one, and the replay of an
+/// archived notification, which [`verify`] checked when it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
     key_id: Option<String>,
@@ -66,6 +67,15 @@ impl Verified {
     /// The `keyId` that signed the request; `None` for an unsigned request the policy accepts.
     pub fn key_id(&self) -> Option<&str> {
         self.key_id.as_deref()
+    }
+
+    /// The proof of a notification read back from the relay's own archive, which holds only
+    /// what passed verification on arrival (and which the relay may only add to); `key_id` as
+    /// the archived attributes recorded it.
+    pub(crate) fn archived(key_id: Option<&str>) -> Self {
+        Self {
+            key_id: key_id.map(str::to_owned),
+        }
     }
 
     /// A proof for unit tests of what comes after verification.

@@ -288,6 +288,11 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
         ("ledger_retention_secs", "864000", "864000"),
         ("ledger_key", r#""bundle_event""#, "bundle_event"),
         ("ledger_record_filtered", "false", "false"),
+        (
+            "archive_url",
+            r#""s3://relay-archive/dss/""#,
+            "s3://relay-archive/dss/",
+        ),
         ("listen", r#""127.0.0.1:9""#, "127.0.0.1:9"),
         ("header_timeout_ms", "700", "700"),
         ("body_timeout_ms", "900", "900"),

@@ -4,7 +4,7 @@
 //! message body it reported as accepted, so a test can hold the relay to its answers.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,6 +54,8 @@ struct State {
     faulty_queue: Option<String>,
     started: Instant,
     calls: AtomicU64,
+    /// While set, every call is refused as for a deleted queue ([`FakeSqs::refuse`]).
+    refusing: AtomicBool,
     /// Messages taken by calls that then never answered.
     taken_unanswered: AtomicU64,
     /// Per queue name, every message body accepted and how many times.
@@ -82,6 +84,7 @@ impl FakeSqs {
             faulty_queue: faulty_queue.map(str::to_owned),
             started: Instant::now(),
             calls: AtomicU64::new(0),
+            refusing: AtomicBool::new(false),
             taken_unanswered: AtomicU64::new(0),
             accepted: Mutex::new(HashMap::new()),
         });
@@ -107,6 +110,12 @@ impl FakeSqs {
     /// The URL of the queue `name` on this endpoint (every name exists).
     pub fn queue_url_of(&self, name: &str) -> String {
         format!("{}/123456789012/{name}", self.endpoint)
+    }
+
+    /// While `on`, answers every call 400 `QueueDoesNotExist`, taking nothing: a queue deleted
+    /// (an error the relay answers 502, which the sender retries until it gives up).
+    pub fn refuse(&self, on: bool) {
+        self.state.refusing.store(on, Ordering::Relaxed);
     }
 
     /// How many calls it received.
@@ -168,6 +177,10 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
         .and_then(|url| url.rsplit('/').next())
         .unwrap_or_default()
         .to_owned();
+    if state.refusing.load(Ordering::Relaxed) {
+        let error = json!({"__type": "com.amazonaws.sqs#QueueDoesNotExist", "message": "The specified queue does not exist."});
+        return Ok(respond(400, &error));
+    }
     let fault = match &state.faulty_queue {
         Some(faulty) if *faulty != queue => Fault::None,
         _ => state.fault,

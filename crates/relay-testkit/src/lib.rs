@@ -6,6 +6,7 @@
 //! What [`config`](mod@config), [`process`], [`requests`] and [`sinks`] hold is also at the
 //! crate's root (`relay_testkit::config`, `relay_testkit::Signer`, `relay_testkit::free_port`).
 
+pub mod archive;
 pub mod capture;
 pub mod config;
 pub mod dynamodb;

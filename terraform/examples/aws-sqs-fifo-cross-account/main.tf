@@ -58,6 +58,9 @@ module "relay" {
   # The delivery ledger, in the relay's account: FIFO deduplication forgets a message id after
   # 5 minutes, the ledger remembers each notification for 8 days after its last attempt.
   ledger_enabled = true
+
+  # The archive, for `relay replay`, in the relay's account.
+  archive_enabled = true
 }
 
 ################################################################################

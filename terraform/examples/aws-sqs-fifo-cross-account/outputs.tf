@@ -38,3 +38,13 @@ output "ledger_reader_policy_json" {
   description = "IAM policy for whoever runs relay trace in the relay's account: GetItem on the ledger table, Query on its by_bundle index."
   value       = module.relay.ledger_reader_policy_json
 }
+
+output "archive_url" {
+  description = "The archive (s3://<bucket>/<prefix>): RELAY_ARCHIVE_URL for relay replay."
+  value       = module.relay.archive_url
+}
+
+output "archive_reader_policy_json" {
+  description = "IAM policy for whoever runs relay replay: list and read the archive's prefix, read and write the ledger."
+  value       = module.relay.archive_reader_policy_json
+}

@@ -26,4 +26,8 @@ module "relay" {
   # The delivery ledger (a DynamoDB table): a DSS retry publishes only where it was not
   # acknowledged yet, and `relay trace BUNDLE_UUID` shows what happened to a bundle.
   ledger_enabled = true
+
+  # The archive, for `relay replay`: the operators who change the routes also replay.
+  archive_enabled = true
+  archive_readers = var.route_writers
 }

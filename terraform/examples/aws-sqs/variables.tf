@@ -17,7 +17,7 @@ variable "alarm_actions" {
 }
 
 variable "route_writers" {
-  description = "IAM role or user ARNs that may change the stored routes and manage split queues (the bucket policy lets them at the document; attach the route_writer_policy_json output to each as well). [] leaves the document to the account's administrators."
+  description = "IAM role or user ARNs that may change the stored routes and manage split queues (the bucket policy lets them at the document; attach the route_writer_policy_json output to each as well), and replay from the archive (archive_readers; attach archive_reader_policy_json too). [] leaves both to the account's administrators."
   type        = list(string)
   default     = []
 }

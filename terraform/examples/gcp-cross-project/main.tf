@@ -110,6 +110,9 @@ module "relay" {
   # The delivery ledger, in the relay's project (a Firestore database).
   ledger_enabled = true
 
+  # The archive, for `relay replay`, in the relay's project (a Cloud Storage bucket).
+  archive_enabled = true
+
   depends_on = [google_project_service.relay]
 }
 

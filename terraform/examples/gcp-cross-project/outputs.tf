@@ -28,3 +28,8 @@ output "ledger_url" {
   description = "The delivery ledger (firestore://<project>/<database>/<collection>): RELAY_LEDGER_URL for relay trace."
   value       = module.relay.ledger_url
 }
+
+output "archive_url" {
+  description = "The archive (gs://<bucket>/<prefix>): RELAY_ARCHIVE_URL for relay replay."
+  value       = module.relay.archive_url
+}

@@ -108,6 +108,10 @@ module "relay" {
   # acknowledged yet, and `relay trace BUNDLE_UUID` shows what happened to a bundle.
   ledger_enabled = true
 
+  # The archive, for `relay replay`: the operators who change the routes also replay.
+  archive_enabled = true
+  archive_readers = var.route_writers
+
   depends_on = [google_project_service.this]
 }
 

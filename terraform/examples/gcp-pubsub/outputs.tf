@@ -35,7 +35,7 @@ output "image" {
 }
 
 output "alert_policy_names" {
-  description = "The relay's alert policies in Cloud Monitoring (needs_operator, bad_signature, unavailable, platform_errors, dead_letters)."
+  description = "The relay's alert policies in Cloud Monitoring (needs_operator, bad_signature, unavailable, platform_errors, dead_letters, undelivered)."
   value       = module.relay.alert_policy_names
 }
 
@@ -62,4 +62,9 @@ output "topic_id" {
 output "ledger_url" {
   description = "The delivery ledger (firestore://<project>/<database>/<collection>): RELAY_LEDGER_URL for relay trace."
   value       = module.relay.ledger_url
+}
+
+output "archive_url" {
+  description = "The archive (gs://<bucket>/<prefix>): RELAY_ARCHIVE_URL for relay replay."
+  value       = module.relay.archive_url
 }

@@ -49,7 +49,7 @@ variable "alert_notification_channels" {
 }
 
 variable "route_writers" {
-  description = "IAM members (user:…, group:…, serviceAccount:…) that may change the stored routes document. Split topics need more, in the project (the gcp-relay README, \"Live routes and splits\"). [] leaves the document to the project's administrators."
+  description = "IAM members (user:…, group:…, serviceAccount:…) that may change the stored routes document, and replay from the archive (archive_readers). Split topics need more, in the project (the gcp-relay README, \"Live routes and splits\"). [] leaves both to the project's administrators."
   type        = list(string)
   default     = []
 }

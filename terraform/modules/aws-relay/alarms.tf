@@ -256,3 +256,28 @@ resource "aws_cloudwatch_metric_alarm" "dead_letters" {
 
   tags = var.tags
 }
+
+# Undelivered: a notification first received more than an hour ago that a destination has still
+# not acknowledged (the relay counts them from its ledger; metric Undelivered by Relay). The DSS
+# may have stopped retrying it, so only an operator gets it there: the archive holds it.
+resource "aws_cloudwatch_metric_alarm" "undelivered" {
+  count = var.alarms_enabled && var.ledger_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-undelivered"
+  alarm_description = "The ${var.name} relay counted at least ${var.alarm_undelivered_threshold} notification(s) in the last hour that it first received more than an hour ago and that a destination has still not acknowledged (DssRelay metric Undelivered, Relay = ${var.name}): the DSS may have given up retrying them, and they will not arrive by themselves. Find which destination with `relay trace BUNDLE_UUID` (ledger_url, ledger_reader_policy_json; the log group ${aws_cloudwatch_log_group.this.name} has the bundles and the sink's error), fix that destination (its queue or topic, the role's grant, its KMS key), then send them again from the archive with `relay replay --undelivered --since <when the first failed>` (archive_url, archive_reader_policy_json)."
+  alarm_actions     = var.alarm_actions
+  ok_actions        = var.alarm_actions
+
+  namespace           = "DssRelay"
+  metric_name         = "Undelivered"
+  dimensions          = { Relay = local.alarm_relay }
+  statistic           = "Sum"
+  period              = 3600
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = var.alarm_undelivered_threshold
+  evaluation_periods  = 1
+  datapoints_to_alarm = 1
+  treat_missing_data  = "notBreaching"
+
+  tags = var.tags
+}

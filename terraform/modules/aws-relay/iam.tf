@@ -153,6 +153,37 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
+  # RELAY_ARCHIVE_URL: one new object per verified notification, PutObject with If-None-Match: *
+  # (412 when the key exists), under the archive's prefix only; the relay neither reads, lists
+  # nor deletes the archive. The bucket policy refuses the same PutObject without the header.
+  dynamic "statement" {
+    for_each = var.archive_enabled ? [local.archive_objects_arn] : []
+    content {
+      sid       = "WriteArchive"
+      effect    = "Allow"
+      actions   = ["s3:PutObject"]
+      resources = [statement.value]
+
+      condition {
+        test     = "Null"
+        variable = "s3:if-none-match"
+        values   = ["false"]
+      }
+    }
+  }
+
+  # RELAY_ARCHIVE_URL with archive_kms_key_arn: a PutObject under SSE-KMS needs GenerateDataKey
+  # (not Decrypt: the relay reads nothing back).
+  dynamic "statement" {
+    for_each = var.archive_enabled && var.archive_kms_key_arn != null ? [var.archive_kms_key_arn] : []
+    content {
+      sid       = "EncryptArchive"
+      effect    = "Allow"
+      actions   = ["kms:GenerateDataKey"]
+      resources = [statement.value]
+    }
+  }
+
   # Only with customer-managed keys: SQS and SNS need GenerateDataKey and Decrypt from the sender
   # of an encrypted message; reading the secret, or a routes document encrypted with one, needs
   # Decrypt. The stored sinks' keys (stored_sink_kms_key_arns) are among them.

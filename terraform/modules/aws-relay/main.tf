@@ -53,6 +53,7 @@ locals {
       RELAY_LEDGER_URL            = local.ledger_url
       RELAY_LEDGER_RETENTION_SECS = tostring(var.ledger_retention_secs)
     } : {},
+    var.archive_enabled ? { RELAY_ARCHIVE_URL = local.archive_url } : {},
   )
 
   # The Function URL ends with "/"; callback_path starts with one.
@@ -142,7 +143,7 @@ resource "aws_cloudwatch_log_group" "this" {
 
 resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_116:The function is invoked synchronously through its Function URL; a Lambda dead-letter queue only receives failed asynchronous invocations. A failed relay answers non-2xx and the DSS retries.
-  #checkov:skip=CKV_AWS_117:The function calls only public AWS endpoints (SQS, SNS, Secrets Manager, DynamoDB); a VPC would add NAT or endpoints and no protection.
+  #checkov:skip=CKV_AWS_117:The function calls only public AWS endpoints (SQS, SNS, Secrets Manager, DynamoDB, S3); a VPC would add NAT or endpoints and no protection.
   #checkov:skip=CKV_AWS_272:The package is built from this repository by `make lambda` and uploaded by Terraform; there is no AWS Signer profile in this deployment.
   #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments and xray:PutTelemetryRecords, and the role grants only what the sinks call; the relay logs one line per request.
   function_name                  = var.name
@@ -199,12 +200,17 @@ resource "aws_lambda_function" "this" {
       error_message = "ledger_table_name takes effect only with ledger_enabled = true; set it, or leave ledger_table_name unset."
     }
     precondition {
+      condition     = var.archive_enabled || (var.archive_bucket_name == null && var.archive_kms_key_arn == null && length(var.archive_readers) == 0)
+      error_message = "archive_bucket_name, archive_kms_key_arn and archive_readers take effect only with archive_enabled = true; set it, or leave them unset."
+    }
+    precondition {
       condition     = var.routes_bucket_kms_key_arn == null || var.routes_bucket != null
       error_message = "routes_bucket_kms_key_arn is the key of an existing routes_bucket; a bucket created here is encrypted with kms_key_arn."
     }
   }
 
-  depends_on = [aws_iam_role_policy.this, aws_secretsmanager_secret_version.hmac]
+  # The first notification finds its grants, its secret and, with the archive, its bucket.
+  depends_on = [aws_iam_role_policy.this, aws_secretsmanager_secret_version.hmac, aws_s3_bucket.archive]
 }
 
 ################################################################################

@@ -97,7 +97,7 @@ output "dlq_url" {
 ################################################################################
 
 output "alarm_arns" {
-  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters); absent when not created."
+  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters, undelivered); absent when not created."
   value = merge(
     { for alarm in aws_cloudwatch_metric_alarm.needs_operator : "needs_operator" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.bad_signature : "bad_signature" => alarm.arn },
@@ -105,6 +105,7 @@ output "alarm_arns" {
     { for alarm in aws_cloudwatch_metric_alarm.function_errors : "function_errors" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.throttles : "throttles" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.dead_letters : "dead_letters" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.undelivered : "undelivered" => alarm.arn },
   )
 }
 
@@ -177,4 +178,23 @@ output "ledger_table_arn" {
 output "ledger_reader_policy_json" {
   description = "IAM policy (JSON) for whoever runs `relay trace` to attach: dynamodb:GetItem on the ledger table and dynamodb:Query on its index by_bundle; with kms_key_arn, kms:Decrypt with that key. null without ledger_enabled."
   value       = one(data.aws_iam_policy_document.ledger_readers[*].json)
+}
+
+################################################################################
+# Archive
+################################################################################
+
+output "archive_url" {
+  description = "RELAY_ARCHIVE_URL, s3://<bucket>/<prefix>: the archive the relay writes every verified notification to, and the RELAY_ARCHIVE_URL of `relay replay`; null without archive_enabled."
+  value       = local.archive_url
+}
+
+output "archive_bucket" {
+  description = "Name of the archive's S3 bucket; null without archive_enabled."
+  value       = one(aws_s3_bucket.archive[*].bucket)
+}
+
+output "archive_reader_policy_json" {
+  description = "IAM policy (JSON) for whoever runs `relay replay` to attach (the administrators of each archive_readers principal): s3:ListBucket on the archive's prefix and s3:GetObject under it; with archive_kms_key_arn, kms:Decrypt with that key; with ledger_enabled, what ledger_reader_policy_json grants and dynamodb:UpdateItem and dynamodb:PutItem on the ledger table. Publishing the replayed notifications needs the destinations' own grants besides. null without archive_enabled."
+  value       = one(data.aws_iam_policy_document.archive_readers[*].json)
 }

@@ -332,7 +332,7 @@ variable "callback_path" {
 ################################################################################
 
 variable "alarms_enabled" {
-  description = "Create the CloudWatch alarms, on the relay's answers by code at the DSS's retry pace (answers that need an operator, bad signatures, sustained 503s), on the function's errors and throttles, and on messages in the dead-letter queue (with create_queue)."
+  description = "Create the CloudWatch alarms, on the relay's answers by code at the DSS's retry pace (answers that need an operator, bad signatures, sustained 503s), on the function's errors and throttles, on messages in the dead-letter queue (with create_queue), and on notifications still undelivered after an hour (with ledger_enabled)."
   type        = bool
   default     = true
 }
@@ -367,6 +367,17 @@ variable "alarm_unavailable_minutes" {
   validation {
     condition     = var.alarm_unavailable_minutes >= 1 && var.alarm_unavailable_minutes <= 30 && floor(var.alarm_unavailable_minutes) == var.alarm_unavailable_minutes
     error_message = "alarm_unavailable_minutes must be a whole number from 1 to 30 (the alarm's window is 30 one-minute data points)."
+  }
+}
+
+variable "alarm_undelivered_threshold" {
+  description = "Notifications first received more than an hour earlier with a destination that has not acknowledged them, counted in one hour (the relay's metric Undelivered), from which the <name>-undelivered alarm fires (with ledger_enabled). The default, 1: any."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.alarm_undelivered_threshold >= 1 && floor(var.alarm_undelivered_threshold) == var.alarm_undelivered_threshold
+    error_message = "alarm_undelivered_threshold must be a whole number >= 1."
   }
 }
 
@@ -559,4 +570,69 @@ variable "ledger_point_in_time_recovery" {
   description = "Point-in-time recovery of the ledger table (continuous backups for the last 35 days, billed per GB-month of table size). false: a table deleted or overwritten by mistake cannot be restored, and the notifications it held may be published again on their next retry."
   type        = bool
   default     = true
+}
+
+################################################################################
+# Archive (archive.tf): RELAY_ARCHIVE_URL
+################################################################################
+
+variable "archive_enabled" {
+  description = "Give the relay an archive: an S3 bucket created here, in which it writes every verified notification as one new object, <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with PutObject and If-None-Match: * (it never overwrites, and takes 412 as already written), so that operators can replay from it with `relay replay` after the DSS gave up. Sets RELAY_ARCHIVE_URL = s3://<bucket>/<archive_prefix>; the role may then s3:PutObject under the prefix, and nothing else on the bucket (its policy refuses the role's PutObject without If-None-Match). archive_readers read it (archive_reader_policy_json). false creates no bucket and sets no variable."
+  type        = bool
+  default     = true
+}
+
+variable "archive_bucket_name" {
+  description = "Name of the archive bucket created here. null uses \"<name>-archive-<account id>-<region>\" (the name lowercased, its other characters than letters, digits and hyphens made hyphens, cut to 27 characters), unique per account and region and at most 63 characters."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.archive_bucket_name == null || (can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.archive_bucket_name)) && !can(regex("\\.\\.", var.archive_bucket_name)))
+    error_message = "archive_bucket_name must be null or an S3 bucket name: 3-63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit, without two dots in a row."
+  }
+}
+
+variable "archive_prefix" {
+  description = "Key prefix of the archive's objects in the bucket: segments each ending in a slash, such as \"notifications/\". The role may write, archive_readers read and list, and the lifecycle rule expires only objects under it."
+  type        = string
+  default     = "notifications/"
+
+  validation {
+    condition     = length(var.archive_prefix) <= 512 && can(regex("^([A-Za-z0-9!_.'()-]+/)+$", var.archive_prefix))
+    error_message = "archive_prefix must be at most 512 characters of one or more segments each ending in a slash (letters, digits and ! _ . ' ( ) -; no * or ?, which IAM reads as wildcards), such as \"notifications/\"."
+  }
+}
+
+variable "archive_retention_days" {
+  description = "Days after which the bucket's lifecycle rule expires an archived notification (objects under archive_prefix): how far back `relay replay` can reach. Keep it above the DSS's retry span (v1 retries for 7 days) and the time an operator needs to notice an undelivered notification."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.archive_retention_days >= 1 && floor(var.archive_retention_days) == var.archive_retention_days
+    error_message = "archive_retention_days must be a whole number of days >= 1."
+  }
+}
+
+variable "archive_kms_key_arn" {
+  description = "Customer-managed KMS key that encrypts the archive bucket (SSE-KMS, with an S3 bucket key). null (the default) uses SSE-S3 (AES256). When set, the role may kms:GenerateDataKey on this key (to write), archive_reader_policy_json adds kms:Decrypt on it (to read), and the key policy must allow both."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.archive_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.archive_kms_key_arn))
+    error_message = "archive_kms_key_arn must be null or a KMS key ARN such as arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab."
+  }
+}
+
+variable "archive_readers" {
+  description = "IAM principals (ARNs of roles, users or accounts, in this account or another) that replay from the archive with `relay replay`: the bucket policy lets them s3:GetObject under archive_prefix and s3:ListBucket the prefix, and nothing else. Each also needs archive_reader_policy_json attached by its account's administrators (a principal in another account needs both). [] lets no one in through the bucket policy."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.archive_readers : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(root|(role|user)/[A-Za-z0-9+=,.@_/-]+)$", arn))])
+    error_message = "archive_readers must be IAM role, user or account ARNs such as arn:aws:iam::123456789012:role/relay-operators."
+  }
 }

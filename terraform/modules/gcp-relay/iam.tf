@@ -1,13 +1,13 @@
 ################################################################################
-# Service account: reads its own secret and routes document, publishes to its one topic, and
-# reads and writes its ledger
+# Service account: reads its own secret and routes document, publishes to its one topic, reads
+# and writes its ledger, and creates archive objects
 ################################################################################
 
 resource "google_service_account" "this" {
   project      = var.project_id
   account_id   = "relay-${var.name}"
   display_name = "DSS relay ${var.name}"
-  description  = "Runs the ${var.name} Cloud Run relay: reads its HMAC secret (and its stored routes document), publishes to its topic and reads and writes its delivery ledger, nothing else."
+  description  = "Runs the ${var.name} Cloud Run relay: reads its HMAC secret (and its stored routes document), publishes to its topic, reads and writes its delivery ledger and creates objects in its archive, nothing else."
 }
 
 resource "google_secret_manager_secret_iam_member" "relay" {
@@ -68,6 +68,37 @@ resource "google_storage_bucket_iam_member" "route_writers" {
     description = "Only the stored routes document of the ${var.name} relay."
     expression  = local.routes_object_condition
   }
+}
+
+################################################################################
+# Archive (archive.tf): the relay creates objects under the prefix, archive_readers read them
+################################################################################
+
+# Creating objects only (storage.objects.create): roles/storage.objectCreator has no get, no
+# list and no delete, and replacing a live object needs delete, so the relay cannot read,
+# overwrite or remove what it archived. The condition keeps it to the archive's prefix.
+resource "google_storage_bucket_iam_member" "relay_archive" {
+  count = var.archive_enabled ? 1 : 0
+
+  bucket = google_storage_bucket.archive[0].name
+  role   = "roles/storage.objectCreator"
+  member = "serviceAccount:${google_service_account.this.email}"
+
+  condition {
+    title       = "archive-prefix-only"
+    description = "Only objects under the archive prefix of the ${var.name} relay."
+    expression  = local.archive_prefix_condition
+  }
+}
+
+# `relay replay`: objects.list by hour prefix and objects.get, roles/storage.objectViewer. No
+# condition: a list is checked on the bucket's name, which a prefix condition would refuse.
+resource "google_storage_bucket_iam_member" "archive_readers" {
+  for_each = toset(var.archive_enabled ? var.archive_readers : [])
+
+  bucket = google_storage_bucket.archive[0].name
+  role   = "roles/storage.objectViewer"
+  member = each.value
 }
 
 ################################################################################

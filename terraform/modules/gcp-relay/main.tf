@@ -163,6 +163,17 @@ resource "google_cloud_run_v2_service" "this" {
         }
       }
 
+      # The archive (archive.tf), only with archive_enabled.
+      dynamic "env" {
+        for_each = var.archive_enabled ? {
+          RELAY_ARCHIVE_URL = local.archive_url
+        } : {}
+        content {
+          name  = env.key
+          value = env.value
+        }
+      }
+
       # One JSON line on standard output per answer and per publish, which Cloud Logging parses
       # into jsonPayload; the logs-based metrics in monitoring.tf are read from these lines.
       env {
@@ -190,15 +201,21 @@ resource "google_cloud_run_v2_service" "this" {
       error_message = "Set either create_topic = true or existing_topic, exactly one."
     }
     precondition {
+      condition     = var.archive_enabled || (var.archive_bucket_name == null && var.archive_location == null && var.archive_kms_key_name == null && length(var.archive_readers) == 0)
+      error_message = "archive_bucket_name, archive_location, archive_kms_key_name and archive_readers take effect only with archive_enabled = true; set it, or leave them unset."
+    }
+    precondition {
       condition     = var.routes_enabled || (var.routes_bucket == null && var.split_prefix == null && length(var.route_writers) == 0)
       error_message = "routes_bucket, split_prefix and route_writers take effect only with routes_enabled = true; set it, or leave them unset."
     }
   }
 
-  # The first request finds its secret and, with the ledger, its grant and TTL policy in place.
+  # The first request finds its secret and, with the ledger, its grant and TTL policy in place;
+  # with the archive, its bucket and grant.
   depends_on = [
     google_secret_manager_secret_iam_member.relay,
     google_project_iam_member.relay_ledger,
     google_firestore_field.ledger_expires_at,
+    google_storage_bucket_iam_member.relay_archive,
   ]
 }

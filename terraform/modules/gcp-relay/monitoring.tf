@@ -478,3 +478,87 @@ resource "google_monitoring_alert_policy" "dead_letters" {
     EOT
   }
 }
+
+################################################################################
+# Alert: notifications a destination still has not acknowledged after an hour
+################################################################################
+
+# With the ledger the relay also prints, for each notification it first received more than an
+# hour ago that a destination has still not acknowledged:
+#
+#   undelivered: {"Relay":…,"Undelivered":1,…}
+#
+# The DSS may have stopped retrying such a notification, so only an operator gets it there: the
+# archive (archive.tf) holds it. Same lines and filter as the metrics above.
+resource "google_logging_metric" "undelivered" {
+  count = var.ledger_enabled ? 1 : 0
+
+  project     = var.project_id
+  name        = "${var.name}/undelivered"
+  description = "Notifications the ${var.name} relay first received more than an hour earlier that a destination has still not acknowledged (with the delivery ledger)."
+  filter      = "${local.metric_lines} AND jsonPayload.Undelivered:*"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "${var.name}: undelivered"
+  }
+}
+
+resource "google_monitoring_alert_policy" "undelivered" {
+  count = var.ledger_enabled ? 1 : 0
+
+  project               = var.project_id
+  display_name          = "${var.name}: DSS notifications still undelivered after an hour"
+  combiner              = "OR"
+  enabled               = var.alerts_enabled
+  notification_channels = var.alert_notification_channels
+  severity              = "ERROR"
+  user_labels           = var.labels
+
+  conditions {
+    display_name = "undelivered notifications, more than undelivered_threshold in an hour"
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "resource.type = \"cloud_run_revision\"",
+        "metric.type = \"logging.googleapis.com/user/${google_logging_metric.undelivered[0].name}\"",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = var.undelivered_threshold
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = "3600s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+
+      # No such line at all is no failure: the incident closes once the hour holds none.
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "${var.name}: DSS notifications still undelivered after an hour"
+    content   = <<-EOT
+      The Cloud Run service **${var.name}** (project ${var.project_id}) counted, in the last
+      hour, more than ${var.undelivered_threshold} notification(s) that it first received more
+      than an hour ago and that a destination has still not acknowledged
+      (logging.googleapis.com/user/${var.name}/undelivered). The DSS may have given up retrying
+      them: they will not arrive by themselves.
+
+      **What to do.** Find which destination with `relay trace BUNDLE_UUID` (the ledger_url
+      output; the relay's error lines name the sink and the bundle), fix that destination (the
+      topic, the service account's grant on it), then send them again from the archive with
+      `relay replay --undelivered --since <when the first failed>` (the archive_url output;
+      archive_readers may read it).
+    EOT
+  }
+}

@@ -77,13 +77,14 @@ output "metric_names" {
 }
 
 output "alert_policy_names" {
-  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, and dead_letters (null without dead_letter_subscriptions)."
+  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, dead_letters (null without dead_letter_subscriptions) and undelivered (null without ledger_enabled)."
   value = {
     needs_operator  = google_monitoring_alert_policy.needs_operator.name
     bad_signature   = google_monitoring_alert_policy.bad_signature.name
     unavailable     = google_monitoring_alert_policy.unavailable.name
     platform_errors = google_monitoring_alert_policy.platform_errors.name
     dead_letters    = one(google_monitoring_alert_policy.dead_letters[*].name)
+    undelivered     = one(google_monitoring_alert_policy.undelivered[*].name)
   }
 }
 
@@ -142,4 +143,18 @@ output "ledger_database" {
 output "ledger_collection" {
   description = "Collection of the ledger's documents in ledger_database; null without ledger_enabled."
   value       = var.ledger_enabled ? var.ledger_collection : null
+}
+
+################################################################################
+# Archive
+################################################################################
+
+output "archive_url" {
+  description = "RELAY_ARCHIVE_URL, gs://<bucket>/<prefix>: the archive the relay writes every verified notification to, and the RELAY_ARCHIVE_URL of `relay replay`; null without archive_enabled."
+  value       = local.archive_url
+}
+
+output "archive_bucket" {
+  description = "Name of the archive's Cloud Storage bucket; null without archive_enabled."
+  value       = one(google_storage_bucket.archive[*].name)
 }

@@ -333,6 +333,17 @@ variable "unavailable_threshold" {
   }
 }
 
+variable "undelivered_threshold" {
+  description = "Notifications within an hour above which the undelivered alert opens an incident (with ledger_enabled): notifications the relay first received more than an hour earlier and that a destination has still not acknowledged (the relay's metric Undelivered, logs-based metric <name>/undelivered). The default, 0: any."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.undelivered_threshold >= 0 && floor(var.undelivered_threshold) == var.undelivered_threshold
+    error_message = "undelivered_threshold must be a whole number of notifications >= 0."
+  }
+}
+
 variable "dead_letter_subscriptions" {
   description = "Subscription IDs (not full names) in project_id that receive dead-lettered notifications, i.e. the subscriptions of dead-letter topics of the relay's consumers. Any message waiting in one for 5 minutes opens an incident; empty creates no dead-letter alert."
   type        = list(string)
@@ -516,4 +527,80 @@ variable "ledger_point_in_time_recovery" {
   description = "Point-in-time recovery of the created ledger database (reads and restores of any minute of the last 7 days, billed as storage). false keeps Firestore's default: versions of the last hour only."
   type        = bool
   default     = true
+}
+
+################################################################################
+# Archive (archive.tf): RELAY_ARCHIVE_URL
+################################################################################
+
+variable "archive_enabled" {
+  description = "Give the relay an archive: a Cloud Storage bucket created here, in which it writes every verified notification as one new object, <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with ifGenerationMatch=0 (it never overwrites, and takes 412 as already written), so that operators can replay from it with `relay replay` after the DSS gave up. Sets RELAY_ARCHIVE_URL = gs://<bucket>/<archive_prefix>; the service account gets roles/storage.objectCreator on the bucket, conditioned on the prefix (create only: no read, no overwrite, no delete). archive_readers read it. false creates no bucket and sets no variable."
+  type        = bool
+  default     = true
+}
+
+variable "archive_bucket_name" {
+  description = "Name of the archive bucket created here. null uses \"<project_id>-<name>-archive\" (at most 63 characters)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.archive_bucket_name == null || (can(regex("^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$", var.archive_bucket_name)) && !startswith(var.archive_bucket_name, "goog") && !strcontains(var.archive_bucket_name, "google"))
+    error_message = "archive_bucket_name must be null or a Cloud Storage bucket name without dots: 3-63 lowercase letters, digits, hyphens or underscores, starting and ending with a letter or digit, not starting with goog nor containing google."
+  }
+}
+
+variable "archive_prefix" {
+  description = "Name prefix of the archive's objects in the bucket: segments each ending in a slash, such as \"notifications/\". The service account's grant and the lifecycle rule reach only objects under it."
+  type        = string
+  default     = "notifications/"
+
+  validation {
+    condition     = length(var.archive_prefix) <= 512 && can(regex("^([A-Za-z0-9!_.'()-]+/)+$", var.archive_prefix))
+    error_message = "archive_prefix must be at most 512 characters of one or more segments each ending in a slash (letters, digits and ! _ . ' ( ) -), such as \"notifications/\"."
+  }
+}
+
+variable "archive_retention_days" {
+  description = "Days after which the bucket's lifecycle rule deletes an archived notification (objects under archive_prefix): how far back `relay replay` can reach. Keep it above the DSS's retry span (v1 retries for 7 days) and the time an operator needs to notice an undelivered notification."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.archive_retention_days >= 1 && floor(var.archive_retention_days) == var.archive_retention_days
+    error_message = "archive_retention_days must be a whole number of days >= 1."
+  }
+}
+
+variable "archive_location" {
+  description = "Location of the archive bucket: a region (us-east1), a dual-region (NAM4) or a multi-region (US). null uses region, next to the service. A bucket's location cannot change."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.archive_location == null || can(regex("^([a-z]+-[a-z]+[0-9]+|[A-Za-z]{2,4}[0-9]*)$", var.archive_location))
+    error_message = "archive_location must be null, a region such as us-east1, a dual-region such as NAM4 or a multi-region such as US."
+  }
+}
+
+variable "archive_kms_key_name" {
+  description = "Cloud KMS key (projects/P/locations/L/keyRings/R/cryptoKeys/K) that encrypts the archive's objects by default (CMEK); null uses Google-managed encryption. The Cloud Storage service agent of project_id needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it; the relay and the readers need nothing on the key."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.archive_kms_key_name == null || can(regex("^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$", var.archive_kms_key_name))
+    error_message = "archive_kms_key_name must be null or projects/P/locations/L/keyRings/R/cryptoKeys/K."
+  }
+}
+
+variable "archive_readers" {
+  description = "Who replays from the archive with `relay replay`, as IAM members: \"user:<email>\", \"group:<email>\" or \"serviceAccount:<email>\". Each gets roles/storage.objectViewer (list and read) on the archive bucket; replaying also needs the ledger's and the destinations' own grants."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for m in var.archive_readers : can(regex("^(user|group|serviceAccount):[A-Za-z0-9._%+'-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}$", m))])
+    error_message = "archive_readers must be IAM members such as user:alice@example.org, group:relay-operators@example.org or serviceAccount:ops@my-project.iam.gserviceaccount.com."
+  }
 }

@@ -73,6 +73,8 @@ pub struct Config {
     pub split_max_ttl: Duration,
     /// The delivery ledger, when there is one.
     pub ledger: Option<LedgerConfig>,
+    /// The archive, when there is one.
+    pub archive: Option<crate::archive::ArchiveUrl>,
     /// `PUBSUB_EMULATOR_HOST`: Pub/Sub sinks publish to the emulator there.
     pub pubsub_emulator: Option<String>,
     /// The configuration file, when one is used.
@@ -307,6 +309,17 @@ impl Config {
                 "must be at least 1; the DSS retries for up to 7 days, so keep 691200 (8 days) or more".into(),
             );
         }
+        if settings.archive_url.is_some()
+            && sinks.iter().any(|s| s.name == crate::archive::SINK_NAME)
+        {
+            fail(
+                "RELAY_ARCHIVE_URL",
+                format!(
+                    "a sink is named {:?}, the archive's name among the destinations; rename the sink",
+                    crate::archive::SINK_NAME
+                ),
+            );
+        }
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
@@ -349,6 +362,7 @@ impl Config {
                     Duration::from_secs(s.0)
                 }),
             ledger: LedgerConfig::from_settings(&settings),
+            archive: settings.archive_url.clone(),
             pubsub_emulator: emulator,
             config_file,
             settings,

@@ -11,6 +11,7 @@ use super::values::{
     Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, MetricsFormat, Millis, Seconds,
     SecretArn, Show,
 };
+use crate::archive::ArchiveUrl;
 use crate::ledger::{LedgerKey, LedgerUrl};
 use crate::live::RoutesUrl;
 use crate::sink::ByteLimit;
@@ -146,6 +147,8 @@ settings! {
     ledger_key: LedgerKey = "RELAY_LEDGER_KEY", file, default "dedup_key";
     /// Record notifications no route takes too (one write each), so `relay trace` can say they were filtered.
     ledger_record_filtered: Flag = "RELAY_LEDGER_RECORD_FILTERED", file, default "true";
+    /// The archive: a folder, `s3://<bucket>/<prefix>` or `gs://<bucket>/<prefix>`. Every verified notification, filtered ones included, is written there as one new object under `YYYY/MM/DD/HH/<dedup key>` before the relay answers 2xx, for `relay replay`; off when unset.
+    archive_url: ArchiveUrl = "RELAY_ARCHIVE_URL", file, default "";
     /// relay-gcf: the address to listen on.
     listen: ListenAddr = "RELAY_LISTEN", file, default "0.0.0.0:$PORT (PORT defaults to 8080)";
     /// relay-gcf: a request's headers must arrive within this, and a kept-alive connection waits no longer idle; else it is closed.

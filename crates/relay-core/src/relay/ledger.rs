@@ -43,6 +43,10 @@ pub(super) struct Routing<'a> {
     pub(super) destinations: &'a [&'a str],
     pub(super) routes_version: Option<&'a str>,
     pub(super) split: Option<&'a str>,
+    /// A replay run's id: its deliveries are recorded under their own key
+    /// (`replay:<run>:<ledger key>`), apart from the live ones; `None` for live attempts and
+    /// for replays of the undelivered, which complete the live entry.
+    pub(super) run: Option<&'a str>,
 }
 
 impl Relay {
@@ -63,14 +67,8 @@ impl Relay {
         if routing.destinations.is_empty() && !recorder.config.record_filtered {
             return Ok(None);
         }
-        let identity = Identity {
-            dedup_key: notification.dedup_key().to_owned(),
-            subscription_id: notification.subscription_id().to_owned(),
-            bundle_uuid: notification.bundle_uuid().to_owned(),
-            bundle_version: notification.bundle_version().to_owned(),
-            event_type: notification.event_type().map(str::to_owned),
-        };
-        let key = recorder.config.key.of(&identity);
+        let identity = identity(notification);
+        let key = key(recorder, &identity, routing.run);
         let now_ms = epoch_ms(self.clock.now());
         let attempt = Attempt {
             id: ledger::attempt_id(),
@@ -129,6 +127,19 @@ impl Relay {
                 Err(Error::LedgerUnavailable)
             }
         }
+    }
+
+    /// The key `notification`'s attempts claim under (`run`: a replay run's); empty without a
+    /// ledger.
+    pub(super) fn ledger_key(
+        &self,
+        notification: &Notification<Verified>,
+        run: Option<&str>,
+    ) -> String {
+        self.ledger
+            .as_ref()
+            .map(|recorder| key(recorder, &identity(notification), run))
+            .unwrap_or_default()
     }
 
     /// Records what the sinks did and frees the attempt's leases. A settlement that fails is
@@ -198,6 +209,25 @@ impl Relay {
                 "routes_version": routes_version,
             }),
         )
+    }
+}
+
+/// Which notification an entry is about.
+fn identity(notification: &Notification<Verified>) -> Identity {
+    Identity {
+        dedup_key: notification.dedup_key().to_owned(),
+        subscription_id: notification.subscription_id().to_owned(),
+        bundle_uuid: notification.bundle_uuid().to_owned(),
+        bundle_version: notification.bundle_version().to_owned(),
+        event_type: notification.event_type().map(str::to_owned),
+    }
+}
+
+/// The entry's key: the notification's ledger key, under a replay run's prefix for its run.
+fn key(recorder: &Recorder, identity: &Identity, run: Option<&str>) -> String {
+    match run {
+        Some(run) => format!("replay:{run}:{}", recorder.config.key.of(identity)),
+        None => recorder.config.key.of(identity),
     }
 }
 

@@ -16,6 +16,7 @@ mod ledger;
 mod live;
 mod log;
 mod publish;
+mod replay;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,6 +30,10 @@ use serde_json::json;
 
 use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
+use self::publish::Traffic;
+pub use self::replay::{
+    REPLAYED, ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection,
+};
 use crate::admission::{Admission, BodyLimits, declared_length};
 use crate::config::{Config, ConfigErrors, MetricsFormat};
 use crate::error::Error;
@@ -57,6 +62,9 @@ pub struct Relay {
     live: Option<LiveRoutes>,
     /// The delivery ledger, when `RELAY_LEDGER_URL` is set.
     ledger: Option<Recorder>,
+    /// The archive, when `RELAY_ARCHIVE_URL` is set: a destination every verified notification
+    /// is routed to.
+    archive: Option<Arc<dyn Sink>>,
     clock: Arc<dyn Clock>,
     admission: Admission,
     metrics: Metrics,
@@ -86,6 +94,9 @@ pub enum StartError {
     /// The delivery ledger cannot be opened.
     #[error("RELAY_LEDGER_URL: {0}")]
     Ledger(#[source] crate::ledger::LedgerError),
+    /// The archive cannot be opened.
+    #[error("RELAY_ARCHIVE_URL: {0}")]
+    Archive(#[source] crate::archive::ArchiveError),
 }
 
 impl Relay {
@@ -99,6 +110,7 @@ impl Relay {
                 .ledger
                 .as_ref()
                 .is_some_and(|l| matches!(l.url, crate::ledger::LedgerUrl::DynamoDb { .. }))
+            || matches!(config.archive, Some(crate::archive::ArchiveUrl::S3 { .. }))
         {
             true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
             false => None,
@@ -137,6 +149,18 @@ impl Relay {
             }),
             None => None,
         };
+        let archive = match &config.archive {
+            Some(url) => Some(
+                crate::archive::open(
+                    url,
+                    #[cfg(feature = "aws")]
+                    aws.as_ref(),
+                )
+                .await
+                .map_err(StartError::Archive)?,
+            ),
+            None => None,
+        };
         // One way to build a sink: the deployed ones now, those stored routes add later.
         #[cfg(feature = "aws")]
         let factory = live::sink_factory(aws, config.sink_timeout);
@@ -160,6 +184,10 @@ impl Relay {
         if let Some(recorder) = ledger {
             tracing::info!(ledger = %recorder.config.url, key = %recorder.config.key, retention_secs = recorder.config.retention.as_secs(), "Delivery ledger open.");
             relay.ledger = Some(recorder);
+        }
+        if let Some(archive) = archive {
+            tracing::info!(archive = %archive.url(), "Archive open: every verified notification is written there.");
+            relay = relay.with_archive(archive);
         }
         let Some(url) = routes_url else {
             return Ok(relay);
@@ -225,6 +253,7 @@ impl Relay {
             table: ArcSwap::from_pointee(table),
             live: None,
             ledger: None,
+            archive: None,
             clock,
             admission,
             metrics,
@@ -251,6 +280,13 @@ impl Relay {
                 record_filtered: true,
             });
         self.ledger = Some(Recorder { store, config });
+        self
+    }
+
+    /// The same relay, writing every verified notification to `archive` as well; tests use it
+    /// to inject a store.
+    pub fn with_archive(mut self, archive: Arc<dyn crate::archive::Archive>) -> Self {
+        self.archive = Some(Arc::new(crate::archive::ArchiveSink::new(archive)));
         self
     }
 
@@ -361,19 +397,22 @@ impl Relay {
         let table = self.table.load_full();
         let routes_version = table.version.as_ref().map(|v| v.0.as_str());
         fields.routes_version = routes_version.map(str::to_owned);
-        let request = match table.uses_request() {
+        let request = match table.uses_request() || self.archive.is_some() {
             true => request_document(parts.uri.path(), parts.uri.query(), &parts.headers),
             false => serde_json::Value::Null,
         };
         let input = Input::new(notification.document(), &request);
         let decision = table.decide(&input, received_at);
         fields.split.clone_from(&decision.split);
-        // The destinations by name, for the ledger (no allocation without one).
+        let filtered = decision.destinations.is_empty();
+        // The destinations by name, for the ledger (no allocation without one): the routed
+        // ones, then the archive.
         let names: Vec<&str> = match self.ledger {
             Some(_) => decision
                 .destinations
                 .iter()
                 .map(|&i| table.destinations[i].sink.name())
+                .chain(self.archive.as_ref().map(|a| a.name()))
                 .collect(),
             None => Vec::new(),
         };
@@ -381,47 +420,30 @@ impl Relay {
             destinations: &names,
             routes_version,
             split: decision.split.as_deref(),
+            run: None,
         };
-        if decision.destinations.is_empty() {
+        if filtered && self.archive.is_none() {
             // Nothing wants it: acknowledge, so the DSS does not retry (recorded first, when
             // the ledger records filtered notifications).
             self.claim(&notification, routing, received_at, deadline)
                 .await?;
             fields.filtered = true;
-            return Ok(Outcome::json(
-                StatusCode::ACCEPTED,
-                &json!({
-                    "status": "filtered",
-                    "dedup_key": notification.dedup_key(),
-                    "routes_version": routes_version,
-                }),
-            ));
+            return Ok(self.filtered(&notification, &[], routes_version));
         }
 
         let base = Message::new(&notification, &parts.headers, received_at);
         // Every routed destination's message is shaped and size-checked before any sink is
         // called: a notification one of them cannot take is refused before anything leaves.
-        let mut messages = Vec::with_capacity(decision.destinations.len());
+        let mut messages = Vec::with_capacity(decision.destinations.len() + 1);
         for &i in &decision.destinations {
             let destination = &table.destinations[i];
-            let sink = destination.sink.name();
-            let message = destination.shape.apply(&base, &notification).map_err(|e| {
-                tracing::error!(sink, error = %e, "A template cannot be filled; an operator must act.");
-                Error::SinkFailed {
-                    sink: sink.to_owned(),
-                }
-            })?;
-            if let Some(limit) = destination
-                .max_message_bytes
-                .filter(|&max| message.encoded_size() > max)
-            {
-                return Err(Error::MessageTooLarge {
-                    sink: sink.to_owned(),
-                    limit,
-                });
-            }
-            messages.push((&destination.sink, message));
+            messages.push((&destination.sink, shape(destination, &base, &notification)?));
         }
+        if let Some(archive) = &self.archive {
+            let record = crate::archive::Record::of(&base, request.clone());
+            messages.push((archive, record.message()));
+        }
+        fields.filtered = filtered;
 
         let holding = self
             .claim(&notification, routing, received_at, deadline)
@@ -437,10 +459,40 @@ impl Relay {
             }
             None => Default::default(),
         };
-        let published = self.publish(messages, deadline).await;
+        let published = self.publish(messages, deadline, Traffic::Live).await;
         if let Some(holding) = &holding {
             self.settle(holding, &published).await;
         }
+        if filtered {
+            // Only the archive wanted it: 202 `filtered` once it acknowledged.
+            return self.archived(&notification, &published, &acked, routes_version);
+        }
         self.delivered(&notification, &published, &acked, routes_version)
     }
+}
+
+/// `destination`'s message for `notification`: its shape applied, its size checked (502 when a
+/// template cannot be filled, 413 over the destination's limit).
+fn shape(
+    destination: &crate::sink::Destination,
+    base: &Message,
+    notification: &Notification<crate::notification::Verified>,
+) -> Result<Message, Error> {
+    let sink = destination.sink.name();
+    let message = destination.shape.apply(base, notification).map_err(|e| {
+        tracing::error!(sink, error = %e, "A template cannot be filled; an operator must act.");
+        Error::SinkFailed {
+            sink: sink.to_owned(),
+        }
+    })?;
+    if let Some(limit) = destination
+        .max_message_bytes
+        .filter(|&max| message.encoded_size() > max)
+    {
+        return Err(Error::MessageTooLarge {
+            sink: sink.to_owned(),
+            limit,
+        });
+    }
+    Ok(message)
 }

@@ -16,6 +16,15 @@ use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
 use crate::sink::{Message, Receipt, Sink, SinkError};
 
+/// Whose publish it is, for the metrics: a live notification's, or a replay's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Traffic {
+    /// A request's.
+    Live,
+    /// `relay replay`'s, counted apart.
+    Replay,
+}
+
 /// What each sink did with its message, by sink name.
 pub(super) type Published<'a> = Vec<(&'a str, Result<Receipt, SinkError>)>;
 
@@ -25,6 +34,7 @@ impl Relay {
         &self,
         messages: Vec<(&'a Arc<dyn Sink>, Message)>,
         deadline: Instant,
+        traffic: Traffic,
     ) -> Published<'a> {
         join_all(messages.into_iter().map(|(sink, message)| async move {
             let started = Instant::now();
@@ -39,19 +49,23 @@ impl Relay {
                     "no acknowledgement before the deadline".into(),
                 )),
             };
-            self.metrics.publish(
-                sink.name(),
-                result.as_ref(),
-                started.elapsed().as_secs_f64() * 1000.0,
-            );
+            let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            match traffic {
+                Traffic::Live => self
+                    .metrics
+                    .publish(sink.name(), result.as_ref(), latency_ms),
+                Traffic::Replay => self
+                    .metrics
+                    .replay(sink.name(), result.as_ref(), latency_ms),
+            }
             (sink.name(), result)
         }))
         .await
     }
 
-    /// 202 when every sink acknowledged, listing each routed destination's message id (those
-    /// `acked` by an earlier attempt as well); else 502 if any failure is permanent (retrying
-    /// cannot fix it), else 503.
+    /// 202 `published` when every sink acknowledged, listing each routed destination's
+    /// message id (those `acked` by an earlier attempt as well); else 502 if any failure is
+    /// permanent (retrying cannot fix it), else 503.
     pub(super) fn delivered(
         &self,
         notification: &Notification<Verified>,
@@ -59,36 +73,7 @@ impl Relay {
         acked: &BTreeMap<String, Ack>,
         routes_version: Option<&str>,
     ) -> Result<Outcome, Error> {
-        let mut deliveries: Vec<_> = acked
-            .iter()
-            .map(|(sink, ack)| json!({"sink": sink, "message_id": ack.message_id, "earlier": true}))
-            .collect();
-        let mut failure: Option<Error> = None;
-        for (sink, result) in published {
-            match result {
-                Ok(receipt) => {
-                    deliveries.push(json!({"sink": sink, "message_id": receipt.message_id}))
-                }
-                Err(e) => {
-                    let retryable = e.is_retryable();
-                    if retryable {
-                        tracing::warn!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink failed; the sender will retry.");
-                    } else {
-                        tracing::error!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
-                    }
-                    let sink = (*sink).to_owned();
-                    failure = match failure {
-                        Some(f @ Error::SinkFailed { .. }) => Some(f),
-                        _ if !retryable => Some(Error::SinkFailed { sink }),
-                        Some(f) => Some(f),
-                        None => Some(Error::SinkRetryable { sink }),
-                    };
-                }
-            }
-        }
-        if let Some(failure) = failure {
-            return Err(failure);
-        }
+        let deliveries = deliveries(notification, published, acked)?;
         Ok(Outcome::json(
             StatusCode::ACCEPTED,
             &json!({
@@ -98,5 +83,74 @@ impl Relay {
                 "routes_version": routes_version,
             }),
         ))
+    }
+
+    /// 202 `filtered` for a notification no route takes, once the archive (when there is one)
+    /// acknowledged it; the archive's failure answers like any sink's.
+    pub(super) fn archived(
+        &self,
+        notification: &Notification<Verified>,
+        published: &Published<'_>,
+        acked: &BTreeMap<String, Ack>,
+        routes_version: Option<&str>,
+    ) -> Result<Outcome, Error> {
+        let deliveries = deliveries(notification, published, acked)?;
+        Ok(self.filtered(notification, &deliveries, routes_version))
+    }
+
+    /// 202 `filtered`, with the archive's delivery when there is one.
+    pub(super) fn filtered(
+        &self,
+        notification: &Notification<Verified>,
+        deliveries: &[serde_json::Value],
+        routes_version: Option<&str>,
+    ) -> Outcome {
+        let mut body = json!({
+            "status": "filtered",
+            "dedup_key": notification.dedup_key(),
+            "routes_version": routes_version,
+        });
+        if !deliveries.is_empty() {
+            body["deliveries"] = deliveries.into();
+        }
+        Outcome::json(StatusCode::ACCEPTED, &body)
+    }
+}
+
+/// Every destination's delivery (`earlier` for those an earlier attempt acknowledged), or the
+/// answer's error: the first permanent failure (502), else the first retryable one (503).
+fn deliveries(
+    notification: &Notification<Verified>,
+    published: &Published<'_>,
+    acked: &BTreeMap<String, Ack>,
+) -> Result<Vec<serde_json::Value>, Error> {
+    let mut deliveries: Vec<_> = acked
+        .iter()
+        .map(|(sink, ack)| json!({"sink": sink, "message_id": ack.message_id, "earlier": true}))
+        .collect();
+    let mut failure: Option<Error> = None;
+    for (sink, result) in published {
+        match result {
+            Ok(receipt) => deliveries.push(json!({"sink": sink, "message_id": receipt.message_id})),
+            Err(e) => {
+                let retryable = e.is_retryable();
+                if retryable {
+                    tracing::warn!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink failed; the sender will retry.");
+                } else {
+                    tracing::error!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
+                }
+                let sink = (*sink).to_owned();
+                failure = match failure {
+                    Some(f @ Error::SinkFailed { .. }) => Some(f),
+                    _ if !retryable => Some(Error::SinkFailed { sink }),
+                    Some(f) => Some(f),
+                    None => Some(Error::SinkRetryable { sink }),
+                };
+            }
+        }
+    }
+    match failure {
+        Some(failure) => Err(failure),
+        None => Ok(deliveries),
     }
 }

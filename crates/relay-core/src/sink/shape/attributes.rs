@@ -60,6 +60,12 @@ impl Attributes {
         self.0.push((name.to_owned(), value.to_owned()));
     }
 
+    /// Adds an attribute before every other, replacing one of the same name.
+    pub fn put_first(&mut self, name: &str, value: &str) {
+        self.0.retain(|(n, _)| n != name);
+        self.0.insert(0, (name.to_owned(), value.to_owned()));
+    }
+
     /// The value of one attribute.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0

@@ -159,6 +159,15 @@ impl Shape {
         Ok(message)
     }
 
+    /// Puts the attribute `name` first on `message`, within the destination's attribute
+    /// limit (the lowest-priority attribute makes room): a mark that must not be dropped.
+    pub fn mark(&self, message: &mut Message, name: &str, value: &str) {
+        message.attributes.put_first(name, value);
+        if let Some(limit) = self.max_attributes {
+            message.attributes.truncate(limit);
+        }
+    }
+
     /// What `relay check` says about the shaping, after the destination itself.
     pub fn describe(&self) -> String {
         let mut text = String::new();

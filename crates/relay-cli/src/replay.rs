@@ -1,0 +1,525 @@
+//! `relay replay`: sends archived notifications (`RELAY_ARCHIVE_URL`) again, with the relay's
+//! own configuration (its variables and `RELAY_CONFIG` file): to the routes in effect now, to
+//! one named destination, or to a split; through the ledger, so that the same command run
+//! twice publishes nothing the second time, and an interrupted one run again goes on where it
+//! stopped.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::StreamExt as _;
+use relay_core::archive::{Archive, Record, hours};
+use relay_core::relay::{ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection};
+use relay_core::route::Pattern;
+use relay_core::{Config, Relay};
+use sha2::{Digest as _, Sha256};
+use tokio::sync::Mutex;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// Start of the window, by receipt time: a time (2026-12-01T08:00:00Z) or a duration ago
+    /// (90m, 24h, 7d).
+    #[arg(long, value_name = "TIME_OR_AGO")]
+    since: String,
+    /// End of the window, the same way (default: now).
+    #[arg(long, value_name = "TIME_OR_AGO")]
+    until: Option<String>,
+    /// Only this bundle's notifications.
+    #[arg(long, value_name = "UUID")]
+    bundle: Option<String>,
+    /// Only this subscription's.
+    #[arg(long, value_name = "ID")]
+    subscription: Option<String>,
+    /// Only this event type's (CREATE, TOMBSTONE, DELETE).
+    #[arg(long)]
+    event_type: Option<String>,
+    /// Only those a route pattern matches (JSON, the vocabulary of `match` in routes).
+    #[arg(long = "match", value_name = "PATTERN")]
+    pattern: Option<String>,
+    /// Only the (notification, destination) pairs the ledger has no acknowledgement for: what
+    /// the DSS gave up on. Completes the live entries, so a live retry does not publish them
+    /// again either.
+    #[arg(long)]
+    undelivered: bool,
+    /// Send every selected notification to this destination (a sink name, or a split's name)
+    /// instead of where the routes in effect send it.
+    #[arg(long, value_name = "DESTINATION")]
+    to: Option<String>,
+    /// Print what would be sent, per notification and per destination, and send nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Publish even what an earlier run of the same replay published (a new run).
+    #[arg(long, conflicts_with = "undelivered")]
+    again: bool,
+    /// At most this many notifications per second.
+    #[arg(long, value_name = "PER_SECOND", value_parser = parse_rate)]
+    rate: Option<f64>,
+    /// Notifications in flight at once.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    concurrency: u16,
+    /// The configuration file (instead of RELAY_CONFIG).
+    #[arg(long)]
+    config: Option<String>,
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!(
+            "expected a positive number of notifications per second, got {text:?}"
+        )),
+    }
+}
+
+/// A time, or a duration before `now`.
+fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, String> {
+    if let Ok(at) = humantime::parse_rfc3339_weak(text) {
+        return Ok(at);
+    }
+    let ago = humantime::parse_duration(text).map_err(|_| {
+        format!(
+            "expected a time like 2026-12-01T08:00:00Z or a duration ago like 24h, got {text:?}"
+        )
+    })?;
+    now.checked_sub(ago)
+        .ok_or_else(|| format!("{text:?} ago is before 1970"))
+}
+
+/// What one replay does, however it was asked for.
+pub(crate) struct Job {
+    pub(crate) since: SystemTime,
+    pub(crate) until: SystemTime,
+    pub(crate) selection: Selection,
+    pub(crate) plan: ReplayPlan,
+    pub(crate) rate: Option<f64>,
+    pub(crate) concurrency: usize,
+}
+
+/// What a replay did, in counts.
+#[derive(Debug, Default)]
+pub(crate) struct Summary {
+    pub(crate) listed: usize,
+    pub(crate) outside: usize,
+    pub(crate) filtered: usize,
+    pub(crate) done: usize,
+    pub(crate) failed: usize,
+    pub(crate) gone: usize,
+    /// Notifications sent (or, in a dry run, that would be), per destination.
+    pub(crate) sent: BTreeMap<String, usize>,
+    pub(crate) notifications_sent: usize,
+    /// Dry runs: one line per notification that would be sent.
+    pub(crate) lines: Vec<String>,
+}
+
+/// Runs `relay replay`: 0 when every selected notification was sent or had been, 1 when some
+/// failed, 2 when nothing could start.
+pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("relay replay: cannot start: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(replay(args)) {
+        Ok(summary) => {
+            print_summary(&summary, args.dry_run);
+            match summary.failed {
+                0 => ExitCode::SUCCESS,
+                _ => ExitCode::FAILURE,
+            }
+        }
+        Err(message) => {
+            eprintln!("relay replay: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
+    let config = Config::from_vars(crate::env_with_config(args.config.as_deref()))
+        .map_err(|e| e.to_string())?;
+    let now = SystemTime::now();
+    let since = parse_time(&args.since, now).map_err(|e| format!("--since: {e}"))?;
+    let until = match &args.until {
+        Some(text) => parse_time(text, now).map_err(|e| format!("--until: {e}"))?,
+        None => now,
+    };
+    if until < since {
+        return Err("--until is before --since".into());
+    }
+    let pattern = match &args.pattern {
+        Some(text) => Some(compile(text)?),
+        None => None,
+    };
+    let record = match (args.undelivered, args.again, config.ledger.is_some()) {
+        (true, _, _) => ReplayRecord::Undelivered,
+        (false, true, false) => ReplayRecord::Unrecorded,
+        (false, true, true) => ReplayRecord::Run(fresh_run_id()?),
+        (false, false, _) => ReplayRecord::Run(run_id(args)),
+    };
+    if let ReplayRecord::Run(run) = &record {
+        eprintln!("replay run {run} (the same command continues it; --again starts a new one)");
+    }
+    let job = Job {
+        since,
+        until,
+        selection: Selection {
+            bundle_uuid: args.bundle.clone(),
+            subscription_id: args.subscription.clone(),
+            event_type: args.event_type.clone(),
+            pattern,
+        },
+        plan: ReplayPlan {
+            to: args
+                .to
+                .clone()
+                .map_or(ReplayTo::Routes, ReplayTo::Destination),
+            record,
+            dry_run: args.dry_run,
+        },
+        rate: args.rate,
+        concurrency: usize::from(args.concurrency),
+    };
+    run_job(config, job).await
+}
+
+/// A route pattern from its JSON text.
+pub(crate) fn compile(text: &str) -> Result<Pattern, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("--match: not JSON: {e}"))?;
+    Pattern::compile(&value).map_err(|e| format!("--match: {}: {}", e.at, e.message))
+}
+
+/// The run's id: the same for the same command, so that running it again continues it.
+fn run_id(args: &ReplayArgs) -> String {
+    let parts = [
+        Some(args.since.as_str()),
+        args.until.as_deref(),
+        args.bundle.as_deref(),
+        args.subscription.as_deref(),
+        args.event_type.as_deref(),
+        args.pattern.as_deref(),
+        args.to.as_deref(),
+    ];
+    let mut hash = Sha256::new();
+    for part in parts {
+        // Each part with its length: no two commands give the same text.
+        let part = part.unwrap_or("\u{0}");
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    hex::encode(&hash.finalize()[..8])
+}
+
+fn fresh_run_id() -> Result<String, String> {
+    let mut id = [0u8; 8];
+    getrandom::fill(&mut id).map_err(|e| format!("no randomness available: {e}"))?;
+    Ok(hex::encode(id))
+}
+
+/// Lists the window's hours, then replays what the selection takes, `job.concurrency` at a
+/// time and at most `job.rate` per second.
+pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, String> {
+    let archive_url = config.archive.clone().ok_or(
+        "no archive is configured: set RELAY_ARCHIVE_URL (or [relay] archive_url) as the relays have it",
+    )?;
+    if config.ledger.is_none() && job.plan.record != ReplayRecord::Unrecorded {
+        return Err(ReplayError::NoLedger.to_string());
+    }
+    let archive = relay_core::archive::open(&archive_url, None)
+        .await
+        .map_err(|e| format!("{archive_url}: {e}"))?;
+    let relay = Relay::from_config(config)
+        .await
+        .map_err(|e| format!("cannot start the relay's destinations: {e}"))?;
+    if let ReplayTo::Destination(name) = &job.plan.to {
+        let names = relay.destination_names();
+        if !names
+            .iter()
+            .any(|n| n == name || *n == format!("split:{name}"))
+        {
+            return Err(format!(
+                "--to {name}: no such destination; the routes in effect have {}",
+                names.join(", ")
+            ));
+        }
+    }
+    let mut keys = Vec::new();
+    for hour in hours(job.since, job.until) {
+        keys.extend(
+            archive
+                .list(&hour)
+                .await
+                .map_err(|e| format!("{archive_url}: {e}"))?,
+        );
+    }
+    keys.sort();
+    let mut summary = Summary {
+        listed: keys.len(),
+        ..Summary::default()
+    };
+    let progress = Progress::new(keys.len() as u64);
+    let limiter = Limiter::new(job.rate);
+    let (relay, archive, job) = (Arc::new(relay), archive, Arc::new(job));
+    let mut results = futures_util::stream::iter(keys)
+        .map(|key| {
+            let (relay, archive, job, limiter) = (&relay, &archive, &job, &limiter);
+            async move { one(relay, archive.as_ref(), job, limiter, key).await }
+        })
+        .buffer_unordered(job.concurrency);
+    while let Some(result) = results.next().await {
+        summary.add(result);
+        progress.tick(summary.notifications_sent);
+    }
+    progress.finish(summary.notifications_sent);
+    summary.lines.sort();
+    Ok(summary)
+}
+
+/// What became of one key.
+enum Result1 {
+    Gone,
+    Outside,
+    Replayed(String, Replayed),
+    Failed(String, String),
+}
+
+impl Summary {
+    fn add(&mut self, result: Result1) {
+        match result {
+            Result1::Gone => self.gone += 1,
+            Result1::Outside => self.outside += 1,
+            Result1::Failed(key, error) => {
+                eprintln!("relay replay: {key}: {error}");
+                self.failed += 1;
+            }
+            Result1::Replayed(key, replayed) => match replayed {
+                Replayed::Filtered => self.filtered += 1,
+                Replayed::Done { .. } => self.done += 1,
+                Replayed::WouldSend { to, done } => {
+                    if to.is_empty() {
+                        self.done += 1;
+                        return;
+                    }
+                    self.notifications_sent += 1;
+                    let mut line = format!("would send {key} to {}", to.join(", "));
+                    if !done.is_empty() {
+                        line.push_str(&format!(" (done: {})", done.join(", ")));
+                    }
+                    self.lines.push(line);
+                    for name in to {
+                        *self.sent.entry(name).or_default() += 1;
+                    }
+                }
+                Replayed::Sent { to, .. } => {
+                    self.notifications_sent += 1;
+                    for (name, _) in to {
+                        *self.sent.entry(name).or_default() += 1;
+                    }
+                }
+                Replayed::Busy { .. } => {
+                    eprintln!("relay replay: {key}: still being delivered by another attempt");
+                    self.failed += 1;
+                }
+                Replayed::Failed { sink, retryable } => {
+                    let how = if retryable {
+                        "unavailable"
+                    } else {
+                        "refused it"
+                    };
+                    eprintln!("relay replay: {key}: {sink} {how}");
+                    self.failed += 1;
+                }
+            },
+        }
+    }
+}
+
+/// Reads, selects and replays one archived key, retrying what another attempt holds and what
+/// a destination refused for now.
+async fn one(
+    relay: &Relay,
+    archive: &dyn Archive,
+    job: &Job,
+    limiter: &Limiter,
+    key: String,
+) -> Result1 {
+    let bytes = match read(archive, &key).await {
+        Ok(Some(bytes)) => bytes,
+        // Expired by the bucket's lifecycle since it was listed.
+        Ok(None) => return Result1::Gone,
+        Err(e) => return Result1::Failed(key, e),
+    };
+    let record = match Record::from_bytes(&bytes) {
+        Ok(record) => record,
+        Err(e) => return Result1::Failed(key, e.to_string()),
+    };
+    if record.received_at < job.since
+        || record.received_at > job.until
+        || !job.selection.takes(&record)
+    {
+        return Result1::Outside;
+    }
+    limiter.wait().await;
+    let mut backoff = Duration::from_millis(500);
+    for _ in 0..6 {
+        match relay.replay(&record, &job.plan).await {
+            Ok(Replayed::Busy { retry_after }) => tokio::time::sleep(retry_after).await,
+            Ok(Replayed::Failed {
+                retryable: true, ..
+            })
+            | Err(ReplayError::Ledger(_)) => {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            Ok(replayed) => return Result1::Replayed(key, replayed),
+            Err(e) => return Result1::Failed(key, e.to_string()),
+        }
+    }
+    match relay.replay(&record, &job.plan).await {
+        Ok(replayed) => Result1::Replayed(key, replayed),
+        Err(e) => Result1::Failed(key, e.to_string()),
+    }
+}
+
+/// One object, with a few tries while the store is unavailable.
+async fn read(archive: &dyn Archive, key: &str) -> Result<Option<bytes::Bytes>, String> {
+    let mut backoff = Duration::from_millis(200);
+    for _ in 0..3 {
+        match archive.get(key).await {
+            Err(relay_core::archive::ArchiveError::Unavailable(_)) => {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            answer => return answer.map_err(|e| e.to_string()),
+        }
+    }
+    archive.get(key).await.map_err(|e| e.to_string())
+}
+
+/// At most `rate` starts per second, evenly spaced.
+struct Limiter {
+    interval: Option<Duration>,
+    next: Mutex<Instant>,
+}
+
+impl Limiter {
+    fn new(rate: Option<f64>) -> Self {
+        Self {
+            interval: rate.map(|r| Duration::from_secs_f64(1.0 / r)),
+            next: Mutex::new(Instant::now()),
+        }
+    }
+
+    async fn wait(&self) {
+        let Some(interval) = self.interval else {
+            return;
+        };
+        let at = {
+            let mut next = self.next.lock().await;
+            let at = (*next).max(Instant::now());
+            *next = at + interval;
+            at
+        };
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+/// A bar with the rate and the time left on a terminal; a plain line a second otherwise.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: u64,
+    done: std::sync::atomic::AtomicU64,
+    started: Instant,
+    last_line: std::sync::Mutex<Instant>,
+}
+
+impl Progress {
+    fn new(total: u64) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} read, {msg} sent, {per_sec}, {eta} left",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        });
+        let started = Instant::now();
+        Self {
+            bar,
+            total,
+            done: 0.into(),
+            started,
+            last_line: std::sync::Mutex::new(started),
+        }
+    }
+
+    fn tick(&self, sent: usize) {
+        let done = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if let Some(bar) = &self.bar {
+            bar.set_message(sent.to_string());
+            bar.set_position(done);
+            return;
+        }
+        let mut last = self.last_line.lock().expect("never poisoned");
+        if last.elapsed() >= Duration::from_secs(1) {
+            *last = Instant::now();
+            eprintln!("{}", self.line(done, sent));
+        }
+    }
+
+    fn finish(&self, sent: usize) {
+        let done = self.done.load(std::sync::atomic::Ordering::Relaxed);
+        match &self.bar {
+            Some(bar) => bar.finish_and_clear(),
+            None => eprintln!("{}", self.line(done, sent)),
+        }
+    }
+
+    fn line(&self, done: u64, sent: usize) -> String {
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        let rate = done as f64 / secs;
+        let left = match rate > 0.0 {
+            true => Duration::from_secs_f64((self.total - done) as f64 / rate),
+            false => Duration::ZERO,
+        };
+        format!(
+            "replay: {done}/{} read, {sent} sent, {rate:.0}/s, {} left",
+            self.total,
+            humantime::format_duration(Duration::from_secs(left.as_secs()))
+        )
+    }
+}
+
+fn print_summary(summary: &Summary, dry_run: bool) {
+    for line in &summary.lines {
+        println!("{line}");
+    }
+    let verb = if dry_run { "would send" } else { "sent" };
+    println!(
+        "{} archived in the window: {} {verb}, {} delivered before, {} filtered by the routes in effect, {} not selected, {} failed{}",
+        summary.listed,
+        summary.notifications_sent,
+        summary.done,
+        summary.filtered,
+        summary.outside,
+        summary.failed,
+        match summary.gone {
+            0 => String::new(),
+            n => format!(", {n} expired while listed"),
+        }
+    );
+    for (destination, count) in &summary.sent {
+        println!("  {destination}: {count} {verb}");
+    }
+}

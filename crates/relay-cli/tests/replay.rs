@@ -1,0 +1,430 @@
+//! `relay replay` and `relay split start --backfill` against what running relays archived
+//! (`RELAY_ARCHIVE_URL`, a folder) and recorded (`RELAY_LEDGER_URL`, an SQLite file): the
+//! outage the DSS gave up on delivered once, a second run delivering nothing, dry runs, the
+//! progress lines, and a split that gets the last hour before the live stream.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use relay_core::archive::{Archive, DirArchive};
+use relay_core::ledger::{Ledger, SqliteLedger};
+use relay_core::sink::{Clients, SinkConfig, SqsConfig, Target};
+use relay_core::{Config, Relay};
+use relay_testkit::fake_sqs::FakeSqs;
+use relay_testkit::ledger::ManualClock;
+use relay_testkit::requests::{Signer, status_and_code};
+
+const SECRET: &str = "a-replay-secret";
+
+fn relay_cmd() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_relay"));
+    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("RELAY_")) {
+        cmd.env_remove(name);
+    }
+    cmd
+}
+
+async fn output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn notification(bundle: &str) -> String {
+    serde_json::json!({
+        "transaction_id": relay_core::ledger::attempt_id(),
+        "subscription_id": "sub-1",
+        "event_type": "CREATE",
+        "match": {"bundle_uuid": bundle, "bundle_version": "2026-12-01T000000.000000Z"},
+    })
+    .to_string()
+}
+
+/// The folder's archive, ledger and the relay's variables, shared by the relay in this process
+/// and the `relay` commands.
+struct Deployment {
+    dir: tempfile::TempDir,
+    vars: Vec<(&'static str, String)>,
+}
+
+impl Deployment {
+    fn new(extra: &[(&'static str, String)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+        let mut vars = vec![
+            ("RELAY_HMAC_SECRET", SECRET.to_owned()),
+            ("RELAY_LEDGER_URL", path("ledger.db")),
+            ("RELAY_ARCHIVE_URL", path("archive")),
+        ];
+        vars.extend_from_slice(extra);
+        Self { dir, vars }
+    }
+
+    fn config(&self) -> Config {
+        Config::from_vars(|n| {
+            self.vars
+                .iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.clone())
+        })
+        .expect("a valid configuration")
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = relay_cmd();
+        cmd.args(args)
+            .envs(self.vars.iter().map(|(k, v)| (*k, v.as_str())));
+        cmd
+    }
+}
+
+/// An AWS configuration addressing `endpoint`, with test credentials.
+async fn sdk(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .test_credentials()
+        .load()
+        .await
+}
+
+/// Every accepted body, with how many times.
+fn counts(sqs: &FakeSqs) -> (usize, u32, u32) {
+    let accepted = sqs.accepted();
+    let (min, max) = accepted
+        .values()
+        .fold((u32::MAX, 0), |(lo, hi), &n| (lo.min(n), hi.max(n)));
+    (accepted.len(), min, max)
+}
+
+/// The DSS v2 schedule: inline, 15 minutes later, then every 6 hours until about 72 hours.
+fn v2_schedule() -> Vec<Duration> {
+    let mut offsets = vec![Duration::ZERO, Duration::from_secs(15 * 60)];
+    offsets.extend((1..=11).map(|k| Duration::from_secs(15 * 60 + k * 6 * 3600)));
+    offsets
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
+    let sqs = FakeSqs::start(relay_testkit::fake_sqs::Fault::None).await;
+    let deployment = Deployment::new(&[
+        ("RELAY_SQS_QUEUE_URL", sqs.queue_url()),
+        ("AWS_ENDPOINT_URL_SQS", sqs.endpoint.clone()),
+        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+    ]);
+    // The relay of the outage, on a clock the test moves: four days ago, the queue deleted.
+    let start = SystemTime::now() - Duration::from_secs(4 * 24 * 3600);
+    let clock = ManualClock::at(start);
+    let config = deployment.config();
+    let queue = SinkConfig {
+        name: "sqs".into(),
+        target: Target::Sqs(SqsConfig::new(sqs.queue_url().parse().unwrap())),
+        selection: Default::default(),
+    };
+    let sink = queue
+        .target
+        .build(Clients::with_aws(&sdk(&sqs.endpoint).await))
+        .await
+        .unwrap();
+    let ledger: Arc<dyn Ledger> =
+        Arc::new(SqliteLedger::open(&deployment.path("ledger.db")).unwrap());
+    let archive: Arc<dyn Archive> =
+        Arc::new(DirArchive::open(&deployment.path("archive")).unwrap());
+    let relay = relay_testkit::sinks::relay(config, &[("sqs", sink)], Arc::clone(&clock) as _)
+        .with_ledger(ledger)
+        .with_archive(archive);
+
+    sqs.refuse(true);
+    const N: usize = 1000;
+    let payloads: Vec<String> = (0..N)
+        .map(|i| notification(&format!("bundle-{i:04}")))
+        .collect();
+    let mut answers = std::collections::BTreeMap::<(u16, String), usize>::new();
+    for offset in v2_schedule() {
+        clock.set(start + offset);
+        let signer = Signer {
+            key_id: "dss".into(),
+            secret: SECRET.into(),
+            at: start + offset,
+        };
+        let sends = payloads.iter().map(|p| relay.accept(signer.json(p)));
+        for outcome in futures_util::future::join_all(sends).await {
+            *answers.entry(status_and_code(&outcome)).or_default() += 1;
+        }
+    }
+    // Every one of the 13 attempts refused: the DSS gives up on all 1,000.
+    assert_eq!(
+        answers.into_iter().collect::<Vec<_>>(),
+        [((502, "sink_failed".to_owned()), 13 * N)]
+    );
+    assert_eq!(counts(&sqs).0, 0);
+
+    // The queue is back. A dry run says what it would send, and sends nothing.
+    sqs.refuse(false);
+    let since = humantime::format_rfc3339_seconds(start - Duration::from_secs(60)).to_string();
+    let dry =
+        output(deployment.cmd(&["replay", "--undelivered", "--since", &since, "--dry-run"])).await;
+    assert!(dry.status.success(), "{}", text(&dry.stderr));
+    let stdout = text(&dry.stdout);
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("would send "))
+            .count(),
+        N
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{N} archived in the window: {N} would send, 0 delivered before"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("  sqs:faults: {N} would send")),
+        "{stdout}"
+    );
+    assert_eq!(counts(&sqs).0, 0, "a dry run sends nothing");
+
+    // The replay delivers each notification once, and says how far it got.
+    let replay = output(deployment.cmd(&["replay", "--undelivered", "--since", &since])).await;
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    assert!(
+        text(&replay.stdout).contains(&format!("{N} sent, 0 delivered before")),
+        "{}",
+        text(&replay.stdout)
+    );
+    assert!(
+        text(&replay.stderr)
+            .lines()
+            .any(|l| l == format!("replay: {N}/{N} read, {N} sent").as_str()
+                || l.starts_with(&format!("replay: {N}/{N} read, {N} sent, "))),
+        "{}",
+        text(&replay.stderr)
+    );
+    assert_eq!(counts(&sqs), (N, 1, 1));
+
+    // A second run delivers none.
+    let again = output(deployment.cmd(&["replay", "--undelivered", "--since", &since])).await;
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).contains(&format!("0 sent, {N} delivered before")),
+        "{}",
+        text(&again.stdout)
+    );
+    assert_eq!(counts(&sqs), (N, 1, 1));
+
+    // A replay of one bundle to the routes, not only what is undelivered: once per run,
+    // however often the same command runs; --again publishes it once more.
+    let one = ["replay", "--since", &since, "--bundle", "bundle-0007"];
+    for _ in 0..2 {
+        let out = output(deployment.cmd(&one)).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let body = &payloads[7];
+    assert_eq!(sqs.accepted()[body], 2);
+    let mut again = one.to_vec();
+    again.push("--again");
+    assert!(output(deployment.cmd(&again)).await.status.success());
+    assert_eq!(sqs.accepted()[body], 3);
+    assert_eq!(counts(&sqs).0, N);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_refuses_what_it_cannot_do_precisely() {
+    let deployment = Deployment::new(&[("RELAY_FILE_SINK", "-".to_owned())]);
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["replay", "--since", "yesterday"],
+            "--since: expected a time",
+        ),
+        (
+            &["replay", "--since", "1h", "--until", "2h"],
+            "--until is before --since",
+        ),
+        (
+            &["replay", "--since", "1h", "--to", "nowhere"],
+            "--to nowhere: no such destination",
+        ),
+        (
+            &["replay", "--since", "1h", "--match", "{\"a\": 1}"],
+            "--match",
+        ),
+        (
+            &["replay", "--since", "1h", "--rate", "0"],
+            "positive number",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = output(deployment.cmd(args)).await;
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(expected),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let mut no_archive = deployment.cmd(&["replay", "--since", "1h"]);
+    no_archive.env_remove("RELAY_ARCHIVE_URL");
+    let out = output(no_archive).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no archive is configured"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_with_a_backfill_gets_the_last_hour_once_then_the_live_stream() {
+    let deployment = Deployment::new(&[]);
+    let routes = deployment.path("routes.toml");
+    let (main_file, split_file) = (
+        deployment.path("main.jsonl"),
+        deployment.path("alice.jsonl"),
+    );
+    std::fs::write(&routes, "").unwrap();
+    let mut deployment = deployment;
+    deployment.vars.extend([
+        ("RELAY_FILE_SINK", main_file.to_str().unwrap().to_owned()),
+        ("RELAY_ROUTES_URL", routes.to_str().unwrap().to_owned()),
+        ("RELAY_ROUTES_REFRESH_SECS", "1".to_owned()),
+    ]);
+    let relay = Relay::from_config(deployment.config()).await.unwrap();
+    let send = |payload: &String| {
+        let signer = Signer {
+            key_id: "dss".into(),
+            secret: SECRET.into(),
+            at: SystemTime::now(),
+        };
+        relay.accept(signer.json(payload))
+    };
+    // Two hours ago, three notifications the split would match: outside the backfill.
+    let archive = DirArchive::open(&deployment.path("archive")).unwrap();
+    let old_at = SystemTime::now() - Duration::from_secs(2 * 3600);
+    for i in 0..3 {
+        let payload = notification(&format!("aa-old-{i}"));
+        let record = archived(&payload, old_at);
+        archive
+            .put(
+                &relay_core::archive::object_key(old_at, &record.dedup_key),
+                record.to_bytes().into(),
+            )
+            .await
+            .unwrap();
+    }
+    // In the last hour: ten it matches, ten it does not.
+    let matching: Vec<String> = (0..10).map(|i| notification(&format!("aa-{i}"))).collect();
+    let others: Vec<String> = (0..10).map(|i| notification(&format!("bb-{i}"))).collect();
+    for payload in matching.iter().chain(&others) {
+        assert_eq!(send(payload).await.status, 202);
+    }
+
+    let start = deployment.cmd(&[
+        "split",
+        "start",
+        "alice",
+        "--match",
+        r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#,
+        "--file",
+        split_file.to_str().unwrap(),
+        "--ttl",
+        "1h",
+        "--backfill",
+        "1h",
+        "--routes",
+        routes.to_str().unwrap(),
+    ]);
+    let out = output(start).await;
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("backfill: 10 sent"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // The relay takes the split; five new matching notifications go to it live, and a DSS
+    // retry of one the backfill sent is a duplicate.
+    relay.refresh().await;
+    let live: Vec<String> = (0..5)
+        .map(|i| notification(&format!("aa-live-{i}")))
+        .collect();
+    for payload in &live {
+        let outcome = send(payload).await;
+        assert_eq!(outcome.status, 202);
+    }
+    let retry = send(&matching[3]).await;
+    let body: serde_json::Value = serde_json::from_slice(&retry.body).unwrap();
+    assert_eq!(body["status"], "duplicate", "{body}");
+
+    let lines = |path: &Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["payload"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let mut got = lines(&split_file);
+    got.sort();
+    let mut want: Vec<String> = matching.iter().chain(&live).cloned().collect();
+    want.sort();
+    assert_eq!(
+        got, want,
+        "the split has the last hour's matching notifications and the live ones, once each"
+    );
+    let main = lines(&main_file);
+    assert_eq!(main.len(), 20, "before the split, the routes had them all");
+    assert!(
+        live.iter().all(|p| !main.contains(p)),
+        "the split takes the live ones instead of the routes"
+    );
+}
+
+/// An archive record of `payload` received at `at`, as the relay writes it.
+fn archived(payload: &str, at: SystemTime) -> relay_core::archive::Record {
+    let notification =
+        relay_core::Notification::parse(bytes::Bytes::from(payload.to_owned())).unwrap();
+    relay_core::archive::Record {
+        received_at: at,
+        dedup_key: notification.dedup_key().to_owned(),
+        attributes: vec![
+            (
+                "relay.dedup_key".into(),
+                notification.dedup_key().to_owned(),
+            ),
+            (
+                "dss.bundle_uuid".into(),
+                notification.bundle_uuid().to_owned(),
+            ),
+        ],
+        request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
+        payload: bytes::Bytes::from(payload.to_owned()),
+    }
+}

@@ -1,0 +1,314 @@
+//! The archive (`RELAY_ARCHIVE_URL`): one object per verified notification, written before the
+//! relay answers 2xx, so that what reached the relay can be replayed after the DSS gave up.
+//!
+//! An object is a [`Record`]: the payload bytes exactly as received, the relay's attributes,
+//! the request's path, query and headers (for routes that match `$request`), the receipt time
+//! and the dedup key, as one JSON document. Its key lists by time:
+//! `PREFIX/YYYY/MM/DD/HH/<dedup key>` ([`object_key`]), so a replay lists the hours of its
+//! window and nothing else. Objects are only ever created, never overwritten: a retry within the
+//! same hour finds its object there and counts it as written ([`Written::Existed`]).
+//!
+//! The archive is a destination like the others ([`ArchiveSink`], named [`SINK_NAME`]): every
+//! verified notification is routed to it besides its routes, filtered ones included, it is
+//! written concurrently with them and the ledger records its acknowledgement like theirs.
+//!
+//! Stores: a local folder ([`dir`]), S3 (`s3://BUCKET/PREFIX`, cargo feature `s3`) and Cloud
+//! Storage (`gs://BUCKET/PREFIX`, cargo feature `gcs`).
+
+pub mod dir;
+#[cfg(feature = "gcs")]
+mod gcs;
+mod record;
+#[cfg(feature = "s3")]
+mod s3;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+
+pub use dir::DirArchive;
+#[cfg(feature = "gcs")]
+pub use gcs::GcsArchive;
+pub use record::{FORMAT, Record, RecordError};
+#[cfg(feature = "s3")]
+pub use s3::S3Archive;
+
+use crate::sink::{Message, Receipt, Sink, SinkError};
+
+/// The archive's name among the destinations: in answers, the ledger and `relay trace`. A
+/// configured sink may not take it while the archive is on.
+pub const SINK_NAME: &str = "archive";
+
+/// Where the archive lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArchiveUrl {
+    /// An S3 bucket, under a prefix (empty or ending in `/`).
+    S3 {
+        /// The bucket.
+        bucket: String,
+        /// The key prefix.
+        prefix: String,
+    },
+    /// A Cloud Storage bucket, under a prefix (empty or ending in `/`).
+    Gcs {
+        /// The bucket.
+        bucket: String,
+        /// The object name prefix.
+        prefix: String,
+    },
+    /// A folder on this machine.
+    Dir(PathBuf),
+}
+
+const URL_FORMS: &str = "a folder, s3://<bucket>/<prefix> or gs://<bucket>/<prefix>";
+
+impl std::str::FromStr for ArchiveUrl {
+    type Err = crate::text::InvalidValue;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        let refuse = || format!("expected {URL_FORMS}, got {text:?}");
+        let bucket_and_prefix = |rest: &str| -> Option<(String, String)> {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            // Bucket names on both clouds: 3 to 63 of [a-z0-9._-], no leading or trailing dot.
+            let valid = (3..=63).contains(&bucket.len())
+                && bucket
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+            let prefix = prefix.trim_matches('/');
+            if !valid || prefix.contains("//") || prefix.contains(['?', '#']) {
+                return None;
+            }
+            let prefix = match prefix.is_empty() {
+                true => String::new(),
+                false => format!("{prefix}/"),
+            };
+            Some((bucket.to_owned(), prefix))
+        };
+        if let Some(rest) = text.strip_prefix("s3://") {
+            let (bucket, prefix) = bucket_and_prefix(rest).ok_or_else(refuse)?;
+            return Ok(Self::S3 { bucket, prefix });
+        }
+        if let Some(rest) = text.strip_prefix("gs://") {
+            let (bucket, prefix) = bucket_and_prefix(rest).ok_or_else(refuse)?;
+            return Ok(Self::Gcs { bucket, prefix });
+        }
+        if text.is_empty() || text.contains("://") {
+            return Err(refuse().into());
+        }
+        Ok(Self::Dir(PathBuf::from(text)))
+    }
+}
+
+crate::text::deserialize_from_text!(ArchiveUrl, URL_FORMS);
+
+impl fmt::Display for ArchiveUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+            Self::Gcs { bucket, prefix } => write!(f, "gs://{bucket}/{prefix}"),
+            Self::Dir(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// The key of the object for a notification received at `received_at`, under the archive's
+/// prefix: `YYYY/MM/DD/HH/<dedup key>` (UTC).
+pub fn object_key(received_at: SystemTime, dedup_key: &str) -> String {
+    format!("{}{dedup_key}", hour_prefix(received_at))
+}
+
+/// The hour's folder, `YYYY/MM/DD/HH/` (UTC), of a time.
+pub fn hour_prefix(at: SystemTime) -> String {
+    // 2026-12-02T07:00:00Z
+    let text = humantime::format_rfc3339_seconds(at).to_string();
+    format!(
+        "{}/{}/{}/{}/",
+        &text[0..4],
+        &text[5..7],
+        &text[8..10],
+        &text[11..13]
+    )
+}
+
+/// Every hour's folder from the one holding `since` to the one holding `until`, in order.
+pub fn hours(since: SystemTime, until: SystemTime) -> Vec<String> {
+    const HOUR: u64 = 3600;
+    let secs = |t: SystemTime| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
+    let (first, last) = (secs(since) / HOUR, secs(until) / HOUR);
+    (first..=last)
+        .map(|h| hour_prefix(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(h * HOUR)))
+        .collect()
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The object is new.
+    Created,
+    /// An object was already there under that key (an earlier attempt's): it is left alone.
+    Existed,
+}
+
+/// Why the archive could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// The store could not be reached, throttled the call or timed out: worth retrying.
+    #[error("the archive is unavailable: {0}")]
+    Unavailable(String),
+    /// The store refused the call until an operator acts: a missing bucket, a missing grant.
+    #[error("the archive refused the call: {0}")]
+    Refused(String),
+    /// An object is not a record.
+    #[error("{key}: {error}")]
+    Corrupt {
+        /// The object's key.
+        key: String,
+        /// What is wrong with it.
+        error: RecordError,
+    },
+    /// The store cannot be opened (a build without its feature, a client that cannot be built).
+    #[error("{0}")]
+    Open(String),
+}
+
+/// A store of records, keyed under its prefix. Every key it takes and gives is relative to the
+/// prefix.
+#[async_trait::async_trait]
+pub trait Archive: Send + Sync + fmt::Debug {
+    /// Where it lives, for logs.
+    fn url(&self) -> String;
+    /// Creates the object `key` holding `body`, unless one is already there.
+    async fn put(&self, key: &str, body: Bytes) -> Result<Written, ArchiveError>;
+    /// The keys under `folder` (an hour's, `YYYY/MM/DD/HH/`), in no particular order.
+    async fn list(&self, folder: &str) -> Result<Vec<String>, ArchiveError>;
+    /// The object `key`; `None` when there is none.
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, ArchiveError>;
+}
+
+/// Opens the archive at `url`. `aws` is the AWS configuration loaded at start, for S3.
+pub async fn open(
+    url: &ArchiveUrl,
+    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+) -> Result<Arc<dyn Archive>, ArchiveError> {
+    #[cfg(feature = "aws")]
+    let _ = aws;
+    match url {
+        ArchiveUrl::Dir(path) => Ok(Arc::new(DirArchive::open(path)?)),
+        #[cfg(feature = "s3")]
+        ArchiveUrl::S3 { bucket, prefix } => {
+            let sdk = match aws {
+                Some(sdk) => sdk.clone(),
+                None => crate::sink::load_aws_config(std::time::Duration::from_secs(5)).await,
+            };
+            Ok(Arc::new(S3Archive::new(&sdk, bucket, prefix)))
+        }
+        #[cfg(feature = "gcs")]
+        ArchiveUrl::Gcs { bucket, prefix } => Ok(Arc::new(GcsArchive::new(bucket, prefix).await?)),
+        #[allow(unreachable_patterns)]
+        other => Err(ArchiveError::Open(format!(
+            "{other}: this build leaves out the cargo feature for this store"
+        ))),
+    }
+}
+
+/// The archive as a destination: each message is a [`Record`] already (its payload the
+/// record's bytes, see [`Record::message`]), written under [`object_key`]; its message id is
+/// the object's key.
+#[derive(Debug)]
+pub struct ArchiveSink {
+    archive: Arc<dyn Archive>,
+}
+
+impl ArchiveSink {
+    /// The destination writing to `archive`.
+    pub fn new(archive: Arc<dyn Archive>) -> Self {
+        Self { archive }
+    }
+
+    /// The store it writes to.
+    pub fn archive(&self) -> &Arc<dyn Archive> {
+        &self.archive
+    }
+}
+
+#[async_trait::async_trait]
+impl Sink for ArchiveSink {
+    fn name(&self) -> &str {
+        SINK_NAME
+    }
+
+    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        join_all(batch.iter().map(|message| async move {
+            let key = object_key(message.received_at, &message.dedup_key);
+            match self.archive.put(&key, message.payload.clone()).await {
+                Ok(written) => {
+                    if written == Written::Existed {
+                        tracing::debug!(key, "Already archived by an earlier attempt.");
+                    }
+                    Ok(Receipt::new(Some(key)))
+                }
+                Err(ArchiveError::Unavailable(e)) => Err(SinkError::Retryable(e.into())),
+                Err(e) => Err(SinkError::Permanent(e.to_string().into())),
+            }
+        }))
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn urls_parse_to_stores() {
+        let s3: ArchiveUrl = "s3://relay-archive/dss/".parse().unwrap();
+        assert_eq!(
+            s3,
+            ArchiveUrl::S3 {
+                bucket: "relay-archive".into(),
+                prefix: "dss/".into()
+            }
+        );
+        assert_eq!(s3.to_string(), "s3://relay-archive/dss/");
+        let gs: ArchiveUrl = "gs://relay-archive".parse().unwrap();
+        assert_eq!(
+            gs,
+            ArchiveUrl::Gcs {
+                bucket: "relay-archive".into(),
+                prefix: String::new()
+            }
+        );
+        let dir: ArchiveUrl = "target/run/archive".parse().unwrap();
+        assert_eq!(dir, ArchiveUrl::Dir("target/run/archive".into()));
+        for bad in [
+            "",
+            "s3://",
+            "s3://A_B/x",
+            "gs://ab",
+            "s3://bucket/a//b",
+            "ftp://x/y",
+        ] {
+            assert!(bad.parse::<ArchiveUrl>().is_err(), "{bad:?} was taken");
+        }
+    }
+
+    #[test]
+    fn keys_list_by_hour_in_utc() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_658_800 + 59 * 60);
+        assert_eq!(object_key(at, "abc"), "2025/12/02/07/abc");
+        let hours = hours(at - Duration::from_secs(3600), at + Duration::from_secs(60));
+        assert_eq!(
+            hours,
+            ["2025/12/02/06/", "2025/12/02/07/", "2025/12/02/08/"]
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! One archived notification, as one JSON document:
+//!
+//! ```json
+//! {"format": "dss-relay-archive/1", "received_at": "2026-12-02T07:15:00.123Z",
+//!  "dedup_key": "…", "attributes": {"relay.dedup_key": "…", "dss.bundle_uuid": "…"},
+//!  "request": {"path": "/", "query": {}, "headers": {"content-type": ["application/json"]}},
+//!  "payload": "{\"transaction_id\": …}"}
+//! ```
+//!
+//! `payload` is the payload text as a JSON string, so `jq -j .payload` gives back the bytes the
+//! sender sent; a payload that is not UTF-8 is kept as `payload_base64` instead.
+
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::sink::{Attributes, Message};
+
+/// The `format` of every record this relay writes.
+pub const FORMAT: &str = "dss-relay-archive/1";
+
+/// One verified notification, as archived.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// When the relay received it.
+    pub received_at: SystemTime,
+    /// Its dedup key.
+    pub dedup_key: String,
+    /// The relay's attributes, in order.
+    pub attributes: Vec<(String, String)>,
+    /// The request's path, query and headers, as routes see `$request`.
+    pub request: Value,
+    /// The payload bytes exactly as received.
+    pub payload: Bytes,
+}
+
+/// Why an object is not a record.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Not JSON, or not the record's fields.
+    #[error("not an archive record: {0}")]
+    Malformed(String),
+    /// Written by a relay of a format this one does not read.
+    #[error("archive record format {0:?}, expected {FORMAT:?}")]
+    Format(String),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Document {
+    format: String,
+    received_at: String,
+    dedup_key: String,
+    #[serde(default)]
+    attributes: Map<String, Value>,
+    #[serde(default)]
+    request: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    payload: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    payload_base64: Option<String>,
+}
+
+impl Record {
+    /// The record of `message` (unshaped: every relay attribute) and its request document.
+    pub fn of(message: &Message, request: Value) -> Self {
+        Self {
+            received_at: message.received_at,
+            dedup_key: message.dedup_key.clone(),
+            attributes: message
+                .attributes
+                .iter()
+                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .collect(),
+            request,
+            payload: message.payload.clone(),
+        }
+    }
+
+    /// The record as the archive's destination takes it: a message whose payload is the
+    /// record's bytes, with the notification's dedup key and receipt time (its object key).
+    pub fn message(&self) -> Message {
+        Message {
+            payload: Bytes::from(self.to_bytes()),
+            attributes: Attributes::default(),
+            dedup_key: self.dedup_key.clone(),
+            group_id: None,
+            dedup_id: None,
+            ordering_key: None,
+            received_at: self.received_at,
+        }
+    }
+
+    /// The record's JSON document.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let (payload, payload_base64) = match std::str::from_utf8(&self.payload) {
+            Ok(text) => (Some(text.to_owned()), None),
+            Err(_) => (None, Some(BASE64.encode(&self.payload))),
+        };
+        let document = Document {
+            format: FORMAT.to_owned(),
+            received_at: humantime::format_rfc3339_millis(self.received_at).to_string(),
+            dedup_key: self.dedup_key.clone(),
+            attributes: self
+                .attributes
+                .iter()
+                .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+                .collect(),
+            request: self.request.clone(),
+            payload,
+            payload_base64,
+        };
+        serde_json::to_vec(&document).expect("a record always serializes")
+    }
+
+    /// A record read back from its bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, RecordError> {
+        let malformed = |e: &dyn std::fmt::Display| RecordError::Malformed(e.to_string());
+        let document: Document = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
+        if document.format != FORMAT {
+            return Err(RecordError::Format(document.format));
+        }
+        let received_at =
+            humantime::parse_rfc3339(&document.received_at).map_err(|e| malformed(&e))?;
+        let payload = match (document.payload, document.payload_base64) {
+            (Some(text), None) => Bytes::from(text),
+            (None, Some(encoded)) => {
+                Bytes::from(BASE64.decode(encoded).map_err(|e| malformed(&e))?)
+            }
+            _ => return Err(malformed(&"expected one of payload and payload_base64")),
+        };
+        let attributes = document
+            .attributes
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(value) => Ok((name, value)),
+                other => Err(malformed(&format!(
+                    "attribute {name}: {other} is not a string"
+                ))),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            received_at,
+            dedup_key: document.dedup_key,
+            attributes,
+            request: document.request,
+            payload,
+        })
+    }
+
+    /// The value of the attribute `name`.
+    pub fn attribute(&self, name: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn record(payload: &'static [u8]) -> Record {
+        Record {
+            received_at: SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_658_800_123),
+            dedup_key: "k".into(),
+            attributes: vec![
+                ("relay.dedup_key".into(), "k".into()),
+                ("dss.bundle_uuid".into(), "b".into()),
+            ],
+            request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
+            payload: Bytes::from_static(payload),
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_byte_for_byte() {
+        for payload in [
+            &b"{\"a\": NaN, \"s\": \"\\udc00\"}\r\n"[..],
+            &b"{\"caf\xc3\xa9\": 1}"[..],
+            &b"\xff\xfe not utf-8"[..],
+        ] {
+            let record = record(payload);
+            let back = Record::from_bytes(&record.to_bytes()).unwrap();
+            assert_eq!(back, record);
+            assert_eq!(&back.payload[..], payload);
+        }
+        let text: Value = serde_json::from_slice(&record(b"{}").to_bytes()).unwrap();
+        assert_eq!(text["payload"], "{}");
+        assert_eq!(text["received_at"], "2025-12-02T07:00:00.123Z");
+        assert_eq!(record(b"{}").attribute("dss.bundle_uuid"), Some("b"));
+    }
+
+    #[test]
+    fn what_is_not_a_record_is_refused() {
+        assert!(matches!(
+            Record::from_bytes(b"{}"),
+            Err(RecordError::Malformed(_))
+        ));
+        let other = br#"{"format":"x/2","received_at":"2025-12-02T07:00:00Z","dedup_key":"k","payload":"{}"}"#;
+        assert!(matches!(Record::from_bytes(other), Err(RecordError::Format(f)) if f == "x/2"));
+        let both = br#"{"format":"dss-relay-archive/1","received_at":"2025-12-02T07:00:00Z","dedup_key":"k","payload":"{}","payload_base64":"e30="}"#;
+        assert!(Record::from_bytes(both).is_err());
+    }
+}

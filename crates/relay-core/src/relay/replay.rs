@@ -1,0 +1,302 @@
+//! Where an archived notification is sent again (`relay replay`): read back from the archive,
+//! routed by the routes in effect now (or sent to one named destination), shaped like a live
+//! one with the attribute `relay.replayed = true`, and published through the ledger, so that a
+//! replay run twice publishes nothing the second time.
+//!
+//! Two ways to record: [`ReplayRecord::Undelivered`] completes the live entry (only the
+//! destinations no attempt acknowledged are published, and a live retry of the DSS at the same
+//! moment is held off by the leases); [`ReplayRecord::Run`] records under the run's own key,
+//! so a destination that had acknowledged (a consumer that lost the message since) gets it
+//! again, once per run.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::Relay;
+use super::ledger::Routing;
+use super::publish::Traffic;
+use crate::archive::Record;
+use crate::error::Error;
+use crate::ledger::Lookup;
+use crate::notification::{Notification, PayloadError, Verified};
+use crate::route::{Input, Pattern};
+use crate::sink::{Attributes, Message};
+use crate::verify;
+
+/// The attribute every replayed message carries, with the value `true`.
+pub const REPLAYED: &str = "relay.replayed";
+
+/// Which archived notifications a replay takes, beyond its time window.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Only this bundle's.
+    pub bundle_uuid: Option<String>,
+    /// Only this subscription's.
+    pub subscription_id: Option<String>,
+    /// Only this event type's (`CREATE`, `TOMBSTONE`, `DELETE`).
+    pub event_type: Option<String>,
+    /// Only those this routes pattern matches.
+    pub pattern: Option<Pattern>,
+}
+
+impl Selection {
+    /// Whether the selection takes `record`, by its attributes and, with a pattern, its payload.
+    pub fn takes(&self, record: &Record) -> bool {
+        let equal = |want: &Option<String>, name: &str| {
+            want.as_deref()
+                .is_none_or(|want| record.attribute(name) == Some(want))
+        };
+        if !(equal(&self.bundle_uuid, "dss.bundle_uuid")
+            && equal(&self.subscription_id, "dss.subscription_id")
+            && equal(&self.event_type, "dss.event_type"))
+        {
+            return false;
+        }
+        let Some(pattern) = &self.pattern else {
+            return true;
+        };
+        serde_json::from_slice::<Value>(&record.payload)
+            .is_ok_and(|document| pattern.matches(&Input::new(&document, &record.request)))
+    }
+}
+
+/// Where a replay sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayTo {
+    /// Where the routes and splits in effect now send each notification.
+    Routes,
+    /// One destination, by name (a configured or stored sink, or `split:<name>`), for every
+    /// selected notification.
+    Destination(String),
+}
+
+/// How a replay records what it published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayRecord {
+    /// In the live entry: only the destinations no attempt acknowledged are published.
+    Undelivered,
+    /// Under the run's own key: once per run, whatever the live attempts did.
+    Run(String),
+    /// Not at all (`--again` without a ledger): every selected notification is published.
+    Unrecorded,
+}
+
+/// One replay's plan, the same for every notification it sends.
+#[derive(Debug, Clone)]
+pub struct ReplayPlan {
+    /// Where to.
+    pub to: ReplayTo,
+    /// How it is recorded.
+    pub record: ReplayRecord,
+    /// Say what would be sent, and send nothing.
+    pub dry_run: bool,
+}
+
+/// What became of one archived notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replayed {
+    /// No route takes it now.
+    Filtered,
+    /// Every destination had acknowledged it already (in this run, or live for
+    /// [`ReplayRecord::Undelivered`]): nothing was sent.
+    Done {
+        /// The destinations.
+        destinations: Vec<String>,
+    },
+    /// A dry run: where it would go.
+    WouldSend {
+        /// The destinations it would be published to.
+        to: Vec<String>,
+        /// Those skipped, having acknowledged.
+        done: Vec<String>,
+    },
+    /// Published: every destination still to do acknowledged.
+    Sent {
+        /// The destinations published to, with their message ids.
+        to: Vec<(String, Option<String>)>,
+        /// Those skipped, having acknowledged.
+        done: Vec<String>,
+    },
+    /// Another attempt (a live retry, another replay) holds a destination for this long.
+    Busy {
+        /// When to try again.
+        retry_after: Duration,
+    },
+    /// A destination did not take it.
+    Failed {
+        /// The first destination that failed.
+        sink: String,
+        /// Whether trying again later may work.
+        retryable: bool,
+    },
+}
+
+/// Why a replay cannot send a notification at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// `--to` names no destination of the routes in effect.
+    #[error("no destination {0:?} in the routes in effect (see relay check)")]
+    UnknownDestination(String),
+    /// The archived payload is not a notification the relay takes any more.
+    #[error("the archived payload is refused: {0}")]
+    Payload(#[from] PayloadError),
+    /// The plan records in the ledger, and the relay has none.
+    #[error(
+        "RELAY_LEDGER_URL is not set: a replay records in the ledger (or use --again to publish without it)"
+    )]
+    NoLedger,
+    /// The ledger did not answer.
+    #[error("the ledger did not answer: {0}")]
+    Ledger(String),
+    /// A destination's message could not be made (a template, the size limit).
+    #[error("{0}")]
+    Shape(Error),
+}
+
+impl Relay {
+    /// The names of the destinations in effect: the sinks, then `split:<name>` per split.
+    pub fn destination_names(&self) -> Vec<String> {
+        let table = self.table.load();
+        table.destinations.iter().map(|d| d.name.clone()).collect()
+    }
+
+    /// Sends `record` again as `plan` says, within the sink timeout.
+    pub async fn replay(
+        &self,
+        record: &Record,
+        plan: &ReplayPlan,
+    ) -> Result<Replayed, ReplayError> {
+        let proof = verify::Verified::archived(record.attribute("relay.key_id"));
+        let notification = Notification::parse(record.payload.clone())?.into_verified(proof);
+        let table = self.table.load_full();
+        let now = self.clock.now();
+        let (indexes, split) = match &plan.to {
+            ReplayTo::Routes => {
+                let input = Input::new(notification.document(), &record.request);
+                let decision = table.decide(&input, now);
+                (decision.destinations, decision.split)
+            }
+            ReplayTo::Destination(name) => {
+                let wanted = |n: &str| table.destinations.iter().position(|d| d.name == n);
+                let index = wanted(name)
+                    .or_else(|| wanted(&format!("split:{name}")))
+                    .ok_or_else(|| ReplayError::UnknownDestination(name.clone()))?;
+                (vec![index], None)
+            }
+        };
+        if indexes.is_empty() {
+            return Ok(Replayed::Filtered);
+        }
+        let base = message_of(record, &notification);
+        let mut messages = Vec::with_capacity(indexes.len());
+        for &i in &indexes {
+            let destination = &table.destinations[i];
+            let mut message =
+                super::shape(destination, &base, &notification).map_err(ReplayError::Shape)?;
+            destination.shape.mark(&mut message, REPLAYED, "true");
+            messages.push((&destination.sink, message));
+        }
+        let names: Vec<&str> = messages.iter().map(|(sink, _)| sink.name()).collect();
+        let run = match &plan.record {
+            ReplayRecord::Run(run) => Some(run.as_str()),
+            ReplayRecord::Undelivered => None,
+            ReplayRecord::Unrecorded => {
+                if plan.dry_run {
+                    return Ok(Replayed::WouldSend {
+                        to: names.iter().map(|n| (*n).to_owned()).collect(),
+                        done: Vec::new(),
+                    });
+                }
+                let deadline = Instant::now() + self.config.sink_timeout;
+                let published = self.publish(messages, deadline, Traffic::Replay).await;
+                return Ok(outcome(&published, Vec::new()));
+            }
+        };
+        let Some(recorder) = &self.ledger else {
+            return Err(ReplayError::NoLedger);
+        };
+        let routing = Routing {
+            destinations: &names,
+            routes_version: table.version.as_ref().map(|v| v.0.as_str()),
+            split: split.as_deref(),
+            run,
+        };
+        if plan.dry_run {
+            let key = self.ledger_key(&notification, run);
+            let entries = recorder
+                .store
+                .find(&Lookup::Key(key))
+                .await
+                .map_err(|e| ReplayError::Ledger(e.to_string()))?;
+            let now_secs = now
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let acked = |name: &str| {
+                entries.iter().any(|e| {
+                    u64::try_from(e.expires_at).is_ok_and(|at| at > now_secs)
+                        && e.acks.contains_key(name)
+                })
+            };
+            let (done, to): (Vec<&str>, Vec<&str>) = names.iter().partition(|n| acked(n));
+            return Ok(Replayed::WouldSend {
+                to: to.into_iter().map(str::to_owned).collect(),
+                done: done.into_iter().map(str::to_owned).collect(),
+            });
+        }
+        let deadline = Instant::now() + self.config.sink_timeout;
+        let holding = match self.claim(&notification, routing, now, deadline).await {
+            Ok(holding) => holding.expect("a replay always has destinations to claim"),
+            Err(Error::InProgress { retry_after_secs }) => {
+                return Ok(Replayed::Busy {
+                    retry_after: Duration::from_secs(retry_after_secs),
+                });
+            }
+            Err(e) => return Err(ReplayError::Ledger(e.to_string())),
+        };
+        let done: Vec<String> = holding.acked.keys().cloned().collect();
+        messages.retain(|(sink, _)| !holding.acked.contains_key(sink.name()));
+        if messages.is_empty() {
+            return Ok(Replayed::Done { destinations: done });
+        }
+        let published = self.publish(messages, deadline, Traffic::Replay).await;
+        self.settle(&holding, &published).await;
+        Ok(outcome(&published, done))
+    }
+}
+
+/// The unshaped message of an archived notification: its bytes and the attributes it was
+/// archived with, under its dedup key and receipt time.
+fn message_of(record: &Record, notification: &Notification<Verified>) -> Message {
+    let mut attributes = Attributes::default();
+    for (name, value) in &record.attributes {
+        attributes.push(name, value);
+    }
+    Message {
+        payload: Bytes::clone(&record.payload),
+        attributes,
+        dedup_key: notification.dedup_key().to_owned(),
+        group_id: None,
+        dedup_id: None,
+        ordering_key: None,
+        received_at: record.received_at,
+    }
+}
+
+fn outcome(published: &super::publish::Published<'_>, done: Vec<String>) -> Replayed {
+    let mut to = Vec::with_capacity(published.len());
+    for (sink, result) in published {
+        match result {
+            Ok(receipt) => to.push(((*sink).to_owned(), receipt.message_id.clone())),
+            Err(e) => {
+                tracing::warn!(sink, error = %e, "A replayed notification was not taken.");
+                return Replayed::Failed {
+                    sink: (*sink).to_owned(),
+                    retryable: e.is_retryable(),
+                };
+            }
+        }
+    }
+    Replayed::Sent { to, done }
+}

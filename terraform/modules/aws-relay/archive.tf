@@ -1,0 +1,249 @@
+################################################################################
+# Archive: one S3 object per verified notification (RELAY_ARCHIVE_URL)
+################################################################################
+
+# The relay writes every verified notification, filtered ones included, as one new object
+# <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with PutObject and
+# If-None-Match: *: it never overwrites an object, and takes 412 (the key exists: a retry within
+# the same hour) as already written. It never reads, lists nor deletes the archive. Operators
+# replay from it with `relay replay`, which lists an hour's prefix (ListObjectsV2) and reads its
+# objects (GetObject) with their own credentials: archive_readers, through the bucket policy and
+# archive_reader_policy_json. Objects expire after archive_retention_days.
+#
+# No versioning: nothing overwrites an object (the bucket policy refuses the role's PutObject
+# without If-None-Match), so there would be no noncurrent version to keep.
+
+locals {
+  # S3 bucket names are lowercase letters, digits and hyphens; var.name may hold capitals and
+  # underscores. 27 characters of it, "-archive-" (9), the account id (12), "-" and the longest
+  # region name (14) make 63, the most S3 takes.
+  archive_bucket_base = trim(substr(coalesce(trim(replace(lower(var.name), "/[^a-z0-9-]/", "-"), "-"), "relay"), 0, 27), "-")
+
+  # The bucket's name, known before the bucket exists; null without the archive.
+  archive_bucket = !var.archive_enabled ? null : coalesce(var.archive_bucket_name, "${local.archive_bucket_base}-archive-${local.account_id}-${local.region}")
+  archive_url    = var.archive_enabled ? "s3://${local.archive_bucket}/${var.archive_prefix}" : null
+
+  archive_bucket_arn  = var.archive_enabled ? "arn:${local.partition}:s3:::${local.archive_bucket}" : null
+  archive_objects_arn = var.archive_enabled ? "${local.archive_bucket_arn}/${var.archive_prefix}*" : null
+}
+
+resource "aws_s3_bucket" "archive" {
+  #checkov:skip=CKV_AWS_18:Only the relay writes and a few operators read; server access logs would need a second bucket, and CloudTrail data events on this bucket record who read or wrote what where that is wanted.
+  #checkov:skip=CKV_AWS_144:The archive serves replays in this region; a replica in another region would serve no reader, and its objects expire after archive_retention_days.
+  #checkov:skip=CKV2_AWS_62:Nothing reacts to a write: `relay replay` lists the hours it replays, so event notifications would have no consumer.
+  #checkov:skip=CKV_AWS_21:Nothing overwrites an archived object: the relay writes each key once, with If-None-Match: *, and the bucket policy refuses its PutObject without it; versioning would keep no second version.
+  count = var.archive_enabled ? 1 : 0
+
+  bucket        = local.archive_bucket
+  force_destroy = false
+  tags          = var.tags
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "archive" {
+  count = var.archive_enabled ? 1 : 0
+
+  bucket = aws_s3_bucket.archive[0].id
+
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm     = var.archive_kms_key_arn == null ? "AES256" : "aws:kms"
+      kms_master_key_id = var.archive_kms_key_arn
+    }
+    # With SSE-KMS, one data key per bucket for a while instead of a KMS call per object.
+    bucket_key_enabled = var.archive_kms_key_arn != null
+  }
+}
+
+resource "aws_s3_bucket_public_access_block" "archive" {
+  count = var.archive_enabled ? 1 : 0
+
+  bucket                  = aws_s3_bucket.archive[0].id
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+# No ACLs: the bucket owner owns every object.
+resource "aws_s3_bucket_ownership_controls" "archive" {
+  count = var.archive_enabled ? 1 : 0
+
+  bucket = aws_s3_bucket.archive[0].id
+
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "archive" {
+  count = var.archive_enabled ? 1 : 0
+
+  bucket = aws_s3_bucket.archive[0].id
+
+  rule {
+    id     = "expire-archived-notifications"
+    status = "Enabled"
+
+    filter {
+      prefix = var.archive_prefix
+    }
+
+    expiration {
+      days = var.archive_retention_days
+    }
+  }
+
+  # The relay uploads with single PutObjects; anything else half-uploaded goes after a day.
+  rule {
+    id     = "abort-incomplete-uploads"
+    status = "Enabled"
+
+    filter {}
+
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 1
+    }
+  }
+}
+
+# TLS only, for everyone; the relay's role only creates objects (PutObject without
+# If-None-Match is refused, so it cannot overwrite one); archive_readers read and list the
+# prefix. This policy is what lets readers in another account in.
+data "aws_iam_policy_document" "archive_bucket" {
+  count = var.archive_enabled ? 1 : 0
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["s3:*"]
+    resources = [aws_s3_bucket.archive[0].arn, "${aws_s3_bucket.archive[0].arn}/*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+
+  statement {
+    sid       = "DenyRelayOverwrite"
+    effect    = "Deny"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.archive[0].arn}/*"]
+
+    principals {
+      type        = "AWS"
+      identifiers = [aws_iam_role.this.arn]
+    }
+
+    condition {
+      test     = "Null"
+      variable = "s3:if-none-match"
+      values   = ["true"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.archive_readers) > 0 ? [var.archive_readers] : []
+    content {
+      sid       = "ArchiveReadersReadNotifications"
+      effect    = "Allow"
+      actions   = ["s3:GetObject"]
+      resources = ["${aws_s3_bucket.archive[0].arn}/${var.archive_prefix}*"]
+
+      principals {
+        type        = "AWS"
+        identifiers = statement.value
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.archive_readers) > 0 ? [var.archive_readers] : []
+    content {
+      sid       = "ArchiveReadersListNotifications"
+      effect    = "Allow"
+      actions   = ["s3:ListBucket"]
+      resources = [aws_s3_bucket.archive[0].arn]
+
+      principals {
+        type        = "AWS"
+        identifiers = statement.value
+      }
+
+      condition {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["${var.archive_prefix}*"]
+      }
+    }
+  }
+}
+
+resource "aws_s3_bucket_policy" "archive" {
+  count = var.archive_enabled ? 1 : 0
+
+  bucket = aws_s3_bucket.archive[0].id
+  policy = data.aws_iam_policy_document.archive_bucket[0].json
+
+  # S3 refuses a policy while the public access block is being put in place.
+  depends_on = [aws_s3_bucket_public_access_block.archive]
+}
+
+################################################################################
+# What `relay replay` needs (output archive_reader_policy_json)
+################################################################################
+
+# An identity policy for whoever runs `relay replay`: list an hour's prefix and read its
+# objects; with the ledger, what `relay trace` reads (ledger_readers, GetItem and Query on
+# by_bundle) and the ledger writes a replay records its deliveries with (UpdateItem, PutItem).
+data "aws_iam_policy_document" "archive_readers" {
+  count = var.archive_enabled ? 1 : 0
+
+  source_policy_documents = data.aws_iam_policy_document.ledger_readers[*].json
+
+  statement {
+    sid       = "ListArchive"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [local.archive_bucket_arn]
+
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["${var.archive_prefix}*"]
+    }
+  }
+
+  statement {
+    sid       = "ReadArchive"
+    effect    = "Allow"
+    actions   = ["s3:GetObject"]
+    resources = [local.archive_objects_arn]
+  }
+
+  dynamic "statement" {
+    for_each = var.archive_kms_key_arn != null ? [var.archive_kms_key_arn] : []
+    content {
+      sid       = "DecryptArchive"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.ledger_enabled ? [local.ledger_table_arn] : []
+    content {
+      sid       = "RecordReplayedDeliveries"
+      effect    = "Allow"
+      actions   = ["dynamodb:UpdateItem", "dynamodb:PutItem"]
+      resources = [statement.value]
+    }
+  }
+}

@@ -1,0 +1,55 @@
+################################################################################
+# Archive: one Cloud Storage object per verified notification (RELAY_ARCHIVE_URL)
+################################################################################
+
+# The relay writes every verified notification, filtered ones included, as one new object
+# <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with ifGenerationMatch=0: it
+# never overwrites an object, and takes 412 (the name exists: a retry within the same hour) as
+# already written. It never reads, lists nor deletes the archive. Operators replay from it with
+# `relay replay`, which lists an hour's prefix (objects.list) and reads its objects
+# (objects.get) with their own credentials: archive_readers. Objects are deleted after
+# archive_retention_days. Grants on the bucket are in iam.tf.
+#
+# No versioning: nothing overwrites an object (objectCreator cannot: replacing a live object
+# needs storage.objects.delete), so there would be no noncurrent version to keep.
+
+locals {
+  # The bucket's name, known before the bucket exists; null without the archive. project_id
+  # (30), name (24), two hyphens and "archive" make at most 63 characters.
+  archive_bucket = !var.archive_enabled ? null : coalesce(var.archive_bucket_name, "${var.project_id}-${var.name}-archive")
+  archive_url    = var.archive_enabled ? "gs://${local.archive_bucket}/${var.archive_prefix}" : null
+
+  # The objects under the prefix, as IAM conditions name Cloud Storage objects.
+  archive_prefix_condition = var.archive_enabled ? "resource.name.startsWith(\"projects/_/buckets/${local.archive_bucket}/objects/${var.archive_prefix}\")" : null
+}
+
+resource "google_storage_bucket" "archive" {
+  #checkov:skip=CKV_GCP_62:Only the relay writes and a few operators read; access logs would need a second bucket, and Cloud Audit Logs' data access logs for Cloud Storage record who read or wrote what where that is wanted.
+  #checkov:skip=CKV_GCP_78:Nothing overwrites an archived object: the relay creates each name once, with ifGenerationMatch=0, and its role cannot replace or delete one; versioning would keep no second generation.
+  count = var.archive_enabled ? 1 : 0
+
+  project                     = var.project_id
+  name                        = local.archive_bucket
+  location                    = coalesce(var.archive_location, var.region)
+  force_destroy               = false
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  labels                      = var.labels
+
+  dynamic "encryption" {
+    for_each = var.archive_kms_key_name != null ? [var.archive_kms_key_name] : []
+    content {
+      default_kms_key_name = encryption.value
+    }
+  }
+
+  lifecycle_rule {
+    condition {
+      age            = var.archive_retention_days
+      matches_prefix = [var.archive_prefix]
+    }
+    action {
+      type = "Delete"
+    }
+  }
+}

@@ -1,0 +1,1119 @@
+//! The archive's infrastructure, held to the archive's design: the S3 bucket the Lambda writes
+//! and the Cloud Storage bucket the Cloud Run service writes, each object created once under
+//! `PREFIX/YYYY/MM/DD/HH/<dedup key>` and never read, listed, overwritten or deleted by the
+//! relay; what the operators who replay (`archive_readers`, `relay replay`) may do; the
+//! `RELAY_ARCHIVE_URL` that names the bucket and prefix; and the alarm on notifications still
+//! undelivered after an hour.
+
+use std::collections::BTreeSet;
+
+use hcl::{Block, Body, Expression};
+use relay_core::archive::ArchiveUrl;
+use serde_json::Value;
+
+use crate::eval::{Scope, as_text};
+use crate::model::{self, Config, attr, label, literal_string, literal_strings, nested};
+use crate::platform::{EnvValue, cloud_run_environment, lambda_environment};
+
+/// The variable that turns the archive on, in both relay modules.
+const SWITCH: &str = "var.archive_enabled";
+/// The prefix the archive's objects are written under by default.
+const DEFAULT_PREFIX: &str = "notifications/";
+/// Days an archived notification is kept by default.
+const DEFAULT_RETENTION_DAYS: &str = "30";
+/// A bucket name for the samples: the default name needs the account id (AWS), which nothing
+/// offline knows.
+const SAMPLE_BUCKET: &str = "dss-relay-archive-sample";
+/// `project_id` has no default, and the examples pass it from variables without one.
+const SAMPLE_PROJECT: &str = "relay-project";
+/// The Cloud Run service account, as the grants name it.
+const SERVICE_ACCOUNT: &str = "\"serviceAccount:${google_service_account.this.email}\"";
+/// The longest AWS region name (ap-southeast-5 and the like) and an account id.
+const LONGEST_REGION: usize = 14;
+const ACCOUNT_ID: usize = 12;
+
+////////////////////////////////////////////////////////////////////////////////////////////////
+// AWS: the bucket
+////////////////////////////////////////////////////////////////////////////////////////////////
+
+/// The S3 bucket exists with the archive and is private (all four public access block settings,
+/// bucket owner enforced), encrypted (SSE-S3 by default, SSE-KMS with `archive_kms_key_arn`),
+/// never destroyed with its objects, and its lifecycle rule expires the objects under the prefix
+/// after `archive_retention_days` (30 by default, at least 1) and aborts incomplete uploads. No
+/// versioning: nothing overwrites an object.
+#[test]
+fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
+    let config = model::module("aws-relay");
+    let bucket = config.resource("aws_s3_bucket", "archive").body();
+    assert_eq!(
+        source(bucket, "count").as_deref(),
+        Some(gated_count().as_str())
+    );
+    assert_eq!(
+        source(bucket, "bucket").as_deref(),
+        Some("local.archive_bucket")
+    );
+    assert_eq!(source(bucket, "force_destroy").as_deref(), Some("false"));
+
+    let on_bucket = "aws_s3_bucket.archive[0].id";
+    let block = config
+        .resource("aws_s3_bucket_public_access_block", "archive")
+        .body();
+    assert_eq!(source(block, "bucket").as_deref(), Some(on_bucket));
+    for setting in [
+        "block_public_acls",
+        "block_public_policy",
+        "ignore_public_acls",
+        "restrict_public_buckets",
+    ] {
+        assert_eq!(
+            source(block, setting).as_deref(),
+            Some("true"),
+            "aws-relay: the archive's public access block: {setting}"
+        );
+    }
+
+    let ownership = config
+        .resource("aws_s3_bucket_ownership_controls", "archive")
+        .body();
+    assert_eq!(source(ownership, "bucket").as_deref(), Some(on_bucket));
+    let rule = only_block(
+        ownership,
+        "rule",
+        "aws-relay: the archive's ownership controls",
+    );
+    assert_eq!(
+        text(rule, "object_ownership").as_deref(),
+        Some("BucketOwnerEnforced")
+    );
+
+    let sse = config
+        .resource(
+            "aws_s3_bucket_server_side_encryption_configuration",
+            "archive",
+        )
+        .body();
+    assert_eq!(source(sse, "bucket").as_deref(), Some(on_bucket));
+    let rule = only_block(sse, "rule", "aws-relay: the archive's encryption");
+    let default = only_block(
+        rule,
+        "apply_server_side_encryption_by_default",
+        "aws-relay: the archive's encryption rule",
+    );
+    assert_eq!(
+        source(default, "sse_algorithm").as_deref(),
+        Some("var.archive_kms_key_arn == null ? \"AES256\" : \"aws:kms\""),
+        "aws-relay: SSE-S3 by default, SSE-KMS with archive_kms_key_arn"
+    );
+    assert_eq!(
+        source(default, "kms_master_key_id").as_deref(),
+        Some("var.archive_kms_key_arn")
+    );
+    assert_eq!(
+        variable_default(&config, "archive_kms_key_arn").as_deref(),
+        Some("null")
+    );
+
+    let lifecycle = config
+        .resource("aws_s3_bucket_lifecycle_configuration", "archive")
+        .body();
+    assert_eq!(source(lifecycle, "bucket").as_deref(), Some(on_bucket));
+    let rules: Vec<&Body> = nested(lifecycle, "rule").map(Block::body).collect();
+    for rule in &rules {
+        assert_eq!(text(rule, "status").as_deref(), Some("Enabled"));
+    }
+    let expiring: Vec<&&Body> = rules
+        .iter()
+        .filter(|r| nested(r, "expiration").next().is_some())
+        .collect();
+    assert_eq!(
+        expiring.len(),
+        1,
+        "aws-relay: one rule expires notifications"
+    );
+    let filter = only_block(expiring[0], "filter", "aws-relay: the expiring rule");
+    assert_eq!(
+        source(filter, "prefix").as_deref(),
+        Some("var.archive_prefix")
+    );
+    let expiration = only_block(expiring[0], "expiration", "aws-relay: the expiring rule");
+    assert_eq!(
+        source(expiration, "days").as_deref(),
+        Some("var.archive_retention_days")
+    );
+    let aborts = rules
+        .iter()
+        .flat_map(|r| nested(r, "abort_incomplete_multipart_upload"))
+        .filter(|a| attr(a.body(), "days_after_initiation").is_some())
+        .count();
+    assert_eq!(aborts, 1, "aws-relay: incomplete uploads are aborted");
+    assert_retention_and_prefix_variables(&config);
+
+    assert!(
+        !config
+            .resources("aws_s3_bucket_versioning")
+            .iter()
+            .any(|(name, _)| *name == "archive"),
+        "aws-relay: the archive is not versioned (nothing overwrites an object); a versioned \
+         archive needs a noncurrent-version expiration"
+    );
+}
+
+////////////////////////////////////////////////////////////////////////////////////////////////
+// AWS: what the relay may do
+////////////////////////////////////////////////////////////////////////////////////////////////
+
+/// The Lambda role's only grant on the archive is `s3:PutObject` on the objects under the prefix
+/// (`arn:…:s3:::BUCKET/PREFIX*`), only with If-None-Match, granted exactly when the archive is;
+/// no statement of the role reads, lists or deletes anything in the archive, and with
+/// `archive_kms_key_arn` the role may only `kms:GenerateDataKey` on that key.
+#[test]
+fn lambda_archive_grant_is_put_object_under_the_prefix_only() {
+    let config = model::module("aws-relay");
+    let statements = document(&config, "this");
+    let on_archive: Vec<&Stmt<'_>> = statements
+        .iter()
+        .filter(|s| s.mentions("archive"))
+        .collect();
+    let sids: Vec<&str> = on_archive.iter().map(|s| s.sid.as_str()).collect();
+    assert_eq!(
+        sids,
+        ["WriteArchive", "EncryptArchive"],
+        "aws-relay: the role's statements on the archive"
+    );
+
+    let write = on_archive[0];
+    assert_eq!(write.effect, "Allow");
+    assert_eq!(
+        write.actions,
+        ["s3:PutObject"],
+        "aws-relay: the relay only creates archive objects"
+    );
+    assert_gated(write, SWITCH, "local.archive_objects_arn");
+    assert_eq!(
+        write.conditions(),
+        [(
+            "Null".to_owned(),
+            "s3:if-none-match".to_owned(),
+            vec!["false".to_owned()]
+        )],
+        "aws-relay: WriteArchive only with If-None-Match"
+    );
+    let locals = config.locals();
+    assert_eq!(
+        locals["archive_objects_arn"].to_string(),
+        format!("{SWITCH} ? \"${{local.archive_bucket_arn}}/${{var.archive_prefix}}*\" : null"),
+        "aws-relay: the role writes only under the prefix"
+    );
+    assert_eq!(
+        locals["archive_bucket_arn"].to_string(),
+        format!("{SWITCH} ? \"arn:${{local.partition}}:s3:::${{local.archive_bucket}}\" : null")
+    );
+
+    let encrypt = on_archive[1];
+    assert_eq!(encrypt.actions, ["kms:GenerateDataKey"]);
+    assert_gated(
+        encrypt,
+        "var.archive_enabled && var.archive_kms_key_arn != null",
+        "var.archive_kms_key_arn",
+    );
+
+    // Nothing else of the role touches the archive, or S3 anywhere but the routes document.
+    for statement in &statements {
+        for action in &statement.actions {
+            let reads = action.starts_with("s3:") && action != "s3:PutObject";
+            assert!(
+                !(reads && statement.mentions("archive")),
+                "aws-relay: {} grants {action} on the archive",
+                statement.sid
+            );
+            assert!(
+                !reads || statement.mentions("routes"),
+                "aws-relay: {} grants {action} beyond the routes document",
+                statement.sid
+            );
+            assert!(
+                action != "s3:PutObject" || statement.sid == "WriteArchive",
+                "aws-relay: {} grants s3:PutObject",
+                statement.sid
+            );
+        }
+    }
+}
+
+/// The archive's bucket policy refuses every request without TLS and the relay's `PutObject`
+/// without `If-None-Match` (condition key `s3:if-none-match` absent), so that the role cannot
+/// overwrite an object whatever its own policy says; and it is the bucket's policy.
+#[test]
+fn archive_bucket_policy_refuses_insecure_transport_and_overwrites() {
+    let config = model::module("aws-relay");
+    let policy = config.resource("aws_s3_bucket_policy", "archive").body();
+    assert_eq!(
+        source(policy, "policy").as_deref(),
+        Some("data.aws_iam_policy_document.archive_bucket[0].json")
+    );
+    assert_eq!(
+        source(policy, "count").as_deref(),
+        Some(gated_count().as_str())
+    );
+    let statements = document(&config, "archive_bucket");
+
+    let tls = find(&statements, "DenyInsecureTransport");
+    assert_eq!(tls.effect, "Deny");
+    assert_eq!(tls.actions, ["s3:*"]);
+    assert_eq!(
+        tls.resources(),
+        "[aws_s3_bucket.archive[0].arn, \"${aws_s3_bucket.archive[0].arn}/*\"]"
+    );
+    assert_eq!(tls.principals(), [("*".to_owned(), "[\"*\"]".to_owned())]);
+    assert_eq!(
+        tls.conditions(),
+        [(
+            "Bool".to_owned(),
+            "aws:SecureTransport".to_owned(),
+            vec!["false".to_owned()]
+        )]
+    );
+
+    let overwrite = find(&statements, "DenyRelayOverwrite");
+    assert_eq!(overwrite.effect, "Deny");
+    assert_eq!(overwrite.actions, ["s3:PutObject"]);
+    assert_eq!(
+        overwrite.resources(),
+        "[\"${aws_s3_bucket.archive[0].arn}/*\"]"
+    );
+    assert_eq!(
+        overwrite.principals(),
+        [("AWS".to_owned(), "[aws_iam_role.this.arn]".to_owned())],
+        "aws-relay: the deny is on the relay's role"
+    );
+    assert_eq!(
+        overwrite.conditions(),
+        [(
+            "Null".to_owned(),
+            "s3:if-none-match".to_owned(),
+            vec!["true".to_owned()]
+        )],
+        "aws-relay: the role's PutObject without If-None-Match is refused"
+    );
+}
+
+/// `archive_readers` get, through the bucket policy, `s3:GetObject` under the prefix and
+/// `s3:ListBucket` limited to the prefix, and nothing else; `archive_reader_policy_json`, what
+/// `relay replay` calls: the same two, Decrypt on `archive_kms_key_arn`, and on the ledger what
+/// `relay trace` reads (GetItem, Query on by_bundle) and what a replay records (UpdateItem,
+/// PutItem), with the ledger.
+#[test]
+fn archive_readers_may_list_and_read_and_nothing_more() {
+    let config = model::module("aws-relay");
+    let allows: Vec<Stmt<'_>> = document(&config, "archive_bucket")
+        .into_iter()
+        .filter(|s| s.effect == "Allow")
+        .collect();
+    let mut granted = BTreeSet::new();
+    for statement in &allows {
+        assert_eq!(
+            statement.gate.as_deref(),
+            Some("length(var.archive_readers) > 0 ? [var.archive_readers] : []"),
+            "aws-relay: {} lets in only archive_readers",
+            statement.sid
+        );
+        assert_eq!(
+            statement.principals(),
+            [("AWS".to_owned(), "statement.value".to_owned())],
+            "aws-relay: {}",
+            statement.sid
+        );
+        for action in &statement.actions {
+            let (resources, conditions) = match action.as_str() {
+                "s3:GetObject" => (
+                    "[\"${aws_s3_bucket.archive[0].arn}/${var.archive_prefix}*\"]",
+                    vec![],
+                ),
+                "s3:ListBucket" => (
+                    "[aws_s3_bucket.archive[0].arn]",
+                    vec![(
+                        "StringLike".to_owned(),
+                        "s3:prefix".to_owned(),
+                        vec!["${var.archive_prefix}*".to_owned()],
+                    )],
+                ),
+                other => panic!("aws-relay: archive readers may not {other}"),
+            };
+            assert_eq!(statement.resources(), resources, "aws-relay: {action}");
+            assert_eq!(statement.conditions(), conditions, "aws-relay: {action}");
+            granted.insert(action.clone());
+        }
+    }
+    assert_eq!(
+        granted,
+        BTreeSet::from(["s3:GetObject".to_owned(), "s3:ListBucket".to_owned()]),
+        "aws-relay: what archive_readers get in the bucket policy"
+    );
+
+    // The identity policy for `relay replay`.
+    let replay = document(&config, "archive_readers");
+    let sources = attr(
+        config
+            .data("aws_iam_policy_document", "archive_readers")
+            .body(),
+        "source_policy_documents",
+    )
+    .map(ToString::to_string);
+    assert_eq!(
+        sources.as_deref(),
+        Some("data.aws_iam_policy_document.ledger_readers[*].json"),
+        "aws-relay: replay reads the ledger as relay trace does"
+    );
+    let mut actions = BTreeSet::new();
+    for statement in &replay {
+        assert_eq!(statement.effect, "Allow");
+        for action in &statement.actions {
+            let expected = match action.as_str() {
+                "s3:ListBucket" => {
+                    assert_eq!(
+                        statement.conditions(),
+                        [(
+                            "StringLike".to_owned(),
+                            "s3:prefix".to_owned(),
+                            vec!["${var.archive_prefix}*".to_owned()]
+                        )]
+                    );
+                    "[local.archive_bucket_arn]"
+                }
+                "s3:GetObject" => "[local.archive_objects_arn]",
+                "kms:Decrypt" => {
+                    assert_gated(
+                        statement,
+                        "var.archive_kms_key_arn != null",
+                        "var.archive_kms_key_arn",
+                    );
+                    "[statement.value]"
+                }
+                "dynamodb:UpdateItem" | "dynamodb:PutItem" => {
+                    assert_gated(statement, "var.ledger_enabled", "local.ledger_table_arn");
+                    "[statement.value]"
+                }
+                other => panic!("aws-relay: relay replay calls no {other}"),
+            };
+            assert_eq!(
+                statement.resources(),
+                expected,
+                "aws-relay: replay's {action}"
+            );
+            actions.insert(action.clone());
+        }
+    }
+    for statement in document(&config, "ledger_readers") {
+        actions.extend(statement.actions.iter().cloned());
+    }
+    let expected: BTreeSet<String> = [
+        "s3:ListBucket",
+        "s3:GetObject",
+        "kms:Decrypt",
+        "dynamodb:GetItem",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+        "dynamodb:PutItem",
+    ]
+    .map(str::to_owned)
+    .into();
+    assert_eq!(actions, expected, "aws-relay: what relay replay may call");
+    let output = attr(
+        config.outputs()["archive_reader_policy_json"].body(),
+        "value",
+    )
+    .map(ToString::to_string);
+    assert_eq!(
+        output.as_deref(),
+        Some("one(data.aws_iam_policy_document.archive_readers[*].json)")
+    );
+}
+
+////////////////////////////////////////////////////////////////////////////////////////////////
+// Both clouds: RELAY_ARCHIVE_URL
+////////////////////////////////////////////////////////////////////////////////////////////////
+
+/// Both relays get `RELAY_ARCHIVE_URL` exactly when the archive is on, naming the bucket the
+/// module creates and the prefix (`s3://BUCKET/notifications/` on Lambda,
+/// `gs://BUCKET/notifications/` on Cloud Run), in a form relay-core parses; the default bucket
+/// names fit in 63 characters; the `archive_url` outputs carry the same value, for
+/// `relay replay`.
+#[test]
+fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
+    let examples = model::examples();
+
+    let aws = model::module("aws-relay");
+    let scope = Scope::module(&aws, &examples).with_sample(
+        "archive_bucket_name",
+        Value::String(SAMPLE_BUCKET.to_owned()),
+    );
+    let env = lambda_environment(&aws);
+    let url = env
+        .iter()
+        .find(|v| v.name == "RELAY_ARCHIVE_URL")
+        .expect("aws-relay sets RELAY_ARCHIVE_URL");
+    assert_eq!(
+        url.gate.as_deref(),
+        Some(SWITCH),
+        "aws-relay: RELAY_ARCHIVE_URL with the archive"
+    );
+    let EnvValue::Plain(expr) = url.value else {
+        panic!("aws-relay: RELAY_ARCHIVE_URL is a plain value")
+    };
+    let buckets = texts(
+        &scope,
+        attr(aws.resource("aws_s3_bucket", "archive").body(), "bucket").expect("bucket"),
+    );
+    assert_names(&aws, &texts(&scope, expr), &buckets, true);
+
+    // The default name: <name, cut>-archive-<account id>-<region>, at most 63 characters.
+    let name = aws.locals()["archive_bucket"].to_string();
+    assert!(
+        name.contains(
+            "\"${local.archive_bucket_base}-archive-${local.account_id}-${local.region}\""
+        ),
+        "aws-relay: the default archive bucket name: {name}"
+    );
+    let cut = substr_length(aws.locals()["archive_bucket_base"])
+        .expect("aws-relay: archive_bucket_base cuts the name with substr(…, 0, N)");
+    let longest = cut + "-archive-".len() + ACCOUNT_ID + 1 + LONGEST_REGION;
+    assert!(
+        longest <= 63,
+        "aws-relay: the default archive bucket name takes up to {longest} characters"
+    );
+
+    let gcp = model::module("gcp-relay");
+    let env = cloud_run_environment(&gcp);
+    let url = env
+        .iter()
+        .find(|v| v.name == "RELAY_ARCHIVE_URL")
+        .expect("gcp-relay sets RELAY_ARCHIVE_URL");
+    assert_eq!(
+        url.gate.as_deref(),
+        Some(SWITCH),
+        "gcp-relay: RELAY_ARCHIVE_URL with the archive"
+    );
+    let EnvValue::Plain(expr) = url.value else {
+        panic!("gcp-relay: RELAY_ARCHIVE_URL is a plain value")
+    };
+    // The longest project id (30) and name (24) the variables accept.
+    let longest_project = "p".repeat(30);
+    let longest_name = "n".repeat(24);
+    let scope = Scope::module(&gcp, &examples)
+        .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()))
+        .with_sample("project_id", Value::String(longest_project))
+        .with_sample("name", Value::String(longest_name));
+    let buckets = texts(
+        &scope,
+        attr(
+            gcp.resource("google_storage_bucket", "archive").body(),
+            "name",
+        )
+        .expect("name"),
+    );
+    assert_names(&gcp, &texts(&scope, expr), &buckets, false);
+
+    for config in [&aws, &gcp] {
+        let value = attr(config.outputs()["archive_url"].body(), "value").map(ToString::to_string);
+        assert_eq!(
+            value.as_deref(),
+            Some("local.archive_url"),
+            "{}: the archive_url output",
+            config.name
+        );
+        assert!(
+            config.outputs().contains_key("archive_bucket"),
+            "{}: no archive_bucket output",
+            config.name
+        );
+    }
+}
+
+////////////////////////////////////////////////////////////////////////////////////////////////
+// GCP
+////////////////////////////////////////////////////////////////////////////////////////////////
+
+/// The Cloud Storage bucket exists with the archive, has uniform bucket-level access (which IAM
+/// conditions need) and enforced public access prevention, is never destroyed with its objects,
+/// lives in `archive_location` or the module's region, takes `archive_kms_key_name` as its
+/// default key, and deletes objects under the prefix after `archive_retention_days`.
+#[test]
+fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
+    let config = model::module("gcp-relay");
+    let bucket = config.resource("google_storage_bucket", "archive").body();
+    assert_eq!(
+        source(bucket, "count").as_deref(),
+        Some(gated_count().as_str())
+    );
+    assert_eq!(
+        source(bucket, "name").as_deref(),
+        Some("local.archive_bucket")
+    );
+    assert_eq!(
+        source(bucket, "uniform_bucket_level_access").as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        text(bucket, "public_access_prevention").as_deref(),
+        Some("enforced")
+    );
+    assert_eq!(source(bucket, "force_destroy").as_deref(), Some("false"));
+    assert_eq!(
+        source(bucket, "location").as_deref(),
+        Some("coalesce(var.archive_location, var.region)")
+    );
+    assert_eq!(
+        variable_default(&config, "archive_location").as_deref(),
+        Some("null")
+    );
+
+    let encryption: Vec<&Block> = nested(bucket, "dynamic")
+        .filter(|d| label(d, 0) == "encryption")
+        .collect();
+    assert_eq!(encryption.len(), 1, "gcp-relay: the archive's CMEK");
+    assert_eq!(
+        source(encryption[0].body(), "for_each").as_deref(),
+        Some("var.archive_kms_key_name != null ? [var.archive_kms_key_name] : []")
+    );
+
+    let rules: Vec<&Block> = nested(bucket, "lifecycle_rule").collect();
+    assert_eq!(rules.len(), 1, "gcp-relay: one lifecycle rule");
+    let condition = only_block(
+        rules[0].body(),
+        "condition",
+        "gcp-relay: the lifecycle rule",
+    );
+    assert_eq!(
+        source(condition, "age").as_deref(),
+        Some("var.archive_retention_days")
+    );
+    assert_eq!(
+        source(condition, "matches_prefix").as_deref(),
+        Some("[var.archive_prefix]")
+    );
+    let action = only_block(rules[0].body(), "action", "gcp-relay: the lifecycle rule");
+    assert_eq!(text(action, "type").as_deref(), Some("Delete"));
+    assert_retention_and_prefix_variables(&config);
+}
+
+/// The Cloud Run service account's only grant on the archive bucket is
+/// `roles/storage.objectCreator` (create: no get, no list, no delete, so no overwrite), with an
+/// IAM condition limiting it to the objects under the prefix; `archive_readers` get
+/// `roles/storage.objectViewer`; no one gets an object admin, object user or legacy role there.
+#[test]
+fn gcp_relay_may_only_create_archive_objects_under_the_prefix() {
+    let config = model::module("gcp-relay");
+    let on_archive: Vec<(&str, &Body)> = [
+        "google_storage_bucket_iam_member",
+        "google_storage_bucket_iam_binding",
+        "google_storage_bucket_iam_policy",
+    ]
+    .iter()
+    .flat_map(|ty| config.resources(ty))
+    .filter(|(_, b)| {
+        source(b.body(), "bucket").is_some_and(|s| s.contains("google_storage_bucket.archive"))
+    })
+    .map(|(name, b)| (name, b.body()))
+    .collect();
+
+    let relay: Vec<&(&str, &Body)> = on_archive
+        .iter()
+        .filter(|(_, b)| source(b, "member").as_deref() == Some(SERVICE_ACCOUNT))
+        .collect();
+    assert_eq!(
+        relay.len(),
+        1,
+        "gcp-relay: one grant of the relay's on the archive"
+    );
+    let (name, grant) = relay[0];
+    assert_eq!(
+        text(grant, "role").as_deref(),
+        Some("roles/storage.objectCreator"),
+        "gcp-relay: {name}: the relay only creates archive objects"
+    );
+    assert_eq!(
+        source(grant, "count").as_deref(),
+        Some(gated_count().as_str())
+    );
+    let condition = only_block(grant, "condition", "gcp-relay: the relay's archive grant");
+    assert_eq!(
+        source(condition, "expression").as_deref(),
+        Some("local.archive_prefix_condition")
+    );
+    let scope = Scope::module(&config, &model::examples())
+        .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
+    let buckets = texts(
+        &scope,
+        attr(
+            config.resource("google_storage_bucket", "archive").body(),
+            "name",
+        )
+        .expect("name"),
+    );
+    let expressions = texts(&scope, config.locals()["archive_prefix_condition"]);
+    assert!(
+        !expressions.is_empty(),
+        "gcp-relay: cannot evaluate the condition"
+    );
+    let allowed: BTreeSet<String> = buckets
+        .iter()
+        .map(|b| {
+            format!("resource.name.startsWith(\"projects/_/buckets/{b}/objects/{DEFAULT_PREFIX}\")")
+        })
+        .collect();
+    for expression in &expressions {
+        assert!(
+            allowed.contains(expression),
+            "gcp-relay: the archive grant's condition {expression:?} is none of {allowed:?}"
+        );
+    }
+
+    let readers: Vec<&(&str, &Body)> = on_archive
+        .iter()
+        .filter(|(_, b)| source(b, "member").as_deref() != Some(SERVICE_ACCOUNT))
+        .collect();
+    assert_eq!(readers.len(), 1, "gcp-relay: the archive readers' grant");
+    let (_, readers) = readers[0];
+    assert_eq!(
+        text(readers, "role").as_deref(),
+        Some("roles/storage.objectViewer")
+    );
+    assert_eq!(source(readers, "member").as_deref(), Some("each.value"));
+    assert_eq!(
+        source(readers, "for_each").as_deref(),
+        Some("toset(var.archive_enabled ? var.archive_readers : [])")
+    );
+
+    for (name, grant) in &on_archive {
+        let role = text(grant, "role").unwrap_or_default();
+        for forbidden in ["objectAdmin", "objectUser", "legacy", "storage.admin"] {
+            assert!(
+                !role.contains(forbidden),
+                "gcp-relay: {name} grants {role} on the archive"
+            );
+        }
+    }
+}
+
+////////////////////////////////////////////////////////////////////////////////////////////////
+// Examples, and the alarm on undelivered notifications
+////////////////////////////////////////////////////////////////////////////////////////////////
+
+/// Every example runs its relay with the archive: the module's default is on, no example turns
+/// it off, and an example with operators (`route_writers`) lets them replay (`archive_readers`).
+#[test]
+fn examples_turn_the_archive_on() {
+    for name in ["aws-relay", "gcp-relay"] {
+        let module = model::module(name);
+        assert_eq!(
+            variable_default(&module, "archive_enabled").as_deref(),
+            Some("true"),
+            "{name}: archive_enabled defaults to true"
+        );
+    }
+    let mut calls = 0;
+    for example in model::examples() {
+        for (call, target, block) in example.module_calls() {
+            if !["aws-relay", "gcp-relay"].contains(&target.as_str()) {
+                continue;
+            }
+            calls += 1;
+            let value = source(block.body(), "archive_enabled");
+            assert!(
+                value.is_none() || value.as_deref() == Some("true"),
+                "{}: module {call} must keep the archive on, not archive_enabled = {value:?}",
+                example.name
+            );
+            if example.variables().contains_key("route_writers") {
+                assert_eq!(
+                    source(block.body(), "archive_readers").as_deref(),
+                    Some("var.route_writers"),
+                    "{}: the operators replay from the archive",
+                    example.name
+                );
+            }
+        }
+    }
+    assert_eq!(calls, 4, "the four examples run a relay");
+}
+
+/// Each relay module alarms, with the ledger, on the relay's `Undelivered` metric (a
+/// notification first received more than an hour ago with a destination that has not
+/// acknowledged it), over one hour, notifying the alarms' recipients, and tells the operator what
+/// it means and what to do: `relay trace`, fix the destination, `relay replay --undelivered
+/// --since`.
+#[test]
+fn undelivered_notifications_alarm_with_what_to_do() {
+    let aws = model::module("aws-relay");
+    let alarm = aws
+        .resource("aws_cloudwatch_metric_alarm", "undelivered")
+        .body();
+    assert_eq!(
+        source(alarm, "count").as_deref(),
+        Some("var.alarms_enabled && var.ledger_enabled ? 1 : 0")
+    );
+    for (key, value) in [
+        ("namespace", "\"DssRelay\""),
+        ("metric_name", "\"Undelivered\""),
+        ("dimensions", "{ Relay = local.alarm_relay }"),
+        ("statistic", "\"Sum\""),
+        ("period", "3600"),
+        ("evaluation_periods", "1"),
+        ("datapoints_to_alarm", "1"),
+        ("threshold", "var.alarm_undelivered_threshold"),
+        ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
+        ("treat_missing_data", "\"notBreaching\""),
+        ("alarm_actions", "var.alarm_actions"),
+        ("ok_actions", "var.alarm_actions"),
+        ("alarm_name", "\"${var.name}-undelivered\""),
+    ] {
+        assert_eq!(
+            source(alarm, key),
+            Some(value.to_owned()),
+            "aws-relay: aws_cloudwatch_metric_alarm.undelivered.{key}"
+        );
+    }
+    assert_eq!(
+        variable_default(&aws, "alarm_undelivered_threshold").as_deref(),
+        Some("1")
+    );
+    assert_alarm_local_is_the_relay(&aws);
+    let description = source(alarm, "alarm_description").unwrap_or_default();
+    assert_tells_what_to_do("aws-relay", &description);
+
+    let gcp = model::module("gcp-relay");
+    let metric = gcp.resource("google_logging_metric", "undelivered").body();
+    assert_eq!(
+        source(metric, "count").as_deref(),
+        Some("var.ledger_enabled ? 1 : 0")
+    );
+    assert_eq!(
+        source(metric, "filter").as_deref(),
+        Some("\"${local.metric_lines} AND jsonPayload.Undelivered:*\""),
+        "gcp-relay: the metric counts the relay's Undelivered lines"
+    );
+    let policy = gcp
+        .resource("google_monitoring_alert_policy", "undelivered")
+        .body();
+    assert_eq!(
+        source(policy, "count").as_deref(),
+        Some("var.ledger_enabled ? 1 : 0")
+    );
+    assert_eq!(
+        source(policy, "notification_channels").as_deref(),
+        Some("var.alert_notification_channels")
+    );
+    assert_eq!(
+        source(policy, "enabled").as_deref(),
+        Some("var.alerts_enabled")
+    );
+    let conditions = only_block(policy, "conditions", "gcp-relay: the undelivered alert");
+    let threshold = only_block(
+        conditions,
+        "condition_threshold",
+        "gcp-relay: the condition",
+    );
+    let filter = source(threshold, "filter").unwrap_or_default();
+    assert!(
+        filter.contains("google_logging_metric.undelivered[0].name"),
+        "gcp-relay: the alert reads the undelivered metric: {filter}"
+    );
+    let aggregation = only_block(threshold, "aggregations", "gcp-relay: the condition");
+    assert_eq!(
+        text(aggregation, "alignment_period").as_deref(),
+        Some("3600s")
+    );
+    assert_eq!(
+        text(aggregation, "per_series_aligner").as_deref(),
+        Some("ALIGN_SUM")
+    );
+    let documentation = only_block(policy, "documentation", "gcp-relay: the undelivered alert");
+    let content = source(documentation, "content").unwrap_or_default();
+    assert_tells_what_to_do("gcp-relay", &content);
+}
+
+////////////////////////////////////////////////////////////////////////////////////////////////
+// Helpers
+////////////////////////////////////////////////////////////////////////////////////////////////
+
+/// One statement of an `aws_iam_policy_document`, with its block.
+struct Stmt<'a> {
+    sid: String,
+    effect: String,
+    actions: Vec<String>,
+    body: &'a Body,
+    /// The `for_each` of a dynamic statement (source text).
+    gate: Option<String>,
+}
+
+impl Stmt<'_> {
+    /// Whether its resources or its `for_each` mention `word` (`archive`, `routes`).
+    fn mentions(&self, word: &str) -> bool {
+        self.resources().contains(word) || self.gate.as_deref().is_some_and(|g| g.contains(word))
+    }
+
+    fn resources(&self) -> String {
+        attr(self.body, "resources")
+            .map(compact)
+            .unwrap_or_default()
+    }
+
+    /// `(type, identifiers as written)` of each `principals` block.
+    fn principals(&self) -> Vec<(String, String)> {
+        nested(self.body, "principals")
+            .map(|p| {
+                (
+                    text(p.body(), "type").unwrap_or_default(),
+                    source(p.body(), "identifiers").unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// `(test, variable, values)` of each `condition` block; values as written when they are
+    /// not literals.
+    fn conditions(&self) -> Vec<(String, String, Vec<String>)> {
+        nested(self.body, "condition")
+            .map(|c| {
+                let values = attr(c.body(), "values")
+                    .map(|v| match v {
+                        Expression::Array(items) => items
+                            .iter()
+                            .map(|i| literal_string(i).unwrap_or_else(|| template_text(i)))
+                            .collect(),
+                        other => vec![other.to_string()],
+                    })
+                    .unwrap_or_default();
+                (
+                    text(c.body(), "test").unwrap_or_default(),
+                    text(c.body(), "variable").unwrap_or_default(),
+                    values,
+                )
+            })
+            .collect()
+    }
+}
+
+/// The statements of `data "aws_iam_policy_document" "<name>"`, plain ones first.
+fn document<'a>(config: &'a Config, name: &str) -> Vec<Stmt<'a>> {
+    let body = config.data("aws_iam_policy_document", name).body();
+    let plain = nested(body, "statement").map(|s| (s.body(), None));
+    let dynamic = nested(body, "dynamic")
+        .filter(|d| label(d, 0) == "statement")
+        .map(|d| {
+            let content = nested(d.body(), "content").next().expect("content");
+            (content.body(), source(d.body(), "for_each"))
+        });
+    plain
+        .chain(dynamic)
+        .map(|(body, gate)| Stmt {
+            sid: text(body, "sid").unwrap_or_default(),
+            effect: text(body, "effect").unwrap_or_else(|| "Allow".to_owned()),
+            actions: attr(body, "actions")
+                .and_then(literal_strings)
+                .expect("literal actions"),
+            body,
+            gate,
+        })
+        .collect()
+}
+
+fn find<'s, 'a>(statements: &'s [Stmt<'a>], sid: &str) -> &'s Stmt<'a> {
+    statements
+        .iter()
+        .find(|s| s.sid == sid)
+        .unwrap_or_else(|| panic!("aws-relay: no statement {sid}"))
+}
+
+/// That a dynamic statement's `for_each` is `<condition> ? [<value>] : []` and its resources
+/// `[statement.value]`.
+fn assert_gated(statement: &Stmt<'_>, condition: &str, value: &str) {
+    assert_eq!(
+        statement.gate.as_deref(),
+        Some(format!("{condition} ? [{value}] : []").as_str()),
+        "aws-relay: {} must be granted on {value} when {condition}",
+        statement.sid
+    );
+    assert_eq!(
+        statement.resources(),
+        "[statement.value]",
+        "aws-relay: {}",
+        statement.sid
+    );
+}
+
+/// `archive_retention_days` defaults to 30 and must be at least 1; `archive_prefix` defaults
+/// to `notifications/` and is validated.
+fn assert_retention_and_prefix_variables(config: &Config) {
+    assert_eq!(
+        variable_default(config, "archive_retention_days").as_deref(),
+        Some(DEFAULT_RETENTION_DAYS),
+        "{}: archive_retention_days",
+        config.name
+    );
+    let variables = config.variables();
+    let validations: Vec<String> = nested(variables["archive_retention_days"].body(), "validation")
+        .filter_map(|v| source(v.body(), "condition"))
+        .collect();
+    assert!(
+        validations
+            .iter()
+            .any(|c| c.contains("var.archive_retention_days >= 1")),
+        "{}: archive_retention_days must be validated >= 1: {validations:?}",
+        config.name
+    );
+    assert_eq!(
+        variable_default(config, "archive_prefix"),
+        Some(format!("\"{DEFAULT_PREFIX}\"")),
+        "{}: archive_prefix",
+        config.name
+    );
+    assert!(
+        nested(variables["archive_prefix"].body(), "validation")
+            .next()
+            .is_some(),
+        "{}: archive_prefix needs a validation",
+        config.name
+    );
+}
+
+/// That every URL is the bucket (one of `buckets`) and the default prefix, in relay-core's form,
+/// and every bucket name a valid one.
+fn assert_names(config: &Config, urls: &BTreeSet<String>, buckets: &BTreeSet<String>, s3: bool) {
+    assert!(
+        !urls.is_empty(),
+        "{}: cannot evaluate RELAY_ARCHIVE_URL",
+        config.name
+    );
+    assert!(
+        !buckets.is_empty(),
+        "{}: cannot evaluate the bucket's name",
+        config.name
+    );
+    let mut named = BTreeSet::new();
+    for url in urls {
+        let problems = crate::relay_core_problems("RELAY_ARCHIVE_URL", url);
+        assert!(
+            problems.is_empty(),
+            "{}: relay-core refuses RELAY_ARCHIVE_URL={url:?}: {problems:?}",
+            config.name
+        );
+        let parsed: ArchiveUrl = url
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {url:?} is no archive URL: {e}", config.name));
+        let (bucket, prefix) = match (parsed, s3) {
+            (ArchiveUrl::S3 { bucket, prefix }, true)
+            | (ArchiveUrl::Gcs { bucket, prefix }, false) => (bucket, prefix),
+            (other, _) => panic!("{}: {url:?} is {other:?}", config.name),
+        };
+        assert_eq!(prefix, DEFAULT_PREFIX, "{}: {url:?}", config.name);
+        named.insert(bucket);
+    }
+    assert_eq!(
+        &named, buckets,
+        "{}: RELAY_ARCHIVE_URL names the archive bucket",
+        config.name
+    );
+    for bucket in buckets {
+        assert!(
+            (3..=63).contains(&bucket.len())
+                && bucket
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "{}: {bucket:?} is no bucket name",
+            config.name
+        );
+    }
+}
+
+/// `N` in `substr(…, 0, N)` anywhere in `expr`.
+fn substr_length(expr: &Expression) -> Option<usize> {
+    let mut found = None;
+    model::walk(expr, &mut |e| {
+        if let Expression::FuncCall(call) = e
+            && call.name.name.as_str() == "substr"
+            && let Some(Expression::Number(n)) = call.args.get(2)
+        {
+            found = n.as_u64().and_then(|n| usize::try_from(n).ok());
+        }
+    });
+    found
+}
+
+/// The alarms' `Relay` dimension is the function's name, which the relay writes as `Relay`.
+fn assert_alarm_local_is_the_relay(config: &Config) {
+    assert_eq!(
+        config.locals()["alarm_relay"].to_string(),
+        "aws_lambda_function.this.function_name"
+    );
+}
+
+/// What the operator must read in an alarm on undelivered notifications.
+fn assert_tells_what_to_do(module: &str, text: &str) {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for needed in [
+        "more than an hour ago",
+        "not acknowledged",
+        "relay trace",
+        "fix that destination",
+        "relay replay --undelivered --since",
+    ] {
+        assert!(
+            flat.contains(needed),
+            "{module}: the undelivered alarm's text does not say {needed:?}: {flat}"
+        );
+    }
+}
+
+fn gated_count() -> String {
+    format!("{SWITCH} ? 1 : 0")
+}
+
+/// A variable's default as written.
+fn variable_default(config: &Config, name: &str) -> Option<String> {
+    let variables = config.variables();
+    let block = variables
+        .get(name)
+        .unwrap_or_else(|| panic!("{}: no variable {name}", config.name));
+    source(block.body(), "default")
+}
+
+/// A template as written, without its quotes.
+fn template_text(expr: &Expression) -> String {
+    expr.to_string().trim_matches('"').to_owned()
+}
+
+/// Every text `expr` can take in `scope`.
+fn texts(scope: &Scope<'_>, expr: &Expression) -> BTreeSet<String> {
+    scope.samples(expr).iter().filter_map(as_text).collect()
+}
+
+/// The literal string of an attribute.
+fn text(body: &Body, key: &str) -> Option<String> {
+    attr(body, key).and_then(literal_string)
+}
+
+/// An attribute as written, on one line (`[a, b]`, `{ k = v }`).
+fn source(body: &Body, key: &str) -> Option<String> {
+    attr(body, key).map(compact)
+}
+
+/// An expression's source text on one line.
+fn compact(expr: &Expression) -> String {
+    let text = expr
+        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    text.replace("[ ", "[")
+        .replace(" ]", "]")
+        .replace(",]", "]")
+}
+
+/// The body of the one nested block `ident`.
+fn only_block<'a>(body: &'a Body, ident: &'a str, what: &str) -> &'a Body {
+    let blocks: Vec<&Block> = nested(body, ident).collect();
+    assert_eq!(blocks.len(), 1, "{what}: one {ident} block");
+    blocks[0].body()
+}
