@@ -55,7 +55,10 @@ async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
     assert_eq!(count(&calls), "UpdateItem=1", "its settlement");
 
     let again = attempt(t + 60_000, &["q1", "q2"]);
-    let Claimed::Granted { attempt: 1, acked } = claim(&ledger, &id, &again).await else {
+    let Claimed::Granted {
+        attempt: 1, acked, ..
+    } = claim(&ledger, &id, &again).await
+    else {
         panic!("the duplicate is granted, with nothing to publish")
     };
     assert_eq!(acked.len(), 2);

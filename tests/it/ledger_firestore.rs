@@ -108,7 +108,10 @@ async fn a_new_claim_is_one_call_and_its_settlement_one() {
 
     // A retry: the create fails, then a read and a conditional write.
     let retry = attempt(t + 60_000, &["q1", "q2"]);
-    let Claimed::Granted { attempt: 1, acked } = claim(&ledger, &id, &retry).await else {
+    let Claimed::Granted {
+        attempt: 1, acked, ..
+    } = claim(&ledger, &id, &retry).await
+    else {
         panic!("the retry is granted")
     };
     assert_eq!(acked.keys().collect::<Vec<_>>(), ["q1"]);
@@ -117,7 +120,10 @@ async fn a_new_claim_is_one_call_and_its_settlement_one() {
     assert_eq!(log.take(), "commit", "its settlement");
 
     let duplicate = attempt(t + 120_000, &["q1", "q2"]);
-    let Claimed::Granted { attempt: 2, acked } = claim(&ledger, &id, &duplicate).await else {
+    let Claimed::Granted {
+        attempt: 2, acked, ..
+    } = claim(&ledger, &id, &duplicate).await
+    else {
         panic!("the duplicate is granted, with nothing to publish")
     };
     assert_eq!(acked.len(), 2);

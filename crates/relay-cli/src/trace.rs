@@ -157,8 +157,15 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
     // Oldest notification first.
     entries.sort_by_key(|e| e.attempts.first().map_or(i64::MAX, |a| a.at_ms));
     let now = epoch_ms(SystemTime::now());
+    let archived = archived(args, &entries).await;
     if args.json {
-        let all: Vec<Value> = entries.iter().map(|e| to_json(e, now)).collect();
+        let all: Vec<Value> = (entries.iter().zip(&archived))
+            .map(|(e, a)| {
+                let mut value = to_json(e, now);
+                value["archive"] = a.as_ref().map_or(Value::Null, |a| a.to_json());
+                value
+            })
+            .collect();
         println!(
             "{}",
             serde_json::to_string_pretty(&all).expect("JSON values serialize")
@@ -166,14 +173,79 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
     } else if entries.is_empty() {
         eprintln!("relay trace: nothing in {url} for {}", describe(&lookup));
     } else {
-        for (i, entry) in entries.iter().enumerate() {
+        for (i, (entry, archive)) in entries.iter().zip(&archived).enumerate() {
             if i > 0 {
                 println!();
             }
             print!("{}", to_table(entry, now));
+            if let Some(archive) = archive {
+                println!("{}", archive.line());
+            }
         }
     }
     Ok(!entries.is_empty())
+}
+
+/// Where an entry's notification is in the archive, and whether it is there still.
+struct Archived {
+    /// `<archive URL><key>`.
+    url: String,
+    /// `Some(true)`: read back; `Some(false)`: gone (the bucket's lifecycle); `None`: not
+    /// checked (no RELAY_ARCHIVE_URL here, or it could not be read).
+    present: Option<bool>,
+}
+
+impl Archived {
+    fn line(&self) -> String {
+        match self.present {
+            Some(true) => format!("in the archive: {}", self.url),
+            Some(false) => format!("archived, since expired: {}", self.url),
+            None => format!("archived (not checked): {}", self.url),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"url": self.url, "present": self.present})
+    }
+}
+
+/// For each entry the archive acknowledged: where its object is, and whether it is still
+/// there, read with the archive RELAY_ARCHIVE_URL names (as `relay replay` reads it).
+async fn archived(args: &TraceArgs, entries: &[Entry]) -> Vec<Option<Archived>> {
+    let url = relay_core::config::archive_from_vars(crate::env_with_config(args.config.as_deref()))
+        .ok()
+        .flatten();
+    let archive = match &url {
+        Some(url) => relay_core::archive::open(url, None).await.ok(),
+        None => None,
+    };
+    let mut found = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Some(key) = entry
+            .acks
+            .get(relay_core::archive::SINK_NAME)
+            .and_then(|ack| ack.message_id.clone())
+        else {
+            found.push(None);
+            continue;
+        };
+        let present = match &archive {
+            Some(archive) => archive.get(&key).await.ok().map(|o| o.is_some()),
+            None => None,
+        };
+        let prefix = url.as_ref().map_or_else(String::new, |u| {
+            let text = u.to_string();
+            match text.ends_with('/') {
+                true => text,
+                false => format!("{text}/"),
+            }
+        });
+        found.push(Some(Archived {
+            url: format!("{prefix}{key}"),
+            present,
+        }));
+    }
+    found
 }
 
 fn describe(lookup: &Lookup) -> String {

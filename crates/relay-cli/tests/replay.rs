@@ -143,9 +143,11 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         Arc::new(SqliteLedger::open(&deployment.path("ledger.db")).unwrap());
     let archive: Arc<dyn Archive> =
         Arc::new(DirArchive::open(&deployment.path("archive")).unwrap());
+    let lines = Arc::new(relay_testkit::metrics::Lines::default());
     let relay = relay_testkit::sinks::relay(config, &[("sqs", sink)], Arc::clone(&clock) as _)
         .with_ledger(ledger)
-        .with_archive(archive);
+        .with_archive(archive)
+        .with_metrics(Arc::clone(&lines) as _);
 
     sqs.refuse(true);
     const N: usize = 1000;
@@ -153,6 +155,7 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         .map(|i| notification(&format!("bundle-{i:04}")))
         .collect();
     let mut answers = std::collections::BTreeMap::<(u16, String), usize>::new();
+    let mut undelivered = Vec::new();
     for offset in v2_schedule() {
         clock.set(start + offset);
         let signer = Signer {
@@ -164,7 +167,11 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         for outcome in futures_util::future::join_all(sends).await {
             *answers.entry(status_and_code(&outcome)).or_default() += 1;
         }
+        undelivered.push(lines.sum("Undelivered", &[]) as usize);
     }
+    // Counted from the first attempt over an hour after the first (6 h 15 min), each attempt.
+    let expected: Vec<usize> = (0..13usize).map(|i| N * i.saturating_sub(1)).collect();
+    assert_eq!(undelivered, expected);
     // Every one of the 13 attempts refused: the DSS gives up on all 1,000.
     assert_eq!(
         answers.into_iter().collect::<Vec<_>>(),
@@ -179,6 +186,11 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         output(deployment.cmd(&["replay", "--undelivered", "--since", &since, "--dry-run"])).await;
     assert!(dry.status.success(), "{}", text(&dry.stderr));
     let stdout = text(&dry.stdout);
+    // Archived as the DSS sent it: every payload is in the archive once.
+    assert!(
+        stdout.contains(&format!("{N} archived in the window")),
+        "{stdout}"
+    );
     assert_eq!(
         stdout
             .lines()
@@ -215,6 +227,17 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         text(&replay.stderr)
     );
     assert_eq!(counts(&sqs), (N, 1, 1));
+
+    // relay trace tells where the notification is in the archive, and that it is there.
+    let trace = output(deployment.cmd(&["trace", "bundle-0001"])).await;
+    let shown = text(&trace.stdout);
+    let archive_dir = deployment.path("archive");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with(&format!("in the archive: {}/", archive_dir.display()))),
+        "{shown}"
+    );
 
     // A second run delivers none.
     let again = output(deployment.cmd(&["replay", "--undelivered", "--since", &since])).await;

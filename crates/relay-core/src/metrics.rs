@@ -12,6 +12,9 @@
 //!   carried the notification, on acknowledged publishes to sinks the relay batches itself;
 //! - `Replays` (count) and `ReplayLatency` (ms) by `Sink`, and by `Sink` and `Result`: the
 //!   publishes of `relay replay`, apart from the live ones;
+//! - with a ledger: `LedgerCalls` and `LedgerLatency` by `Call` and `Result`; `Duplicates`;
+//!   `Undelivered`, an attempt that left a destination without an acknowledgement for a
+//!   notification first received over an hour before.
 
 use std::fmt;
 use std::io::Write as _;
@@ -147,6 +150,16 @@ impl Metrics {
                 "Relay": &*self.name, "Call": call, "Result": result,
                 "LedgerCalls": 1, "LedgerLatency": latency_ms,
             }),
+        );
+    }
+
+    /// An attempt that left a destination without an acknowledgement, for a notification first
+    /// received over an hour before: `Undelivered` (count) by `Relay`.
+    pub fn undelivered(&self) {
+        self.emit(
+            &[&["Relay"]],
+            &[("Undelivered", "Count")],
+            json!({"Relay": &*self.name, "Undelivered": 1}),
         );
     }
 

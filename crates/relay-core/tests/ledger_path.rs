@@ -11,6 +11,7 @@ use relay_core::ledger::{Ledger, Lookup, SqliteLedger, Verdict, epoch_ms};
 use relay_core::{Outcome, Relay, Sink};
 use relay_testkit::config::config;
 use relay_testkit::ledger::ManualClock;
+use relay_testkit::metrics::Lines;
 use relay_testkit::requests::{Signer, status_and_code};
 use relay_testkit::sinks::{SwitchSink, relay};
 
@@ -299,32 +300,6 @@ async fn a_locked_ledger_is_a_503_and_no_sink_is_called() {
     blocker.execute_batch("ROLLBACK;").unwrap();
     let outcome = s.send(&notification("sub-1", "bundle-6", "CREATE")).await;
     assert_eq!(body(&outcome)["status"], "published");
-}
-
-/// Metric lines, kept.
-#[derive(Debug, Default)]
-struct Lines(std::sync::Mutex<Vec<serde_json::Value>>);
-
-impl relay_core::metrics::MetricsOut for Lines {
-    fn write_line(&self, line: &str) {
-        self.0
-            .lock()
-            .unwrap()
-            .push(serde_json::from_str(line).unwrap());
-    }
-}
-
-impl Lines {
-    /// The sum of `metric` over the lines whose dimensions match `with`.
-    fn sum(&self, metric: &str, with: &[(&str, &str)]) -> f64 {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| with.iter().all(|(k, v)| l[*k] == *v))
-            .filter_map(|l| l[metric].as_f64())
-            .sum()
-    }
 }
 
 #[tokio::test]

@@ -185,21 +185,34 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
         claim(ledger, &id, &first).await,
         Claimed::Granted {
             attempt: 0,
-            acked: BTreeMap::new()
+            acked: BTreeMap::new(),
+            since_ms: t,
         }
     );
     settle(ledger, &id, &first, 0, &[("q1", true), ("q2", false)]).await;
 
     let second = attempt(t + 60_000, &["q1", "q2"]);
-    let Claimed::Granted { attempt: 1, acked } = claim(ledger, &id, &second).await else {
+    let Claimed::Granted {
+        attempt: 1,
+        acked,
+        since_ms,
+    } = claim(ledger, &id, &second).await
+    else {
         panic!("the retry is granted at index 1")
     };
+    assert_eq!(
+        since_ms, t,
+        "the notification has waited since its first attempt"
+    );
     assert_eq!(acked.keys().collect::<Vec<_>>(), ["q1"]);
     assert_eq!(acked["q1"].message_id.as_deref(), Some("q1-0"));
     settle(ledger, &id, &second, 1, &[("q2", true)]).await;
 
     let third = attempt(t + 120_000, &["q1", "q2"]);
-    let Claimed::Granted { attempt: 2, acked } = claim(ledger, &id, &third).await else {
+    let Claimed::Granted {
+        attempt: 2, acked, ..
+    } = claim(ledger, &id, &third).await
+    else {
         panic!("the duplicate is granted at index 2")
     };
     assert_eq!(acked.len(), 2, "every destination had acknowledged");
@@ -289,7 +302,8 @@ async fn an_expired_entry_is_new_again(ledger: &dyn Ledger) {
         claim(ledger, &id, &late).await,
         Claimed::Granted {
             attempt: 0,
-            acked: BTreeMap::new()
+            acked: BTreeMap::new(),
+            since_ms: t + 101_000,
         }
     );
     assert_eq!(entry(ledger, &id).await.attempts, [late]);

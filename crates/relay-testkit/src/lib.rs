@@ -14,6 +14,7 @@ pub mod fake_dynamodb;
 pub mod fake_sqs;
 pub mod fuzz;
 pub mod ledger;
+pub mod metrics;
 pub mod process;
 pub mod requests;
 pub mod sinks;

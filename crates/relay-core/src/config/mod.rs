@@ -100,27 +100,8 @@ impl LedgerConfig {
     /// The ledger the variables (and the `RELAY_CONFIG` file they name) configure, if any,
     /// without the rest of the relay's configuration: for tools that only read the ledger.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigErrors> {
-        let (vars, errors) = Settings::from_vars(&var);
-        let mut errors: Vec<ConfigError> = errors
-            .into_iter()
-            .filter(|(var, _)| *var == "RELAY_CONFIG" || var.starts_with("RELAY_LEDGER_"))
-            .map(|(var, message)| ConfigError { var, message })
-            .collect();
-        let path = vars.config.clone().filter(|p| !p.is_empty());
-        let file = match path.as_deref().map(FileConfig::load).transpose() {
-            Ok(file) => file.unwrap_or_default(),
-            Err(e) => {
-                errors.push(ConfigError {
-                    var: "RELAY_CONFIG",
-                    message: e.to_string(),
-                });
-                FileConfig::default()
-            }
-        };
-        if !errors.is_empty() {
-            return Err(ConfigErrors(errors));
-        }
-        Ok(Self::from_settings(&vars.or(file.relay).or_defaults()))
+        let settings = settings_of(&var, "RELAY_LEDGER_")?;
+        Ok(Self::from_settings(&settings))
     }
 
     fn from_settings(settings: &Settings) -> Option<Self> {
@@ -136,6 +117,43 @@ impl LedgerConfig {
             record_filtered: settings.ledger_record_filtered.is_none_or(|f| f.0),
         })
     }
+}
+
+/// The archive the variables (and the `RELAY_CONFIG` file they name) configure, if any,
+/// without the rest of the relay's configuration: for tools that only read the archive.
+pub fn archive_from_vars(
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Option<crate::archive::ArchiveUrl>, ConfigErrors> {
+    Ok(settings_of(&var, "RELAY_ARCHIVE_")?.archive_url)
+}
+
+/// The settings of the variables over the `RELAY_CONFIG` file, refusing only problems with the
+/// file and with the variables named `prefix`*: what a tool reading one part needs.
+fn settings_of(
+    var: &impl Fn(&str) -> Option<String>,
+    prefix: &str,
+) -> Result<Settings, ConfigErrors> {
+    let (vars, errors) = Settings::from_vars(var);
+    let mut errors: Vec<ConfigError> = errors
+        .into_iter()
+        .filter(|(var, _)| *var == "RELAY_CONFIG" || var.starts_with(prefix))
+        .map(|(var, message)| ConfigError { var, message })
+        .collect();
+    let path = vars.config.clone().filter(|p| !p.is_empty());
+    let file = match path.as_deref().map(FileConfig::load).transpose() {
+        Ok(file) => file.unwrap_or_default(),
+        Err(e) => {
+            errors.push(ConfigError {
+                var: "RELAY_CONFIG",
+                message: e.to_string(),
+            });
+            FileConfig::default()
+        }
+    };
+    if !errors.is_empty() {
+        return Err(ConfigErrors(errors));
+    }
+    Ok(vars.or(file.relay).or_defaults())
 }
 
 /// What relay-gcf allows a client: how long it may take, and how much may be in flight.

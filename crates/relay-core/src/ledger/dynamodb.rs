@@ -193,7 +193,12 @@ impl DynamoDbLedger {
                 acked.insert((*destination).to_owned(), ack_of(claim.key, value)?);
             }
         }
-        Ok(Ok(Claimed::Granted { attempt, acked }))
+        let since_ms = item::first_attempt_at(&old).unwrap_or(claim.attempt.at_ms);
+        Ok(Ok(Claimed::Granted {
+            attempt,
+            acked,
+            since_ms,
+        }))
     }
 
     /// Replaces the expired item `old` with a fresh entry holding `claim` alone, unless another

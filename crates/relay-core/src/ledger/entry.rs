@@ -135,6 +135,9 @@ pub enum Claimed {
         attempt: usize,
         /// The routed destinations that had acknowledged already, with their acknowledgements.
         acked: BTreeMap<String, Ack>,
+        /// When the entry's first attempt arrived (this attempt's, for a new entry), in
+        /// milliseconds since the Unix epoch: how long the notification has waited.
+        since_ms: i64,
     },
     /// Another attempt holds a live lease on a routed destination; nothing was written.
     Busy {
@@ -239,6 +242,7 @@ impl Entry {
         Claimed::Granted {
             attempt: self.attempts.len() - 1,
             acked,
+            since_ms: self.attempts[0].at_ms,
         }
     }
 
@@ -389,14 +393,18 @@ mod tests {
             claim(&mut entry, &first, 1_000),
             Claimed::Granted {
                 attempt: 0,
-                acked: BTreeMap::new()
+                acked: BTreeMap::new(),
+                since_ms: 1_000,
             }
         );
         settle(&mut entry, &first, 0, &[("q1", true), ("q2", false)]);
         assert!(entry.leases.is_empty());
 
         let second = attempt("a2", 60_000, &["q1", "q2"]);
-        let Claimed::Granted { attempt: 1, acked } = claim(&mut entry, &second, 60_000) else {
+        let Claimed::Granted {
+            attempt: 1, acked, ..
+        } = claim(&mut entry, &second, 60_000)
+        else {
             panic!("the retry is granted")
         };
         assert_eq!(acked.keys().collect::<Vec<_>>(), ["q1"]);
@@ -404,7 +412,10 @@ mod tests {
         settle(&mut entry, &second, 1, &[("q2", true)]);
 
         let third = attempt("a3", 120_000, &["q1", "q2"]);
-        let Claimed::Granted { attempt: 2, acked } = claim(&mut entry, &third, 120_000) else {
+        let Claimed::Granted {
+            attempt: 2, acked, ..
+        } = claim(&mut entry, &third, 120_000)
+        else {
             panic!("the duplicate is granted")
         };
         assert_eq!(acked.len(), 2);
@@ -472,7 +483,7 @@ mod tests {
         settle(&mut entry, &first, 0, &[("q1", true)]);
         assert_eq!(entry.expires_at, 101);
         let late = attempt("a2", 101_001, &["q1"]);
-        let Claimed::Granted { attempt, acked } = claim(&mut entry, &late, 101_001) else {
+        let Claimed::Granted { attempt, acked, .. } = claim(&mut entry, &late, 101_001) else {
             panic!("granted")
         };
         assert_eq!((attempt, acked.len()), (0, 0));

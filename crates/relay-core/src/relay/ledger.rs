@@ -35,7 +35,13 @@ pub(super) struct Holding {
     index: usize,
     /// The routed destinations an earlier attempt had acknowledged: not published again.
     pub(super) acked: BTreeMap<String, Ack>,
+    /// When the notification's first attempt arrived.
+    since_ms: i64,
 }
+
+/// A notification first received longer ago than this, with a destination still without an
+/// acknowledgement after an attempt, counts as `Undelivered`.
+pub const UNDELIVERED_AFTER_MS: i64 = 3_600_000;
 
 /// Where the attempt was routed, for the ledger.
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +106,7 @@ impl Relay {
             Ok(Ok(Claimed::Granted {
                 attempt: index,
                 acked,
+                since_ms,
             })) => {
                 self.metrics.ledger("claim", "ok", latency_ms);
                 Ok(Some(Holding {
@@ -107,6 +114,7 @@ impl Relay {
                     attempt_id: attempt.id,
                     index,
                     acked,
+                    since_ms,
                 }))
             }
             Ok(Ok(Claimed::Busy { until_ms })) => {
@@ -163,6 +171,14 @@ impl Relay {
             })
             .collect();
         let now_ms = epoch_ms(self.clock.now());
+        let failed = results
+            .values()
+            .any(|d| matches!(d, Delivery::Failed { .. }));
+        let waited_ms = now_ms.saturating_sub(holding.since_ms);
+        if failed && waited_ms > UNDELIVERED_AFTER_MS {
+            self.metrics.undelivered();
+            tracing::warn!(ledger_key = %holding.key, waited_minutes = waited_ms / 60_000, "A notification first received over an hour ago still has a destination that has not acknowledged it; see relay trace, then relay replay --undelivered.");
+        }
         let settlement = Settlement {
             key: &holding.key,
             holder: &holding.attempt_id,

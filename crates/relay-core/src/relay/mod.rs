@@ -28,6 +28,7 @@ use http::{Method, StatusCode};
 use http_body::Body;
 use serde_json::json;
 
+pub use self::ledger::UNDELIVERED_AFTER_MS;
 use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
 use self::publish::Traffic;

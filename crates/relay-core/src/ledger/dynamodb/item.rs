@@ -273,6 +273,20 @@ pub(super) fn lease_holder<'a>(item: &'a Item, destination: &str) -> Option<&'a 
     }
 }
 
+/// When the first attempt in `item` arrived, if it has one.
+pub(super) fn first_attempt_at(item: &Item) -> Option<i64> {
+    match item.get(ATTEMPTS)? {
+        AttributeValue::L(attempts) => match attempts.first()? {
+            AttributeValue::M(attempt) => match attempt.get("at")? {
+                AttributeValue::N(at) => at.parse().ok(),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The id of the attempt at `index` in `item`, if any.
 pub(super) fn attempt_id_at(item: &Item, index: usize) -> Option<&str> {
     match item.get(ATTEMPTS)? {
