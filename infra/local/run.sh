@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts relay-gcf for local use: file sink under target/run/, the delivery ledger in
-# target/run/ledger.db, a development HMAC key kept in target/run/dev-secret, and prints the
-# `relay send` and `relay trace` lines to try it.
+# target/run/ledger.db, the archive in target/run/archive/, a development HMAC key kept in
+# target/run/dev-secret, and prints the `relay send`, `relay trace` and `relay replay` lines to
+# try it.
 # RELAY_LISTEN overrides the address (default 127.0.0.1:8080), RUN_DIR the folder (target/run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,7 +17,7 @@ fi
 secret=$(cat "$run_dir/dev-secret")
 
 cat <<EOT
-relay-gcf on http://$listen/  (file sink: $run_dir/notifications.jsonl, ledger: $run_dir/ledger.db, key id "dev")
+relay-gcf on http://$listen/  (file sink: $run_dir/notifications.jsonl, ledger: $run_dir/ledger.db, archive: $run_dir/archive, key id "dev")
 Development key: $secret
 
 In another terminal, send a sample notification:
@@ -25,11 +26,15 @@ In another terminal, send a sample notification:
 Send it again: the answer is "duplicate", and nothing is written twice. What happened to it:
   $bin/relay trace c86309f6-e5b7-4698-abb6-b81644573bff --ledger $run_dir/ledger.db
 
+What the archive would send again to the file sink, from the last hour (drop --dry-run to send):
+  RELAY_HMAC_SECRET=$secret RELAY_FILE_SINK=$run_dir/notifications.jsonl RELAY_LEDGER_URL=$run_dir/ledger.db RELAY_ARCHIVE_URL=$run_dir/archive $bin/relay replay --since 1h --dry-run
+
 EOT
 
 export RELAY_LISTEN=$listen
 export RELAY_HMAC_KEYS="{\"dev\": \"$secret\"}"
 export RELAY_FILE_SINK=$run_dir/notifications.jsonl
 export RELAY_LEDGER_URL=${RELAY_LEDGER_URL:-$run_dir/ledger.db}
+export RELAY_ARCHIVE_URL=${RELAY_ARCHIVE_URL:-$run_dir/archive}
 export RELAY_LOG_FORMAT=${RELAY_LOG_FORMAT:-text}
 exec "$bin/relay-gcf"

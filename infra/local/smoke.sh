@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Quick start, end to end: start relay-gcf as `make run` does, send every sample
 # notification with `relay send` (JSON and multipart), and check that the file sink holds each
-# payload byte for byte, that the sample sent twice is answered as a duplicate, and that
-# `relay trace` shows it. The server is stopped by its process id, whatever happens.
+# payload byte for byte, that the sample sent twice is answered as a duplicate, that
+# `relay trace` shows it, and that `relay replay --dry-run` finds each one in the archive.
+# The server is stopped by its process id, whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${CARGO_TARGET_DIR:-./target}/debug
@@ -49,6 +50,16 @@ echo "smoke: $trace_line"
 traced=$(bash -c "$trace_line")
 grep -q "2 attempts; 1 duplicate answered without publishing" <<<"$traced" \
   || { echo "$traced"; echo "smoke: relay trace does not show the duplicate" >&2; exit 1; }
+
+replay_line=$(grep -m1 'relay replay' "$log" | sed 's/^ *//')
+echo "smoke: $replay_line"
+replayed=$(bash -c "$replay_line")
+grep -q "^${#sent[@]} archived in the window: ${#sent[@]} would send" <<<"$replayed" \
+  || { echo "$replayed"; echo "smoke: relay replay does not find every notification in the archive" >&2; exit 1; }
+undelivered=$(bash -c "${replay_line/replay /replay --undelivered }")
+grep -q "0 would send, ${#sent[@]} delivered before" <<<"$undelivered" \
+  || { echo "$undelivered"; echo "smoke: relay replay --undelivered finds something undelivered" >&2; exit 1; }
+echo "smoke: relay replay --dry-run: ${#sent[@]} archived, none undelivered"
 
 python3 - "$sink" "${sent[@]}" <<'PY'
 import json, sys

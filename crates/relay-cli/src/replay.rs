@@ -266,7 +266,7 @@ pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, String>
         listed: keys.len(),
         ..Summary::default()
     };
-    let progress = Progress::new(keys.len() as u64);
+    let progress = Progress::new(keys.len() as u64, job.plan.dry_run);
     let limiter = Limiter::new(job.rate);
     let (relay, archive, job) = (Arc::new(relay), archive, Arc::new(job));
     let mut results = futures_util::stream::iter(keys)
@@ -440,16 +440,19 @@ struct Progress {
     done: std::sync::atomic::AtomicU64,
     started: Instant,
     last_line: std::sync::Mutex<Instant>,
+    /// `sent`, or `to send` in a dry run.
+    verb: &'static str,
 }
 
 impl Progress {
-    fn new(total: u64) -> Self {
+    fn new(total: u64, dry_run: bool) -> Self {
+        let verb = if dry_run { "to send" } else { "sent" };
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{bar:40} {pos}/{len} read, {msg} sent, {per_sec}, {eta} left",
-                )
+                indicatif::ProgressStyle::with_template(&format!(
+                    "{{bar:40}} {{pos}}/{{len}} read, {{msg}} {verb}, {{per_sec}}, {{eta}} left"
+                ))
                 .expect("a valid template"),
             );
             bar
@@ -461,6 +464,7 @@ impl Progress {
             done: 0.into(),
             started,
             last_line: std::sync::Mutex::new(started),
+            verb,
         }
     }
 
@@ -494,8 +498,9 @@ impl Progress {
             false => Duration::ZERO,
         };
         format!(
-            "replay: {done}/{} read, {sent} sent, {rate:.0}/s, {} left",
+            "replay: {done}/{} read, {sent} {}, {rate:.0}/s, {} left",
             self.total,
+            self.verb,
             humantime::format_duration(Duration::from_secs(left.as_secs()))
         )
     }

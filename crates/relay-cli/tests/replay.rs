@@ -209,6 +209,33 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         "{stdout}"
     );
     assert_eq!(counts(&sqs).0, 0, "a dry run sends nothing");
+    // Not on a terminal, the progress is a plain line; on one (script(1) gives it a pseudo
+    // terminal), a bar with the rate and the time left, cleared at the end.
+    assert!(
+        text(&dry.stderr).contains(&format!("replay: {N}/{N} read, {N} to send, ")),
+        "{}",
+        text(&dry.stderr)
+    );
+    let mut on_a_terminal = Command::new("script");
+    let line = format!(
+        "{} replay --undelivered --since {since} --dry-run",
+        env!("CARGO_BIN_EXE_relay")
+    );
+    on_a_terminal
+        .args(["-qec", &line, "/dev/null"])
+        .envs(deployment.vars.iter().map(|(k, v)| (*k, v.as_str())));
+    let shown = output(on_a_terminal).await;
+    let screen = text(&shown.stdout);
+    assert!(shown.status.success(), "{screen}");
+    assert!(screen.contains(&format!("/{N} read, ")), "{screen}");
+    assert!(
+        screen.contains(" to send, ") && screen.contains(" left"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("replay: "),
+        "no plain lines on a terminal: {screen}"
+    );
 
     // The replay delivers each notification once, and says how far it got.
     let replay = output(deployment.cmd(&["replay", "--undelivered", "--since", &since])).await;
