@@ -10,6 +10,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures_util::StreamExt as _;
 use relay_core::archive::{Archive, Record, hours};
 use relay_core::relay::{ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection};
@@ -112,6 +114,8 @@ pub(crate) struct Summary {
     pub(crate) notifications_sent: usize,
     /// Dry runs: one line per notification that would be sent.
     pub(crate) lines: Vec<String>,
+    /// Interrupted: the keys not started.
+    pub(crate) left: usize,
 }
 
 /// Runs `relay replay`: 0 when every selected notification was sent or had been, 1 when some
@@ -131,8 +135,8 @@ pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
     match runtime.block_on(replay(args)) {
         Ok(summary) => {
             print_summary(&summary, args.dry_run);
-            match summary.failed {
-                0 => ExitCode::SUCCESS,
+            match (summary.failed, summary.left) {
+                (0, 0) => ExitCode::SUCCESS,
                 _ => ExitCode::FAILURE,
             }
         }
@@ -269,19 +273,46 @@ pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, String>
     let progress = Progress::new(keys.len() as u64, job.plan.dry_run);
     let limiter = Limiter::new(job.rate);
     let (relay, archive, job) = (Arc::new(relay), archive, Arc::new(job));
+    // SIGINT or SIGTERM: no new notification is started; those in flight finish and settle, so
+    // the same command run again continues without sending any of them twice.
+    let stopping = Arc::new(AtomicBool::new(false));
+    tokio::spawn(stop_on_signal(Arc::clone(&stopping)));
     let mut results = futures_util::stream::iter(keys)
+        .take_while(|_| std::future::ready(!stopping.load(Ordering::SeqCst)))
         .map(|key| {
             let (relay, archive, job, limiter) = (&relay, &archive, &job, &limiter);
             async move { one(relay, archive.as_ref(), job, limiter, key).await }
         })
         .buffer_unordered(job.concurrency);
+    let mut processed = 0;
     while let Some(result) = results.next().await {
         summary.add(result);
+        processed += 1;
         progress.tick(summary.notifications_sent);
     }
     progress.finish(summary.notifications_sent);
+    if stopping.load(Ordering::SeqCst) {
+        summary.left = summary.listed - processed;
+    }
     summary.lines.sort();
     Ok(summary)
+}
+
+/// Sets `stopping` at the first SIGINT or SIGTERM.
+async fn stop_on_signal(stopping: Arc<AtomicBool>) {
+    let Ok(mut terminate) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    eprintln!(
+        "relay replay: stopping; the notifications in flight finish, and the same command continues"
+    );
+    stopping.store(true, Ordering::SeqCst);
 }
 
 /// What became of one key.
@@ -501,7 +532,7 @@ impl Progress {
             "replay: {done}/{} read, {sent} {}, {rate:.0}/s, {} left",
             self.total,
             self.verb,
-            humantime::format_duration(Duration::from_secs(left.as_secs()))
+            humantime::format_duration(Duration::from_secs(left.as_secs_f64().ceil() as u64))
         )
     }
 }
@@ -526,5 +557,11 @@ fn print_summary(summary: &Summary, dry_run: bool) {
     );
     for (destination, count) in &summary.sent {
         println!("  {destination}: {count} {verb}");
+    }
+    if summary.left > 0 {
+        println!(
+            "interrupted with {} not started: run the same command again to continue",
+            summary.left
+        );
     }
 }

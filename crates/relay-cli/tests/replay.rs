@@ -478,3 +478,77 @@ fn archived(payload: &str, at: SystemTime) -> relay_core::archive::Record {
         payload: bytes::Bytes::from(payload.to_owned()),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_replay_run_again_continues_where_it_stopped() {
+    let deployment = Deployment::new(&[]);
+    let sink = deployment.path("out.jsonl");
+    let mut deployment = deployment;
+    deployment
+        .vars
+        .push(("RELAY_FILE_SINK", sink.to_str().unwrap().to_owned()));
+    let archive = DirArchive::open(&deployment.path("archive")).unwrap();
+    const N: usize = 300;
+    let at = SystemTime::now() - Duration::from_secs(600);
+    let mut payloads = Vec::new();
+    for i in 0..N {
+        let payload = notification(&format!("resumed-{i:03}"));
+        let record = archived(&payload, at);
+        let key = relay_core::archive::object_key(at, &record.dedup_key);
+        archive.put(&key, record.to_bytes().into()).await.unwrap();
+        payloads.push(payload);
+    }
+    let command = ["replay", "--since", "1h", "--rate", "100"];
+    let child = deployment
+        .cmd(&command)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let terminated = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(terminated.success());
+    let first = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(first.status.code(), Some(1));
+    assert!(
+        text(&first.stdout).contains("interrupted with"),
+        "{}",
+        text(&first.stdout)
+    );
+    let lines = || -> Vec<String> {
+        std::fs::read_to_string(&sink)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["payload"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let sent_before = lines().len();
+    assert!(
+        0 < sent_before && sent_before < N,
+        "{sent_before} sent before the signal"
+    );
+
+    let rest = output(deployment.cmd(&command)).await;
+    assert!(rest.status.success(), "{}", text(&rest.stderr));
+    assert!(
+        text(&rest.stdout).contains(&format!(
+            "{} sent, {sent_before} delivered before",
+            N - sent_before
+        )),
+        "{}",
+        text(&rest.stdout)
+    );
+    let mut got = lines();
+    got.sort();
+    payloads.sort();
+    assert_eq!(got, payloads, "each once, across the two runs");
+}
