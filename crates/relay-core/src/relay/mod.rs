@@ -409,15 +409,16 @@ impl Relay {
         fields.split.clone_from(&decision.split);
         let filtered = decision.destinations.is_empty();
         // The destinations by name, for the ledger (no allocation without one): the routed
-        // ones, then the archive.
-        let names: Vec<&str> = match self.ledger {
-            Some(_) => decision
+        // ones, then the archive. A filtered notification is not recorded when
+        // RELAY_LEDGER_RECORD_FILTERED is off: its archive write alone makes a retry harmless.
+        let names: Vec<&str> = match &self.ledger {
+            Some(recorder) if !filtered || recorder.config.record_filtered => decision
                 .destinations
                 .iter()
                 .map(|&i| table.destinations[i].sink.name())
                 .chain(self.archive.as_ref().map(|a| a.name()))
                 .collect(),
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         let routing = Routing {
             destinations: &names,
