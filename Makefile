@@ -116,7 +116,7 @@ bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-a
 	$(CARGO) bench -p relay-core --bench route
 
 bench-load: ## relay-gcf's cost per notification against a bare floor, on loopback (release build)
-	$(CARGO) build --release -p relay-gcf -p relay-bench --features relay-gcf/dynamodb
+	$(CARGO) build --release -p relay-gcf -p relay-cli -p relay-bench --features relay-gcf/dynamodb
 	taskset -c 1 target/release/bench-load
 
 faults: ## The fault matrix with 10,000 notifications per fault; prints the table (docs/faults.md)

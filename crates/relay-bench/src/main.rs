@@ -1,20 +1,26 @@
 //! `make bench-load`: what a notification costs relay-gcf, against a floor measured in the same
 //! run. relay-gcf (release) and a bare HTTP server that reads the body and answers 202 (the
 //! floor) each run pinned to core 0; the load and a loopback SQS-protocol endpoint run on the
-//! other core. Every figure is printed next to the floor's, as a ratio.
+//! other core. Every figure is printed next to the floor's, as a ratio. The last table is what
+//! `relay replay` (release, pinned to core 0 too) costs and how fast it sends.
 //!
 //! Run with `make bench-load`, which pins this process (the load and the endpoints) to core 1,
-//! or `cargo build --release -p relay-gcf -p relay-bench --features relay-gcf/dynamodb` and
-//! then `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets each measured run's
-//! length (default 5); `BENCH_ONLY=saturation` runs the first table, `BENCH_ONLY=burst` the
-//! burst and slow-sender tables and `BENCH_ONLY=ledger` the ledger table (relay-gcf against a
-//! loopback DynamoDB-protocol endpoint, `BENCH_LEDGER_NOTIFICATIONS` distinct notifications per
-//! pass, default 20,000); `BENCH_RELAY` names another relay-gcf binary to measure, such as
-//! `cargo build --profile profiling -p relay-gcf`'s, which keeps its symbols for perf.
+//! or `cargo build --release -p relay-gcf -p relay-cli -p relay-bench --features
+//! relay-gcf/dynamodb` and then `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets
+//! each measured run's length (default 5); `BENCH_ONLY=saturation` runs the first table,
+//! `BENCH_ONLY=burst` the burst and slow-sender tables, `BENCH_ONLY=ledger` the ledger table
+//! (relay-gcf against a loopback DynamoDB-protocol endpoint, `BENCH_LEDGER_NOTIFICATIONS`
+//! distinct notifications per pass, default 20,000) and `BENCH_ONLY=replay` the replay table
+//! (`relay replay --since 3h` over an archive folder of `BENCH_REPLAY_NOTIFICATIONS`
+//! notifications, default 10,000, to the loopback SQS-protocol endpoint: without a ledger,
+//! through an SQLite ledger twice, and to an endpoint answering in 10 ms); `BENCH_RELAY` names
+//! another relay-gcf binary to measure, such as `cargo build --profile profiling -p
+//! relay-gcf`'s, which keeps its symbols for perf.
 
 mod ledger;
 mod load;
 mod process;
+mod replay;
 
 use std::time::Duration;
 
@@ -35,7 +41,8 @@ fn main() {
     }
 }
 
-/// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst" or "ledger").
+/// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst", "ledger" or
+/// "replay").
 fn wanted(table: &str) -> bool {
     std::env::var("BENCH_ONLY").map_or(true, |only| only == table)
 }
@@ -92,6 +99,10 @@ async fn run() {
     }
     if wanted("ledger") {
         ledger::table().await;
+        println!();
+    }
+    if wanted("replay") {
+        replay::table().await;
     }
 }
 

@@ -65,8 +65,13 @@ struct Document {
 }
 
 impl Record {
-    /// The record of `message` (unshaped: every relay attribute) and its request document.
-    pub fn of(message: &Message, request: Value) -> Self {
+    /// The record of `message` (unshaped: every relay attribute) and its request document,
+    /// without the request's `Authorization`: whoever reads the archive cannot send the signed
+    /// request again (the keyId stays, as the attribute `relay.key_id`).
+    pub fn of(message: &Message, mut request: Value) -> Self {
+        if let Some(headers) = request.get_mut("headers").and_then(Value::as_object_mut) {
+            headers.remove("authorization");
+        }
         Self {
             received_at: message.received_at,
             dedup_key: message.dedup_key.clone(),
