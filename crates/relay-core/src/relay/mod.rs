@@ -467,11 +467,9 @@ impl Relay {
         if let Some(holding) = &holding {
             self.settle(holding, &published).await;
         }
-        if filtered {
-            // Only the archive wanted it: 202 `filtered` once it acknowledged.
-            return self.archived(&notification, &published, &acked, routes_version);
-        }
-        self.delivered(&notification, &published, &acked, routes_version)
+        // Filtered: only the archive wanted it, and the answer is 202 `filtered` once it
+        // acknowledged.
+        self.delivered(&notification, &published, &acked, routes_version, filtered)
     }
 }
 

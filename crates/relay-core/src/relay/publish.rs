@@ -63,17 +63,21 @@ impl Relay {
         .await
     }
 
-    /// 202 `published` when every sink acknowledged, listing each routed destination's
-    /// message id (those `acked` by an earlier attempt as well); else 502 if any failure is
-    /// permanent (retrying cannot fix it), else 503.
+    /// 202 when every sink acknowledged, listing each destination's message id (those `acked`
+    /// by an earlier attempt as well): `published`, or `filtered` when only the archive took it;
+    /// else 502 if any failure is permanent (retrying cannot fix it), else 503.
     pub(super) fn delivered(
         &self,
         notification: &Notification<Verified>,
         published: &Published<'_>,
         acked: &BTreeMap<String, Ack>,
         routes_version: Option<&str>,
+        filtered: bool,
     ) -> Result<Outcome, Error> {
         let deliveries = deliveries(notification, published, acked)?;
+        if filtered {
+            return Ok(self.filtered(notification, &deliveries, routes_version));
+        }
         Ok(Outcome::json(
             StatusCode::ACCEPTED,
             &json!({
@@ -83,19 +87,6 @@ impl Relay {
                 "routes_version": routes_version,
             }),
         ))
-    }
-
-    /// 202 `filtered` for a notification no route takes, once the archive (when there is one)
-    /// acknowledged it; the archive's failure answers like any sink's.
-    pub(super) fn archived(
-        &self,
-        notification: &Notification<Verified>,
-        published: &Published<'_>,
-        acked: &BTreeMap<String, Ack>,
-        routes_version: Option<&str>,
-    ) -> Result<Outcome, Error> {
-        let deliveries = deliveries(notification, published, acked)?;
-        Ok(self.filtered(notification, &deliveries, routes_version))
     }
 
     /// 202 `filtered`, with the archive's delivery when there is one.
