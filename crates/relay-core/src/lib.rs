@@ -23,6 +23,7 @@ pub mod notification;
 pub mod outcome;
 pub mod relay;
 pub mod route;
+pub mod schemes;
 #[cfg(feature = "secrets")]
 mod secrets;
 pub mod sink;

@@ -1,0 +1,344 @@
+//! A generic HMAC-SHA256 scheme for senders without a scheme of their own: the signature in one
+//! header, after an optional prefix, as hex or base64, over a signed-content template with
+//! `{body}`, `{timestamp}`, `{id}` and `{header:<name>}` placeholders (`{{` and `}}` for braces).
+//! With a timestamp header, the timestamp is checked within a window; without one, a captured
+//! request can be replayed.
+
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use http::{HeaderName, HeaderValue};
+
+use super::{DEFAULT_WINDOW, Proof, Scheme, SchemeError, Secrets, SignedRequest, SigningKey};
+use super::{check_timestamp, header, hmac_sha256, match_hmac, owned, unix_secs};
+
+/// How the signature is written in its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// Lower- or upper-case hexadecimal.
+    #[default]
+    Hex,
+    /// Standard base64 with padding.
+    Base64,
+}
+
+/// One piece of the signed content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Body,
+    Timestamp,
+    Id,
+    Header(String),
+}
+
+/// Why a generic HMAC scheme cannot be built from its configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A `{` without its `}`, or a lone `}`.
+    #[error("the template has an unbalanced brace")]
+    UnbalancedBrace,
+    /// A placeholder other than `{body}`, `{timestamp}`, `{id}` or `{header:<name>}`.
+    #[error("the template has an unknown placeholder {{{0}}}")]
+    UnknownPlaceholder(String),
+    /// `{timestamp}` or `{id}` without the header that carries it.
+    #[error("the template uses {{{0}}} but no header for it is configured")]
+    NoHeaderFor(&'static str),
+    /// A header name that is not a valid lower-case HTTP field name.
+    #[error("{0:?} is not a valid header name")]
+    BadHeaderName(String),
+    /// A template that does not sign the body.
+    #[error("the template must contain {{body}}")]
+    NoBody,
+}
+
+/// What a generic HMAC scheme is configured with.
+#[derive(Debug, Clone)]
+pub struct HmacConfig {
+    /// The header that carries the signature.
+    pub header: String,
+    /// A prefix before the signature in that header, e.g. `sha256=`.
+    pub prefix: Option<String>,
+    /// How the signature is encoded.
+    pub encoding: Encoding,
+    /// The signed content, e.g. `{timestamp}.{body}`.
+    pub template: String,
+    /// The header that carries the signed Unix timestamp, if any.
+    pub timestamp_header: Option<String>,
+    /// The header that carries the delivery id, if any.
+    pub id_header: Option<String>,
+    /// Largest accepted distance between the timestamp and now.
+    pub window: Duration,
+}
+
+impl HmacConfig {
+    /// A configuration signing only the raw body, hex-encoded, without a prefix or timestamp.
+    pub fn body_only(header: impl Into<String>) -> Self {
+        Self {
+            header: header.into(),
+            prefix: None,
+            encoding: Encoding::Hex,
+            template: "{body}".into(),
+            timestamp_header: None,
+            id_header: None,
+            window: DEFAULT_WINDOW,
+        }
+    }
+}
+
+/// A generic HMAC-SHA256 scheme, built from an [`HmacConfig`].
+#[derive(Debug, Clone)]
+pub struct GenericHmac {
+    config: HmacConfig,
+    parts: Vec<Part>,
+}
+
+fn header_name(name: &str) -> Result<String, ConfigError> {
+    match HeaderName::try_from(name) {
+        Ok(h) if h.as_str() == name => Ok(name.to_owned()),
+        _ => Err(ConfigError::BadHeaderName(name.to_owned())),
+    }
+}
+
+/// Parses a signed-content template into its parts.
+fn parse_template(template: &str) -> Result<Vec<Part>, ConfigError> {
+    let mut parts = Vec::new();
+    let mut text = String::new();
+    let mut rest = template;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("{{") {
+            text.push('{');
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix("}}") {
+            text.push('}');
+            rest = after;
+        } else if c == '}' {
+            return Err(ConfigError::UnbalancedBrace);
+        } else if c == '{' {
+            let (name, after) = rest[1..]
+                .split_once('}')
+                .ok_or(ConfigError::UnbalancedBrace)?;
+            let part = match name {
+                "body" => Part::Body,
+                "timestamp" => Part::Timestamp,
+                "id" => Part::Id,
+                _ => match name.strip_prefix("header:") {
+                    Some(h) => Part::Header(header_name(h)?),
+                    None => return Err(ConfigError::UnknownPlaceholder(name.to_owned())),
+                },
+            };
+            if !text.is_empty() {
+                parts.push(Part::Text(std::mem::take(&mut text)));
+            }
+            parts.push(part);
+            rest = after;
+        } else {
+            text.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    if !text.is_empty() {
+        parts.push(Part::Text(text));
+    }
+    Ok(parts)
+}
+
+impl GenericHmac {
+    /// Checks the configuration and parses its template.
+    pub fn new(config: HmacConfig) -> Result<Self, ConfigError> {
+        header_name(&config.header)?;
+        for h in [&config.timestamp_header, &config.id_header]
+            .into_iter()
+            .flatten()
+        {
+            header_name(h)?;
+        }
+        let parts = parse_template(&config.template)?;
+        if !parts.contains(&Part::Body) {
+            return Err(ConfigError::NoBody);
+        }
+        if parts.contains(&Part::Timestamp) && config.timestamp_header.is_none() {
+            return Err(ConfigError::NoHeaderFor("timestamp"));
+        }
+        if parts.contains(&Part::Id) && config.id_header.is_none() {
+            return Err(ConfigError::NoHeaderFor("id"));
+        }
+        Ok(Self { config, parts })
+    }
+
+    /// The signed content, with the values each placeholder takes.
+    fn content(
+        &self,
+        body: &[u8],
+        ts: Option<&str>,
+        id: Option<&str>,
+        other: &dyn Fn(&str) -> Result<String, SchemeError>,
+    ) -> Result<Vec<u8>, SchemeError> {
+        let mut out = Vec::with_capacity(body.len() + 64);
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.extend_from_slice(t.as_bytes()),
+                Part::Body => out.extend_from_slice(body),
+                Part::Timestamp => out.extend_from_slice(ts.unwrap_or_default().as_bytes()),
+                Part::Id => out.extend_from_slice(id.unwrap_or_default().as_bytes()),
+                Part::Header(h) => out.extend_from_slice(other(h)?.as_bytes()),
+            }
+        }
+        Ok(out)
+    }
+
+    fn encode(&self, mac: &[u8]) -> String {
+        let prefix = self.config.prefix.as_deref().unwrap_or_default();
+        match self.config.encoding {
+            Encoding::Hex => format!("{prefix}{}", hex::encode(mac)),
+            Encoding::Base64 => format!("{prefix}{}", BASE64.encode(mac)),
+        }
+    }
+}
+
+fn static_name(name: &str) -> Result<HeaderName, SchemeError> {
+    HeaderName::try_from(name).map_err(|_| SchemeError::Unsignable("not a header name"))
+}
+
+impl Scheme for GenericHmac {
+    fn name(&self) -> &'static str {
+        "hmac"
+    }
+
+    fn verify(
+        &self,
+        request: &SignedRequest<'_>,
+        secrets: &Secrets,
+        now: SystemTime,
+    ) -> Result<Proof, SchemeError> {
+        let c = &self.config;
+        let value = header(request.headers, &c.header)?
+            .ok_or(SchemeError::MissingSignature("the configured signature"))?;
+        let encoded = match &c.prefix {
+            Some(p) => value
+                .strip_prefix(p.as_str())
+                .ok_or(SchemeError::MalformedSignature("the prefix is missing"))?,
+            None => value,
+        };
+        let candidate = match c.encoding {
+            Encoding::Hex => hex::decode(encoded).ok(),
+            Encoding::Base64 => BASE64.decode(encoded).ok(),
+        }
+        .ok_or(SchemeError::MalformedSignature(
+            "the signature is not encoded as configured",
+        ))?;
+        let mut signed_at = None;
+        let mut ts = None;
+        if let Some(name) = &c.timestamp_header {
+            let t = header(request.headers, name)?
+                .ok_or_else(|| SchemeError::MissingHeader(name.clone()))?;
+            signed_at = Some(check_timestamp(t, now, c.window)?);
+            ts = Some(t);
+        }
+        let id = match &c.id_header {
+            Some(name) => owned(request.headers, name)?,
+            None => None,
+        };
+        if self.parts.contains(&Part::Id) && id.is_none() {
+            let name = c.id_header.clone().unwrap_or_default();
+            return Err(SchemeError::MissingHeader(name));
+        }
+        let other = |name: &str| {
+            header(request.headers, name)?
+                .map(str::to_owned)
+                .ok_or_else(|| SchemeError::MissingHeader(name.to_owned()))
+        };
+        let content = self.content(request.body, ts, id.as_deref(), &other)?;
+        let key_id = match_hmac(
+            secrets.hmac_for(None),
+            &[candidate],
+            |s| Some(s.expose().to_vec()),
+            |key| hmac_sha256(key, &[&content]).to_vec(),
+        )?;
+        Ok(Proof {
+            key_id,
+            delivery_id: id,
+            event_type: None,
+            signed_at,
+        })
+    }
+
+    fn has_timestamp(&self) -> bool {
+        self.config.timestamp_header.is_some()
+    }
+
+    fn sign(
+        &self,
+        body: &[u8],
+        key: &SigningKey,
+        at: SystemTime,
+        id: Option<&str>,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
+        let c = &self.config;
+        let ts = unix_secs(at).to_string();
+        let refuse = |_: &str| Err(SchemeError::Unsignable("the template signs another header"));
+        let content = self.content(body, Some(&ts), id, &refuse)?;
+        let mac = hmac_sha256(key.hmac_secret()?.expose(), &[&content]);
+        let value = |v: String| {
+            HeaderValue::try_from(v).map_err(|_| SchemeError::Unsignable("not a header value"))
+        };
+        let mut headers = vec![(static_name(&c.header)?, value(self.encode(&mac))?)];
+        if let Some(name) = &c.timestamp_header {
+            headers.push((static_name(name)?, value(ts)?));
+        }
+        match (&c.id_header, id) {
+            (Some(name), Some(id)) => headers.push((static_name(name)?, value(id.to_owned())?)),
+            (Some(_), None) if self.parts.contains(&Part::Id) => {
+                return Err(SchemeError::Unsignable("the template signs an id"));
+            }
+            _ => {}
+        }
+        Ok(headers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_parse_and_bad_ones_are_refused() {
+        assert_eq!(
+            parse_template("v0:{timestamp}:{body}").unwrap(),
+            vec![
+                Part::Text("v0:".into()),
+                Part::Timestamp,
+                Part::Text(":".into()),
+                Part::Body
+            ]
+        );
+        assert_eq!(
+            parse_template("{{{body}}}{header:x-a}").unwrap(),
+            vec![
+                Part::Text("{".into()),
+                Part::Body,
+                Part::Text("}".into()),
+                Part::Header("x-a".into())
+            ]
+        );
+        for (bad, error) in [
+            ("{body", ConfigError::UnbalancedBrace),
+            ("body}", ConfigError::UnbalancedBrace),
+            ("{nope}", ConfigError::UnknownPlaceholder("nope".into())),
+            ("{header:X A}", ConfigError::BadHeaderName("X A".into())),
+            ("{header:X-A}", ConfigError::BadHeaderName("X-A".into())),
+        ] {
+            assert_eq!(parse_template(bad), Err(error), "{bad}");
+        }
+        let mut config = HmacConfig::body_only("x-sig");
+        config.template = "{timestamp}.{body}".into();
+        assert_eq!(
+            GenericHmac::new(config.clone()).unwrap_err(),
+            ConfigError::NoHeaderFor("timestamp")
+        );
+        config.template = "{timestamp}".into();
+        config.timestamp_header = Some("x-ts".into());
+        assert_eq!(GenericHmac::new(config).unwrap_err(), ConfigError::NoBody);
+    }
+}

@@ -1,0 +1,179 @@
+//! Standard Webhooks: `webhook-id`, `webhook-timestamp` (Unix seconds) and `webhook-signature`,
+//! a space-separated list of `v1,<base64 HMAC-SHA256>` and `v1a,<base64 ed25519>` over
+//! `"{id}.{timestamp}.{body}"`. A symmetric secret is `whsec_` + base64 of its bytes. Several
+//! signatures allow rotation; any one verifying is enough. `webhook-id` is the delivery id.
+
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use ed25519_dalek::{Signature, Signer as _};
+use http::{HeaderName, HeaderValue};
+
+use super::{DEFAULT_WINDOW, HmacKey, Proof, Scheme, SchemeError, Secrets, SignedRequest};
+use super::{SigningKey, check_timestamp, header, hmac_sha256, match_hmac, pair, unix_secs};
+
+const ID: &str = "webhook-id";
+const TIMESTAMP: &str = "webhook-timestamp";
+const SIGNATURE: &str = "webhook-signature";
+/// The prefix of a symmetric secret.
+pub const SECRET_PREFIX: &str = "whsec_";
+/// More signatures than any rotation needs are refused rather than each tried.
+const MAX_SIGNATURES: usize = 8;
+
+/// Standard Webhooks v1 (HMAC) and v1a (ed25519).
+#[derive(Debug, Clone, Copy)]
+pub struct StandardWebhooks {
+    /// Largest accepted distance between `webhook-timestamp` and now.
+    pub window: Duration,
+}
+
+impl Default for StandardWebhooks {
+    fn default() -> Self {
+        Self {
+            window: DEFAULT_WINDOW,
+        }
+    }
+}
+
+/// The HMAC key of a `whsec_` secret (the prefix is optional); none when it is not base64.
+pub fn secret_bytes(secret: &HmacKey) -> Option<Vec<u8>> {
+    let text = secret.expose();
+    let text = text.strip_prefix(SECRET_PREFIX.as_bytes()).unwrap_or(text);
+    BASE64.decode(text).ok()
+}
+
+/// The `v1` and `v1a` signatures of a `webhook-signature` header; other versions are skipped.
+fn parse(value: &str) -> Result<(Vec<Vec<u8>>, Vec<Signature>), SchemeError> {
+    let (mut v1, mut v1a) = (Vec::new(), Vec::new());
+    for (n, part) in value.split_ascii_whitespace().enumerate() {
+        if n == MAX_SIGNATURES {
+            return Err(SchemeError::MalformedSignature("too many signatures"));
+        }
+        let (version, sig) = part.split_once(',').ok_or(SchemeError::MalformedSignature(
+            "expected version,signature",
+        ))?;
+        let Ok(bytes) = BASE64.decode(sig) else {
+            return Err(SchemeError::MalformedSignature("a signature is not base64"));
+        };
+        match version {
+            "v1" => v1.push(bytes),
+            "v1a" => {
+                let sig = Signature::from_slice(&bytes).map_err(|_| {
+                    SchemeError::MalformedSignature("a v1a signature is not 64 bytes")
+                })?;
+                v1a.push(sig);
+            }
+            _ => {}
+        }
+    }
+    if v1.is_empty() && v1a.is_empty() {
+        return Err(SchemeError::MalformedSignature("no v1 or v1a signature"));
+    }
+    Ok((v1, v1a))
+}
+
+impl Scheme for StandardWebhooks {
+    fn name(&self) -> &'static str {
+        "standard-webhooks"
+    }
+
+    fn verify(
+        &self,
+        request: &SignedRequest<'_>,
+        secrets: &Secrets,
+        now: SystemTime,
+    ) -> Result<Proof, SchemeError> {
+        let value = header(request.headers, SIGNATURE)?
+            .ok_or(SchemeError::MissingSignature("webhook-signature"))?;
+        let id =
+            header(request.headers, ID)?.ok_or_else(|| SchemeError::MissingHeader(ID.into()))?;
+        let ts = header(request.headers, TIMESTAMP)?
+            .ok_or_else(|| SchemeError::MissingHeader(TIMESTAMP.into()))?;
+        let (v1, v1a) = parse(value)?;
+        let signed_at = check_timestamp(ts, now, self.window)?;
+        let content: [&[u8]; 5] = [id.as_bytes(), b".", ts.as_bytes(), b".", request.body];
+        let by_hmac = match v1.is_empty() {
+            true => Err(SchemeError::BadSignature),
+            false => match_hmac(secrets.hmac_for(None), &v1, secret_bytes, |key| {
+                hmac_sha256(key, &content).to_vec()
+            }),
+        };
+        let key_id = match by_hmac {
+            Ok(key_id) => key_id,
+            Err(_) => {
+                let message = content.concat();
+                secrets
+                    .ed25519_for(None)
+                    .find(|e| v1a.iter().any(|s| e.key.verify_strict(&message, s).is_ok()))
+                    .map(|e| e.id.clone())
+                    .ok_or(SchemeError::BadSignature)?
+            }
+        };
+        Ok(Proof {
+            key_id,
+            delivery_id: Some(id.to_owned()),
+            event_type: None,
+            signed_at: Some(signed_at),
+        })
+    }
+
+    fn has_timestamp(&self) -> bool {
+        true
+    }
+
+    fn sign(
+        &self,
+        body: &[u8],
+        key: &SigningKey,
+        at: SystemTime,
+        id: Option<&str>,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
+        let id = id.ok_or(SchemeError::Unsignable(
+            "Standard Webhooks signs a webhook-id",
+        ))?;
+        let ts = unix_secs(at).to_string();
+        let content: [&[u8]; 5] = [id.as_bytes(), b".", ts.as_bytes(), b".", body];
+        let signature = match key {
+            SigningKey::Hmac { secret, .. } => {
+                let key = secret_bytes(secret)
+                    .ok_or(SchemeError::Unsignable("the secret is not whsec_<base64>"))?;
+                format!("v1,{}", BASE64.encode(hmac_sha256(&key, &content)))
+            }
+            SigningKey::Ed25519 { key, .. } => {
+                let sig = key.sign(&content.concat());
+                format!("v1a,{}", BASE64.encode(sig.to_bytes()))
+            }
+        };
+        Ok(vec![
+            pair(ID, id.to_owned())?,
+            pair(TIMESTAMP, ts)?,
+            pair(SIGNATURE, signature)?,
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_headers_are_refused_without_panicking() {
+        for bad in [
+            "",
+            "v1",
+            "v1,***",
+            "v2,AAAA",
+            "v1a,AAAA",
+            " , ",
+            "v1,AAAA v1a,AAAA",
+        ] {
+            assert!(
+                matches!(parse(bad), Err(SchemeError::MalformedSignature(_))),
+                "{bad}"
+            );
+        }
+        assert!(parse(&"v1,AAAA ".repeat(MAX_SIGNATURES + 1)).is_err());
+        assert_eq!(parse("v2,AAAA v1,AAAA").unwrap().0, vec![vec![0u8; 3]]);
+    }
+}

@@ -1,0 +1,648 @@
+//! Each signature scheme against its sender's own published example (fixtures under
+//! tests/data/schemes/, with where each came from), and each refusing a tampered body, a stale
+//! timestamp and a wrong key.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD as BASE64, URL_SAFE_NO_PAD as BASE64URL};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use relay_core::schemes::github::GitHub;
+use relay_core::schemes::hmac::{Encoding, GenericHmac, HmacConfig};
+use relay_core::schemes::rfc9421::Rfc9421;
+use relay_core::schemes::shopify::Shopify;
+use relay_core::schemes::slack::Slack;
+use relay_core::schemes::standard_webhooks::StandardWebhooks;
+use relay_core::schemes::stripe::Stripe;
+use relay_core::schemes::{
+    Ed25519SigningKey, Ed25519VerifyingKey, HmacKey, Proof, Scheme, SchemeError, Secrets,
+    SigningKey,
+};
+use relay_core::verify::{Secret, SignedRequest};
+use serde_json::Value;
+
+/// A request as a fixture describes it.
+struct Fixture {
+    json: Value,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    now: SystemTime,
+}
+
+fn at(secs: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(secs)
+}
+
+fn fixture(scheme: &str) -> Fixture {
+    let path: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "tests/data/schemes",
+        scheme,
+        "vector.json",
+    ]
+    .iter()
+    .collect();
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let request = json.get("request").unwrap_or(&json);
+    let mut headers = HeaderMap::new();
+    for (name, value) in request["headers"].as_object().unwrap() {
+        headers.insert(
+            HeaderName::try_from(name.as_str()).unwrap(),
+            HeaderValue::try_from(value.as_str().unwrap()).unwrap(),
+        );
+    }
+    Fixture {
+        method: Method::try_from(request["method"].as_str().unwrap_or("POST")).unwrap(),
+        uri: Uri::try_from(request["uri"].as_str().unwrap_or("/")).unwrap(),
+        body: request["body"].as_str().unwrap().as_bytes().to_vec(),
+        now: at(request["now"].as_u64().unwrap()),
+        headers,
+        json,
+    }
+}
+
+impl Fixture {
+    fn secret(&self) -> Secrets {
+        Secrets::new().with_hmac(Secret::new(self.json["secret"].as_str().unwrap()))
+    }
+
+    fn check(
+        &self,
+        scheme: &dyn Scheme,
+        secrets: &Secrets,
+        now: SystemTime,
+    ) -> Result<Proof, SchemeError> {
+        self.check_body(scheme, secrets, now, &self.body)
+    }
+
+    fn check_body(
+        &self,
+        scheme: &dyn Scheme,
+        secrets: &Secrets,
+        now: SystemTime,
+        body: &[u8],
+    ) -> Result<Proof, SchemeError> {
+        let request = SignedRequest {
+            method: &self.method,
+            uri: &self.uri,
+            headers: &self.headers,
+            body,
+        };
+        scheme.verify(&request, secrets, now)
+    }
+
+    fn tampered(&self) -> Vec<u8> {
+        let mut body = self.body.clone();
+        body.push(b' ');
+        body
+    }
+}
+
+fn wrong_key() -> Secrets {
+    Secrets::new().with_hmac(Secret::new("not the sender's secret"))
+}
+
+const STALE: Duration = Duration::from_secs(301);
+
+/// Signs with the scheme's own `sign` and checks the result verifies, and a tampered body not.
+fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
+    let body = br#"{"event":"ping"}"#;
+    let now = at(1_700_000_000);
+    let mut headers = HeaderMap::new();
+    for (name, value) in scheme.sign(body, &key, now, Some("delivery-1")).unwrap() {
+        headers.insert(name, value);
+    }
+    let (method, uri) = (Method::POST, Uri::from_static("/hook"));
+    let request = |body: &'static [u8]| SignedRequest {
+        method: &method,
+        uri: &uri,
+        headers: &headers,
+        body,
+    };
+    let proof = scheme.verify(&request(body), secrets, now).unwrap();
+    assert_eq!(
+        proof.signed_at.is_some(),
+        scheme.has_timestamp(),
+        "{}",
+        scheme.name()
+    );
+    assert!(
+        scheme
+            .verify(&request(br#"{"event":"pong"}"#), secrets, now)
+            .is_err()
+    );
+}
+
+#[test]
+fn github_verifies_its_documented_example() {
+    let f = fixture("github");
+    let proof = f.check(&GitHub, &f.secret(), f.now).unwrap();
+    assert_eq!(proof.signed_at, None);
+    assert!(!GitHub.has_timestamp(), "GitHub signs no timestamp");
+    assert_eq!(
+        f.check_body(&GitHub, &f.secret(), f.now, &f.tampered()),
+        Err(SchemeError::BadSignature)
+    );
+    assert_eq!(
+        f.check(&GitHub, &wrong_key(), f.now),
+        Err(SchemeError::BadSignature)
+    );
+    let key = SigningKey::Hmac {
+        key_id: None,
+        secret: HmacKey::from(Secret::new("s")),
+    };
+    round_trip(&GitHub, key, &Secrets::new().with_hmac(Secret::new("s")));
+}
+
+#[test]
+fn slack_verifies_its_documented_example() {
+    let f = fixture("slack");
+    let slack = Slack::default();
+    let proof = f.check(&slack, &f.secret(), f.now).unwrap();
+    assert_eq!(proof.signed_at, Some(f.now));
+    assert_eq!(
+        f.check_body(&slack, &f.secret(), f.now, &f.tampered()),
+        Err(SchemeError::BadSignature)
+    );
+    assert_eq!(
+        f.check(&slack, &f.secret(), f.now + STALE),
+        Err(SchemeError::StaleTimestamp)
+    );
+    assert_eq!(
+        f.check(&slack, &f.secret(), f.now - STALE),
+        Err(SchemeError::FutureTimestamp)
+    );
+    assert_eq!(
+        f.check(&slack, &wrong_key(), f.now),
+        Err(SchemeError::BadSignature)
+    );
+    let wide = Slack {
+        window: Duration::from_secs(600),
+    };
+    assert!(
+        f.check(&wide, &f.secret(), f.now + STALE).is_ok(),
+        "the window is configurable"
+    );
+    let key = SigningKey::Hmac {
+        key_id: None,
+        secret: HmacKey::from(Secret::new("s")),
+    };
+    round_trip(&slack, key, &Secrets::new().with_hmac(Secret::new("s")));
+}
+
+#[test]
+fn stripe_verifies_a_rotation_header_and_ignores_v0() {
+    let f = fixture("stripe");
+    let stripe = Stripe::default();
+    assert!(f.check(&stripe, &f.secret(), f.now).is_ok());
+    assert_eq!(
+        f.check_body(&stripe, &f.secret(), f.now, &f.tampered()),
+        Err(SchemeError::BadSignature)
+    );
+    assert_eq!(
+        f.check(&stripe, &f.secret(), f.now + STALE),
+        Err(SchemeError::StaleTimestamp)
+    );
+    assert_eq!(
+        f.check(&stripe, &wrong_key(), f.now),
+        Err(SchemeError::BadSignature)
+    );
+    // Rotation on the receiving side: the old and the new secret, either one verifying.
+    let both = wrong_key().with_hmac_id("current", Secret::new("whsec_test_secret"));
+    assert_eq!(
+        f.check(&stripe, &both, f.now).unwrap().key_id.as_deref(),
+        Some("current")
+    );
+    let key = SigningKey::Hmac {
+        key_id: None,
+        secret: HmacKey::from(Secret::new("s")),
+    };
+    round_trip(&stripe, key, &Secrets::new().with_hmac(Secret::new("s")));
+}
+
+#[test]
+fn shopify_verifies_a_body_signature() {
+    let f = fixture("shopify");
+    let proof = f.check(&Shopify, &f.secret(), f.now).unwrap();
+    assert_eq!(
+        proof.delivery_id.as_deref(),
+        Some("b54557e4-bdd9-4b37-8a5f-bf7d70bcd043")
+    );
+    assert_eq!(proof.event_type.as_deref(), Some("orders/create"));
+    assert!(!Shopify.has_timestamp(), "Shopify signs no timestamp");
+    assert_eq!(
+        f.check_body(&Shopify, &f.secret(), f.now, &f.tampered()),
+        Err(SchemeError::BadSignature)
+    );
+    assert_eq!(
+        f.check(&Shopify, &wrong_key(), f.now),
+        Err(SchemeError::BadSignature)
+    );
+    let key = SigningKey::Hmac {
+        key_id: None,
+        secret: HmacKey::from(Secret::new("s")),
+    };
+    round_trip(&Shopify, key, &Secrets::new().with_hmac(Secret::new("s")));
+}
+
+#[test]
+fn standard_webhooks_verifies_the_reference_vector() {
+    let f = fixture("standard_webhooks");
+    let sw = StandardWebhooks::default();
+    let proof = f.check(&sw, &f.secret(), f.now).unwrap();
+    assert_eq!(
+        proof.delivery_id.as_deref(),
+        Some("msg_p5jXN8AQM9LWM0D4loKWxJek")
+    );
+    assert_eq!(
+        f.check_body(&sw, &f.secret(), f.now, &f.tampered()),
+        Err(SchemeError::BadSignature)
+    );
+    assert_eq!(
+        f.check(&sw, &f.secret(), f.now + STALE),
+        Err(SchemeError::StaleTimestamp)
+    );
+    let other = Secrets::new().with_hmac(Secret::new("whsec_c2VjcmV0LW9mLWFub3RoZXItZW5kcG9pbnQ="));
+    assert_eq!(f.check(&sw, &other, f.now), Err(SchemeError::BadSignature));
+    let key = SigningKey::Hmac {
+        key_id: None,
+        secret: HmacKey::from(Secret::new("whsec_c2VjcmV0")),
+    };
+    round_trip(
+        &sw,
+        key,
+        &Secrets::new().with_hmac(Secret::new("whsec_c2VjcmV0")),
+    );
+}
+
+#[test]
+fn standard_webhooks_v1a_signs_and_verifies_with_ed25519() {
+    let (signing, verifying) = ed25519_test_key();
+    let key = SigningKey::Ed25519 {
+        key_id: None,
+        key: signing,
+    };
+    round_trip(
+        &StandardWebhooks::default(),
+        key.clone(),
+        &Secrets::new().with_ed25519(verifying),
+    );
+    let other = Ed25519SigningKey::from_bytes(&[7; 32]).verifying_key();
+    let body = b"{}";
+    let mut headers = HeaderMap::new();
+    for (n, v) in StandardWebhooks::default()
+        .sign(body, &key, at(100), Some("m"))
+        .unwrap()
+    {
+        headers.insert(n, v);
+    }
+    let (method, uri) = (Method::POST, Uri::from_static("/"));
+    let request = SignedRequest {
+        method: &method,
+        uri: &uri,
+        headers: &headers,
+        body,
+    };
+    assert_eq!(
+        StandardWebhooks::default().verify(&request, &Secrets::new().with_ed25519(other), at(100)),
+        Err(SchemeError::BadSignature)
+    );
+}
+
+/// RFC 9421 Appendix B.1.4's `test-key-ed25519`.
+fn ed25519_test_key() -> (Ed25519SigningKey, Ed25519VerifyingKey) {
+    let f = fixture("rfc9421");
+    let d = BASE64URL
+        .decode(
+            f.json["test_key_ed25519_private_d_base64url"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    let x = BASE64URL
+        .decode(
+            f.json["test_key_ed25519_public_x_base64url"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    let signing = Ed25519SigningKey::from_bytes(&d.try_into().unwrap());
+    let verifying = Ed25519VerifyingKey::from_bytes(&x.try_into().unwrap()).unwrap();
+    assert_eq!(signing.verifying_key(), verifying);
+    (signing, verifying)
+}
+
+fn rfc_fixture(case: &str) -> Fixture {
+    let mut f = fixture("rfc9421");
+    for name in ["signature-input", "signature"] {
+        let value = f.json[case][name].as_str().unwrap().to_owned();
+        f.headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::try_from(value).unwrap(),
+        );
+    }
+    f
+}
+
+fn rfc_shared_secret(f: &Fixture) -> HmacKey {
+    HmacKey::from_bytes(
+        BASE64
+            .decode(f.json["test_shared_secret_base64"].as_str().unwrap())
+            .unwrap(),
+    )
+}
+
+/// The Appendix B vectors do not cover `content-digest`, so they verify only with that
+/// requirement off.
+fn rfc_vectors_scheme() -> Rfc9421 {
+    Rfc9421 {
+        require_content_digest: false,
+        ..Rfc9421::default()
+    }
+}
+
+#[test]
+fn rfc9421_verifies_appendix_b_2_5_hmac_sha256() {
+    let f = rfc_fixture("b25");
+    let scheme = rfc_vectors_scheme();
+    let secrets = Secrets::new().with_hmac_id("test-shared-secret", rfc_shared_secret(&f));
+    let proof = f.check(&scheme, &secrets, f.now).unwrap();
+    assert_eq!(proof.key_id.as_deref(), Some("test-shared-secret"));
+    assert_eq!(
+        f.check(&scheme, &secrets, f.now + STALE),
+        Err(SchemeError::StaleTimestamp)
+    );
+    assert_eq!(
+        f.check(&scheme, &wrong_key(), f.now),
+        Err(SchemeError::BadSignature)
+    );
+    // An unknown key id answers exactly as a bad signature.
+    let elsewhere = Secrets::new().with_hmac_id("another-key", rfc_shared_secret(&f));
+    assert_eq!(
+        f.check(&scheme, &elsewhere, f.now),
+        Err(SchemeError::BadSignature)
+    );
+    // By default the body must be covered through content-digest.
+    assert_eq!(
+        f.check(&Rfc9421::default(), &secrets, f.now),
+        Err(SchemeError::IncompleteCoverage("content-digest"))
+    );
+}
+
+#[test]
+fn rfc9421_verifies_appendix_b_2_6_ed25519() {
+    let f = rfc_fixture("b26");
+    let scheme = rfc_vectors_scheme();
+    let (_, public) = ed25519_test_key();
+    let secrets = Secrets::new().with_ed25519_id("test-key-ed25519", public);
+    let proof = f.check(&scheme, &secrets, f.now).unwrap();
+    assert_eq!(proof.key_id.as_deref(), Some("test-key-ed25519"));
+    assert_eq!(
+        f.check(&scheme, &secrets, f.now + STALE),
+        Err(SchemeError::StaleTimestamp)
+    );
+    let other = Ed25519SigningKey::from_bytes(&[7; 32]).verifying_key();
+    assert_eq!(
+        f.check(
+            &scheme,
+            &Secrets::new().with_ed25519_id("test-key-ed25519", other),
+            f.now
+        ),
+        Err(SchemeError::BadSignature)
+    );
+    let unknown = Secrets::new().with_ed25519_id("someone-else", public);
+    assert_eq!(
+        f.check(&scheme, &unknown, f.now),
+        Err(SchemeError::BadSignature)
+    );
+}
+
+#[test]
+fn rfc9421_covers_the_body_through_content_digest() {
+    let f = fixture("rfc9421");
+    // The Appendix B request's own Content-Digest (sha-512) matches its body.
+    let (signing, public) = ed25519_test_key();
+    let key = SigningKey::Ed25519 {
+        key_id: Some("test-key-ed25519".into()),
+        key: signing,
+    };
+    round_trip(
+        &Rfc9421::default(),
+        key,
+        &Secrets::new().with_ed25519_id("test-key-ed25519", public),
+    );
+    let hkey = SigningKey::Hmac {
+        key_id: Some("test-shared-secret".into()),
+        secret: rfc_shared_secret(&f),
+    };
+    let secrets = Secrets::new().with_hmac_id("test-shared-secret", rfc_shared_secret(&f));
+    round_trip(&Rfc9421::default(), hkey.clone(), &secrets);
+    let body = b"{}";
+    let mut headers = HeaderMap::new();
+    for (n, v) in Rfc9421::default()
+        .sign(body, &hkey, at(1_000), None)
+        .unwrap()
+    {
+        headers.insert(n, v);
+    }
+    let (method, uri) = (Method::POST, Uri::from_static("/"));
+    let request = |body: &'static [u8]| SignedRequest {
+        method: &method,
+        uri: &uri,
+        headers: &headers,
+        body,
+    };
+    assert_eq!(
+        Rfc9421::default().verify(&request(b"[]"), &secrets, at(1_000)),
+        Err(SchemeError::DigestMismatch)
+    );
+    assert_eq!(
+        Rfc9421::default().verify(&request(body), &secrets, at(1_301)),
+        Err(SchemeError::StaleTimestamp)
+    );
+}
+
+/// The generic scheme, configured as Slack and as GitHub, verifies their published examples.
+#[test]
+fn generic_hmac_verifies_slack_and_github_examples() {
+    let slack = GenericHmac::new(HmacConfig {
+        header: "x-slack-signature".into(),
+        prefix: Some("v0=".into()),
+        encoding: Encoding::Hex,
+        template: "v0:{timestamp}:{body}".into(),
+        timestamp_header: Some("x-slack-request-timestamp".into()),
+        id_header: None,
+        window: Duration::from_secs(300),
+    })
+    .unwrap();
+    let f = fixture("slack");
+    assert!(slack.has_timestamp());
+    assert!(f.check(&slack, &f.secret(), f.now).is_ok());
+    assert_eq!(
+        f.check_body(&slack, &f.secret(), f.now, &f.tampered()),
+        Err(SchemeError::BadSignature)
+    );
+    assert_eq!(
+        f.check(&slack, &f.secret(), f.now + STALE),
+        Err(SchemeError::StaleTimestamp)
+    );
+    assert_eq!(
+        f.check(&slack, &wrong_key(), f.now),
+        Err(SchemeError::BadSignature)
+    );
+
+    let github = GenericHmac::new(HmacConfig {
+        prefix: Some("sha256=".into()),
+        ..HmacConfig::body_only("x-hub-signature-256")
+    })
+    .unwrap();
+    let f = fixture("github");
+    assert!(!github.has_timestamp());
+    assert!(f.check(&github, &f.secret(), f.now).is_ok());
+    assert_eq!(
+        f.check(&github, &wrong_key(), f.now),
+        Err(SchemeError::BadSignature)
+    );
+
+    let shopify = GenericHmac::new(HmacConfig {
+        encoding: Encoding::Base64,
+        id_header: Some("x-shopify-webhook-id".into()),
+        ..HmacConfig::body_only("x-shopify-hmac-sha256")
+    })
+    .unwrap();
+    let f = fixture("shopify");
+    assert!(f.check(&shopify, &f.secret(), f.now).is_ok());
+    let key = SigningKey::Hmac {
+        key_id: None,
+        secret: HmacKey::from(Secret::new("s")),
+    };
+    round_trip(&slack, key, &Secrets::new().with_hmac(Secret::new("s")));
+}
+
+/// Malformed headers of every scheme answer a typed error, never a panic.
+#[test]
+fn malformed_headers_never_panic() {
+    let schemes: Vec<(Box<dyn Scheme>, &[&str])> = vec![
+        (Box::new(GitHub), &["x-hub-signature-256"]),
+        (Box::new(Shopify), &["x-shopify-hmac-sha256"]),
+        (
+            Box::new(Slack::default()),
+            &["x-slack-signature", "x-slack-request-timestamp"],
+        ),
+        (Box::new(Stripe::default()), &["stripe-signature"]),
+        (
+            Box::new(StandardWebhooks::default()),
+            &["webhook-signature", "webhook-id", "webhook-timestamp"],
+        ),
+        (
+            Box::new(Rfc9421::default()),
+            &["signature", "signature-input", "content-digest"],
+        ),
+    ];
+    let values = [
+        "",
+        "=",
+        ",",
+        "sha256=",
+        "sha256=zz",
+        "v0=",
+        "t=,v1=",
+        "t=99999999999999999999,v1=00",
+        "v1,",
+        "v1a,AAAA",
+        "sig1=:AAAA:",
+        "sig1=(\"@method\");created=1",
+        "sig1=(",
+        "\"",
+        "(((((",
+        "sig1=(\"@status\");created=1",
+        "sig1=(\"a b\");created=1",
+        "sha-256=:AAAA:",
+        "sha-1=:AAAA:",
+        "t=1,v1=00,v1=00,v1=00",
+    ];
+    let secrets = Secrets::new().with_hmac(Secret::new("k"));
+    for (scheme, names) in &schemes {
+        for value in values {
+            let mut headers = HeaderMap::new();
+            for name in *names {
+                headers.insert(
+                    HeaderName::from_static(name),
+                    HeaderValue::from_static(value),
+                );
+            }
+            let (method, uri) = (Method::POST, Uri::from_static("/"));
+            let request = SignedRequest {
+                method: &method,
+                uri: &uri,
+                headers: &headers,
+                body: b"x",
+            };
+            assert!(
+                scheme.verify(&request, &secrets, at(1)).is_err(),
+                "{} {value:?}",
+                scheme.name()
+            );
+        }
+        let mut headers = HeaderMap::new();
+        headers.append(
+            HeaderName::from_static(names[0]),
+            HeaderValue::from_static("a"),
+        );
+        headers.append(
+            HeaderName::from_static(names[0]),
+            HeaderValue::from_static("b"),
+        );
+        let (method, uri) = (Method::POST, Uri::from_static("/"));
+        let request = SignedRequest {
+            method: &method,
+            uri: &uri,
+            headers: &headers,
+            body: b"x",
+        };
+        assert_eq!(
+            scheme.verify(&request, &secrets, at(1)).unwrap_err().code(),
+            "duplicate_header",
+            "{}",
+            scheme.name()
+        );
+    }
+}
+
+proptest::proptest! {
+    /// Whatever a sender writes in the headers a scheme reads, it answers, never panics.
+    #[test]
+    fn arbitrary_headers_never_panic(a in "\\PC{0,80}", b in "[ -~]{0,80}", c in "[0-9]{0,14}") {
+        let schemes: Vec<Box<dyn Scheme>> = vec![
+            Box::new(GitHub),
+            Box::new(Shopify),
+            Box::new(Slack::default()),
+            Box::new(Stripe::default()),
+            Box::new(StandardWebhooks::default()),
+            Box::new(Rfc9421::default()),
+        ];
+        let names = [
+            "x-hub-signature-256", "x-shopify-hmac-sha256", "x-slack-signature", "stripe-signature",
+            "webhook-signature", "signature", "signature-input", "content-digest",
+        ];
+        let mut headers = HeaderMap::new();
+        for (n, name) in names.iter().enumerate() {
+            let value = if n % 2 == 0 { &a } else { &b };
+            if let Ok(value) = HeaderValue::try_from(value.as_str()) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+        for name in ["x-slack-request-timestamp", "webhook-timestamp", "webhook-id"] {
+            headers.insert(HeaderName::from_static(name), HeaderValue::try_from(c.as_str()).unwrap());
+        }
+        let (method, uri) = (Method::POST, Uri::from_static("/"));
+        let request = SignedRequest { method: &method, uri: &uri, headers: &headers, body: b"x" };
+        let secrets = Secrets::new().with_hmac(Secret::new("k"));
+        for scheme in &schemes {
+            let _ = scheme.verify(&request, &secrets, at(1_700_000_000));
+        }
+    }
+}
