@@ -5,11 +5,18 @@ use std::time::SystemTime;
 
 use http::{HeaderName, HeaderValue};
 
+use super::body_hmac::BodyHmac;
+use super::hmac::Encoding;
 use super::{Proof, Scheme, SchemeError, Secrets, SignedRequest, SigningKey};
-use super::{header, hmac_sha256, match_hmac, owned, pair};
 
-const SIGNATURE: &str = "x-hub-signature-256";
-const PREFIX: &str = "sha256=";
+const SIGNED: BodyHmac = BodyHmac {
+    signature: "x-hub-signature-256",
+    shown: "X-Hub-Signature-256",
+    prefix: "sha256=",
+    encoding: Encoding::Hex,
+    delivery: "x-github-delivery",
+    event: "x-github-event",
+};
 
 /// GitHub's `X-Hub-Signature-256`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,25 +33,7 @@ impl Scheme for GitHub {
         secrets: &Secrets,
         _now: SystemTime,
     ) -> Result<Proof, SchemeError> {
-        let value = header(request.headers, SIGNATURE)?
-            .ok_or(SchemeError::MissingSignature("X-Hub-Signature-256"))?;
-        let hex_sig = value
-            .strip_prefix(PREFIX)
-            .ok_or(SchemeError::MalformedSignature("expected sha256=<hex>"))?;
-        let candidate = hex::decode(hex_sig)
-            .map_err(|_| SchemeError::MalformedSignature("the signature is not hex"))?;
-        let key_id = match_hmac(
-            secrets.hmac_for(None),
-            &[candidate],
-            |s| Some(s.expose().to_vec()),
-            |key| hmac_sha256(key, &[request.body]).to_vec(),
-        )?;
-        Ok(Proof {
-            key_id,
-            delivery_id: owned(request.headers, "x-github-delivery")?,
-            event_type: owned(request.headers, "x-github-event")?,
-            signed_at: None,
-        })
+        SIGNED.verify(request, secrets)
     }
 
     fn has_timestamp(&self) -> bool {
@@ -58,11 +47,6 @@ impl Scheme for GitHub {
         _at: SystemTime,
         id: Option<&str>,
     ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
-        let mac = hmac_sha256(key.hmac_secret()?.expose(), &[body]);
-        let mut headers = vec![pair(SIGNATURE, format!("{PREFIX}{}", hex::encode(mac)))?];
-        if let Some(id) = id {
-            headers.push(pair("x-github-delivery", id.to_owned())?);
-        }
-        Ok(headers)
+        SIGNED.sign(body, key, id)
     }
 }

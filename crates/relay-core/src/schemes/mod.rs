@@ -14,6 +14,7 @@ use subtle::ConstantTimeEq;
 
 pub use crate::verify::{Secret, SignedRequest};
 
+mod body_hmac;
 pub mod github;
 pub mod hmac;
 pub mod rfc9421;
