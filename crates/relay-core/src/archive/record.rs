@@ -49,7 +49,8 @@ pub enum RecordError {
     Format(String),
 }
 
-#[derive(Serialize, Deserialize)]
+/// A record as read back.
+#[derive(Deserialize)]
 struct Document {
     format: String,
     received_at: String,
@@ -58,9 +59,9 @@ struct Document {
     attributes: Map<String, Value>,
     #[serde(default)]
     request: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     payload: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     payload_base64: Option<String>,
 }
 
@@ -99,22 +100,37 @@ impl Record {
         }
     }
 
-    /// The record's JSON document.
+    /// The record's JSON document, written from the record's own fields without copying them.
     pub fn to_bytes(&self) -> Vec<u8> {
+        /// The attributes as one JSON object, in their order.
+        struct InOrder<'a>(&'a [(String, String)]);
+        impl Serialize for InOrder<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_map(self.0.iter().map(|(name, value)| (name, value)))
+            }
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            format: &'static str,
+            received_at: String,
+            dedup_key: &'a str,
+            attributes: InOrder<'a>,
+            request: &'a Value,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            payload: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            payload_base64: Option<String>,
+        }
         let (payload, payload_base64) = match std::str::from_utf8(&self.payload) {
-            Ok(text) => (Some(text.to_owned()), None),
+            Ok(text) => (Some(text), None),
             Err(_) => (None, Some(BASE64.encode(&self.payload))),
         };
-        let document = Document {
-            format: FORMAT.to_owned(),
+        let document = Written {
+            format: FORMAT,
             received_at: humantime::format_rfc3339_millis(self.received_at).to_string(),
-            dedup_key: self.dedup_key.clone(),
-            attributes: self
-                .attributes
-                .iter()
-                .map(|(name, value)| (name.clone(), Value::String(value.clone())))
-                .collect(),
-            request: self.request.clone(),
+            dedup_key: &self.dedup_key,
+            attributes: InOrder(&self.attributes),
+            request: &self.request,
             payload,
             payload_base64,
         };

@@ -444,7 +444,8 @@ impl Relay {
             messages.push((&destination.sink, shape(destination, &base, &notification)?));
         }
         if let Some(archive) = &self.archive {
-            let record = crate::archive::Record::of(&base, request.clone());
+            // The routing is done with the request document: the record takes it.
+            let record = crate::archive::Record::of(&base, request);
             messages.push((archive, record.message()));
         }
         fields.filtered = filtered;
