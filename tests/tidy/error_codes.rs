@@ -10,7 +10,8 @@ use std::path::Path;
 use super::docs::{ROOT, markdown_files};
 
 /// The files whose errors' `code()` make up the codes of the relay's answers.
-const CODE_SOURCES: [&str; 4] = [
+const CODE_SOURCES: [&str; 5] = [
+    "crates/relay-core/src/schemes/mod.rs",
     "crates/relay-core/src/error.rs",
     "crates/relay-core/src/verify.rs",
     "crates/relay-core/src/intake.rs",

@@ -55,12 +55,18 @@ fn record(payload: String, at: SystemTime) -> Record {
         ("relay.dedup_key", notification.dedup_key().to_owned()),
         (
             "dss.subscription_id",
-            notification.subscription_id().to_owned(),
+            notification
+                .subscription_id()
+                .unwrap_or_default()
+                .to_owned(),
         ),
-        ("dss.bundle_uuid", notification.bundle_uuid().to_owned()),
+        (
+            "dss.bundle_uuid",
+            notification.bundle_uuid().unwrap_or_default().to_owned(),
+        ),
         (
             "dss.bundle_version",
-            notification.bundle_version().to_owned(),
+            notification.bundle_version().unwrap_or_default().to_owned(),
         ),
     ];
     if let Some(event_type) = notification.event_type() {

@@ -161,11 +161,11 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
 
     let mut out = format!(
         "notification: {} {}, subscription {}, bundle {} version {}\n",
-        notification.kind().as_str(),
+        notification.kind().map_or("", |k| k.as_str()),
         notification.event_type().unwrap_or("(no event_type)"),
-        notification.subscription_id(),
-        notification.bundle_uuid(),
-        notification.bundle_version(),
+        notification.subscription_id().unwrap_or_default(),
+        notification.bundle_uuid().unwrap_or_default(),
+        notification.bundle_version().unwrap_or_default(),
     );
     if let Some(version) = version {
         out.push_str(&format!("stored routes: version {version}\n"));

@@ -34,7 +34,10 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
             None => {
                 let notification = Notification::parse(Bytes::from(payload))
                     .map_err(|e| format!("{e}; pass --key-id to send it anyway"))?;
-                format!("hca-dss:{}", notification.subscription_id())
+                format!(
+                    "hca-dss:{}",
+                    notification.subscription_id().unwrap_or_default()
+                )
             }
         };
         let signature =

@@ -471,7 +471,7 @@ fn archived(payload: &str, at: SystemTime) -> relay_core::archive::Record {
             ),
             (
                 "dss.bundle_uuid".into(),
-                notification.bundle_uuid().to_owned(),
+                notification.bundle_uuid().unwrap_or_default().to_owned(),
             ),
         ],
         request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),

@@ -4,6 +4,7 @@ use http::StatusCode;
 
 use crate::intake::IntakeError;
 use crate::notification::PayloadError;
+use crate::schemes::SchemeError;
 use crate::verify::VerifyError;
 
 /// A request the relay did not acknowledge.
@@ -49,9 +50,15 @@ pub enum Error {
     /// Too many requests or body bytes in flight (503 with `Retry-After`).
     #[error("the relay is at its limit of requests in flight; retry later")]
     Overloaded,
+    /// With `[sources]` configured, no source answers on the request's path (404).
+    #[error("no source is configured for this path")]
+    UnknownPath,
     /// The signature check failed (401).
     #[error(transparent)]
     Unauthorized(#[from] VerifyError),
+    /// Another source's signature check failed (401).
+    #[error(transparent)]
+    Signature(#[from] SchemeError),
     /// The body has no usable payload (415 or 400).
     #[error(transparent)]
     Intake(#[from] IntakeError),
@@ -93,14 +100,14 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::NotFound | Self::UnknownPath => StatusCode::NOT_FOUND,
             Self::BodyTooLarge { .. } | Self::MessageTooLarge { .. } => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             Self::UnreadableBody | Self::Payload(_) => StatusCode::BAD_REQUEST,
             Self::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::Overloaded | Self::DeadlinePassed => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized(_) | Self::Signature(_) => StatusCode::UNAUTHORIZED,
             Self::Intake(e) => e.status(),
             Self::SinkRetryable { .. } | Self::LedgerUnavailable | Self::InProgress { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -114,6 +121,7 @@ impl Error {
         match self {
             Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::NotFound => "not_found",
+            Self::UnknownPath => "unknown_path",
             Self::BodyTooLarge { .. } => "body_too_large",
             Self::MessageTooLarge { .. } => "message_too_large",
             Self::UnreadableBody => "unreadable_body",
@@ -121,6 +129,7 @@ impl Error {
             Self::Overloaded => "overloaded",
             Self::DeadlinePassed => "deadline_passed",
             Self::Unauthorized(e) => e.code(),
+            Self::Signature(e) => e.code(),
             Self::Intake(e) => e.code(),
             Self::Payload(e) => e.code(),
             Self::LedgerUnavailable => "ledger_unavailable",

@@ -27,6 +27,7 @@ pub mod schemes;
 #[cfg(feature = "secrets")]
 mod secrets;
 pub mod sink;
+pub mod source;
 pub mod telemetry;
 mod text;
 pub mod verify;

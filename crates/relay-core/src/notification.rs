@@ -1,8 +1,9 @@
-//! The DSS notification model: what a payload must hold, its stable deduplication key, and the
-//! attributes every sink carries next to the untouched payload bytes.
+//! The notification model: what a DSS payload must hold, the event another source sent, the
+//! stable deduplication key of each, next to the untouched payload bytes.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -57,6 +58,10 @@ pub enum PayloadError {
         /// What it must be.
         expected: &'static str,
     },
+    /// What identifies the event across the sender's retries (the source's `dedup_key`) is
+    /// absent from the request.
+    #[error("the request has no {0}, which identifies its event across retries")]
+    MissingDedupKey(String),
 }
 
 impl PayloadError {
@@ -68,26 +73,46 @@ impl PayloadError {
             Self::NotAnObject => "not_an_object",
             Self::MissingField(_) => "missing_field",
             Self::InvalidField { .. } => "invalid_field",
+            Self::MissingDedupKey(_) => "missing_dedup_key",
         }
     }
 }
 
-/// A parsed DSS notification. The payload bytes are kept exactly as received; the parsed
-/// document is only read, never re-serialized.
+/// A parsed notification: a DSS notification's required fields, or another source's event. The
+/// payload bytes are kept exactly as received; the parsed document is only read, never
+/// re-serialized.
 #[derive(Debug, Clone)]
 pub struct Notification<S = Verified> {
     payload: Bytes,
-    /// Always a JSON object.
+    /// A DSS notification's is always a JSON object; another source's is its JSON body, its
+    /// form fields as an object, or an empty object.
     document: Value,
-    subscription_id: String,
-    bundle_uuid: String,
-    bundle_version: String,
+    /// The configured source it came through; `None` for the DSS when no `[sources]` are
+    /// configured.
+    source: Option<Arc<str>>,
+    /// The DSS fields; `None` for another source's event.
+    dss: Option<DssFields>,
     event_type: Option<String>,
-    transaction_id: Option<String>,
-    kind: Kind,
+    /// Another source's delivery id, where its scheme sends one.
+    delivery_id: Option<String>,
+    /// What identifies another source's event across its retries, as text.
+    event_id: Option<String>,
     dedup_key: String,
     state: S,
 }
+
+/// What every DSS notification carries.
+#[derive(Debug, Clone)]
+struct DssFields {
+    subscription_id: String,
+    bundle_uuid: String,
+    bundle_version: String,
+    transaction_id: Option<String>,
+    kind: Kind,
+}
+
+/// The source the DSS is when no `[sources]` are configured, as routes see it under `$source`.
+pub const DEFAULT_SOURCE: &str = "dss";
 
 impl Notification<Unverified> {
     /// Parses payload bytes. The result can be inspected but not published: only a verified
@@ -145,34 +170,79 @@ impl Notification<Unverified> {
         Ok(Self {
             payload,
             document: value,
-            subscription_id,
-            bundle_uuid,
-            bundle_version,
+            source: None,
+            dss: Some(DssFields {
+                subscription_id,
+                bundle_uuid,
+                bundle_version,
+                transaction_id,
+                kind,
+            }),
             event_type,
-            transaction_id,
-            kind,
+            delivery_id: None,
+            event_id: None,
             dedup_key,
             state: Unverified,
         })
+    }
+
+    /// The same notification, as having come through the configured source `source`. A DSS
+    /// notification's dedup key stays the DSS's, whatever its source is named.
+    pub(crate) fn through(mut self, source: Arc<str>) -> Self {
+        self.source = Some(source);
+        self
     }
 
     pub(crate) fn into_verified(self, proof: Verified) -> Notification<Verified> {
         Notification {
             payload: self.payload,
             document: self.document,
-            subscription_id: self.subscription_id,
-            bundle_uuid: self.bundle_uuid,
-            bundle_version: self.bundle_version,
+            source: self.source,
+            dss: self.dss,
             event_type: self.event_type,
-            transaction_id: self.transaction_id,
-            kind: self.kind,
+            delivery_id: self.delivery_id,
+            event_id: self.event_id,
             dedup_key: self.dedup_key,
             state: proof,
         }
     }
 }
 
+/// Another source's event, as its scheme verified it.
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    /// The body as received, forwarded byte for byte.
+    pub payload: Bytes,
+    /// What routes read: the JSON body, the form fields, or an empty object.
+    pub document: Value,
+    /// The configured source's name.
+    pub source: Arc<str>,
+    /// The event type, from the scheme's header or the configured field.
+    pub event_type: Option<String>,
+    /// The sender's delivery id, where the scheme has one.
+    pub delivery_id: Option<String>,
+    /// What identifies the event across the sender's retries, as the source's `dedup_key`
+    /// rule read it.
+    pub event_id: String,
+}
+
 impl Notification<Verified> {
+    /// Another source's verified event. Its dedup key is [`source_dedup_key`] of the source
+    /// and the event's id, so two sources never share one.
+    pub(crate) fn event(event: Event, proof: Verified) -> Self {
+        Notification {
+            dedup_key: source_dedup_key(&event.source, &event.event_id),
+            payload: event.payload,
+            document: event.document,
+            source: Some(event.source),
+            dss: None,
+            event_type: event.event_type,
+            delivery_id: event.delivery_id,
+            event_id: Some(event.event_id),
+            state: proof,
+        }
+    }
+
     /// The key that signed the request, if it was signed.
     pub fn key_id(&self) -> Option<&str> {
         self.state.key_id()
@@ -191,34 +261,63 @@ impl<S> Notification<S> {
         &self.document
     }
 
-    /// `subscription_id`.
-    pub fn subscription_id(&self) -> &str {
-        &self.subscription_id
+    /// The source it came through, as routes see it under `$source`: a configured source's
+    /// name, or `dss`.
+    pub fn source(&self) -> &str {
+        self.source.as_deref().unwrap_or(DEFAULT_SOURCE)
     }
 
-    /// `match.bundle_uuid`.
-    pub fn bundle_uuid(&self) -> &str {
-        &self.bundle_uuid
+    /// True when it came through a configured source (`[sources]`), which its attributes name.
+    pub fn has_configured_source(&self) -> bool {
+        self.source.is_some()
     }
 
-    /// `match.bundle_version`.
-    pub fn bundle_version(&self) -> &str {
-        &self.bundle_version
+    /// True for a DSS notification, which has the DSS fields.
+    pub fn is_dss(&self) -> bool {
+        self.dss.is_some()
     }
 
-    /// `event_type` (`CREATE`, `TOMBSTONE`, `DELETE`); absent for v1.
+    /// `subscription_id`; `None` for another source's event.
+    pub fn subscription_id(&self) -> Option<&str> {
+        self.dss.as_ref().map(|d| d.subscription_id.as_str())
+    }
+
+    /// `match.bundle_uuid`; `None` for another source's event.
+    pub fn bundle_uuid(&self) -> Option<&str> {
+        self.dss.as_ref().map(|d| d.bundle_uuid.as_str())
+    }
+
+    /// `match.bundle_version`; `None` for another source's event.
+    pub fn bundle_version(&self) -> Option<&str> {
+        self.dss.as_ref().map(|d| d.bundle_version.as_str())
+    }
+
+    /// The event type: the DSS's `event_type` (`CREATE`, `TOMBSTONE`, `DELETE`; absent for
+    /// v1), or another source's, where it names one.
     pub fn event_type(&self) -> Option<&str> {
         self.event_type.as_deref()
     }
 
-    /// `transaction_id`: one delivery attempt, never a deduplication key.
+    /// `transaction_id`: one delivery attempt, never a deduplication key; DSS only.
     pub fn transaction_id(&self) -> Option<&str> {
-        self.transaction_id.as_deref()
+        self.dss.as_ref().and_then(|d| d.transaction_id.as_deref())
     }
 
-    /// The subscription generation.
-    pub fn kind(&self) -> Kind {
-        self.kind
+    /// The subscription generation; `None` for another source's event.
+    pub fn kind(&self) -> Option<Kind> {
+        self.dss.as_ref().map(|d| d.kind)
+    }
+
+    /// Another source's delivery id, where its scheme sends one.
+    pub fn delivery_id(&self) -> Option<&str> {
+        self.delivery_id.as_deref()
+    }
+
+    /// What identifies another source's event across its retries (its delivery id, the
+    /// configured field's or header's value, or the body's SHA-256); `None` for the DSS, whose
+    /// fields do.
+    pub fn event_id(&self) -> Option<&str> {
+        self.event_id.as_deref()
     }
 
     /// The stable deduplication key, equal across every DSS retry of the same event.
@@ -269,6 +368,13 @@ pub fn dedup_key(
         ]
         .map(str::as_bytes),
     )
+}
+
+/// The dedup key of another source's event: the hash of [`dedup_key`] over the source's name,
+/// an empty field and the event's id. A DSS key never has an empty second field (its
+/// `bundle_uuid` is required), so the two never meet, and two sources never share a key.
+pub fn source_dedup_key(source: &str, event_id: &str) -> String {
+    hash_fields([source.as_bytes(), b"", event_id.as_bytes(), b""])
 }
 
 /// The hex SHA-256 of the fields' bytes, each as a netstring.
@@ -331,13 +437,16 @@ mod tests {
     #[test]
     fn parses_both_generations() {
         let v2 = Notification::parse(Bytes::from_static(V2.as_bytes())).unwrap();
-        assert_eq!(v2.kind(), Kind::V2);
+        assert_eq!(v2.kind(), Some(Kind::V2));
         assert_eq!(v2.event_type(), Some("CREATE"));
-        assert_eq!(v2.bundle_uuid(), "c86309f6-e5b7-4698-abb6-b81644573bff");
+        assert_eq!(
+            v2.bundle_uuid(),
+            Some("c86309f6-e5b7-4698-abb6-b81644573bff")
+        );
         assert_eq!(v2.payload().as_ref(), V2.as_bytes());
         let v1 = Notification::parse(Bytes::from_static(V1.as_bytes())).unwrap();
-        assert_eq!((v1.kind(), v1.event_type()), (Kind::V1, None));
-        assert_eq!(v1.subscription_id(), "222");
+        assert_eq!((v1.kind(), v1.event_type()), (Some(Kind::V1), None));
+        assert_eq!(v1.subscription_id(), Some("222"));
     }
 
     #[test]
@@ -427,7 +536,7 @@ mod tests {
             Notification::parse(Bytes::from(body))
                 .unwrap()
                 .bundle_uuid()
-                .to_owned()
+                .map(str::to_owned)
         };
         assert_eq!(read(r"bundle-\ud800"), read(r"bundle-\udbff"));
         assert_ne!(high, key("bundle-\u{fffd}", ""));

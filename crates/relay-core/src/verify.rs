@@ -78,6 +78,13 @@ impl Verified {
         }
     }
 
+    /// The proof another source's scheme gave: the key id that signed, where it has one.
+    pub(crate) fn signed(key_id: Option<&str>) -> Self {
+        Self {
+            key_id: key_id.map(str::to_owned),
+        }
+    }
+
     /// A proof for unit tests of what comes after verification.
     #[cfg(test)]
     pub(crate) fn for_tests(key_id: Option<&str>) -> Self {

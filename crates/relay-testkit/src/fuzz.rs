@@ -110,7 +110,10 @@ pub fn intake(data: &[u8]) {
 /// Notification parsing: an accepted payload has the required fields and a hex dedup key.
 pub fn notification(data: &[u8]) {
     if let Ok(n) = relay_core::Notification::parse(Bytes::copy_from_slice(data)) {
-        assert!(!n.subscription_id().is_empty() && !n.bundle_uuid().is_empty());
+        assert!(
+            n.subscription_id().is_some_and(|s| !s.is_empty())
+                && n.bundle_uuid().is_some_and(|b| !b.is_empty())
+        );
         assert!(n.dedup_key().len() == 64 && n.dedup_key().bytes().all(|b| b.is_ascii_hexdigit()));
         assert_eq!(
             n.payload().as_ref(),

@@ -14,6 +14,11 @@
 //! name = "creates"
 //! match = { event_type = ["CREATE"] }
 //! to = ["indexer"]
+//!
+//! [sources.github]             # optional: other senders, each on its own paths
+//! scheme = "github"
+//! paths = ["/github"]
+//! secret_env = "GITHUB_WEBHOOK_SECRET"
 //! ```
 //!
 //! The same types read the variables, so a value is accepted or refused the same way in both.
@@ -40,6 +45,9 @@ pub struct FileConfig {
     /// Ordered routes.
     #[serde(default)]
     pub routes: Vec<RouteSpec>,
+    /// Named sources: who may send, on which paths, signed how.
+    #[serde(default)]
+    pub sources: std::collections::BTreeMap<String, crate::source::SourceSpec>,
 }
 
 impl FileConfig {

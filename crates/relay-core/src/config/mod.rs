@@ -71,6 +71,9 @@ pub struct Config {
     pub routes_max_bytes: usize,
     /// The longest a split may last, from its registration to its expiry.
     pub split_max_ttl: Duration,
+    /// The sources of `[sources]`; empty: the DSS alone, on every path, with
+    /// [`keys`](Self::keys).
+    pub sources: Vec<crate::source::SourceConfig>,
     /// The delivery ledger, when there is one.
     pub ledger: Option<LedgerConfig>,
     /// The archive, when there is one.
@@ -250,7 +253,13 @@ impl Config {
             .as_ref()
             .map(|a| a.to_string());
         let allow_unsigned = settings.allow_unsigned.is_some_and(|f| f.0);
-        if keys.is_empty() && keys_secret_arn.is_none() && !allow_unsigned {
+        let sources = sources(&file.sources, &var, &mut fail, &in_file);
+        // The relay's keys are needed by the DSS alone, or by a DSS source without its own.
+        let relay_keys_used = file.sources.is_empty()
+            || sources
+                .iter()
+                .any(|s| s.scheme == crate::source::SchemeName::Dss && s.keys.is_none());
+        if relay_keys_used && keys.is_empty() && keys_secret_arn.is_none() && !allow_unsigned {
             fail(
                 "RELAY_HMAC_KEYS",
                 "no HMAC key is configured: set RELAY_HMAC_KEYS, RELAY_HMAC_SECRET or RELAY_HMAC_KEYS_SECRET_ARN (or, to accept unsigned notifications, RELAY_ALLOW_UNSIGNED=true)".into(),
@@ -379,6 +388,7 @@ impl Config {
                 .map_or(crate::live::DEFAULT_SPLIT_MAX_TTL, |s| {
                     Duration::from_secs(s.0)
                 }),
+            sources,
             ledger: LedgerConfig::from_settings(&settings),
             archive: settings.archive_url.clone(),
             pubsub_emulator: emulator,
@@ -406,6 +416,54 @@ impl Config {
             .filter(|n| n.starts_with("RELAY_") && !SETTINGS.iter().any(|s| s.var == n))
             .collect()
     }
+}
+
+/// The `[sources.<name>]` tables, each checked (its secret read through `var`), and their
+/// paths: each path named once, at most one source without paths.
+fn sources(
+    specs: &std::collections::BTreeMap<String, crate::source::SourceSpec>,
+    var: &dyn Fn(&str) -> Option<String>,
+    fail: &mut impl FnMut(&'static str, String),
+    in_file: &impl Fn(String) -> String,
+) -> Vec<crate::source::SourceConfig> {
+    let mut sources = Vec::new();
+    for (name, spec) in specs {
+        match crate::source::SourceConfig::new(name, spec, var) {
+            Ok(source) => sources.push(source),
+            Err(problems) => problems
+                .into_iter()
+                .for_each(|p| fail("RELAY_CONFIG", in_file(p))),
+        }
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    for source in specs
+        .iter()
+        .flat_map(|(name, spec)| spec.paths.iter().map(move |p| (p, name)))
+    {
+        if let Some(first) = seen.insert(source.0, source.1) {
+            fail(
+                "RELAY_CONFIG",
+                in_file(format!(
+                    "the path {:?} is named by the sources {first:?} and {:?}; a path belongs to one source",
+                    source.0, source.1
+                )),
+            );
+        }
+    }
+    let catch_all: Vec<&String> = specs
+        .iter()
+        .filter(|(_, spec)| spec.paths.is_empty())
+        .map(|(name, _)| name)
+        .collect();
+    if catch_all.len() > 1 {
+        fail(
+            "RELAY_CONFIG",
+            in_file(format!(
+                "the sources {catch_all:?} have no paths; at most one source may take every path the others do not name"
+            )),
+        );
+    }
+    sources
 }
 
 /// The sinks the variables describe, named `file`, `sqs`, `sns` and `pubsub`.

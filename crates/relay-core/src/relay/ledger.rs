@@ -74,7 +74,7 @@ impl Relay {
             return Ok(None);
         }
         let identity = identity(notification);
-        let key = key(recorder, &identity, routing.run);
+        let key = key(recorder, notification, routing.run);
         let now_ms = epoch_ms(self.clock.now());
         let attempt = Attempt {
             id: ledger::attempt_id(),
@@ -146,7 +146,7 @@ impl Relay {
     ) -> String {
         self.ledger
             .as_ref()
-            .map(|recorder| key(recorder, &identity(notification), run))
+            .map(|recorder| key(recorder, notification, run))
             .unwrap_or_default()
     }
 
@@ -228,22 +228,39 @@ impl Relay {
     }
 }
 
-/// Which notification an entry is about.
+/// Which notification an entry is about. Another source's event is recorded under its
+/// source's name (as `subscription_id`) and its event id (as `bundle_uuid`, so that
+/// `relay trace --bundle` finds it by its delivery id), with no version.
 fn identity(notification: &Notification<Verified>) -> Identity {
+    let (subscription_id, bundle_uuid, bundle_version) = match notification.is_dss() {
+        true => (
+            notification.subscription_id(),
+            notification.bundle_uuid(),
+            notification.bundle_version(),
+        ),
+        false => (Some(notification.source()), notification.event_id(), None),
+    };
+    let text = |field: Option<&str>| field.unwrap_or_default().to_owned();
     Identity {
         dedup_key: notification.dedup_key().to_owned(),
-        subscription_id: notification.subscription_id().to_owned(),
-        bundle_uuid: notification.bundle_uuid().to_owned(),
-        bundle_version: notification.bundle_version().to_owned(),
+        subscription_id: text(subscription_id),
+        bundle_uuid: text(bundle_uuid),
+        bundle_version: text(bundle_version),
         event_type: notification.event_type().map(str::to_owned),
     }
 }
 
-/// The entry's key: the notification's ledger key, under a replay run's prefix for its run.
-fn key(recorder: &Recorder, identity: &Identity, run: Option<&str>) -> String {
+/// The entry's key: the notification's ledger key (`RELAY_LEDGER_KEY` chooses it among a DSS
+/// notification's fields; another source's event has only its dedup key), under a replay run's
+/// prefix for its run.
+fn key(recorder: &Recorder, notification: &Notification<Verified>, run: Option<&str>) -> String {
+    let key = match notification.is_dss() {
+        true => recorder.config.key.of(&identity(notification)),
+        false => notification.dedup_key().to_owned(),
+    };
     match run {
-        Some(run) => format!("replay:{run}:{}", recorder.config.key.of(identity)),
-        None => recorder.config.key.of(identity),
+        Some(run) => format!("replay:{run}:{key}"),
+        None => key,
     }
 }
 

@@ -14,8 +14,10 @@ pub(super) struct LogFields {
     pub(super) filtered: bool,
     /// Answered 202 `duplicate`: every routed destination had acknowledged.
     pub(super) duplicate: bool,
+    source: Option<String>,
     subscription_id: Option<String>,
     bundle_uuid: Option<String>,
+    delivery_id: Option<String>,
     bundle_version: Option<String>,
     event_type: Option<String>,
     pub(super) routes_version: Option<String>,
@@ -25,9 +27,14 @@ pub(super) struct LogFields {
 impl LogFields {
     /// The notification's identity, once it parsed.
     pub(super) fn notification(&mut self, notification: &Notification<Verified>) {
-        self.subscription_id = Some(notification.subscription_id().to_owned());
-        self.bundle_uuid = Some(notification.bundle_uuid().to_owned());
-        self.bundle_version = Some(notification.bundle_version().to_owned());
+        let text = |field: Option<&str>| field.map(str::to_owned);
+        self.source = notification
+            .has_configured_source()
+            .then(|| notification.source().to_owned());
+        self.subscription_id = text(notification.subscription_id());
+        self.bundle_uuid = text(notification.bundle_uuid());
+        self.bundle_version = text(notification.bundle_version());
+        self.delivery_id = text(notification.delivery_id());
         self.event_type = notification.event_type().map(str::to_owned);
     }
 }
@@ -56,8 +63,10 @@ impl Relay {
                     path = parts.uri.path(),
                     status,
                     code = outcome.code,
+                    source = fields.source.as_deref(),
                     subscription_id = fields.subscription_id.as_deref(),
                     bundle_uuid = fields.bundle_uuid.as_deref(),
+                    delivery_id = fields.delivery_id.as_deref(),
                     bundle_version = fields.bundle_version.as_deref(),
                     event_type = fields.event_type.as_deref(),
                     routes_version = fields.routes_version.as_deref(),

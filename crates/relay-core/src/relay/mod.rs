@@ -40,7 +40,6 @@ pub use self::replay::{
 use crate::admission::{Admission, BodyLimits, declared_length};
 use crate::config::{Config, ConfigErrors, MetricsFormat};
 use crate::error::Error;
-use crate::intake::extract_payload;
 use crate::live::refresh::LiveRoutes;
 use crate::live::{RoutingTable, StoreError};
 use crate::metrics::{self, Metrics};
@@ -48,7 +47,8 @@ use crate::notification::Notification;
 use crate::outcome::Outcome;
 use crate::route::{Input, request_document};
 use crate::sink::{BuildError, Message, Sink, SinkConfig};
-use crate::verify::{self, Clock, Policy, SignedRequest, SystemClock};
+use crate::source::Sources;
+use crate::verify::{Clock, Policy, SystemClock};
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
 pub const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
@@ -58,7 +58,8 @@ pub const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
 #[derive(Debug)]
 pub struct Relay {
     config: Config,
-    policy: Policy,
+    /// Who may send, on which paths: the DSS alone on every path without `[sources]`.
+    sources: Sources,
     /// The routes, splits and destinations in effect.
     table: ArcSwap<RoutingTable>,
     /// The stored routes, when `RELAY_ROUTES_URL` is set.
@@ -234,6 +235,7 @@ impl Relay {
             max_clock_skew: config.max_clock_skew,
             allow_unsigned: config.allow_unsigned,
         };
+        let sources = Sources::new(&config.sources, &config.keys, &policy);
         let limits = config.server;
         let admission = Admission::new(
             limits.max_concurrent_requests,
@@ -252,7 +254,7 @@ impl Relay {
         tracing::info!(sinks = ?names, routes = table.router.routes().len(), max_body_bytes = config.max_body_bytes, "Relay ready.");
         Self {
             config,
-            policy,
+            sources,
             table: ArcSwap::from_pointee(table),
             live: None,
             ledger: None,
@@ -386,15 +388,19 @@ impl Relay {
         deadline: Instant,
     ) -> Result<Outcome, Error> {
         let received_at = self.clock.now();
-        let signed = SignedRequest {
-            method: &parts.method,
-            uri: &parts.uri,
-            headers: &parts.headers,
-            body: &body,
-        };
-        let proof = verify::verify(signed, &self.config.keys, &self.policy, self.clock.as_ref())?;
-        let payload = extract_payload(&parts.headers, body, &self.config.payload_field).await?;
-        let notification = Notification::parse(payload)?.into_verified(proof);
+        let source = self
+            .sources
+            .for_path(parts.uri.path())
+            .ok_or(Error::UnknownPath)?;
+        let notification = source
+            .open(
+                parts,
+                body,
+                &self.config.payload_field,
+                self.clock.as_ref(),
+                self.sources.configured(),
+            )
+            .await?;
         fields.notification(&notification);
 
         let table = self.table.load_full();
@@ -404,7 +410,7 @@ impl Relay {
             true => request_document(parts.uri.path(), parts.uri.query(), &parts.headers),
             false => serde_json::Value::Null,
         };
-        let input = Input::new(notification.document(), &request);
+        let input = Input::new(notification.document(), &request).from(notification.source());
         let decision = table.decide(&input, received_at);
         fields.split.clone_from(&decision.split);
         let filtered = decision.destinations.is_empty();

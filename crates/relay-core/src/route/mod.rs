@@ -18,7 +18,7 @@ use serde_json::Value;
 
 pub use export::{Export, FilterLanguage};
 pub use jmes::{JMESPATH_MAX_BYTES, JMESPATH_MAX_DEPTH};
-pub use pattern::{Input, Pattern, PatternError, REQUEST};
+pub use pattern::{Input, Pattern, PatternError, REQUEST, SOURCE};
 pub use request::request_document;
 
 /// A compiled route.

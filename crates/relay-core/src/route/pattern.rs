@@ -5,7 +5,7 @@
 //! values (an array field offers each element). All fields of an object must match. Beyond
 //! EventBridge: `regex`, `jmespath` (an expression that must be truthy) and `$jmespath` (the
 //! same, over the object it sits in). The request itself is the `$request` field: `path`,
-//! `query.<name>`, `headers.<name>`.
+//! `query.<name>`, `headers.<name>`; the source it came through is the `$source` field.
 
 use std::cell::OnceCell;
 
@@ -138,13 +138,19 @@ impl Pattern {
 /// The field under which patterns see the request.
 pub const REQUEST: &str = "$request";
 
-/// What a pattern is matched against: the notification and, under `$request`, the request.
+/// The field under which patterns see the source's name.
+pub const SOURCE: &str = "$source";
+
+/// What a pattern is matched against: the notification, under `$request` the request, under
+/// `$source` the source's name.
 #[derive(Debug, Clone)]
 pub struct Input<'a> {
     /// The parsed notification.
     pub document: &'a Value,
     /// The request metadata from [`request_document`] (`Value::Null` when no route reads it).
     pub request: &'a Value,
+    /// The source's name (`dss` without `[sources]`).
+    source: Value,
     /// The notification as JMESPath reads it: converted once, on first use, for all the
     /// `$jmespath` conditions of every route.
     jmes_document: OnceCell<Option<Rcvar>>,
@@ -156,8 +162,17 @@ impl<'a> Input<'a> {
         Self {
             document,
             request,
+            source: Value::String(crate::notification::DEFAULT_SOURCE.to_owned()),
             jmes_document: OnceCell::new(),
         }
+    }
+
+    /// The same input, from the source named `source`.
+    pub fn from(mut self, source: &str) -> Self {
+        if source != crate::notification::DEFAULT_SOURCE {
+            self.source = Value::String(source.to_owned());
+        }
+        self
     }
 
     fn jmes_document(&self) -> Option<&Rcvar> {
@@ -166,9 +181,10 @@ impl<'a> Input<'a> {
             .as_ref()
     }
 
-    fn values_at(&self, path: &[String]) -> Vec<&'a Value> {
+    fn values_at(&self, path: &[String]) -> Vec<&Value> {
         match path.split_first() {
             Some((first, rest)) if first == REQUEST => values_at(self.request, rest),
+            Some((first, rest)) if first == SOURCE => values_at(&self.source, rest),
             _ => values_at(self.document, path),
         }
     }

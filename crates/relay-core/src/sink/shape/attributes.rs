@@ -9,7 +9,8 @@ use crate::notification::{Notification, Verified};
 pub struct Attributes(Vec<(String, String)>);
 
 impl Attributes {
-    /// Attribute names in priority order. Names absent for a notification are skipped.
+    /// A DSS notification's attribute names in priority order. Names absent for a notification
+    /// are skipped.
     pub const ORDER: [&'static str; 9] = [
         "relay.dedup_key",
         "dss.subscription_id",
@@ -22,22 +23,66 @@ impl Attributes {
         "relay.key_id",
     ];
 
+    /// The names another source's event carries, in priority order; a DSS notification that
+    /// came through a configured source carries `relay.source` too, after its own.
+    pub const SOURCE_ORDER: [&'static str; 5] = [
+        "relay.dedup_key",
+        "relay.source",
+        "relay.event_type",
+        "relay.delivery_id",
+        "relay.key_id",
+    ];
+
+    /// The most attributes one message carries before a destination's selection: a DSS
+    /// notification's nine (a configured source's name is the first to go where a destination
+    /// keeps fewer).
+    pub const MOST: usize = Self::ORDER.len();
+
+    /// Every attribute name the relay sets, DSS ones first.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Self::ORDER.into_iter().chain(
+            Self::SOURCE_ORDER
+                .into_iter()
+                .filter(|n| !Self::ORDER.contains(n)),
+        )
+    }
+
     /// Derives the attributes of a verified notification; `notify_attempt` is the DSS v1
     /// `X-dss-notify-attempt` header when present.
     pub fn derive(n: &Notification<Verified>, notify_attempt: Option<&str>) -> Self {
+        let source = n.has_configured_source().then(|| n.source());
+        if !n.is_dss() {
+            let values = [
+                Some(n.dedup_key()),
+                source,
+                n.event_type(),
+                n.delivery_id(),
+                n.key_id(),
+            ];
+            return Self::of(&Self::SOURCE_ORDER, values);
+        }
+        let kind = n.kind().map(crate::notification::Kind::as_str);
         let values = [
             Some(n.dedup_key()),
-            Some(n.subscription_id()),
-            Some(n.bundle_uuid()),
-            Some(n.bundle_version()),
+            n.subscription_id(),
+            n.bundle_uuid(),
+            n.bundle_version(),
             n.event_type(),
-            Some(n.kind().as_str()),
+            kind,
             n.transaction_id(),
             notify_attempt.filter(|a| !a.is_empty()),
             n.key_id(),
         ];
+        let mut attributes = Self::of(&Self::ORDER, values);
+        if let Some(source) = source {
+            attributes.push("relay.source", source);
+        }
+        attributes
+    }
+
+    fn of<const N: usize>(names: &[&'static str; N], values: [Option<&str>; N]) -> Self {
         Self(
-            Self::ORDER
+            names
                 .iter()
                 .zip(values)
                 .filter_map(|(name, value)| Some(((*name).to_owned(), value?.to_owned())))

@@ -74,13 +74,13 @@ impl Shape {
             .attributes
             .iter()
             .flatten()
-            .find(|n| !Attributes::ORDER.contains(&n.as_str()));
+            .find(|n| !Attributes::names().any(|known| known == n.as_str()));
         if let Some(unknown) = unknown {
             return Err(ShapeError::new(
                 "attributes",
                 format!(
                     "unknown attribute {unknown:?}; the relay's are {:?}",
-                    Attributes::ORDER
+                    Attributes::names().collect::<Vec<_>>()
                 ),
             ));
         }
@@ -97,7 +97,7 @@ impl Shape {
         let count = selection
             .attributes
             .as_ref()
-            .map_or(Attributes::ORDER.len(), Vec::len)
+            .map_or(Attributes::MOST, Vec::len)
             + selection.extra_attributes.len();
         if let Some(limit) = max_attributes.filter(|&limit| count > limit) {
             return Err(ShapeError::new(
@@ -115,7 +115,8 @@ impl Shape {
         })
     }
 
-    /// The attribute names a message of this destination can carry, in order.
+    /// The attribute names a DSS notification's message to this destination can carry, in
+    /// order.
     pub fn sent_attributes(&self) -> Vec<&str> {
         let mut names: Vec<&str> = Attributes::ORDER
             .iter()

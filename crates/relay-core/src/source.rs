@@ -1,0 +1,822 @@
+//! Who sent a request: the sources the relay answers for, each with the paths it answers on,
+//! its signature scheme and keys, its clock window, and what identifies one of its events across
+//! the sender's retries (its dedup key).
+//!
+//! Without `[sources]` there is one source, the DSS, on every path, verified by
+//! [`verify`](crate::verify) with the relay's keys: exactly the relay without sources. With
+//! `[sources.<name>]` tables, a request goes to the source whose `paths` hold its path (or to
+//! the one source without `paths`), and is verified with that source's keys only, so a request
+//! signed with another source's key is refused.
+//!
+//! ```toml
+//! [sources.dss]
+//! scheme = "dss"
+//! paths = ["/dss"]
+//!
+//! [sources.github]
+//! scheme = "github"
+//! paths = ["/github"]
+//! secret_env = "GITHUB_WEBHOOK_SECRET"
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
+use http::request::Parts;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
+
+use crate::error::Error;
+use crate::intake::extract_payload;
+use crate::notification::{Event, Notification, PayloadError, Verified};
+use crate::schemes::hmac::{Encoding, GenericHmac, HmacConfig};
+use crate::schemes::{
+    self, DEFAULT_WINDOW, Ed25519VerifyingKey, Proof, Scheme, Secrets, SignedRequest,
+};
+use crate::verify::{self, Clock, KeyRing, Policy, Secret};
+
+/// The signature schemes a source can use, by the names its `scheme` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchemeName {
+    /// draft-cavage HTTP Signatures as the DSS sends them, with the DSS's payload.
+    Dss,
+    /// RFC 9421 HTTP Message Signatures with RFC 9530 `Content-Digest`.
+    Rfc9421,
+    /// Standard Webhooks v1 (HMAC, `whsec_` secrets) and v1a (ed25519).
+    StandardWebhooks,
+    /// GitHub's `X-Hub-Signature-256`.
+    #[serde(rename = "github")]
+    GitHub,
+    /// Stripe's `Stripe-Signature`.
+    Stripe,
+    /// Slack's v0 signing secret.
+    Slack,
+    /// Shopify's `X-Shopify-Hmac-Sha256`.
+    Shopify,
+    /// A generic HMAC-SHA256: header, prefix, encoding and signed-content template.
+    Hmac,
+}
+
+impl SchemeName {
+    /// Every scheme, in the order the documentation lists them.
+    pub const ALL: [Self; 8] = [
+        Self::Dss,
+        Self::Rfc9421,
+        Self::StandardWebhooks,
+        Self::GitHub,
+        Self::Stripe,
+        Self::Slack,
+        Self::Shopify,
+        Self::Hmac,
+    ];
+
+    /// The name as configured.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dss => "dss",
+            Self::Rfc9421 => "rfc9421",
+            Self::StandardWebhooks => "standard-webhooks",
+            Self::GitHub => "github",
+            Self::Stripe => "stripe",
+            Self::Slack => "slack",
+            Self::Shopify => "shopify",
+            Self::Hmac => "hmac",
+        }
+    }
+
+    /// What a request of this scheme is checked with, from a source's options (the defaults
+    /// for [`SchemeName::Hmac`] sign the raw body into `x-signature`, in hex); `None` for the
+    /// DSS, which [`verify`] checks.
+    pub fn scheme(self, options: &SourceSpec) -> Result<Option<Box<dyn Scheme>>, String> {
+        let window = options.window()?;
+        Ok(Some(match self {
+            Self::Dss => return Ok(None),
+            Self::Rfc9421 => Box::new(schemes::rfc9421::Rfc9421 {
+                window,
+                require_content_digest: true,
+                label: options.label.clone(),
+            }),
+            Self::StandardWebhooks => {
+                Box::new(schemes::standard_webhooks::StandardWebhooks { window })
+            }
+            Self::GitHub => Box::new(schemes::github::GitHub),
+            Self::Stripe => Box::new(schemes::stripe::Stripe { window }),
+            Self::Slack => Box::new(schemes::slack::Slack { window }),
+            Self::Shopify => Box::new(schemes::shopify::Shopify),
+            Self::Hmac => {
+                Box::new(GenericHmac::new(options.hmac_config(window)?).map_err(|e| {
+                    format!("{e} (header, prefix, encoding, template, timestamp_header, id_header)")
+                })?)
+            }
+        }))
+    }
+
+    /// The rule a source of this scheme identifies its events by unless it names one: the
+    /// DSS's fields, the delivery id the scheme signs or sends, Stripe's event `id`, else the
+    /// body's SHA-256.
+    fn default_dedup(self, options: &SourceSpec) -> DedupRule {
+        match self {
+            Self::Dss => DedupRule::Dss,
+            Self::GitHub | Self::Shopify | Self::StandardWebhooks => DedupRule::DeliveryId,
+            Self::Hmac if options.id_header.is_some() => DedupRule::DeliveryId,
+            Self::Stripe => DedupRule::Field(vec!["id".into()]),
+            Self::Rfc9421 | Self::Slack | Self::Hmac => DedupRule::Body,
+        }
+    }
+
+    /// Whether the scheme gives a delivery id (`dedup_key = "delivery-id"` needs one).
+    fn has_delivery_id(self, options: &SourceSpec) -> bool {
+        match self {
+            Self::GitHub | Self::Shopify | Self::StandardWebhooks => true,
+            Self::Hmac => options.id_header.is_some(),
+            Self::Dss | Self::Rfc9421 | Self::Stripe | Self::Slack => false,
+        }
+    }
+
+    /// The payload field holding the event type unless the source names one.
+    fn default_event_type_field(self) -> Option<&'static str> {
+        match self {
+            Self::Stripe | Self::StandardWebhooks | Self::Slack => Some("type"),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SchemeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SchemeName {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|n| n.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|n| n.as_str()).collect();
+                format!("unknown scheme {s:?}; the schemes are {}", names.join(", "))
+            })
+    }
+}
+
+/// What identifies one event across its sender's retries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DedupRule {
+    /// The DSS's fields (subscription, bundle, version, event type): the DSS's own key.
+    Dss,
+    /// The delivery id the scheme reads (`X-GitHub-Delivery`, `webhook-id`, …).
+    DeliveryId,
+    /// The SHA-256 of the body: a retry that sends the same bytes.
+    Body,
+    /// A header's value.
+    Header(http::HeaderName),
+    /// A field of the JSON payload, by its dotted path.
+    Field(Vec<String>),
+}
+
+impl std::str::FromStr for DedupRule {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let expected =
+            "expected \"delivery-id\", \"body\", \"header:<name>\" or \"field:<dotted.path>\"";
+        match s {
+            "delivery-id" => Ok(Self::DeliveryId),
+            "body" => Ok(Self::Body),
+            _ => match s.split_once(':') {
+                Some(("header", name)) => http::HeaderName::try_from(name)
+                    .map(Self::Header)
+                    .map_err(|_| format!("{name:?} is not a header name")),
+                Some(("field", path)) => field_path(path).map(Self::Field),
+                _ => Err(format!("{s:?}: {expected}")),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for DedupRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Dss => f.write_str("the DSS fields"),
+            Self::DeliveryId => f.write_str("delivery-id"),
+            Self::Body => f.write_str("body"),
+            Self::Header(name) => write!(f, "header:{name}"),
+            Self::Field(path) => write!(f, "field:{}", path.join(".")),
+        }
+    }
+}
+
+fn field_path(path: &str) -> Result<Vec<String>, String> {
+    let parts: Vec<String> = path.split('.').map(str::to_owned).collect();
+    match parts.iter().any(String::is_empty) {
+        true => Err(format!("{path:?} is not a dotted field path")),
+        false => Ok(parts),
+    }
+}
+
+/// One `[sources.<name>]` table as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    /// The signature scheme.
+    pub scheme: Option<SchemeName>,
+    /// The request paths it answers on; none: every path no other source names.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// The variable holding its secret, or a JSON object of key ids to secrets; for the DSS,
+    /// unset means the relay's keys (`RELAY_HMAC_KEYS`, …).
+    pub secret_env: Option<String>,
+    /// The largest distance between a signed timestamp and the relay's clock, in seconds
+    /// (default 300; for the DSS, `RELAY_MAX_CLOCK_SKEW_SECS`).
+    pub window_secs: Option<u64>,
+    /// What identifies one event across retries: `delivery-id`, `body`, `header:<name>`,
+    /// `field:<dotted.path>`.
+    pub dedup_key: Option<String>,
+    /// The payload field holding the event type (`type` for Stripe, Standard Webhooks, Slack).
+    pub event_type_field: Option<String>,
+    /// `hmac`: the header carrying the signature (default `x-signature`).
+    pub header: Option<String>,
+    /// `hmac`: a prefix before the signature, e.g. `sha256=`.
+    pub prefix: Option<String>,
+    /// `hmac`: `hex` (default) or `base64`.
+    pub encoding: Option<String>,
+    /// `hmac`: the signed content (default `{body}`), with `{timestamp}`, `{id}`,
+    /// `{header:<name>}`.
+    pub template: Option<String>,
+    /// `hmac`: the header carrying the signed Unix timestamp.
+    pub timestamp_header: Option<String>,
+    /// `hmac`: the header carrying the delivery id.
+    pub id_header: Option<String>,
+    /// `hmac`: the header carrying the event type.
+    pub event_type_header: Option<String>,
+    /// `rfc9421`: verify only the signature with this label.
+    pub label: Option<String>,
+}
+
+/// The options only the generic HMAC scheme reads, and those only RFC 9421 reads, for the
+/// check that a source sets none it does not use.
+const HMAC_ONLY: [&str; 7] = [
+    "header",
+    "prefix",
+    "encoding",
+    "template",
+    "timestamp_header",
+    "id_header",
+    "event_type_header",
+];
+
+impl SourceSpec {
+    fn window(&self) -> Result<Duration, String> {
+        match self.window_secs {
+            Some(0) => Err("window_secs must be at least 1".into()),
+            Some(secs) => Ok(Duration::from_secs(secs)),
+            None => Ok(DEFAULT_WINDOW),
+        }
+    }
+
+    fn hmac_config(&self, window: Duration) -> Result<HmacConfig, String> {
+        let encoding = match self.encoding.as_deref() {
+            None | Some("hex") => Encoding::Hex,
+            Some("base64") => Encoding::Base64,
+            Some(other) => {
+                return Err(format!(
+                    "encoding {other:?}: expected \"hex\" or \"base64\""
+                ));
+            }
+        };
+        Ok(HmacConfig {
+            header: self.header.clone().unwrap_or_else(|| "x-signature".into()),
+            prefix: self.prefix.clone(),
+            encoding,
+            template: self.template.clone().unwrap_or_else(|| "{body}".into()),
+            timestamp_header: self.timestamp_header.clone(),
+            id_header: self.id_header.clone(),
+            window,
+        })
+    }
+
+    /// The options set that `scheme` does not read.
+    fn unused(&self, scheme: SchemeName) -> Vec<&'static str> {
+        let set = [
+            self.header.is_some(),
+            self.prefix.is_some(),
+            self.encoding.is_some(),
+            self.template.is_some(),
+            self.timestamp_header.is_some(),
+            self.id_header.is_some(),
+            self.event_type_header.is_some(),
+        ];
+        let mut unused: Vec<&'static str> = match scheme {
+            SchemeName::Hmac => Vec::new(),
+            _ => HMAC_ONLY
+                .into_iter()
+                .zip(set)
+                .filter_map(|(name, set)| set.then_some(name))
+                .collect(),
+        };
+        if scheme != SchemeName::Rfc9421 && self.label.is_some() {
+            unused.push("label");
+        }
+        if scheme == SchemeName::Dss {
+            if self.dedup_key.is_some() {
+                unused.push("dedup_key");
+            }
+            if self.event_type_field.is_some() {
+                unused.push("event_type_field");
+            }
+        }
+        unused
+    }
+}
+
+/// One source, checked and ready: its name, paths, scheme and keys.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// Its name, as `$source` in routes and the `relay.source` attribute give it.
+    pub name: String,
+    /// The paths it answers on; empty: every path no other source names.
+    pub paths: Vec<String>,
+    /// Its scheme.
+    pub scheme: SchemeName,
+    /// Its keys: for the DSS, `None` means the relay's keys.
+    pub keys: Option<SourceKeys>,
+    /// The timestamp window (for the DSS, `None`: the relay's `Date` check).
+    pub window: Option<Duration>,
+    /// What identifies one of its events across retries.
+    pub dedup: DedupRule,
+    /// The payload field holding the event type.
+    pub event_type_field: Option<Vec<String>>,
+    /// The header holding the event type (`hmac`).
+    pub event_type_header: Option<http::HeaderName>,
+    /// The variable its keys came from, for `relay check`.
+    pub secret_env: Option<String>,
+    /// The options as written, for building its scheme.
+    pub spec: SourceSpec,
+}
+
+/// A source's keys, as its `secret_env` variable held them.
+#[derive(Debug, Clone)]
+pub enum SourceKeys {
+    /// For the DSS: keys by keyId, and a catch-all.
+    Dss(KeyRing),
+    /// For every other scheme.
+    Scheme(Secrets),
+}
+
+impl SourceConfig {
+    /// Checks one `[sources.<name>]` table, reading its secret through `var`; every problem is
+    /// a message for the configuration's error list.
+    pub fn new(
+        name: &str,
+        spec: &SourceSpec,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, Vec<String>> {
+        let mut problems = Vec::new();
+        let scheme = spec.scheme.unwrap_or_else(|| {
+            problems.push(format!(
+                "source {name:?} has no scheme; set scheme to one of {}",
+                SchemeName::ALL.map(SchemeName::as_str).join(", ")
+            ));
+            SchemeName::Dss
+        });
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+        {
+            problems.push(format!(
+                "source {name:?}: a name is letters, digits, - and _"
+            ));
+        }
+        for path in &spec.paths {
+            if !path.starts_with('/') || path.contains(['?', '#']) {
+                problems.push(format!(
+                    "source {name:?}: path {path:?} must start with / and hold no query"
+                ));
+            }
+        }
+        let unused = spec.unused(scheme);
+        if !unused.is_empty() {
+            problems.push(format!(
+                "source {name:?}: the {} scheme does not read {}",
+                scheme,
+                unused.join(", ")
+            ));
+        }
+        if let Err(e) = scheme.scheme(spec) {
+            problems.push(format!("source {name:?}: {e}"));
+        }
+        let dedup = match spec.dedup_key.as_deref().map(str::parse::<DedupRule>) {
+            None => scheme.default_dedup(spec),
+            Some(Ok(DedupRule::DeliveryId)) if !scheme.has_delivery_id(spec) => {
+                problems.push(format!(
+                    "source {name:?}: dedup_key = \"delivery-id\", but the {scheme} scheme gives no delivery id{}",
+                    match scheme {
+                        SchemeName::Hmac => "; set id_header",
+                        _ => "",
+                    }
+                ));
+                DedupRule::Body
+            }
+            Some(Ok(rule)) => rule,
+            Some(Err(e)) => {
+                problems.push(format!("source {name:?}: dedup_key {e}"));
+                DedupRule::Body
+            }
+        };
+        let event_type_field = match spec
+            .event_type_field
+            .as_deref()
+            .or(scheme.default_event_type_field())
+            .map(field_path)
+            .transpose()
+        {
+            Ok(path) => path,
+            Err(e) => {
+                problems.push(format!("source {name:?}: event_type_field {e}"));
+                None
+            }
+        };
+        let event_type_header = match spec.event_type_header.as_deref().map(|h| {
+            http::HeaderName::try_from(h).map_err(|_| format!("{h:?} is not a header name"))
+        }) {
+            None => None,
+            Some(Ok(h)) => Some(h),
+            Some(Err(e)) => {
+                problems.push(format!("source {name:?}: event_type_header {e}"));
+                None
+            }
+        };
+        let keys = match (&spec.secret_env, scheme) {
+            (None, SchemeName::Dss) => None,
+            (None, _) => {
+                problems.push(format!(
+                    "source {name:?}: set secret_env to the variable that holds its secret"
+                ));
+                None
+            }
+            (Some(env), _) => match var(env).filter(|v| !v.trim().is_empty()) {
+                None => {
+                    problems.push(format!(
+                        "source {name:?}: its secret_env {env} is not set (or empty)"
+                    ));
+                    None
+                }
+                Some(text) => match read_keys(scheme, text.trim()) {
+                    Ok(keys) => Some(keys),
+                    Err(e) => {
+                        problems.push(format!("source {name:?}: {env}: {e}"));
+                        None
+                    }
+                },
+            },
+        };
+        let window = match scheme {
+            SchemeName::Dss => spec
+                .window_secs
+                .map(|s| (s > 0).then(|| Duration::from_secs(s)))
+                .unwrap_or(None),
+            _ => spec.window().ok(),
+        };
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            paths: spec.paths.clone(),
+            scheme,
+            keys,
+            window,
+            dedup,
+            event_type_field,
+            event_type_header,
+            secret_env: spec.secret_env.clone(),
+            spec: spec.clone(),
+        })
+    }
+
+    /// True when the scheme signs a timestamp; otherwise a captured request can be sent again,
+    /// and only the ledger's dedup key keeps it from being published twice.
+    pub fn has_timestamp(&self) -> bool {
+        match self.scheme() {
+            None => true,
+            Some(scheme) => scheme.has_timestamp(),
+        }
+    }
+
+    fn scheme(&self) -> Option<Box<dyn Scheme>> {
+        self.scheme.scheme(&self.spec).ok().flatten()
+    }
+}
+
+/// Reads a `secret_env` value: one secret, or a JSON object of key ids to secrets. For the
+/// DSS, HMAC secrets; for the others, an HMAC secret, or an ed25519 public key written
+/// `ed25519:<base64>` or (Standard Webhooks) `whpk_<base64>`.
+fn read_keys(scheme: SchemeName, text: &str) -> Result<SourceKeys, String> {
+    let named: Vec<(Option<String>, String)> = match text.starts_with('{') {
+        true => serde_json::from_str::<BTreeMap<String, String>>(text)
+            .map_err(|_| "a JSON object of key ids to secrets, or one secret, expected".to_owned())?
+            .into_iter()
+            .map(|(id, secret)| (Some(id), secret))
+            .collect(),
+        false => vec![(None, text.to_owned())],
+    };
+    if named.is_empty() || named.iter().any(|(_, s)| s.is_empty()) {
+        return Err("holds an empty secret".into());
+    }
+    if scheme == SchemeName::Dss {
+        let mut any = None;
+        let mut by_id = BTreeMap::new();
+        for (id, secret) in named {
+            match id {
+                Some(id) => {
+                    by_id.insert(id, Secret::new(secret));
+                }
+                None => any = Some(Secret::new(secret)),
+            }
+        }
+        return Ok(SourceKeys::Dss(KeyRing::new(by_id, any)));
+    }
+    let mut secrets = Secrets::new();
+    for (id, secret) in named {
+        secrets = match public_key(&secret)? {
+            Some(key) => match id {
+                Some(id) => secrets.with_ed25519_id(id, key),
+                None => secrets.with_ed25519(key),
+            },
+            None => match id {
+                Some(id) => secrets.with_hmac_id(id, Secret::new(secret)),
+                None => secrets.with_hmac(Secret::new(secret)),
+            },
+        };
+    }
+    Ok(SourceKeys::Scheme(secrets))
+}
+
+/// An ed25519 public key written `ed25519:<base64>` or `whpk_<base64>`; `None` for an HMAC
+/// secret.
+fn public_key(text: &str) -> Result<Option<Ed25519VerifyingKey>, String> {
+    let Some(encoded) = text
+        .strip_prefix("ed25519:")
+        .or_else(|| text.strip_prefix("whpk_"))
+    else {
+        return Ok(None);
+    };
+    let bytes: [u8; 32] = BASE64
+        .decode(encoded)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or("an ed25519 public key is 32 bytes of base64")?;
+    Ed25519VerifyingKey::from_bytes(&bytes)
+        .map(Some)
+        .map_err(|_| "not an ed25519 public key".to_owned())
+}
+
+/// The sources in effect, built once at start.
+#[derive(Debug)]
+pub struct Sources {
+    /// None: no `[sources]`, the DSS on every path.
+    configured: bool,
+    list: Vec<Source>,
+}
+
+/// One source, built: how its requests are checked and opened.
+#[derive(Debug)]
+pub struct Source {
+    name: Arc<str>,
+    paths: Vec<String>,
+    check: Check,
+    dedup: DedupRule,
+    event_type_field: Option<Vec<String>>,
+    event_type_header: Option<http::HeaderName>,
+}
+
+#[derive(Debug)]
+enum Check {
+    Dss {
+        keys: KeyRing,
+        policy: Policy,
+    },
+    Scheme {
+        scheme: Box<dyn Scheme>,
+        secrets: Secrets,
+    },
+}
+
+impl Sources {
+    /// The sources of a configuration: `configured` (empty: the DSS alone, on every path, with
+    /// `keys` and `policy`, exactly the relay without sources).
+    pub fn new(configured: &[SourceConfig], keys: &KeyRing, policy: &Policy) -> Self {
+        if configured.is_empty() {
+            return Self {
+                configured: false,
+                list: vec![Source {
+                    name: crate::notification::DEFAULT_SOURCE.into(),
+                    paths: Vec::new(),
+                    check: Check::Dss {
+                        keys: keys.clone(),
+                        policy: policy.clone(),
+                    },
+                    dedup: DedupRule::Dss,
+                    event_type_field: None,
+                    event_type_header: None,
+                }],
+            };
+        }
+        let list = configured
+            .iter()
+            .map(|source| Source {
+                name: source.name.as_str().into(),
+                paths: source.paths.clone(),
+                check: match (source.scheme(), &source.keys) {
+                    (None, own) => Check::Dss {
+                        // A DSS source without its own keys uses the relay's.
+                        keys: match own {
+                            Some(SourceKeys::Dss(ring)) => ring.clone(),
+                            _ => keys.clone(),
+                        },
+                        policy: Policy {
+                            max_clock_skew: match source.spec.window_secs {
+                                Some(_) => source.window,
+                                None => policy.max_clock_skew,
+                            },
+                            allow_unsigned: policy.allow_unsigned,
+                        },
+                    },
+                    (Some(scheme), keys) => Check::Scheme {
+                        scheme,
+                        secrets: match keys {
+                            Some(SourceKeys::Scheme(secrets)) => secrets.clone(),
+                            _ => Secrets::new(),
+                        },
+                    },
+                },
+                dedup: source.dedup.clone(),
+                event_type_field: source.event_type_field.clone(),
+                event_type_header: source.event_type_header.clone(),
+            })
+            .collect();
+        Self {
+            configured: true,
+            list,
+        }
+    }
+
+    /// The source answering on `path`: the one that names it, else the one without paths.
+    pub fn for_path(&self, path: &str) -> Option<&Source> {
+        self.list
+            .iter()
+            .find(|s| s.paths.iter().any(|p| p == path))
+            .or_else(|| self.list.iter().find(|s| s.paths.is_empty()))
+    }
+
+    /// True when `[sources]` are configured.
+    pub fn configured(&self) -> bool {
+        self.configured
+    }
+}
+
+impl Source {
+    /// The source's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Verifies a request with this source's scheme and keys, and opens it: the DSS's payload
+    /// parsed as a notification, another source's body as its event. Nothing here allocates a
+    /// copy of the body.
+    pub(crate) async fn open(
+        &self,
+        parts: &Parts,
+        body: Bytes,
+        payload_field: &str,
+        clock: &dyn Clock,
+        configured: bool,
+    ) -> Result<Notification<Verified>, Error> {
+        let signed = SignedRequest {
+            method: &parts.method,
+            uri: &parts.uri,
+            headers: &parts.headers,
+            body: &body,
+        };
+        match &self.check {
+            Check::Dss { keys, policy } => {
+                let proof = verify::verify(signed, keys, policy, clock)?;
+                let payload = extract_payload(&parts.headers, body, payload_field).await?;
+                let notification = Notification::parse(payload)?;
+                let notification = match configured {
+                    true => notification.through(self.name.clone()),
+                    false => notification,
+                };
+                Ok(notification.into_verified(proof))
+            }
+            Check::Scheme { scheme, secrets } => {
+                let proof = scheme.verify(&signed, secrets, clock.now())?;
+                let document = document(&parts.headers, &body)?;
+                let event = self.event(parts, body, document, &proof)?;
+                Ok(Notification::event(
+                    event,
+                    Verified::signed(proof.key_id.as_deref()),
+                ))
+            }
+        }
+    }
+
+    /// The event of a verified request: its type and delivery id, and its id by the source's
+    /// dedup rule.
+    fn event(
+        &self,
+        parts: &Parts,
+        payload: Bytes,
+        document: Value,
+        proof: &Proof,
+    ) -> Result<Event, Error> {
+        let missing = |what: String| Error::Payload(PayloadError::MissingDedupKey(what));
+        let event_id = match &self.dedup {
+            DedupRule::Dss => unreachable!("a DSS source is checked by verify"),
+            DedupRule::DeliveryId => proof
+                .delivery_id
+                .clone()
+                .ok_or_else(|| missing("delivery id".into()))?,
+            DedupRule::Body => hex::encode(Sha256::digest(&payload)),
+            DedupRule::Header(name) => schemes::header(&parts.headers, name.as_str())?
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| missing(format!("{name} header")))?,
+            DedupRule::Field(path) => field_text(&document, path)
+                .ok_or_else(|| missing(format!("field {}", path.join("."))))?,
+        };
+        let event_type = match (&self.event_type_header, &self.event_type_field) {
+            (Some(header), _) => {
+                schemes::header(&parts.headers, header.as_str())?.map(str::to_owned)
+            }
+            (None, Some(path)) => field_text(&document, path),
+            (None, None) => None,
+        }
+        .or_else(|| proof.event_type.clone());
+        Ok(Event {
+            payload,
+            document,
+            source: self.name.clone(),
+            event_type,
+            delivery_id: proof.delivery_id.clone(),
+            event_id,
+        })
+    }
+}
+
+/// A field's value as text: a string as it is, a number or boolean as JSON writes it; absent
+/// for other values and empty strings.
+fn field_text(document: &Value, path: &[String]) -> Option<String> {
+    let value = path
+        .iter()
+        .try_fold(document, |value, name| value.get(name.as_str()))?;
+    match value {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// What routes read of another source's body: its JSON (any `application/json` or `+json`
+/// type), its form fields as an object of strings (a repeated name: a list), or an empty object
+/// for any other body. A JSON body that does not parse is refused (400 `invalid_json`).
+fn document(headers: &http::HeaderMap, body: &[u8]) -> Result<Value, Error> {
+    let media = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.parse::<mime::Mime>().ok());
+    let Some(media) = media else {
+        return Ok(Value::Object(Map::new()));
+    };
+    let json = media.subtype() == mime::JSON || media.suffix() == Some(mime::JSON);
+    if json {
+        return serde_json::from_slice(body)
+            .map_err(|e| Error::Payload(PayloadError::InvalidJson(e.to_string())));
+    }
+    if media.essence_str() == mime::APPLICATION_WWW_FORM_URLENCODED.essence_str() {
+        let mut fields = Map::new();
+        for (name, value) in form_urlencoded::parse(body) {
+            let value = Value::String(value.into_owned());
+            match fields.get_mut(name.as_ref()) {
+                None => {
+                    fields.insert(name.into_owned(), value);
+                }
+                Some(Value::Array(values)) => values.push(value),
+                Some(first) => *first = Value::Array(vec![first.take(), value]),
+            }
+        }
+        return Ok(Value::Object(fields));
+    }
+    Ok(Value::Object(Map::new()))
+}

@@ -1,0 +1,524 @@
+//! Sources: one relay answering for several senders, each on its own paths, verified with its
+//! own scheme and keys, identified by its own dedup key, routed by `$source`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use relay_core::schemes::github::GitHub;
+use relay_core::schemes::slack::Slack;
+use relay_core::schemes::standard_webhooks::StandardWebhooks;
+use relay_core::schemes::{Scheme, SigningKey};
+use relay_core::verify::Secret;
+use relay_core::{Relay, Sink};
+use relay_testkit::capture;
+use relay_testkit::config::ConfigFile;
+use relay_testkit::sinks::{RecordingSink, relay};
+use relay_testkit::{capture_clock, status_and_code};
+
+const GITHUB_SECRET: &str = "It's a Secret to Everybody";
+/// A Standard Webhooks secret: `whsec_` and the base64 of the key.
+const SW_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+
+/// Three sources on three paths, each routed by `$source` to a sink of its own, and a Slack
+/// source for form bodies.
+const CONFIG: &str = r#"
+[sources.dss]
+scheme = "dss"
+paths = ["/dss/notify"]
+
+[sources.github]
+scheme = "github"
+paths = ["/github"]
+secret_env = "TEST_GITHUB_SECRET"
+
+[sources.billing]
+scheme = "standard-webhooks"
+paths = ["/billing", "/billing/v2"]
+secret_env = "TEST_SW_SECRET"
+
+[sources.slack]
+scheme = "slack"
+paths = ["/slack"]
+secret_env = "TEST_SLACK_SECRET"
+
+[sinks.bundles]
+type = "file"
+path = "-"
+
+[sinks.code]
+type = "file"
+path = "-"
+
+[sinks.invoices]
+type = "file"
+path = "-"
+
+[sinks.chat]
+type = "file"
+path = "-"
+
+[[routes]]
+name = "dss"
+match = { "$source" = ["dss"] }
+to = ["bundles"]
+
+[[routes]]
+name = "pushes"
+match = { "$source" = ["github"], repository = { full_name = ["octo/relay"] } }
+to = ["code"]
+
+[[routes]]
+name = "invoices"
+match = { "$source" = ["billing"], type = [{ prefix = "invoice." }] }
+to = ["invoices"]
+
+[[routes]]
+name = "commands"
+match = { "$source" = ["slack"], command = ["/deploy"] }
+to = ["chat"]
+"#;
+
+struct Sinks {
+    bundles: Arc<RecordingSink>,
+    code: Arc<RecordingSink>,
+    invoices: Arc<RecordingSink>,
+    chat: Arc<RecordingSink>,
+}
+
+impl Sinks {
+    fn counts(&self) -> [usize; 4] {
+        [&self.bundles, &self.code, &self.invoices, &self.chat].map(|s| s.messages().len())
+    }
+}
+
+fn relay_with_sources() -> (Relay, Sinks, ConfigFile) {
+    let file = ConfigFile::new(CONFIG);
+    let config = file
+        .load(&[
+            ("RELAY_HMAC_SECRET", capture::SECRET),
+            ("TEST_GITHUB_SECRET", GITHUB_SECRET),
+            ("TEST_SW_SECRET", SW_SECRET),
+            ("TEST_SLACK_SECRET", SLACK_SECRET),
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sinks = Sinks {
+        bundles: RecordingSink::new("bundles"),
+        code: RecordingSink::new("code"),
+        invoices: RecordingSink::new("invoices"),
+        chat: RecordingSink::new("chat"),
+    };
+    let named: Vec<(&str, Arc<dyn Sink>)> = vec![
+        ("bundles", sinks.bundles.clone()),
+        ("code", sinks.code.clone()),
+        ("invoices", sinks.invoices.clone()),
+        ("chat", sinks.chat.clone()),
+    ];
+    (relay(config, &named, capture_clock()), sinks, file)
+}
+
+fn hmac_key(secret: &str) -> SigningKey {
+    SigningKey::Hmac {
+        key_id: None,
+        secret: Secret::new(secret).into(),
+    }
+}
+
+/// A request to `path` with `body`, signed by `scheme` with `secret` at the captures' time.
+fn signed(
+    path: &str,
+    content_type: &str,
+    body: &str,
+    scheme: &dyn Scheme,
+    secret: &str,
+    id: Option<&str>,
+    extra: &[(&str, &str)],
+) -> Request<Bytes> {
+    let headers = scheme
+        .sign(body.as_bytes(), &hmac_key(secret), capture::time(), id)
+        .unwrap();
+    let mut builder = Request::post(path).header("content-type", content_type);
+    for (name, value) in headers {
+        builder = builder.header(name, value);
+    }
+    for (name, value) in extra {
+        builder = builder.header(*name, *value);
+    }
+    builder
+        .body(Bytes::copy_from_slice(body.as_bytes()))
+        .unwrap()
+}
+
+const PUSH: &str = r#"{"ref": "refs/heads/main", "repository": {"full_name": "octo/relay"}}"#;
+const INVOICE: &str = r#"{"type": "invoice.paid", "data": {"id": "in_1"}}"#;
+
+fn push(delivery: &str) -> Request<Bytes> {
+    signed(
+        "/github",
+        "application/json",
+        PUSH,
+        &GitHub,
+        GITHUB_SECRET,
+        None,
+        &[("x-github-delivery", delivery), ("x-github-event", "push")],
+    )
+}
+
+fn invoice(path: &str, id: &str) -> Request<Bytes> {
+    signed(
+        path,
+        "application/json",
+        INVOICE,
+        &StandardWebhooks::default(),
+        SW_SECRET,
+        Some(id),
+        &[],
+    )
+}
+
+fn answer(outcome: &relay_core::Outcome) -> (u16, String) {
+    status_and_code(outcome)
+}
+
+#[tokio::test]
+async fn three_sources_on_three_paths_each_reach_their_own_destination() {
+    let (relay, sinks, _file) = relay_with_sources();
+
+    let outcome = relay.accept(capture::request("v2-json-post")).await;
+    assert_eq!(answer(&outcome), (202, String::new()), "{outcome:?}");
+    let outcome = relay
+        .accept(push("72d3162e-cc78-11e3-81ab-4c9367dc0958"))
+        .await;
+    assert_eq!(answer(&outcome), (202, String::new()), "{outcome:?}");
+    let outcome = relay
+        .accept(invoice("/billing/v2", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"))
+        .await;
+    assert_eq!(answer(&outcome), (202, String::new()), "{outcome:?}");
+    assert_eq!(sinks.counts(), [1, 1, 1, 0]);
+
+    // Each payload byte for byte, with its source's attributes.
+    let dss = &sinks.bundles.messages()[0];
+    assert_eq!(&dss.payload[..], capture::payload("v2-json-post"));
+    assert_eq!(dss.attributes.get("relay.source"), Some("dss"));
+    assert!(dss.attributes.get("dss.bundle_uuid").is_some());
+    let code = &sinks.code.messages()[0];
+    assert_eq!(&code.payload[..], PUSH.as_bytes());
+    assert_eq!(code.attributes.get("relay.source"), Some("github"));
+    assert_eq!(code.attributes.get("relay.event_type"), Some("push"));
+    assert_eq!(
+        code.attributes.get("relay.delivery_id"),
+        Some("72d3162e-cc78-11e3-81ab-4c9367dc0958")
+    );
+    assert_eq!(code.attributes.get("dss.bundle_uuid"), None);
+    let invoices = &sinks.invoices.messages()[0];
+    assert_eq!(&invoices.payload[..], INVOICE.as_bytes());
+    assert_eq!(
+        invoices.attributes.get("relay.event_type"),
+        Some("invoice.paid")
+    );
+    assert_eq!(
+        invoices.attributes.get("relay.delivery_id"),
+        Some("msg_2KWPBgLlAfxdpx2AI54pPJ85f4W")
+    );
+
+    // A push from another repository, and an event that is not an invoice, are filtered.
+    let other = PUSH.replace("octo/relay", "octo/other");
+    let request = signed(
+        "/github",
+        "application/json",
+        &other,
+        &GitHub,
+        GITHUB_SECRET,
+        None,
+        &[("x-github-delivery", "d-2")],
+    );
+    let outcome = relay.accept(request).await;
+    let body: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
+    assert_eq!(
+        (outcome.status.as_u16(), body["status"].as_str()),
+        (202, Some("filtered"))
+    );
+    assert_eq!(sinks.counts(), [1, 1, 1, 0]);
+}
+
+#[tokio::test]
+async fn a_request_signed_for_another_source_is_refused() {
+    let (relay, sinks, _file) = relay_with_sources();
+    let cases = [
+        // GitHub's signature with the billing source's secret.
+        (
+            "github signed with another key",
+            signed(
+                "/github",
+                "application/json",
+                PUSH,
+                &GitHub,
+                SW_SECRET,
+                None,
+                &[("x-github-delivery", "d-1")],
+            ),
+            (401, "bad_signature"),
+        ),
+        // A correctly signed GitHub delivery sent to the billing source's path.
+        (
+            "github on the billing path",
+            {
+                let mut r = push("d-1");
+                *r.uri_mut() = "/billing".parse().unwrap();
+                r
+            },
+            (401, "missing_signature"),
+        ),
+        // The billing source's event on GitHub's path.
+        (
+            "standard webhooks on the github path",
+            invoice("/github", "msg_1"),
+            (401, "missing_signature"),
+        ),
+        // The DSS capture on GitHub's path.
+        (
+            "dss on the github path",
+            {
+                let mut r = capture::request("v2-json-post");
+                *r.uri_mut() = "/github".parse().unwrap();
+                r
+            },
+            (401, "missing_signature"),
+        ),
+        // A GitHub delivery on the DSS's path.
+        (
+            "github on the dss path",
+            {
+                let mut r = push("d-1");
+                *r.uri_mut() = "/dss/notify".parse().unwrap();
+                r
+            },
+            (401, "missing_authorization"),
+        ),
+        // No source answers on this path.
+        (
+            "unknown path",
+            {
+                let mut r = push("d-1");
+                *r.uri_mut() = "/gitlab".parse().unwrap();
+                r
+            },
+            (404, "unknown_path"),
+        ),
+    ];
+    for (name, request, (status, code)) in cases {
+        let outcome = relay.accept(request).await;
+        assert_eq!(answer(&outcome), (status, code.to_owned()), "{name}");
+    }
+    assert_eq!(sinks.counts(), [0, 0, 0, 0]);
+}
+
+#[tokio::test]
+async fn standard_webhooks_refuses_a_stale_timestamp_and_a_tampered_body() {
+    let (relay, sinks, _file) = relay_with_sources();
+    let old = capture::time() - Duration::from_secs(3600);
+    let headers = StandardWebhooks::default()
+        .sign(INVOICE.as_bytes(), &hmac_key(SW_SECRET), old, Some("msg_1"))
+        .unwrap();
+    let mut builder = Request::post("/billing").header("content-type", "application/json");
+    for (name, value) in &headers {
+        builder = builder.header(name, value);
+    }
+    let stale = builder
+        .body(Bytes::from_static(INVOICE.as_bytes()))
+        .unwrap();
+    assert_eq!(
+        answer(&relay.accept(stale).await),
+        (401, "stale_timestamp".to_owned())
+    );
+
+    let mut tampered = invoice("/billing", "msg_1");
+    *tampered.body_mut() = Bytes::from(INVOICE.replace("in_1", "in_2"));
+    assert_eq!(
+        answer(&relay.accept(tampered).await),
+        (401, "bad_signature".to_owned())
+    );
+    assert_eq!(sinks.counts(), [0, 0, 0, 0]);
+}
+
+#[tokio::test]
+async fn form_bodies_route_on_their_fields_and_are_forwarded_as_sent() {
+    let (relay, sinks, _file) = relay_with_sources();
+    let form = "token=x&command=%2Fdeploy&text=api+prod&user_id=U1";
+    let request = signed(
+        "/slack",
+        "application/x-www-form-urlencoded",
+        form,
+        &Slack::default(),
+        SLACK_SECRET,
+        None,
+        &[],
+    );
+    assert_eq!(answer(&relay.accept(request).await), (202, String::new()));
+    let chat = sinks.chat.messages();
+    assert_eq!(&chat[0].payload[..], form.as_bytes());
+    assert_eq!(chat[0].attributes.get("relay.source"), Some("slack"));
+
+    // A JSON body that does not parse is refused after its signature checked.
+    let request = signed(
+        "/slack",
+        "application/json",
+        "{not json",
+        &Slack::default(),
+        SLACK_SECRET,
+        None,
+        &[],
+    );
+    assert_eq!(
+        answer(&relay.accept(request).await),
+        (400, "invalid_json".to_owned())
+    );
+    assert_eq!(sinks.counts(), [0, 0, 0, 1]);
+}
+
+#[tokio::test]
+async fn each_source_has_its_own_dedup_key_in_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = relay_core::ledger::SqliteLedger::open(&dir.path().join("ledger.sqlite")).unwrap();
+    let (relay, sinks, _file) = relay_with_sources();
+    let relay = relay.with_ledger(Arc::new(ledger));
+
+    let first = relay.accept(push("same-id")).await;
+    assert_eq!(answer(&first), (202, String::new()));
+    // GitHub's redelivery carries the same X-GitHub-Delivery: nothing is published again.
+    let again = relay.accept(push("same-id")).await;
+    let body: serde_json::Value = serde_json::from_slice(&again.body).unwrap();
+    assert_eq!(body["status"], "duplicate", "{body}");
+    // Another source's event with the same id is another event.
+    let outcome = relay.accept(invoice("/billing", "same-id")).await;
+    let other: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
+    assert_eq!(other["status"], "published", "{other}");
+    assert_ne!(body["dedup_key"], other["dedup_key"]);
+    assert_eq!(
+        body["dedup_key"].as_str(),
+        Some(relay_core::notification::source_dedup_key("github", "same-id").as_str())
+    );
+    // A delivery without its id cannot be told from its retries: refused, not published.
+    let request = signed(
+        "/github",
+        "application/json",
+        PUSH,
+        &GitHub,
+        GITHUB_SECRET,
+        None,
+        &[],
+    );
+    assert_eq!(
+        answer(&relay.accept(request).await),
+        (400, "missing_dedup_key".to_owned())
+    );
+    assert_eq!(sinks.counts(), [0, 1, 1, 0]);
+}
+
+#[tokio::test]
+async fn a_dss_notification_through_a_named_source_keeps_its_dedup_key() {
+    let (named, _sinks, _file) = relay_with_sources();
+    let (alone, _) = relay_testkit::capture_relay(&[]);
+    let a = named.accept(capture::request("v2-json-post")).await;
+    let b = alone.accept(capture::request("v2-json-post")).await;
+    let (a, b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&a.body).unwrap(),
+        serde_json::from_slice(&b.body).unwrap(),
+    );
+    assert_eq!(a["dedup_key"], b["dedup_key"]);
+    assert!(
+        a["dedup_key"].as_str().is_some_and(|k| k.len() == 64),
+        "{a}"
+    );
+}
+
+#[test]
+fn a_source_that_cannot_work_is_refused_at_start() {
+    let cases = [
+        (
+            "[sources.gh]\nscheme = \"github\"\npaths = [\"/gh\"]\n",
+            "set secret_env",
+        ),
+        (
+            "[sources.gh]\nscheme = \"github\"\npaths = [\"/gh\"]\nsecret_env = \"UNSET_SECRET\"\n",
+            "UNSET_SECRET is not set",
+        ),
+        (
+            "[sources.gh]\nscheme = \"gitlab\"\n",
+            "unknown variant `gitlab`",
+        ),
+        ("[sources.gh]\npaths = [\"/gh\"]\n", "has no scheme"),
+        (
+            "[sources.a]\nscheme = \"dss\"\npaths = [\"/x\"]\n[sources.b]\nscheme = \"dss\"\npaths = [\"/x\"]\n",
+            "named by the sources \"a\" and \"b\"",
+        ),
+        (
+            "[sources.a]\nscheme = \"dss\"\n[sources.b]\nscheme = \"dss\"\n",
+            "at most one source may take every path",
+        ),
+        (
+            "[sources.s]\nscheme = \"stripe\"\nsecret_env = \"SET\"\ndedup_key = \"delivery-id\"\n",
+            "gives no delivery id",
+        ),
+        (
+            "[sources.s]\nscheme = \"stripe\"\nsecret_env = \"SET\"\nprefix = \"sha256=\"\n",
+            "does not read prefix",
+        ),
+        (
+            "[sources.s]\nscheme = \"hmac\"\nsecret_env = \"SET\"\ntemplate = \"{timestamp}.{body}\"\n",
+            "no header for it",
+        ),
+        (
+            "[sources.s]\nscheme = \"slack\"\nsecret_env = \"SET\"\nwindow_secs = 0\n",
+            "window_secs must be at least 1",
+        ),
+        (
+            "[sources.s]\nscheme = \"github\"\nsecret_env = \"SET\"\ndedup_key = \"uuid\"\n",
+            "expected \"delivery-id\"",
+        ),
+        (
+            "[sources.s]\nscheme = \"dss\"\npaths = [\"dss\"]\n",
+            "must start with /",
+        ),
+        (
+            "[sources.s]\nscheme = \"standard-webhooks\"\nsecret_env = \"BAD_KEY\"\n",
+            "32 bytes of base64",
+        ),
+    ];
+    for (text, expected) in cases {
+        let file = ConfigFile::new(&format!(
+            "{text}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n"
+        ));
+        let errors = file
+            .load(&[
+                ("RELAY_HMAC_SECRET", "k"),
+                ("SET", "a-secret"),
+                ("BAD_KEY", "whpk_dGVzdA=="),
+            ])
+            .expect_err(text)
+            .to_string();
+        assert!(
+            errors.contains(expected),
+            "{text}: expected {expected:?} in\n{errors}"
+        );
+        assert!(!errors.contains("a-secret"), "{errors}");
+    }
+}
+
+#[test]
+fn sources_without_the_dss_need_no_dss_key() {
+    let file = ConfigFile::new(
+        "[sources.gh]\nscheme = \"github\"\nsecret_env = \"GH\"\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+    );
+    let config = file.load(&[("GH", "s")]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.sources.len(), 1);
+    assert!(!config.sources[0].has_timestamp());
+    // A DSS source without its own keys still needs the relay's.
+    let file = ConfigFile::new(
+        "[sources.dss]\nscheme = \"dss\"\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+    );
+    let errors = file.load(&[]).unwrap_err().to_string();
+    assert!(errors.contains("no HMAC key is configured"), "{errors}");
+}
