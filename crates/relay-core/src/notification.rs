@@ -243,6 +243,15 @@ impl Notification<Verified> {
         }
     }
 
+    /// Another source's event read back from the archive, with the dedup key it was recorded
+    /// under.
+    pub(crate) fn archived_event(event: Event, dedup_key: &str, proof: Verified) -> Self {
+        Self {
+            dedup_key: dedup_key.to_owned(),
+            ..Self::event(event, proof)
+        }
+    }
+
     /// The key that signed the request, if it was signed.
     pub fn key_id(&self) -> Option<&str> {
         self.state.key_id()

@@ -791,7 +791,7 @@ fn field_text(document: &Value, path: &[String]) -> Option<String> {
 /// What routes read of another source's body: its JSON (any `application/json` or `+json`
 /// type), its form fields as an object of strings (a repeated name: a list), or an empty object
 /// for any other body. A JSON body that does not parse is refused (400 `invalid_json`).
-fn document(headers: &http::HeaderMap, body: &[u8]) -> Result<Value, Error> {
+pub(crate) fn document(headers: &http::HeaderMap, body: &[u8]) -> Result<Value, PayloadError> {
     let media = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -801,8 +801,7 @@ fn document(headers: &http::HeaderMap, body: &[u8]) -> Result<Value, Error> {
     };
     let json = media.subtype() == mime::JSON || media.suffix() == Some(mime::JSON);
     if json {
-        return serde_json::from_slice(body)
-            .map_err(|e| Error::Payload(PayloadError::InvalidJson(e.to_string())));
+        return serde_json::from_slice(body).map_err(|e| PayloadError::InvalidJson(e.to_string()));
     }
     if media.essence_str() == mime::APPLICATION_WWW_FORM_URLENCODED.essence_str() {
         let mut fields = Map::new();

@@ -522,3 +522,36 @@ fn sources_without_the_dss_need_no_dss_key() {
     let errors = file.load(&[]).unwrap_err().to_string();
     assert!(errors.contains("no HMAC key is configured"), "{errors}");
 }
+
+#[tokio::test]
+async fn another_sources_archived_event_is_replayed_as_it_arrived() {
+    use relay_core::archive::{Archive, DirArchive, Record};
+    use relay_core::relay::{ReplayPlan, ReplayRecord, ReplayTo, Replayed};
+    let dir = tempfile::tempdir().unwrap();
+    let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
+    let (relay, sinks, _file) = relay_with_sources();
+    let relay = relay.with_archive(archive.clone());
+    assert_eq!(answer(&relay.accept(push("d-9")).await), (202, String::new()));
+    let hour = relay_core::archive::hour_prefix(capture::time());
+    let keys = archive.list(&hour).await.unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let bytes = archive.get(&keys[0]).await.unwrap().unwrap();
+    let record = Record::from_bytes(&bytes).unwrap();
+    assert_eq!(record.attribute("relay.source"), Some("github"));
+
+    let plan = ReplayPlan {
+        to: ReplayTo::Routes,
+        record: ReplayRecord::Unrecorded,
+        dry_run: false,
+    };
+    let replayed = relay.replay(&record, &plan).await.unwrap();
+    assert!(matches!(replayed, Replayed::Sent { .. }), "{replayed:?}");
+    let code = sinks.code.messages();
+    assert_eq!(code.len(), 2);
+    assert_eq!(code[1].payload, code[0].payload);
+    assert_eq!(code[1].dedup_key, code[0].dedup_key);
+    for name in ["relay.source", "relay.event_type", "relay.delivery_id"] {
+        assert_eq!(code[1].attributes.get(name), code[0].attributes.get(name), "{name}");
+    }
+    assert_eq!(code[1].attributes.get("relay.replayed"), Some("true"));
+}

@@ -50,15 +50,20 @@ impl Selection {
         };
         if !(equal(&self.bundle_uuid, "dss.bundle_uuid")
             && equal(&self.subscription_id, "dss.subscription_id")
-            && equal(&self.event_type, "dss.event_type"))
+            && (equal(&self.event_type, "dss.event_type")
+                || equal(&self.event_type, "relay.event_type")))
         {
             return false;
         }
         let Some(pattern) = &self.pattern else {
             return true;
         };
-        serde_json::from_slice::<Value>(&record.payload)
-            .is_ok_and(|document| pattern.matches(&Input::new(&document, &record.request)))
+        let source = record
+            .attribute("relay.source")
+            .unwrap_or(crate::notification::DEFAULT_SOURCE);
+        serde_json::from_slice::<Value>(&record.payload).is_ok_and(|document| {
+            pattern.matches(&Input::new(&document, &record.request).from(source))
+        })
     }
 }
 
@@ -168,13 +173,13 @@ impl Relay {
         record: &Record,
         plan: &ReplayPlan,
     ) -> Result<Replayed, ReplayError> {
-        let proof = verify::Verified::archived(record.attribute("relay.key_id"));
-        let notification = Notification::parse(record.payload.clone())?.into_verified(proof);
+        let notification = reopen(record)?;
         let table = self.table.load_full();
         let now = self.clock.now();
         let (indexes, split) = match &plan.to {
             ReplayTo::Routes => {
-                let input = Input::new(notification.document(), &record.request);
+                let input = Input::new(notification.document(), &record.request)
+                    .from(notification.source());
                 let decision = table.decide(&input, now);
                 (decision.destinations, decision.split)
             }
@@ -299,4 +304,41 @@ fn outcome(published: &super::publish::Published<'_>, done: Vec<String>) -> Repl
         }
     }
     Replayed::Sent { to, done }
+}
+
+/// The notification an archived record holds, as it was verified on arrival: a DSS
+/// notification parsed again (through its source, when the record names one), another source's
+/// event from its recorded attributes, its request's `Content-Type` and its dedup key.
+fn reopen(record: &Record) -> Result<Notification<Verified>, ReplayError> {
+    let proof = verify::Verified::archived(record.attribute("relay.key_id"));
+    let source = record.attribute("relay.source");
+    if record.attribute("dss.subscription_id").is_some() || source.is_none() {
+        let notification = Notification::parse(record.payload.clone())?;
+        let notification = match source {
+            Some(source) => notification.through(source.into()),
+            None => notification,
+        };
+        return Ok(notification.into_verified(proof));
+    }
+    let mut headers = http::HeaderMap::new();
+    let content_type = record.request["headers"]["content-type"][0].as_str();
+    if let Some(value) = content_type.and_then(|t| http::HeaderValue::from_str(t).ok()) {
+        headers.insert(http::header::CONTENT_TYPE, value);
+    }
+    let document = crate::source::document(&headers, &record.payload)?;
+    Ok(Notification::archived_event(
+        crate::notification::Event {
+            payload: record.payload.clone(),
+            document,
+            source: source.unwrap_or_default().into(),
+            event_type: record.attribute("relay.event_type").map(str::to_owned),
+            delivery_id: record.attribute("relay.delivery_id").map(str::to_owned),
+            event_id: record
+                .attribute("relay.delivery_id")
+                .unwrap_or(&record.dedup_key)
+                .to_owned(),
+        },
+        &record.dedup_key,
+        proof,
+    ))
 }
