@@ -1124,3 +1124,460 @@ async fn health_and_method_headers() {
     let outcome = relay.accept(req).await;
     assert_eq!(outcome.headers["allow"], "GET, HEAD, POST, PUT");
 }
+
+/// The sources every scheme's rejections are checked on, each on its own path.
+const SOURCES: &str = r#"
+[sources.dss]
+scheme = "dss"
+paths = ["/dss"]
+
+[sources.github]
+scheme = "github"
+paths = ["/github"]
+secret_env = "SOURCE_SECRET"
+
+[sources.shopify]
+scheme = "shopify"
+paths = ["/shopify"]
+secret_env = "SOURCE_SECRET"
+
+[sources.stripe]
+scheme = "stripe"
+paths = ["/stripe"]
+secret_env = "SOURCE_SECRET"
+
+[sources.slack]
+scheme = "slack"
+paths = ["/slack"]
+secret_env = "SOURCE_SECRET"
+
+[sources.sw]
+scheme = "standard-webhooks"
+paths = ["/sw"]
+secret_env = "SW_SECRET"
+
+[sources.http]
+scheme = "rfc9421"
+paths = ["/rfc9421"]
+secret_env = "RFC9421_KEYS"
+
+[sources.generic]
+scheme = "hmac"
+paths = ["/hmac"]
+secret_env = "SOURCE_SECRET"
+header = "x-signature"
+prefix = "sha256="
+template = "{timestamp}.{body}"
+timestamp_header = "x-timestamp"
+id_header = "x-delivery"
+
+[sinks.out]
+type = "file"
+path = "-"
+
+[[routes]]
+name = "all"
+to = ["out"]
+"#;
+
+const SOURCE_SECRET: &str = "source-secret";
+const SW_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const SOURCE_BODY: &str = r#"{"id": "evt_1", "type": "thing.happened"}"#;
+
+/// One request to a source, signed by its scheme, then changed.
+struct SourceRow {
+    name: &'static str,
+    path: &'static str,
+    body: &'static str,
+    /// How far from the relay's clock the sender signed.
+    signed_at: i64,
+    /// Applied after signing.
+    tweak: Tweak,
+    /// Sent in place of the signed body.
+    tampered: Option<&'static str>,
+    status: StatusCode,
+    code: &'static str,
+}
+
+fn source_rows() -> Vec<SourceRow> {
+    use StatusCode as S;
+    let row = |name, path, tweak: Tweak, code| SourceRow {
+        name,
+        path,
+        body: SOURCE_BODY,
+        signed_at: 0,
+        tweak,
+        tampered: None,
+        status: S::UNAUTHORIZED,
+        code,
+    };
+    let unchanged: Tweak = |_| {};
+    vec![
+        SourceRow {
+            status: S::NOT_FOUND,
+            ..row(
+                "no source on the path",
+                "/gitlab",
+                unchanged,
+                "unknown_path",
+            )
+        },
+        row(
+            "github: no signature",
+            "/github",
+            |h| {
+                h.remove("x-hub-signature-256");
+            },
+            "missing_signature",
+        ),
+        row(
+            "github: not hex",
+            "/github",
+            |h| set(h, "x-hub-signature-256", "sha256=zz"),
+            "malformed_signature",
+        ),
+        row(
+            "github: no sha256= prefix",
+            "/github",
+            |h| {
+                let v = h["x-hub-signature-256"]
+                    .to_str()
+                    .unwrap()
+                    .replace("sha256=", "");
+                set(h, "x-hub-signature-256", &v);
+            },
+            "malformed_signature",
+        ),
+        row(
+            "github: signature twice",
+            "/github",
+            |h| duplicate(h, "x-hub-signature-256"),
+            "duplicate_header",
+        ),
+        row(
+            "github: signature not ASCII",
+            "/github",
+            |h| {
+                h.insert(
+                    "x-hub-signature-256",
+                    HeaderValue::from_bytes(b"sha256=\xff").unwrap(),
+                );
+            },
+            "invalid_header",
+        ),
+        row(
+            "github: another secret",
+            "/github",
+            |h| {
+                set(
+                    h,
+                    "x-hub-signature-256",
+                    &format!("sha256={}", "0".repeat(64)),
+                );
+            },
+            "bad_signature",
+        ),
+        SourceRow {
+            status: S::BAD_REQUEST,
+            ..row(
+                "github: no delivery id",
+                "/github",
+                |h| {
+                    h.remove("x-github-delivery");
+                },
+                "missing_dedup_key",
+            )
+        },
+        SourceRow {
+            body: "{\"id\": ",
+            status: S::BAD_REQUEST,
+            ..row(
+                "github: a JSON body that does not parse",
+                "/github",
+                unchanged,
+                "invalid_json",
+            )
+        },
+        row(
+            "shopify: another secret",
+            "/shopify",
+            |h| {
+                set(
+                    h,
+                    "x-shopify-hmac-sha256",
+                    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                );
+            },
+            "bad_signature",
+        ),
+        row(
+            "stripe: no t",
+            "/stripe",
+            |h| {
+                let v = h["stripe-signature"].to_str().unwrap();
+                let v = v
+                    .split(',')
+                    .filter(|p| !p.starts_with("t="))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                set(h, "stripe-signature", &v);
+            },
+            "malformed_signature",
+        ),
+        SourceRow {
+            signed_at: -3600,
+            ..row(
+                "stripe: an hour old",
+                "/stripe",
+                unchanged,
+                "stale_timestamp",
+            )
+        },
+        row(
+            "slack: no timestamp",
+            "/slack",
+            |h| {
+                h.remove("x-slack-request-timestamp");
+            },
+            "missing_signed_header",
+        ),
+        row(
+            "slack: a timestamp that is not a number",
+            "/slack",
+            |h| {
+                set(h, "x-slack-request-timestamp", "yesterday");
+            },
+            "invalid_timestamp",
+        ),
+        row(
+            "sw: no webhook-id",
+            "/sw",
+            |h| {
+                h.remove("webhook-id");
+            },
+            "missing_signed_header",
+        ),
+        SourceRow {
+            signed_at: 3600,
+            ..row("sw: an hour ahead", "/sw", unchanged, "future_timestamp")
+        },
+        row(
+            "sw: no version",
+            "/sw",
+            |h| set(h, "webhook-signature", "c2lnbmF0dXJl"),
+            "malformed_signature",
+        ),
+        row(
+            "rfc9421: no Signature-Input",
+            "/rfc9421",
+            |h| {
+                h.remove("signature-input");
+            },
+            "missing_signature",
+        ),
+        row(
+            "rfc9421: an algorithm it does not take",
+            "/rfc9421",
+            |h| {
+                let v = h["signature-input"]
+                    .to_str()
+                    .unwrap()
+                    .replace("hmac-sha256", "rsa-pss-sha512");
+                set(h, "signature-input", &v);
+            },
+            "unsupported_algorithm",
+        ),
+        row(
+            "rfc9421: content-digest not covered",
+            "/rfc9421",
+            |h| {
+                let v = h["signature-input"]
+                    .to_str()
+                    .unwrap()
+                    .replace("\"content-digest\"", "");
+                set(h, "signature-input", &v);
+            },
+            "incomplete_signed_headers",
+        ),
+        row(
+            "rfc9421: Content-Digest of another body",
+            "/rfc9421",
+            |h| {
+                set(
+                    h,
+                    "content-digest",
+                    &relay_core::schemes::rfc9421::content_digest(b"{}"),
+                );
+            },
+            "bad_signature",
+        ),
+        SourceRow {
+            tampered: Some(r#"{"id": "evt_2", "type": "thing.happened"}"#),
+            ..row(
+                "rfc9421: another body",
+                "/rfc9421",
+                unchanged,
+                "digest_mismatch",
+            )
+        },
+        SourceRow {
+            tampered: Some(r#"{"id": "evt_2", "type": "thing.happened"}"#),
+            ..row(
+                "github: another body",
+                "/github",
+                unchanged,
+                "bad_signature",
+            )
+        },
+        SourceRow {
+            tampered: Some(r#"{"id": "evt_2", "type": "thing.happened"}"#),
+            ..row(
+                "stripe: another body",
+                "/stripe",
+                unchanged,
+                "bad_signature",
+            )
+        },
+        row(
+            "hmac: no timestamp header",
+            "/hmac",
+            |h| {
+                h.remove("x-timestamp");
+            },
+            "missing_signed_header",
+        ),
+    ]
+}
+
+fn source_request(row: &SourceRow) -> http::Request<Bytes> {
+    use relay_core::schemes::{Scheme, SigningKey};
+    let (scheme, secret, id): (Box<dyn Scheme>, &str, Option<&str>) = match row.path {
+        "/github" | "/gitlab" => (
+            Box::new(relay_core::schemes::github::GitHub),
+            SOURCE_SECRET,
+            None,
+        ),
+        "/shopify" => (
+            Box::new(relay_core::schemes::shopify::Shopify),
+            SOURCE_SECRET,
+            None,
+        ),
+        "/stripe" => (
+            Box::new(relay_core::schemes::stripe::Stripe::default()),
+            SOURCE_SECRET,
+            None,
+        ),
+        "/slack" => (
+            Box::new(relay_core::schemes::slack::Slack::default()),
+            SOURCE_SECRET,
+            None,
+        ),
+        "/sw" => (
+            Box::new(relay_core::schemes::standard_webhooks::StandardWebhooks::default()),
+            SW_SECRET,
+            Some("msg_1"),
+        ),
+        "/rfc9421" => (
+            Box::new(relay_core::schemes::rfc9421::Rfc9421::default()),
+            SOURCE_SECRET,
+            None,
+        ),
+        "/hmac" => {
+            let mut config = relay_core::schemes::hmac::HmacConfig::body_only("x-signature");
+            config.prefix = Some("sha256=".into());
+            config.template = "{timestamp}.{body}".into();
+            config.timestamp_header = Some("x-timestamp".into());
+            config.id_header = Some("x-delivery".into());
+            let scheme = relay_core::schemes::hmac::GenericHmac::new(config).unwrap();
+            (Box::new(scheme), SOURCE_SECRET, Some("d-1"))
+        }
+        other => panic!("no scheme for {other}"),
+    };
+    let at = capture::time().checked_add_signed_secs(row.signed_at);
+    let key = SigningKey::Hmac {
+        key_id: (row.path == "/rfc9421").then(|| "k1".to_owned()),
+        secret: Secret::new(secret).into(),
+    };
+    let mut headers = HeaderMap::new();
+    for (name, value) in scheme.sign(row.body.as_bytes(), &key, at, id).unwrap() {
+        headers.insert(name, value);
+    }
+    match row.path {
+        "/github" | "/gitlab" => set(&mut headers, "x-github-delivery", "d-1"),
+        "/shopify" => set(&mut headers, "x-shopify-webhook-id", "d-1"),
+        _ => {}
+    }
+    set(&mut headers, "content-type", "application/json");
+    (row.tweak)(&mut headers);
+    let sent = row.tampered.unwrap_or(row.body);
+    let mut request = http::Request::post(row.path)
+        .body(Bytes::from_static(sent.as_bytes()))
+        .unwrap();
+    *request.headers_mut() = headers;
+    request
+}
+
+/// `SystemTime` moved by a signed number of seconds.
+trait AddSigned {
+    fn checked_add_signed_secs(self, secs: i64) -> Self;
+}
+
+impl AddSigned for std::time::SystemTime {
+    fn checked_add_signed_secs(self, secs: i64) -> Self {
+        let d = std::time::Duration::from_secs(secs.unsigned_abs());
+        if secs < 0 { self - d } else { self + d }
+    }
+}
+
+#[tokio::test]
+async fn every_source_rejection_gets_its_documented_status_and_code() {
+    let file = relay_testkit::config::ConfigFile::new(SOURCES);
+    let config = file
+        .load(&[
+            ("RELAY_HMAC_SECRET", CAPTURE_SECRET),
+            ("SOURCE_SECRET", SOURCE_SECRET),
+            ("SW_SECRET", SW_SECRET),
+            ("RFC9421_KEYS", "{\"k1\": \"source-secret\"}"),
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sink = relay_testkit::sinks::RecordingSink::new("out");
+    let relay = relay_testkit::sinks::relay(
+        config,
+        &[("out", sink.clone() as std::sync::Arc<dyn relay_core::Sink>)],
+        capture_clock(),
+    );
+    // Each scheme's request as signed is accepted: the rows fail for what they change.
+    for path in [
+        "/github", "/shopify", "/stripe", "/slack", "/sw", "/rfc9421", "/hmac",
+    ] {
+        let row = SourceRow {
+            name: "as signed",
+            path,
+            body: SOURCE_BODY,
+            signed_at: 0,
+            tweak: |_| {},
+            tampered: None,
+            status: StatusCode::ACCEPTED,
+            code: "",
+        };
+        assert_accepted(&relay.accept(source_request(&row)).await);
+    }
+    assert_eq!(sink.messages().len(), 7);
+    let rows = source_rows();
+    for row in &rows {
+        let outcome = relay.accept(source_request(row)).await;
+        assert_eq!(
+            (outcome.status, error_code(&outcome).as_str()),
+            (row.status, row.code),
+            "{}: {}",
+            row.name,
+            String::from_utf8_lossy(&outcome.body)
+        );
+        assert!(!String::from_utf8_lossy(&outcome.body).contains(SOURCE_SECRET));
+    }
+    assert_eq!(
+        sink.messages().len(),
+        7,
+        "no rejected input reached the sink"
+    );
+}

@@ -531,7 +531,10 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
     let (relay, sinks, _file) = relay_with_sources();
     let relay = relay.with_archive(archive.clone());
-    assert_eq!(answer(&relay.accept(push("d-9")).await), (202, String::new()));
+    assert_eq!(
+        answer(&relay.accept(push("d-9")).await),
+        (202, String::new())
+    );
     let hour = relay_core::archive::hour_prefix(capture::time());
     let keys = archive.list(&hour).await.unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
@@ -551,7 +554,11 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     assert_eq!(code[1].payload, code[0].payload);
     assert_eq!(code[1].dedup_key, code[0].dedup_key);
     for name in ["relay.source", "relay.event_type", "relay.delivery_id"] {
-        assert_eq!(code[1].attributes.get(name), code[0].attributes.get(name), "{name}");
+        assert_eq!(
+            code[1].attributes.get(name),
+            code[0].attributes.get(name),
+            "{name}"
+        );
     }
     assert_eq!(code[1].attributes.get("relay.replayed"), Some("true"));
 }
