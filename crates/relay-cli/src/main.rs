@@ -121,12 +121,35 @@ struct SendArgs {
     /// Send without Date, Digest and Authorization, as an unsigned subscription does.
     #[arg(long, conflicts_with_all = ["secret", "secret_file", "key_id"])]
     unsigned: bool,
+    /// Sign as this sender does instead of as the DSS: rfc9421, standard-webhooks, github,
+    /// stripe, slack, shopify or hmac (its defaults: the raw body, hex, in X-Signature). The
+    /// file's bytes are the body, sent as they are.
+    #[arg(long, value_parser = parse_scheme, conflicts_with = "source")]
+    scheme: Option<relay_core::source::SchemeName>,
+    /// Sign as the source of this name in the relay's configuration does (its scheme and
+    /// options, and its secret_env variable when no secret is given).
+    #[arg(long)]
+    source: Option<String>,
+    /// The relay's configuration file, for --source (default: RELAY_CONFIG).
+    #[arg(long, requires = "source")]
+    config: Option<String>,
+    /// The delivery id, for the schemes that send one (GitHub, Shopify, Standard Webhooks, an
+    /// hmac source's id_header); a random one by default.
+    #[arg(long)]
+    id: Option<String>,
+    /// The body's Content-Type for --scheme and --source.
+    #[arg(long, default_value = "application/json")]
+    content_type: String,
     /// Extra request header NAME:VALUE, e.g. `X-dss-notify-attempt:0`; repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", value_parser = parse_header)]
     headers: Vec<(String, String)>,
     /// Seconds to wait for the answer.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
+}
+
+fn parse_scheme(s: &str) -> Result<relay_core::source::SchemeName, String> {
+    s.parse()
 }
 
 fn parse_pair(s: &str) -> Result<(String, String), String> {
@@ -193,6 +216,7 @@ fn check(config: Option<String>) -> ExitCode {
             for (name, value) in lines {
                 println!("  {name:<width$}  {value}");
             }
+            print_sources(&config);
             let routes = stored_routes(&config);
             let ledger = trace::check_ledger(&config);
             if routes == ExitCode::SUCCESS {
@@ -204,6 +228,68 @@ fn check(config: Option<String>) -> ExitCode {
         Err(errors) => {
             eprintln!("{errors}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Who may send, on which paths, signed how; and which sources sign no timestamp, so that a
+/// captured request can be sent again.
+fn print_sources(config: &Config) {
+    use relay_core::source::{SchemeName, SourceKeys};
+    if config.sources.is_empty() {
+        println!("sources: the DSS on every path (no [sources])");
+        return;
+    }
+    println!("sources:");
+    let width = config
+        .sources
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0);
+    let scheme_width = config
+        .sources
+        .iter()
+        .map(|s| s.scheme.as_str().len())
+        .max()
+        .unwrap_or(0);
+    for source in &config.sources {
+        let paths = match source.paths.is_empty() {
+            true => "every other path".to_owned(),
+            false => source.paths.join(", "),
+        };
+        let keys = match (&source.keys, &source.secret_env) {
+            (None, _) => "the relay's keys (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET)".to_owned(),
+            (Some(SourceKeys::Dss(ring)), Some(env)) => {
+                format!("{env} ({} named keys)", ring.key_ids().count())
+            }
+            (Some(_), Some(env)) => env.clone(),
+            (Some(_), None) => "(none)".to_owned(),
+        };
+        let window = match (source.scheme, source.spec.window_secs) {
+            (SchemeName::Dss, None) => config.max_clock_skew,
+            _ => source.window,
+        };
+        let clock = match (source.has_timestamp(), window) {
+            (true, Some(window)) => format!("signed within {} s", window.as_secs()),
+            (true, None) => "Date check off".to_owned(),
+            (false, _) => "no signed timestamp".to_owned(),
+        };
+        println!(
+            "  {:<width$}  {:<scheme_width$}  on {paths}; keys from {keys}; {clock}; one event = {}",
+            source.name,
+            source.scheme.as_str(),
+            source.dedup
+        );
+        if !source.has_timestamp() {
+            let guard = match config.ledger {
+                Some(_) => "the ledger's dedup key keeps it from being published twice",
+                None => "without a ledger (RELAY_LEDGER_URL) it is published again",
+            };
+            println!(
+                "  {:<width$}  warning: the {} scheme signs no timestamp, so a captured request can be sent again; {guard}",
+                "", source.scheme
+            );
         }
     }
 }

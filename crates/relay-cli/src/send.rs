@@ -5,6 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use relay_core::Notification;
+use relay_core::schemes::SigningKey;
+use relay_core::source::{SchemeName, SourceSpec};
 use relay_core::verify::{Secret, sign};
 
 use crate::{Encoding, HttpMethod, SendArgs};
@@ -12,6 +14,14 @@ use crate::{Encoding, HttpMethod, SendArgs};
 pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
     let payload = std::fs::read(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+    if let Some(sender) = Sender::of(args)? {
+        let mut headers = vec![("Content-Type".to_owned(), args.content_type.clone())];
+        if !args.unsigned {
+            headers.extend(sender.sign(args, &payload)?);
+        }
+        headers.extend(args.headers.iter().cloned());
+        return deliver(args, &headers, &payload);
+    }
     let (content_type, body) = match args.encoding {
         Encoding::Json => ("application/json".to_owned(), payload.clone()),
         Encoding::Multipart => {
@@ -51,7 +61,11 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
         }
     }
     headers.extend(args.headers.iter().cloned());
+    deliver(args, &headers, &body)
+}
 
+/// Sends the request and prints the answer; success when it is a 2xx.
+fn deliver(args: &SendArgs, headers: &[(String, String)], body: &[u8]) -> Result<ExitCode, String> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0) // the DSS never followed redirects
@@ -62,7 +76,7 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
         HttpMethod::Post => agent.post(&args.url),
         HttpMethod::Put => agent.put(&args.url),
     };
-    for (name, value) in &headers {
+    for (name, value) in headers {
         request = request.header(name, value);
     }
     let mut response = request
@@ -80,23 +94,146 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
 }
 
 fn secret(args: &SendArgs) -> Result<Secret, String> {
-    let value = match (&args.secret, &args.secret_file) {
-        (Some(s), _) => s.clone(),
-        (None, Some(path)) => std::fs::read_to_string(path)
+    secret_text(args, None).map(Secret::new)
+}
+
+/// The secret given with --secret or --secret-file, else the variable `fallback` names.
+fn secret_text(args: &SendArgs, fallback: Option<&str>) -> Result<String, String> {
+    let value = match (&args.secret, &args.secret_file, fallback) {
+        (Some(s), _, _) => s.clone(),
+        (None, Some(path), _) => std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?
             .trim()
             .to_owned(),
-        (None, None) => {
+        (None, None, Some(var)) => std::env::var(var)
+            .map_err(|_| format!("no secret: pass --secret or --secret-file, or set {var}"))?,
+        (None, None, None) => {
             return Err(
                 "no HMAC secret: set RELAY_SEND_SECRET, or pass --secret-file, or --unsigned"
                     .into(),
             );
         }
     };
-    if value.is_empty() {
-        return Err("the HMAC secret is empty".into());
+    if value.trim().is_empty() {
+        return Err("the secret is empty".into());
     }
-    Ok(Secret::new(value))
+    Ok(value.trim().to_owned())
+}
+
+/// How a sender other than the DSS signs: `--scheme`, or the scheme and options of the
+/// configured `--source`.
+struct Sender {
+    scheme: Box<dyn relay_core::schemes::Scheme>,
+    name: SchemeName,
+    /// The source's `secret_env`, read when no secret is given.
+    secret_env: Option<String>,
+    /// Whether the scheme sends a delivery id.
+    sends_id: bool,
+}
+
+impl Sender {
+    /// `None`: sign as the DSS.
+    fn of(args: &SendArgs) -> Result<Option<Self>, String> {
+        let (name, spec, secret_env) = match (&args.scheme, &args.source) {
+            (Some(SchemeName::Dss), _) | (None, None) => return Ok(None),
+            (Some(name), _) => (*name, SourceSpec::default(), None),
+            (None, Some(source)) => {
+                let config =
+                    relay_core::Config::from_vars(crate::env_with_config(args.config.as_deref()))
+                        .map_err(|e| e.to_string())?;
+                let source = config
+                    .sources
+                    .iter()
+                    .find(|s| &s.name == source)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> =
+                            config.sources.iter().map(|s| s.name.as_str()).collect();
+                        format!("no source {source:?} in the configuration; its sources: {names:?}")
+                    })?;
+                if source.scheme == SchemeName::Dss {
+                    return Ok(None);
+                }
+                (
+                    source.scheme,
+                    source.spec.clone(),
+                    source.secret_env.clone(),
+                )
+            }
+        };
+        let scheme = name
+            .scheme(&spec)?
+            .expect("every scheme but the DSS's is one");
+        let sends_id = matches!(
+            name,
+            SchemeName::GitHub | SchemeName::Shopify | SchemeName::StandardWebhooks
+        ) || (name == SchemeName::Hmac && spec.id_header.is_some());
+        Ok(Some(Self {
+            scheme,
+            name,
+            secret_env,
+            sends_id,
+        }))
+    }
+
+    /// The headers that sign `body` now.
+    fn sign(&self, args: &SendArgs, body: &[u8]) -> Result<Vec<(String, String)>, String> {
+        let text = secret_text(args, self.secret_env.as_deref())?;
+        let key = signing_key(&text, args.key_id.as_deref())?;
+        let id = match (&args.id, self.sends_id) {
+            (Some(id), _) => Some(id.clone()),
+            (None, true) => Some(random_boundary()?),
+            (None, false) => None,
+        };
+        let headers = self
+            .scheme
+            .sign(body, &key, SystemTime::now(), id.as_deref())
+            .map_err(|e| format!("{}: {e}", self.name))?;
+        Ok(headers
+            .into_iter()
+            .map(|(name, value)| {
+                let value = value.to_str().expect("the schemes write ASCII").to_owned();
+                (name.as_str().to_owned(), value)
+            })
+            .collect())
+    }
+}
+
+/// The key a secret's text gives: one secret, or the entry `key_id` names in a JSON object of
+/// key ids to secrets; `ed25519-seed:<base64 of 32 bytes>` is an ed25519 private key.
+fn signing_key(text: &str, key_id: Option<&str>) -> Result<SigningKey, String> {
+    use base64::Engine as _;
+    let (key_id, secret) = match text.starts_with('{') {
+        true => {
+            let map: std::collections::BTreeMap<String, String> = serde_json::from_str(text)
+                .map_err(|_| "the secret is not a JSON object of key ids to secrets".to_owned())?;
+            let (id, secret) = match key_id {
+                Some(id) => map
+                    .get_key_value(id)
+                    .ok_or_else(|| format!("no key {id:?} among {:?}", map.keys()))?,
+                None if map.len() == 1 => map.iter().next().expect("one"),
+                None => return Err(format!("pass --key-id, one of {:?}", map.keys())),
+            };
+            (Some(id.clone()), secret.clone())
+        }
+        false => (key_id.map(str::to_owned), text.to_owned()),
+    };
+    match secret.strip_prefix("ed25519-seed:") {
+        Some(seed) => {
+            let seed: [u8; 32] = base64::engine::general_purpose::STANDARD
+                .decode(seed)
+                .ok()
+                .and_then(|b| b.try_into().ok())
+                .ok_or("an ed25519 seed is 32 bytes of base64")?;
+            Ok(SigningKey::Ed25519 {
+                key_id,
+                key: relay_core::schemes::Ed25519SigningKey::from_bytes(&seed),
+            })
+        }
+        None => Ok(SigningKey::Hmac {
+            key_id,
+            secret: Secret::new(secret).into(),
+        }),
+    }
 }
 
 /// 32 lowercase hex characters, like urllib3's `choose_boundary()`.

@@ -802,3 +802,222 @@ to = ["audit", "split"]
     let stderr = failed(&cmd.output().unwrap(), 1);
     assert!(stderr.contains("warning: sink \"audit\""), "{stderr}");
 }
+
+/// A relay with one source per scheme, each on its own path, all to one file sink.
+const SOURCES: &str = r#"
+[sources.dss]
+scheme = "dss"
+paths = ["/dss"]
+
+[sources.github]
+scheme = "github"
+paths = ["/github"]
+secret_env = "CLI_SOURCE_SECRET"
+
+[sources.shopify]
+scheme = "shopify"
+paths = ["/shopify"]
+secret_env = "CLI_SOURCE_SECRET"
+
+[sources.stripe]
+scheme = "stripe"
+paths = ["/stripe"]
+secret_env = "CLI_SOURCE_SECRET"
+
+[sources.slack]
+scheme = "slack"
+paths = ["/slack"]
+secret_env = "CLI_SOURCE_SECRET"
+
+[sources.sw]
+scheme = "standard-webhooks"
+paths = ["/sw"]
+secret_env = "CLI_SW_SECRET"
+
+[sources.http]
+scheme = "rfc9421"
+paths = ["/rfc9421"]
+secret_env = "CLI_RFC9421_KEYS"
+
+[sources.generic]
+scheme = "hmac"
+paths = ["/hmac"]
+secret_env = "CLI_SOURCE_SECRET"
+header = "x-acme-signature"
+prefix = "v1="
+encoding = "base64"
+template = "{timestamp}:{id}:{body}"
+timestamp_header = "x-acme-timestamp"
+id_header = "x-acme-delivery"
+"#;
+
+const SOURCE_SECRET: &str = "a-source-secret";
+const SW_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// The relay-gcf app with `SOURCES` and a file sink, on a free loopback port; its address.
+async fn start_sources_relay(dir: &Path, sink: &Path) -> (String, PathBuf) {
+    let file = dir.join("relay.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "{SOURCES}\n[sinks.out]\ntype = \"file\"\npath = \"{}\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+            sink.display()
+        ),
+    )
+    .unwrap();
+    let vars = [
+        ("RELAY_CONFIG", file.display().to_string()),
+        ("RELAY_HMAC_KEYS", format!(r#"{{"dev": "{SECRET}"}}"#)),
+        ("CLI_SOURCE_SECRET", SOURCE_SECRET.to_owned()),
+        ("CLI_SW_SECRET", SW_SECRET.to_owned()),
+        (
+            "CLI_RFC9421_KEYS",
+            format!(r#"{{"k1": "{SOURCE_SECRET}"}}"#),
+        ),
+    ];
+    let config = Config::from_vars(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone()));
+    let relay = Arc::new(Relay::from_config(config.unwrap()).await.unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, relay_gcf::app(relay)).await });
+    (base, file)
+}
+
+#[tokio::test]
+async fn send_signs_for_every_scheme_and_each_source_takes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = dir.path().join("sink.jsonl");
+    let (base, config) = start_sources_relay(dir.path(), &sink).await;
+    let json = dir.path().join("event.json");
+    std::fs::write(&json, r#"{"id": "evt_1", "type": "thing.happened"}"#).unwrap();
+    let form = dir.path().join("command.form");
+    std::fs::write(&form, "command=%2Fdeploy&text=api").unwrap();
+
+    let mut sent = Vec::new();
+    let cases: [(&[&str], &str, &Path, &str); 8] = [
+        (&["--scheme", "github"], "/github", &json, SOURCE_SECRET),
+        (&["--scheme", "shopify"], "/shopify", &json, SOURCE_SECRET),
+        (&["--scheme", "stripe"], "/stripe", &json, SOURCE_SECRET),
+        (
+            &[
+                "--scheme",
+                "slack",
+                "--content-type",
+                "application/x-www-form-urlencoded",
+            ],
+            "/slack",
+            &form,
+            SOURCE_SECRET,
+        ),
+        (&["--scheme", "standard-webhooks"], "/sw", &json, SW_SECRET),
+        (
+            &["--scheme", "rfc9421", "--key-id", "k1"],
+            "/rfc9421",
+            &json,
+            SOURCE_SECRET,
+        ),
+        (
+            &["--scheme", "dss", "--key-id", "dev"],
+            "/dss",
+            &examples().join("v2-create.json"),
+            SECRET,
+        ),
+        // The configured source's own options and secret variable.
+        (
+            &["--source", "generic", "--config", config.to_str().unwrap()],
+            "/hmac",
+            &json,
+            "",
+        ),
+    ];
+    for (flags, path, file, secret) in cases {
+        let mut cmd = relay_cmd();
+        cmd.args([
+            "send",
+            file.to_str().unwrap(),
+            "--url",
+            &format!("{base}{path}"),
+        ])
+        .args(flags);
+        match secret {
+            "" => cmd
+                .env("CLI_SOURCE_SECRET", SOURCE_SECRET)
+                .env("RELAY_HMAC_KEYS", format!(r#"{{"dev": "{SECRET}"}}"#))
+                .env("CLI_SW_SECRET", SW_SECRET)
+                .env(
+                    "CLI_RFC9421_KEYS",
+                    format!(r#"{{"k1": "{SOURCE_SECRET}"}}"#),
+                ),
+            secret => cmd.env("RELAY_SEND_SECRET", secret),
+        };
+        let stdout = succeeded(&run(cmd).await);
+        assert!(stdout.starts_with("202 Accepted"), "{path}: {stdout}");
+        assert!(
+            stdout.contains(r#""status":"published""#),
+            "{path}: {stdout}"
+        );
+        sent.push(std::fs::read_to_string(file).unwrap());
+    }
+    assert_eq!(sink_payloads(&sink), sent);
+
+    // Signed with another source's secret: refused, and the exit code says so.
+    let mut cmd = relay_cmd();
+    cmd.args([
+        "send",
+        json.to_str().unwrap(),
+        "--url",
+        &format!("{base}/github"),
+    ])
+    .args(["--scheme", "github"])
+    .env("RELAY_SEND_SECRET", SW_SECRET);
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bad_signature"));
+    assert_eq!(sink_payloads(&sink).len(), 8);
+}
+
+#[test]
+fn check_prints_the_sources_and_which_sign_no_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("relay.toml");
+    std::fs::write(
+        &file,
+        format!("{SOURCES}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n"),
+    )
+    .unwrap();
+    let mut cmd = relay_cmd();
+    cmd.args(["check", "--config", file.to_str().unwrap()])
+        .env("RELAY_HMAC_SECRET", SECRET)
+        .env("CLI_SOURCE_SECRET", SOURCE_SECRET)
+        .env("CLI_SW_SECRET", SW_SECRET)
+        .env("CLI_RFC9421_KEYS", r#"{"k1": "x"}"#);
+    let stdout = succeeded(&cmd.output().unwrap());
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no line for {name} in\n{stdout}"))
+            .to_owned()
+    };
+    assert!(
+        line("github").contains(
+            "on /github; keys from CLI_SOURCE_SECRET; no signed timestamp; one event = delivery-id"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        line("stripe").contains("signed within 300 s; one event = field:id"),
+        "{stdout}"
+    );
+    assert!(line("dss").contains("the relay's keys"), "{stdout}");
+    // GitHub and Shopify sign no timestamp; with no ledger a captured request is published again.
+    let warnings: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("warning: the"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{stdout}");
+    assert!(
+        warnings.iter().all(|w| w.contains("without a ledger")),
+        "{stdout}"
+    );
+}
