@@ -562,3 +562,108 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     }
     assert_eq!(code[1].attributes.get("relay.replayed"), Some("true"));
 }
+
+#[tokio::test]
+async fn a_destinations_own_attributes_outrank_the_dss_sources_name() {
+    let file = ConfigFile::new(
+        r#"
+[sources.dss]
+scheme = "dss"
+
+[sinks.q]
+type = "sqs"
+queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/q"
+extra_attributes = { team = "atlas" }
+
+[[routes]]
+name = "all"
+to = ["q"]
+"#,
+    );
+    let config = file
+        .load(&[("RELAY_HMAC_SECRET", capture::SECRET)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let q = RecordingSink::new("q");
+    let relay = relay(
+        config,
+        &[("q", q.clone() as Arc<dyn Sink>)],
+        capture_clock(),
+    );
+    // Eight attributes of the capture's own; with the attempt header nine, then the extra.
+    let plain = capture::request("v2-json-post");
+    let mut attempt = capture::request("v2-json-post");
+    attempt
+        .headers_mut()
+        .insert("x-dss-notify-attempt", http::HeaderValue::from_static("1"));
+    for request in [plain, attempt] {
+        assert_eq!(answer(&relay.accept(request).await), (202, String::new()));
+    }
+    let messages = q.messages();
+    let names = |i: usize| -> Vec<String> {
+        messages[i]
+            .attributes
+            .iter()
+            .map(|(n, _)| n.to_owned())
+            .collect()
+    };
+    assert_eq!(names(0).len(), 10);
+    assert_eq!(
+        names(0)[8..],
+        ["team".to_owned(), "relay.source".to_owned()]
+    );
+    // At SQS's ten, the source's name is the one left out, never the destination's own.
+    assert_eq!(names(1).len(), 10);
+    assert_eq!(names(1).last().map(String::as_str), Some("team"));
+    assert!(!names(1).iter().any(|n| n == "relay.source"));
+}
+
+#[tokio::test]
+async fn fifo_ids_of_another_sources_events() {
+    let file = ConfigFile::new(
+        r#"
+[sources.github]
+scheme = "github"
+secret_env = "TEST_GITHUB_SECRET"
+
+[sinks.plain]
+type = "sqs"
+queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/events.fifo"
+
+[sinks.by_repo]
+type = "sqs"
+queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/repos.fifo"
+message_group_id = "{$source}:{repository.full_name}"
+
+[[routes]]
+name = "all"
+to = ["plain", "by_repo"]
+"#,
+    );
+    let config = file
+        .load(&[("TEST_GITHUB_SECRET", GITHUB_SECRET)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (plain, by_repo) = (RecordingSink::new("plain"), RecordingSink::new("by_repo"));
+    let relay = relay(
+        config,
+        &[
+            ("plain", plain.clone() as Arc<dyn Sink>),
+            ("by_repo", by_repo.clone() as Arc<dyn Sink>),
+        ],
+        capture_clock(),
+    );
+    assert_eq!(
+        answer(&relay.accept(push("d-1")).await),
+        (202, String::new())
+    );
+    // The default group, `{subscription_id}`, is the source's name for an event that has none.
+    let message = &plain.messages()[0];
+    assert_eq!(message.group_id.as_deref(), Some("github"));
+    assert_eq!(
+        message.dedup_id.as_deref(),
+        Some(message.dedup_key.as_str())
+    );
+    assert_eq!(
+        by_repo.messages()[0].group_id.as_deref(),
+        Some("github:octo/relay")
+    );
+}

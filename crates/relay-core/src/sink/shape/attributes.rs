@@ -105,6 +105,12 @@ impl Attributes {
         self.0.push((name.to_owned(), value.to_owned()));
     }
 
+    /// Removes the attribute `name`, giving its value.
+    pub fn take(&mut self, name: &str) -> Option<String> {
+        let at = self.0.iter().position(|(n, _)| n == name)?;
+        Some(self.0.remove(at).1)
+    }
+
     /// Adds an attribute before every other, replacing one of the same name.
     pub fn put_first(&mut self, name: &str, value: &str) {
         self.0.retain(|(n, _)| n != name);

@@ -64,6 +64,9 @@ pub struct Shape {
     pub dedup_id: Option<Template>,
     /// Pub/Sub ordering key.
     pub ordering_key: Option<Template>,
+    /// The group id is the default, `{subscription_id}`: another source's events, which have
+    /// none, are grouped by their source's name instead.
+    default_group: bool,
 }
 
 impl Shape {
@@ -146,15 +149,32 @@ impl Shape {
                 .attributes
                 .retain(|name| names.iter().any(|n| n == name));
         }
+        // A DSS notification's source comes after the destination's own attributes: it is
+        // beyond the nine the destination's limit was checked against, so it is the one dropped.
+        let source = match notification.is_dss() {
+            true => message.attributes.take("relay.source"),
+            false => None,
+        };
         for (name, value) in &self.extra_attributes {
             message.attributes.push(name, value);
+        }
+        if let Some(source) = source {
+            message.attributes.push("relay.source", &source);
         }
         if let Some(limit) = self.max_attributes {
             message.attributes.truncate(limit);
         }
         let (document, key) = (notification.document(), notification.dedup_key());
-        let fill = |t: &Option<Template>| t.as_ref().map(|t| t.render(document, key)).transpose();
-        message.group_id = fill(&self.group_id)?;
+        let source = notification.source();
+        let fill = |t: &Option<Template>| {
+            t.as_ref()
+                .map(|t| t.render(document, key, source))
+                .transpose()
+        };
+        message.group_id = match self.default_group && !notification.is_dss() {
+            true => Some(source.to_owned()),
+            false => fill(&self.group_id)?,
+        };
         message.dedup_id = fill(&self.dedup_id)?;
         message.ordering_key = fill(&self.ordering_key)?;
         Ok(message)
@@ -192,8 +212,8 @@ impl Shape {
 }
 
 /// FIFO group and deduplication ids for a queue or topic: the configured templates, else
-/// `{subscription_id}` groups and the stable dedup key, as the DSS's own queues had them. A
-/// standard queue or topic takes neither.
+/// `{subscription_id}` groups (another source's events: their source's name) and the stable
+/// dedup key, as the DSS's own queues had them. A standard queue or topic takes neither.
 pub(crate) fn fifo_ids(
     shape: Shape,
     fifo: bool,
@@ -215,6 +235,7 @@ pub(crate) fn fifo_ids(
                 .unwrap_or_else(|| default("{subscription_id}")),
         ),
         dedup_id: Some(dedup_id.cloned().unwrap_or_else(|| default("{$dedup_key}"))),
+        default_group: group_id.is_none(),
         ..shape
     })
 }

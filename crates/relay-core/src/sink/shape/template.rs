@@ -15,6 +15,7 @@ enum Part {
     Text(String),
     Field(Vec<String>),
     DedupKey,
+    Source,
 }
 
 impl std::str::FromStr for Template {
@@ -38,7 +39,8 @@ impl serde::Serialize for Template {
 pub struct TemplateError(pub String);
 
 impl Template {
-    /// Parses `{dotted.field}` and `{$dedup_key}` placeholders; `{{` and `}}` are literal braces.
+    /// Parses `{dotted.field}`, `{$dedup_key}` and `{$source}` placeholders; `{{` and `}}` are
+    /// literal braces.
     pub fn parse(source: &str) -> Result<Self, TemplateError> {
         let mut parts = Vec::new();
         let mut text = String::new();
@@ -73,6 +75,7 @@ impl Template {
                     }
                     parts.push(match name.as_str() {
                         "$dedup_key" => Part::DedupKey,
+                        "$source" => Part::Source,
                         n if n.starts_with('$') => {
                             return Err(TemplateError(format!(
                                 "template {source:?}: unknown placeholder {{{n}}}"
@@ -99,12 +102,18 @@ impl Template {
 
     /// Renders against a notification; a field that is missing, or not a string or number,
     /// is an error.
-    pub fn render(&self, document: &Value, dedup_key: &str) -> Result<String, TemplateError> {
+    pub fn render(
+        &self,
+        document: &Value,
+        dedup_key: &str,
+        source: &str,
+    ) -> Result<String, TemplateError> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
                 Part::DedupKey => out.push_str(dedup_key),
+                Part::Source => out.push_str(source),
                 Part::Field(path) => {
                     let value = path.iter().try_fold(document, |v, key| v.get(key));
                     match value {
@@ -140,9 +149,9 @@ mod tests {
         let doc = json!({"subscription_id": "s1", "match": {"bundle_uuid": "u1"}, "n": 3});
         let t = Template::parse("{match.bundle_uuid}/{subscription_id}-{n}-{$dedup_key}-{{x}}")
             .unwrap();
-        assert_eq!(t.render(&doc, "k").unwrap(), "u1/s1-3-k-{x}");
+        assert_eq!(t.render(&doc, "k", "dss").unwrap(), "u1/s1-3-k-{x}");
         let missing = Template::parse("{event_type}").unwrap();
-        assert!(missing.render(&doc, "k").is_err());
+        assert!(missing.render(&doc, "k", "dss").is_err());
         for bad in [
             "",
             "{",
