@@ -76,3 +76,81 @@ async fn a_missing_secret_stops_the_relay_at_start() {
         "{error}"
     );
 }
+
+/// A relay whose `github` source reads its secret from `arn`, with a file sink in `dir`.
+async fn github_source_relay(
+    dir: &std::path::Path,
+    arn: &str,
+) -> Result<relay_core::Relay, relay_core::StartError> {
+    require_emulator_env();
+    let file = dir.join("relay.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[sources.github]\nscheme = \"github\"\nsecret_arn = \"{arn}\"\n\n[sinks.out]\ntype = \"file\"\npath = \"{}\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+            dir.join("out.jsonl").display()
+        ),
+    )
+    .unwrap();
+    let path = file.display().to_string();
+    let config = Config::from_vars(|n| match n {
+        "RELAY_CONFIG" => Some(path.clone()),
+        _ => None,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    Relay::from_config(config).await
+}
+
+#[tokio::test]
+async fn a_sources_keys_come_from_its_secret_arn() {
+    use relay_core::schemes::{Scheme, SigningKey};
+    let client = aws_sdk_secretsmanager::Client::new(&sdk().await);
+    let arn = client
+        .create_secret()
+        .name(unique("github-webhook"))
+        .secret_string(r#"{"2026-12": "github-secret"}"#)
+        .send()
+        .await
+        .unwrap()
+        .arn()
+        .unwrap()
+        .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let relay = github_source_relay(dir.path(), &arn).await.unwrap();
+    let body = br#"{"zen": "Keep it logically awesome."}"#;
+    let request = |secret: &str| {
+        let key = SigningKey::Hmac {
+            key_id: None,
+            secret: relay_core::verify::Secret::new(secret).into(),
+        };
+        let headers = relay_core::schemes::github::GitHub
+            .sign(body, &key, std::time::SystemTime::now(), Some("d-1"))
+            .unwrap();
+        let mut builder = http::Request::post("/github").header("content-type", "application/json");
+        for (name, value) in headers {
+            builder = builder.header(name, value);
+        }
+        builder.body(bytes::Bytes::from_static(body)).unwrap()
+    };
+    let outcome = relay.accept(request("github-secret")).await;
+    assert_eq!(
+        outcome.status,
+        202,
+        "{}",
+        String::from_utf8_lossy(&outcome.body)
+    );
+    let outcome = relay.accept(request("another-secret")).await;
+    assert_eq!(outcome.status, 401);
+    let lines = std::fs::read_to_string(dir.path().join("out.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 1);
+
+    let missing = "arn:aws:secretsmanager:us-east-1:123456789012:secret:does-not-exist";
+    let error = github_source_relay(dir.path(), missing)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("RELAY_CONFIG: source \"github\": arn:aws:secretsmanager:"),
+        "{error}"
+    );
+}

@@ -5,18 +5,21 @@
 //! `relay replay` (release, pinned to core 0 too) costs and how fast it sends.
 //!
 //! Run with `make bench-load`, which pins this process (the load and the endpoints) to core 1,
-//! or `cargo build --release -p relay-gcf -p relay-cli -p relay-bench --features
-//! relay-gcf/dynamodb` and then `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets
+//! or `cargo build --release -p relay-gcf -p relay-cli -p relay-lambda -p relay-bench
+//! --features relay-gcf/dynamodb` and then `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets
 //! each measured run's length (default 5); `BENCH_ONLY=saturation` runs the first table,
 //! `BENCH_ONLY=burst` the burst and slow-sender tables, `BENCH_ONLY=ledger` the ledger table
 //! (relay-gcf against a loopback DynamoDB-protocol endpoint, `BENCH_LEDGER_NOTIFICATIONS`
 //! distinct notifications per pass, default 20,000) and `BENCH_ONLY=replay` the replay table
 //! (`relay replay --since 3h` over an archive folder of `BENCH_REPLAY_NOTIFICATIONS`
 //! notifications, default 10,000, to the loopback SQS-protocol endpoint: without a ledger,
-//! through an SQLite ledger twice, and to an endpoint answering in 10 ms); `BENCH_RELAY` names
+//! through an SQLite ledger twice, and to an endpoint answering in 10 ms), `BENCH_ONLY=cold`
+//! the release relay-lambda's cold starts under Lambda's CPU quotas (cold.rs, which needs root
+//! for its cgroups; `BENCH_COLD_STARTS` starts per row, default 20); `BENCH_RELAY` names
 //! another relay-gcf binary to measure, such as `cargo build --profile profiling -p
 //! relay-gcf`'s, which keeps its symbols for perf.
 
+mod cold;
 mod ledger;
 mod load;
 mod process;
@@ -41,8 +44,8 @@ fn main() {
     }
 }
 
-/// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst", "ledger" or
-/// "replay").
+/// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst", "ledger",
+/// "replay" or "cold").
 fn wanted(table: &str) -> bool {
     std::env::var("BENCH_ONLY").map_or(true, |only| only == table)
 }
@@ -103,6 +106,10 @@ async fn run() {
     }
     if wanted("replay") {
         replay::table().await;
+        println!();
+    }
+    if wanted("cold") {
+        cold::table().await;
     }
 }
 

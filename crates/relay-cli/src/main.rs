@@ -258,13 +258,21 @@ fn print_sources(config: &Config) {
             true => "every other path".to_owned(),
             false => source.paths.join(", "),
         };
-        let keys = match (&source.keys, &source.secret_env) {
-            (None, _) => "the relay's keys (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET)".to_owned(),
-            (Some(SourceKeys::Dss(ring)), Some(env)) => {
-                format!("{env} ({} named keys)", ring.key_ids().count())
+        let named = match &source.keys {
+            Some(SourceKeys::Dss(ring)) => format!(" ({} named keys)", ring.key_ids().count()),
+            _ => String::new(),
+        };
+        let keys = match (
+            &source.secret_env,
+            &source.spec.secret_file,
+            &source.secret_arn,
+        ) {
+            (Some(env), _, _) => format!("{env}{named}"),
+            (None, Some(path), _) => format!("the file {path}{named}"),
+            (None, None, Some(arn)) => format!("{arn}, read at start"),
+            (None, None, None) => {
+                "the relay's keys (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET)".to_owned()
             }
-            (Some(_), Some(env)) => env.clone(),
-            (Some(_), None) => "(none)".to_owned(),
         };
         let window = match (source.scheme, source.spec.window_secs) {
             (SchemeName::Dss, None) => config.max_clock_skew,

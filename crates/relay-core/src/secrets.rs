@@ -1,4 +1,5 @@
-//! HMAC keys kept in AWS Secrets Manager, read once at start (`RELAY_HMAC_KEYS_SECRET_ARN`).
+//! Keys kept in AWS Secrets Manager, read once at start: the DSS's HMAC keys
+//! (`RELAY_HMAC_KEYS_SECRET_ARN`) and a source's (`secret_arn`).
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,16 @@ pub(crate) async fn load_keys(
     sdk: &SdkConfig,
     arn: &str,
 ) -> Result<(BTreeMap<String, Secret>, Option<Secret>), String> {
+    let value = load_text(sdk, arn).await?;
+    if value.trim_start().starts_with('{') {
+        Ok((HmacKeys::from_json(&value).map_err(|e| e.0)?.0, None))
+    } else {
+        Ok((BTreeMap::new(), Some(Secret::new(value.trim()))))
+    }
+}
+
+/// The secret's text (its `SecretString`), trimmed.
+pub(crate) async fn load_text(sdk: &SdkConfig, arn: &str) -> Result<String, String> {
     let mut config = aws_sdk_secretsmanager::config::Builder::from(sdk);
     if let Some(region) = arn.split(':').nth(3) {
         config = config.region(Region::new(region.to_owned()));
@@ -29,9 +40,5 @@ pub(crate) async fn load_keys(
         .secret_string()
         .filter(|s| !s.trim().is_empty())
         .ok_or("the secret has no SecretString")?;
-    if value.trim_start().starts_with('{') {
-        Ok((HmacKeys::from_json(value).map_err(|e| e.0)?.0, None))
-    } else {
-        Ok((BTreeMap::new(), Some(Secret::new(value.trim()))))
-    }
+    Ok(value.trim().to_owned())
 }

@@ -233,8 +233,12 @@ pub struct SourceSpec {
     #[serde(default)]
     pub paths: Vec<String>,
     /// The variable holding its secret, or a JSON object of key ids to secrets; for the DSS,
-    /// unset means the relay's keys (`RELAY_HMAC_KEYS`, …).
+    /// unset (with `secret_file` and `secret_arn`) means the relay's keys (`RELAY_HMAC_KEYS`, …).
     pub secret_env: Option<String>,
+    /// A file holding the same, read at start.
+    pub secret_file: Option<String>,
+    /// An AWS Secrets Manager secret holding the same, read at start.
+    pub secret_arn: Option<String>,
     /// The largest distance between a signed timestamp and the relay's clock, in seconds
     /// (default 300; for the DSS, `RELAY_MAX_CLOCK_SKEW_SECS`).
     pub window_secs: Option<u64>,
@@ -262,8 +266,8 @@ pub struct SourceSpec {
     pub label: Option<String>,
 }
 
-/// The options only the generic HMAC scheme reads, and those only RFC 9421 reads, for the
-/// check that a source sets none it does not use.
+/// The options only the generic HMAC scheme reads, for the check that a source sets none it
+/// does not use.
 const HMAC_ONLY: [&str; 7] = [
     "header",
     "prefix",
@@ -359,6 +363,8 @@ pub struct SourceConfig {
     pub event_type_header: Option<http::HeaderName>,
     /// The variable its keys came from, for `relay check`.
     pub secret_env: Option<String>,
+    /// The Secrets Manager secret its keys are read from at start, when they come from one.
+    pub secret_arn: Option<String>,
     /// The options as written, for building its scheme.
     pub spec: SourceSpec,
 }
@@ -456,11 +462,15 @@ impl SourceConfig {
                 None
             }
         };
-        let keys = match (&spec.secret_env, scheme) {
-            (None, SchemeName::Dss) => None,
-            (None, _) => {
+        let given = [
+            spec.secret_env.is_some(),
+            spec.secret_file.is_some(),
+            spec.secret_arn.is_some(),
+        ];
+        let keys = match (&spec.secret_env, &spec.secret_file) {
+            _ if given.iter().filter(|g| **g).count() > 1 => {
                 problems.push(format!(
-                    "source {name:?}: set secret_env to the variable that holds its secret"
+                    "source {name:?}: set one of secret_env, secret_file and secret_arn"
                 ));
                 None
             }
@@ -471,14 +481,32 @@ impl SourceConfig {
                     ));
                     None
                 }
-                Some(text) => match read_keys(scheme, text.trim()) {
-                    Ok(keys) => Some(keys),
-                    Err(e) => {
-                        problems.push(format!("source {name:?}: {env}: {e}"));
-                        None
-                    }
-                },
+                Some(text) => keys_or_problem(&mut problems, name, env, scheme, &text),
             },
+            (None, Some(path)) => match std::fs::read_to_string(path) {
+                Ok(text) if !text.trim().is_empty() => {
+                    keys_or_problem(&mut problems, name, path, scheme, &text)
+                }
+                Ok(_) => {
+                    problems.push(format!("source {name:?}: its secret_file {path} is empty"));
+                    None
+                }
+                Err(e) => {
+                    problems.push(format!(
+                        "source {name:?}: its secret_file {path} cannot be read: {}",
+                        e.kind()
+                    ));
+                    None
+                }
+            },
+            (None, None) => {
+                if scheme != SchemeName::Dss && spec.secret_arn.is_none() {
+                    problems.push(format!(
+                        "source {name:?}: set secret_env to the variable that holds its secret (or secret_file, or secret_arn)"
+                    ));
+                }
+                None
+            }
         };
         let window = match scheme {
             SchemeName::Dss => spec
@@ -500,6 +528,7 @@ impl SourceConfig {
             event_type_field,
             event_type_header,
             secret_env: spec.secret_env.clone(),
+            secret_arn: spec.secret_arn.clone(),
             spec: spec.clone(),
         })
     }
@@ -518,10 +547,23 @@ impl SourceConfig {
     }
 }
 
+/// The keys `text` holds, or a problem naming the source and where the text came from.
+fn keys_or_problem(
+    problems: &mut Vec<String>,
+    name: &str,
+    from: &str,
+    scheme: SchemeName,
+    text: &str,
+) -> Option<SourceKeys> {
+    read_keys(scheme, text.trim())
+        .map_err(|e| problems.push(format!("source {name:?}: {from}: {e}")))
+        .ok()
+}
+
 /// Reads a `secret_env` value: one secret, or a JSON object of key ids to secrets. For the
 /// DSS, HMAC secrets; for the others, an HMAC secret, or an ed25519 public key written
 /// `ed25519:<base64>` or (Standard Webhooks) `whpk_<base64>`.
-fn read_keys(scheme: SchemeName, text: &str) -> Result<SourceKeys, String> {
+pub(crate) fn read_keys(scheme: SchemeName, text: &str) -> Result<SourceKeys, String> {
     let named: Vec<(Option<String>, String)> = match text.starts_with('{') {
         true => serde_json::from_str::<BTreeMap<String, String>>(text)
             .map_err(|_| "a JSON object of key ids to secrets, or one secret, expected".to_owned())?
@@ -584,8 +626,7 @@ fn public_key(text: &str) -> Result<Option<Ed25519VerifyingKey>, String> {
 /// The sources in effect, built once at start.
 #[derive(Debug)]
 pub struct Sources {
-    /// None: no `[sources]`, the DSS on every path.
-    configured: bool,
+    /// The DSS alone, without `[sources]`.
     list: Vec<Source>,
 }
 
@@ -593,6 +634,8 @@ pub struct Sources {
 #[derive(Debug)]
 pub struct Source {
     name: Arc<str>,
+    /// Named in `[sources]` (its notifications carry `relay.source`), not the implicit DSS.
+    configured: bool,
     paths: Vec<String>,
     check: Check,
     dedup: DedupRule,
@@ -618,9 +661,9 @@ impl Sources {
     pub fn new(configured: &[SourceConfig], keys: &KeyRing, policy: &Policy) -> Self {
         if configured.is_empty() {
             return Self {
-                configured: false,
                 list: vec![Source {
                     name: crate::notification::DEFAULT_SOURCE.into(),
+                    configured: false,
                     paths: Vec::new(),
                     check: Check::Dss {
                         keys: keys.clone(),
@@ -636,6 +679,7 @@ impl Sources {
             .iter()
             .map(|source| Source {
                 name: source.name.as_str().into(),
+                configured: true,
                 paths: source.paths.clone(),
                 check: match (source.scheme(), &source.keys) {
                     (None, own) => Check::Dss {
@@ -665,10 +709,7 @@ impl Sources {
                 event_type_header: source.event_type_header.clone(),
             })
             .collect();
-        Self {
-            configured: true,
-            list,
-        }
+        Self { list }
     }
 
     /// The source answering on `path`: the one that names it, else the one without paths.
@@ -677,11 +718,6 @@ impl Sources {
             .iter()
             .find(|s| s.paths.iter().any(|p| p == path))
             .or_else(|| self.list.iter().find(|s| s.paths.is_empty()))
-    }
-
-    /// True when `[sources]` are configured.
-    pub fn configured(&self) -> bool {
-        self.configured
     }
 }
 
@@ -700,7 +736,6 @@ impl Source {
         body: Bytes,
         payload_field: &str,
         clock: &dyn Clock,
-        configured: bool,
     ) -> Result<Notification<Verified>, Error> {
         let signed = SignedRequest {
             method: &parts.method,
@@ -713,7 +748,7 @@ impl Source {
                 let proof = verify::verify(signed, keys, policy, clock)?;
                 let payload = extract_payload(&parts.headers, body, payload_field).await?;
                 let notification = Notification::parse(payload)?;
-                let notification = match configured {
+                let notification = match self.configured {
                     true => notification.through(self.name.clone()),
                     false => notification,
                 };
@@ -742,12 +777,13 @@ impl Source {
     ) -> Result<Event, Error> {
         let missing = |what: String| Error::Payload(PayloadError::MissingDedupKey(what));
         let event_id = match &self.dedup {
-            DedupRule::Dss => unreachable!("a DSS source is checked by verify"),
+            // A DSS source never comes here (its notification is parsed); its rule would be the
+            // body's bytes.
+            DedupRule::Dss | DedupRule::Body => hex::encode(Sha256::digest(&payload)),
             DedupRule::DeliveryId => proof
                 .delivery_id
                 .clone()
                 .ok_or_else(|| missing("delivery id".into()))?,
-            DedupRule::Body => hex::encode(Sha256::digest(&payload)),
             DedupRule::Header(name) => schemes::header(&parts.headers, name.as_str())?
                 .filter(|v| !v.is_empty())
                 .map(str::to_owned)

@@ -194,10 +194,11 @@ fn slack_verifies_its_documented_example() {
 }
 
 #[test]
-fn stripe_verifies_a_rotation_header_and_ignores_v0() {
+fn stripe_verifies_its_librarys_rotation_header_and_ignores_v0() {
     let f = fixture("stripe");
     let stripe = Stripe::default();
-    assert!(f.check(&stripe, &f.secret(), f.now).is_ok());
+    let proof = f.check(&stripe, &f.secret(), f.now).unwrap();
+    assert_eq!(proof.signed_at, Some(f.now));
     assert_eq!(
         f.check_body(&stripe, &f.secret(), f.now, &f.tampered()),
         Err(SchemeError::BadSignature)
@@ -207,15 +208,45 @@ fn stripe_verifies_a_rotation_header_and_ignores_v0() {
         Err(SchemeError::StaleTimestamp)
     );
     assert_eq!(
+        f.check(&stripe, &f.secret(), f.now - STALE),
+        Err(SchemeError::FutureTimestamp)
+    );
+    assert_eq!(
         f.check(&stripe, &wrong_key(), f.now),
         Err(SchemeError::BadSignature)
     );
+    // Rotation on the sending side: the header carries the old secret's v1 first, then the new
+    // one's, so an endpoint still holding only the old secret verifies too.
+    let old = Secret::new(f.json["old_secret"].as_str().unwrap());
+    let previous = Secrets::new().with_hmac_id("previous", old);
+    assert_eq!(
+        f.check(&stripe, &previous, f.now)
+            .unwrap()
+            .key_id
+            .as_deref(),
+        Some("previous")
+    );
     // Rotation on the receiving side: the old and the new secret, either one verifying.
-    let both = wrong_key().with_hmac_id("current", Secret::new("whsec_test_secret"));
+    let new = Secret::new(f.json["secret"].as_str().unwrap());
+    let both = wrong_key().with_hmac_id("current", new);
     assert_eq!(
         f.check(&stripe, &both, f.now).unwrap().key_id.as_deref(),
         Some("current")
     );
+    // A `v0` (the value in Stripe's docs' example header) is another scheme, ignored.
+    let mut with_v0 = fixture("stripe");
+    let header = with_v0.headers["stripe-signature"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    with_v0.headers.insert(
+        "stripe-signature",
+        HeaderValue::try_from(format!(
+            "{header},v0=6ffbb59b2300aae63f272406069a9788598b792a944a07aba816edb039989a39"
+        ))
+        .unwrap(),
+    );
+    assert!(with_v0.check(&stripe, &f.secret(), f.now).is_ok());
     let key = SigningKey::Hmac {
         key_id: None,
         secret: HmacKey::from(Secret::new("s")),
@@ -224,7 +255,7 @@ fn stripe_verifies_a_rotation_header_and_ignores_v0() {
 }
 
 #[test]
-fn shopify_verifies_a_body_signature() {
+fn shopify_verifies_a_body_signature_its_library_accepts() {
     let f = fixture("shopify");
     let proof = f.check(&Shopify, &f.secret(), f.now).unwrap();
     assert_eq!(
@@ -276,6 +307,41 @@ fn standard_webhooks_verifies_the_reference_vector() {
         key,
         &Secrets::new().with_hmac(Secret::new("whsec_c2VjcmV0")),
     );
+}
+
+/// A vector signed by the `standardwebhooks` Python library: a non-ASCII body and two `v1`
+/// signatures, a rotated-out secret's first.
+#[test]
+fn standard_webhooks_verifies_its_librarys_rotation_vector() {
+    let f = fixture("standard_webhooks_python");
+    let sw = StandardWebhooks::default();
+    let proof = f.check(&sw, &f.secret(), f.now).unwrap();
+    assert_eq!(
+        proof.delivery_id.as_deref(),
+        Some("msg_2zYvVhXG8pTqK4mR1nJcLw6bE0a")
+    );
+    assert_eq!(proof.signed_at, Some(f.now));
+    assert!(!f.body.is_ascii(), "the body is signed as its UTF-8 bytes");
+    let old = Secret::new(f.json["old_secret"].as_str().unwrap());
+    let previous = Secrets::new().with_hmac_id("previous", old);
+    assert_eq!(
+        f.check(&sw, &previous, f.now).unwrap().key_id.as_deref(),
+        Some("previous")
+    );
+    assert_eq!(
+        f.check_body(&sw, &f.secret(), f.now, &f.tampered()),
+        Err(SchemeError::BadSignature)
+    );
+    assert_eq!(
+        f.check(&sw, &f.secret(), f.now + STALE),
+        Err(SchemeError::StaleTimestamp)
+    );
+    assert_eq!(
+        f.check(&sw, &f.secret(), f.now - STALE),
+        Err(SchemeError::FutureTimestamp)
+    );
+    let other = Secrets::new().with_hmac(Secret::new("whsec_YW5vdGhlciBlbmRwb2ludA=="));
+    assert_eq!(f.check(&sw, &other, f.now), Err(SchemeError::BadSignature));
 }
 
 #[test]

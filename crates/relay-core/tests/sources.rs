@@ -667,3 +667,49 @@ to = ["plain", "by_repo"]
         Some("github:octo/relay")
     );
 }
+
+#[tokio::test]
+async fn a_sources_keys_may_come_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("github.secret");
+    std::fs::write(&secret, format!("{GITHUB_SECRET}\n")).unwrap();
+    let file = ConfigFile::new(&format!(
+        "[sources.github]\nscheme = \"github\"\nsecret_file = \"{}\"\n[sinks.code]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"code\"]\n",
+        secret.display()
+    ));
+    let config = file.load(&[]).unwrap_or_else(|e| panic!("{e}"));
+    let code = RecordingSink::new("code");
+    let relay = relay(
+        config,
+        &[("code", code.clone() as Arc<dyn Sink>)],
+        capture_clock(),
+    );
+    assert_eq!(
+        answer(&relay.accept(push("d-1")).await),
+        (202, String::new())
+    );
+    assert_eq!(code.messages().len(), 1);
+
+    // Two places for one secret, and a file that is not there, are refused.
+    for (text, expected) in [
+        (
+            format!(
+                "[sources.github]\nscheme = \"github\"\nsecret_env = \"X\"\nsecret_file = \"{}\"\n",
+                secret.display()
+            ),
+            "set one of secret_env, secret_file and secret_arn",
+        ),
+        (
+            "[sources.github]\nscheme = \"github\"\nsecret_file = \"/nonexistent/secret\"\n"
+                .to_owned(),
+            "secret_file /nonexistent/secret cannot be read",
+        ),
+    ] {
+        let file = ConfigFile::new(&format!(
+            "{text}[sinks.code]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"code\"]\n"
+        ));
+        let errors = file.load(&[("X", "x")]).unwrap_err().to_string();
+        assert!(errors.contains(expected), "{errors}");
+        assert!(!errors.contains(GITHUB_SECRET), "{errors}");
+    }
+}

@@ -13,6 +13,7 @@ pub mod dynamodb;
 pub mod fake_dynamodb;
 pub mod fake_sqs;
 pub mod fuzz;
+pub mod fuzz_schemes;
 pub mod ledger;
 pub mod metrics;
 pub mod process;

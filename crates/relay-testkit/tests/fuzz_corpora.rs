@@ -8,13 +8,25 @@ use std::path::Path;
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 6] = [
+const TARGETS: [(&str, Target); 12] = [
     ("signature_header", relay_testkit::fuzz::signature_header),
     ("verification", relay_testkit::fuzz::verification),
     ("intake", relay_testkit::fuzz::intake),
     ("notification", relay_testkit::fuzz::notification),
     ("pattern", relay_testkit::fuzz::pattern),
     ("config_file", relay_testkit::fuzz::config_file),
+    (
+        "stripe_signature",
+        relay_testkit::fuzz_schemes::stripe_signature,
+    ),
+    (
+        "standard_webhooks",
+        relay_testkit::fuzz_schemes::standard_webhooks,
+    ),
+    ("rfc9421", relay_testkit::fuzz_schemes::rfc9421),
+    ("slack", relay_testkit::fuzz_schemes::slack),
+    ("body_hmac", relay_testkit::fuzz_schemes::body_hmac),
+    ("hmac_template", relay_testkit::fuzz_schemes::hmac_template),
 ];
 
 /// Runs `target` over every file in `dir`, a missing folder being empty; returns how many it ran.

@@ -256,9 +256,11 @@ impl Config {
         let sources = sources(&file.sources, &var, &mut fail, &in_file);
         // The relay's keys are needed by the DSS alone, or by a DSS source without its own.
         let relay_keys_used = file.sources.is_empty()
-            || sources
-                .iter()
-                .any(|s| s.scheme == crate::source::SchemeName::Dss && s.keys.is_none());
+            || sources.iter().any(|s| {
+                s.scheme == crate::source::SchemeName::Dss
+                    && s.keys.is_none()
+                    && s.secret_arn.is_none()
+            });
         if relay_keys_used && keys.is_empty() && keys_secret_arn.is_none() && !allow_unsigned {
             fail(
                 "RELAY_HMAC_KEYS",

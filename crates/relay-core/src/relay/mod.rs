@@ -92,6 +92,14 @@ pub enum StartError {
     /// The HMAC keys could not be read from `RELAY_HMAC_KEYS_SECRET_ARN`.
     #[error("RELAY_HMAC_KEYS_SECRET_ARN: {0}")]
     Secret(String),
+    /// A source's keys could not be read from its `secret_arn`.
+    #[error("RELAY_CONFIG: source {name:?}: {error}")]
+    SourceKeys {
+        /// The source's name.
+        name: String,
+        /// What went wrong.
+        error: String,
+    },
     /// The stored routes' store cannot be used.
     #[error("RELAY_ROUTES_URL: {0}")]
     Routes(#[source] StoreError),
@@ -109,6 +117,7 @@ impl Relay {
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
         #[cfg(feature = "aws")]
         let aws = match config.keys_secret_arn.is_some()
+            || config.sources.iter().any(|s| s.secret_arn.is_some())
             || config.sinks.iter().any(|s| s.target.uses_aws())
             || config
                 .ledger
@@ -139,6 +148,29 @@ impl Relay {
             return Err(StartError::Secret(format!(
                 "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
             )));
+        }
+        #[cfg(feature = "secrets")]
+        for source in config.sources.iter_mut() {
+            let Some(arn) = source.secret_arn.clone() else {
+                continue;
+            };
+            let sdk = aws.as_ref().expect("loaded for the secret");
+            let fail = |e: String| StartError::SourceKeys {
+                name: source.name.clone(),
+                error: format!("{arn}: {e}"),
+            };
+            let text = crate::secrets::load_text(sdk, &arn).await.map_err(fail)?;
+            source.keys = Some(crate::source::read_keys(source.scheme, &text).map_err(fail)?);
+            tracing::info!(source = %source.name, "A source's keys read from Secrets Manager.");
+        }
+        #[cfg(not(feature = "secrets"))]
+        if let Some(source) = config.sources.iter().find(|s| s.secret_arn.is_some()) {
+            return Err(StartError::SourceKeys {
+                name: source.name.clone(),
+                error:
+                    "its secret_arn is set, but this build leaves out the cargo feature \"secrets\""
+                        .into(),
+            });
         }
         let ledger = match &config.ledger {
             Some(settings) => Some(Recorder {
@@ -393,13 +425,7 @@ impl Relay {
             .for_path(parts.uri.path())
             .ok_or(Error::UnknownPath)?;
         let notification = source
-            .open(
-                parts,
-                body,
-                &self.config.payload_field,
-                self.clock.as_ref(),
-                self.sources.configured(),
-            )
+            .open(parts, body, &self.config.payload_field, self.clock.as_ref())
             .await?;
         fields.notification(&notification);
 
