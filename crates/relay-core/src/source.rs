@@ -749,7 +749,7 @@ impl Source {
                 let payload = extract_payload(&parts.headers, body, payload_field).await?;
                 let notification = Notification::parse(payload)?;
                 let notification = match self.configured {
-                    true => notification.through(self.name.clone()),
+                    true => notification.through(Arc::clone(&self.name)),
                     false => notification,
                 };
                 Ok(notification.into_verified(proof))
@@ -802,7 +802,7 @@ impl Source {
         Ok(Event {
             payload,
             document,
-            source: self.name.clone(),
+            source: Arc::clone(&self.name),
             event_type,
             delivery_id: proof.delivery_id.clone(),
             event_id,

@@ -712,3 +712,37 @@ proptest::proptest! {
         }
     }
 }
+
+/// As the reference libraries read `webhook-signature`: an entry that cannot be a signature (not
+/// base64, a `v1a` of the wrong length) is skipped and another may verify, and a secret whose
+/// base64 lost its padding still works.
+#[test]
+fn standard_webhooks_reads_entries_and_secrets_as_its_libraries_do() {
+    let mut f = fixture("standard_webhooks");
+    let sw = StandardWebhooks::default();
+    let good = f.headers["webhook-signature"].to_str().unwrap().to_owned();
+    f.headers.insert(
+        "webhook-signature",
+        HeaderValue::try_from(format!("v1a,AAAA v1,not*base64 {good}")).unwrap(),
+    );
+    assert!(f.check(&sw, &f.secret(), f.now).is_ok());
+    // Nothing that can be a signature: malformed.
+    f.headers.insert(
+        "webhook-signature",
+        HeaderValue::from_static("v1a,AAAA v1,not*base64"),
+    );
+    assert!(matches!(
+        f.check(&sw, &f.secret(), f.now),
+        Err(SchemeError::MalformedSignature(_))
+    ));
+    // "secrets" is 7 bytes: its base64 ends with two `=`.
+    let key = SigningKey::Hmac {
+        key_id: None,
+        secret: HmacKey::from(Secret::new("whsec_c2VjcmV0cw==")),
+    };
+    round_trip(
+        &sw,
+        key,
+        &Secrets::new().with_hmac(Secret::new("whsec_c2VjcmV0cw")),
+    );
+}

@@ -36,12 +36,21 @@ impl Default for StandardWebhooks {
     }
 }
 
-/// The HMAC key of a `whsec_` secret (the prefix is optional); none when it is not base64.
+/// The HMAC key of a `whsec_` secret (the prefix is optional, and so is the base64's padding);
+/// none when it is not base64.
 pub fn secret_bytes(secret: &HmacKey) -> Option<Vec<u8>> {
     let text = secret.expose();
     let text = text.strip_prefix(SECRET_PREFIX.as_bytes()).unwrap_or(text);
-    BASE64.decode(text).ok()
+    SECRET_BASE64.decode(text).ok()
 }
+
+/// Base64 with or without its padding: the reference libraries pad a secret before decoding it,
+/// so an unpadded secret works with them, and here too.
+const SECRET_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
 
 /// The `v1` and `v1a` signatures of a `webhook-signature` header; other versions are skipped.
 fn parse(value: &str) -> Result<(Vec<Vec<u8>>, Vec<Signature>), SchemeError> {
@@ -53,16 +62,18 @@ fn parse(value: &str) -> Result<(Vec<Vec<u8>>, Vec<Signature>), SchemeError> {
         let (version, sig) = part.split_once(',').ok_or(SchemeError::MalformedSignature(
             "expected version,signature",
         ))?;
+        // As the reference libraries do, a signature that cannot be one (not base64, a v1a of
+        // another length) is skipped like a version this relay does not know: another entry
+        // may still verify.
         let Ok(bytes) = BASE64.decode(sig) else {
-            return Err(SchemeError::MalformedSignature("a signature is not base64"));
+            continue;
         };
         match version {
             "v1" => v1.push(bytes),
             "v1a" => {
-                let sig = Signature::from_slice(&bytes).map_err(|_| {
-                    SchemeError::MalformedSignature("a v1a signature is not 64 bytes")
-                })?;
-                v1a.push(sig);
+                if let Ok(sig) = Signature::from_slice(&bytes) {
+                    v1a.push(sig);
+                }
             }
             _ => {}
         }
