@@ -471,6 +471,14 @@ fn a_source_that_cannot_work_is_refused_at_start() {
             "no header for it",
         ),
         (
+            "[sources.s]\nscheme = \"hmac\"\nsecret_env = \"SET\"\ntimestamp_header = \"x-ts\"\n",
+            "the template does not sign {timestamp}",
+        ),
+        (
+            "[sources.s]\nscheme = \"hmac\"\nsecret_env = \"SET\"\nid_header = \"x-id\"\ntemplate = \"{id}{body}\"\n",
+            "{id} and {body} side by side",
+        ),
+        (
             "[sources.s]\nscheme = \"slack\"\nsecret_env = \"SET\"\nwindow_secs = 0\n",
             "window_secs must be at least 1",
         ),

@@ -33,6 +33,23 @@ enum Part {
     Header(String),
 }
 
+impl Part {
+    fn is_placeholder(&self) -> bool {
+        !matches!(self, Self::Text(_))
+    }
+
+    /// The placeholder as written, without its braces.
+    fn name(&self) -> String {
+        match self {
+            Self::Text(t) => t.clone(),
+            Self::Body => "body".into(),
+            Self::Timestamp => "timestamp".into(),
+            Self::Id => "id".into(),
+            Self::Header(h) => format!("header:{h}"),
+        }
+    }
+}
+
 /// Why a generic HMAC scheme cannot be built from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -51,6 +68,14 @@ pub enum ConfigError {
     /// A template that does not sign the body.
     #[error("the template must contain {{body}}")]
     NoBody,
+    /// A timestamp header the template does not sign: its window would be checked on a value
+    /// anyone can change, and a captured request could be sent again.
+    #[error("timestamp_header is set, but the template does not sign {{timestamp}}")]
+    UnsignedTimestamp,
+    /// Two placeholders with nothing between them: bytes could move from one to the other under
+    /// the same signature.
+    #[error("the template has {{{0}}} and {{{1}}} side by side; put a separator between them")]
+    Adjacent(String, String),
 }
 
 /// What a generic HMAC scheme is configured with.
@@ -163,6 +188,12 @@ impl GenericHmac {
         }
         if parts.contains(&Part::Id) && config.id_header.is_none() {
             return Err(ConfigError::NoHeaderFor("id"));
+        }
+        if config.timestamp_header.is_some() && !parts.contains(&Part::Timestamp) {
+            return Err(ConfigError::UnsignedTimestamp);
+        }
+        if let Some(pair) = parts.windows(2).find(|w| w.iter().all(Part::is_placeholder)) {
+            return Err(ConfigError::Adjacent(pair[0].name(), pair[1].name()));
         }
         Ok(Self { config, parts })
     }

@@ -83,6 +83,26 @@ fn expected_config(config: &HmacConfig) -> Result<(), ConfigError> {
     if pieces.contains(&Piece::Id) && config.id_header.is_none() {
         return Err(ConfigError::NoHeaderFor("id"));
     }
+    if config.timestamp_header.is_some() && !pieces.contains(&Piece::Timestamp) {
+        return Err(ConfigError::UnsignedTimestamp);
+    }
+    // Literal text between two placeholders, a brace included, keeps them apart.
+    let named = |p: &Piece<'_>| match p {
+        Piece::Text(_) => None,
+        Piece::Body => Some("body".to_owned()),
+        Piece::Timestamp => Some("timestamp".to_owned()),
+        Piece::Id => Some("id".to_owned()),
+        Piece::Header(h) => Some(format!("header:{h}")),
+    };
+    if let Some(w) = pieces
+        .windows(2)
+        .find(|w| named(&w[0]).is_some() && named(&w[1]).is_some())
+    {
+        return Err(ConfigError::Adjacent(
+            named(&w[0]).expect("a placeholder"),
+            named(&w[1]).expect("a placeholder"),
+        ));
+    }
     Ok(())
 }
 
