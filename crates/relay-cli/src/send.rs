@@ -80,7 +80,7 @@ fn deliver(args: &SendArgs, headers: &[(String, String)], body: &[u8]) -> Result
         request = request.header(name, value);
     }
     let mut response = request
-        .send(&body[..])
+        .send(body)
         .map_err(|e| format!("request to {} failed: {e}", args.url))?;
     let status = response.status();
     let text = response.body_mut().read_to_string().unwrap_or_default();
