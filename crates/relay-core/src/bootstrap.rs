@@ -1,6 +1,7 @@
 //! One start for both binaries: the configuration from the environment, logging set up from
 //! that final configuration (so `log_format` in the file takes effect), a warning for every
-//! unknown `RELAY_*` variable, and every client built once, before the first request.
+//! unknown `RELAY_*` variable, and every client built once and its connection opened, before the
+//! first request.
 
 use crate::config::Config;
 use crate::relay::{Relay, StartError};
@@ -22,7 +23,9 @@ pub async fn start() -> Result<Relay, StartError> {
     for name in Config::unknown_vars(std::env::vars().map(|(name, _)| name)) {
         tracing::warn!(variable = %name, "Unknown RELAY_ variable ignored.");
     }
-    Relay::from_config(config).await.inspect_err(|e| {
+    let relay = Relay::from_config(config).await.inspect_err(|e| {
         tracing::error!(error = %e, "The relay cannot start.");
-    })
+    })?;
+    relay.warm().await;
+    Ok(relay)
 }

@@ -293,6 +293,7 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
             r#""s3://relay-archive/dss/""#,
             "s3://relay-archive/dss/",
         ),
+        ("warm_connections", "false", "false"),
         ("listen", r#""127.0.0.1:9""#, "127.0.0.1:9"),
         ("header_timeout_ms", "700", "700"),
         ("body_timeout_ms", "900", "900"),

@@ -54,6 +54,10 @@ struct State {
     faulty_queue: Option<String>,
     started: Instant,
     calls: AtomicU64,
+    /// TCP connections accepted.
+    connections: AtomicU64,
+    /// Each call's `X-Amz-Target`, in order.
+    targets: Mutex<Vec<String>>,
     /// While set, every call is refused as for a deleted queue ([`FakeSqs::refuse`]).
     refusing: AtomicBool,
     /// Messages taken by calls that then never answered.
@@ -84,6 +88,8 @@ impl FakeSqs {
             faulty_queue: faulty_queue.map(str::to_owned),
             started: Instant::now(),
             calls: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            targets: Mutex::new(Vec::new()),
             refusing: AtomicBool::new(false),
             taken_unanswered: AtomicU64::new(0),
             accepted: Mutex::new(HashMap::new()),
@@ -91,6 +97,7 @@ impl FakeSqs {
         let serving = Arc::clone(&state);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
+                serving.connections.fetch_add(1, Ordering::Relaxed);
                 let state = Arc::clone(&serving);
                 let service = service_fn(move |request| answer(Arc::clone(&state), request));
                 tokio::spawn(
@@ -121,6 +128,16 @@ impl FakeSqs {
     /// How many calls it received.
     pub fn calls(&self) -> u64 {
         self.state.calls.load(Ordering::Relaxed)
+    }
+
+    /// How many TCP connections it accepted.
+    pub fn connections(&self) -> u64 {
+        self.state.connections.load(Ordering::Relaxed)
+    }
+
+    /// Each call's operation (`AmazonSQS.SendMessage`, …), in the order they came.
+    pub fn targets(&self) -> Vec<String> {
+        self.state.targets.lock().expect("not poisoned").clone()
     }
 
     /// How many messages it took in calls it then never answered ([`Fault::Hangs`]): each
@@ -165,6 +182,11 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    state
+        .targets
+        .lock()
+        .expect("not poisoned")
+        .push(target.clone());
     let body = request
         .into_body()
         .collect()

@@ -191,6 +191,11 @@ pub trait Archive: Send + Sync + fmt::Debug {
     async fn list(&self, folder: &str) -> Result<Vec<String>, ArchiveError>;
     /// The object `key`; `None` when there is none.
     async fn get(&self, key: &str) -> Result<Option<Bytes>, ArchiveError>;
+    /// Opens the store's connection before the first write (one call that writes nothing; any
+    /// answer will do); nothing to open by default.
+    async fn warm(&self) -> Result<(), ArchiveError> {
+        Ok(())
+    }
 }
 
 /// Opens the archive at `url`. `aws` is the AWS configuration loaded at start, for S3.
@@ -243,6 +248,13 @@ impl ArchiveSink {
 impl Sink for ArchiveSink {
     fn name(&self) -> &str {
         SINK_NAME
+    }
+
+    async fn warm(&self) -> Result<(), SinkError> {
+        self.archive
+            .warm()
+            .await
+            .map_err(|e| SinkError::Retryable(Box::new(e)))
     }
 
     async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {

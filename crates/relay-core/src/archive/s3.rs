@@ -51,6 +51,17 @@ impl S3Archive {
 
 #[async_trait::async_trait]
 impl Archive for S3Archive {
+    async fn warm(&self) -> Result<(), ArchiveError> {
+        // A role that may only put objects is refused here; the refusal is an answer, and the
+        // connection is open.
+        match self.client.head_bucket().bucket(&self.bucket).send().await {
+            Ok(_) | Err(aws_sdk_s3::error::SdkError::ServiceError(_)) => Ok(()),
+            Err(e) => Err(ArchiveError::Unavailable(
+                DisplayErrorContext(&e).to_string(),
+            )),
+        }
+    }
+
     fn url(&self) -> String {
         format!("s3://{}/{}", self.bucket, self.prefix)
     }

@@ -78,6 +78,8 @@ pub struct Config {
     pub ledger: Option<LedgerConfig>,
     /// The archive, when there is one.
     pub archive: Option<crate::archive::ArchiveUrl>,
+    /// Open the destinations' connections at start.
+    pub warm_connections: bool,
     /// `PUBSUB_EMULATOR_HOST`: Pub/Sub sinks publish to the emulator there.
     pub pubsub_emulator: Option<String>,
     /// The configuration file, when one is used.
@@ -393,6 +395,7 @@ impl Config {
             sources,
             ledger: LedgerConfig::from_settings(&settings),
             archive: settings.archive_url.clone(),
+            warm_connections: settings.warm_connections.is_none_or(|f| f.0),
             pubsub_emulator: emulator,
             config_file,
             settings,

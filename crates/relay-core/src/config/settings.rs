@@ -149,6 +149,8 @@ settings! {
     ledger_record_filtered: Flag = "RELAY_LEDGER_RECORD_FILTERED", file, default "true";
     /// The archive: a folder, `s3://<bucket>/<prefix>` or `gs://<bucket>/<prefix>`. Every verified notification, filtered ones included, is written there as one new object under `YYYY/MM/DD/HH/<dedup key>` before the relay answers 2xx, for `relay replay`; off when unset.
     archive_url: ArchiveUrl = "RELAY_ARCHIVE_URL", file, default "";
+    /// Open each destination's connection (and the ledger's and the archive's) at start, with one call that publishes and writes nothing (a queue's or topic's attributes, the table's description, the bucket's head), so the first notification does not pay for the TLS handshake; any answer, a refusal included, leaves the connection open.
+    warm_connections: Flag = "RELAY_WARM_CONNECTIONS", file, default "true";
     /// relay-gcf: the address to listen on.
     listen: ListenAddr = "RELAY_LISTEN", file, default "0.0.0.0:$PORT (PORT defaults to 8080)";
     /// relay-gcf: a request's headers must arrive within this, and a kept-alive connection waits no longer idle; else it is closed.

@@ -315,6 +315,25 @@ impl DynamoDbLedger {
 
 #[async_trait::async_trait]
 impl Ledger for DynamoDbLedger {
+    async fn warm(&self) -> Result<(), LedgerError> {
+        // A role that may not describe the table is refused; the refusal is an answer, and the
+        // connection is open.
+        match self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(_) | Err(aws_sdk_dynamodb::error::SdkError::ServiceError(_)) => Ok(()),
+            Err(e) => Err(LedgerError::Unavailable(
+                aws_smithy_types::error::display::DisplayErrorContext(&e)
+                    .to_string()
+                    .into(),
+            )),
+        }
+    }
+
     async fn claim(&self, claim: &Claim<'_>, now_ms: i64) -> Result<Claimed, LedgerError> {
         let routed: BTreeSet<&str> = claim.attempt.routed.iter().map(String::as_str).collect();
         let old = match self.try_claim(claim, &routed, now_ms).await? {

@@ -213,6 +213,11 @@ pub trait Ledger: Send + Sync + fmt::Debug {
     async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError>;
     /// The entries `lookup` names, expired ones included (their expiry says so).
     async fn find(&self, lookup: &Lookup) -> Result<Vec<Entry>, LedgerError>;
+    /// Opens the store's connection before the first claim (one call that writes nothing; any
+    /// answer will do); nothing to open by default.
+    async fn warm(&self) -> Result<(), LedgerError> {
+        Ok(())
+    }
 }
 
 /// Opens the ledger at `url`. `aws` is the AWS configuration loaded at start, for DynamoDB.

@@ -327,6 +327,51 @@ impl Relay {
         self
     }
 
+    /// Opens every destination's connection, the ledger's and the archive's, concurrently and
+    /// within the sink timeout, before the first notification (`RELAY_WARM_CONNECTIONS`): on
+    /// Lambda the first invocation would otherwise pay each TLS handshake on a sliver of a CPU.
+    /// A destination that cannot be reached is logged, and the relay starts all the same: its
+    /// first notification tries again, as it would have.
+    pub async fn warm(&self) {
+        if !self.config.warm_connections {
+            return;
+        }
+        let started = Instant::now();
+        let table = self.table.load_full();
+        let sinks = table
+            .destinations
+            .iter()
+            .map(|d| &d.sink)
+            .chain(self.archive.as_ref())
+            .map(|sink| async move { (sink.name().to_owned(), sink.warm().await) });
+        let ledger = async {
+            match &self.ledger {
+                Some(recorder) => Some(recorder.store.warm().await),
+                None => None,
+            }
+        };
+        let work = futures_util::future::join(futures_util::future::join_all(sinks), ledger);
+        let Ok((sinks, ledger)) = tokio::time::timeout(self.config.sink_timeout, work).await else {
+            tracing::warn!(
+                timeout_ms = self.config.sink_timeout.as_millis() as u64,
+                "Opening the destinations' connections took longer than the sink timeout; the first notification opens those still closed."
+            );
+            return;
+        };
+        for (sink, result) in sinks {
+            if let Err(e) = result {
+                tracing::warn!(sink, error = %e, "A destination's connection could not be opened at start; its first notification tries again.");
+            }
+        }
+        if let Some(Err(e)) = ledger {
+            tracing::warn!(error = %e, "The ledger's connection could not be opened at start; the first claim tries again.");
+        }
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "Connections opened."
+        );
+    }
+
     /// The configuration the relay runs with.
     pub fn config(&self) -> &Config {
         &self.config

@@ -87,6 +87,24 @@ pub(super) trait AwsApi: Send + Sync + std::fmt::Debug + 'static {
     async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError>;
     /// Sends up to ten entries in one call.
     async fn send_batch(&self, entries: Vec<Entry>) -> Result<BatchReport, SinkError>;
+    /// One call that publishes nothing (the queue's or topic's attributes), to open the
+    /// connection ([`opened`] reads its result).
+    async fn warm(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// A warming call's result: any answer from the service, a refusal included (a role without
+/// the read permission), means the connection and its TLS session are open; only a call that
+/// got no answer failed.
+pub(crate) fn opened<T, E>(result: Result<T, SdkError<E, HttpResponse>>) -> Result<(), SinkError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match result {
+        Ok(_) | Err(SdkError::ServiceError(_)) => Ok(()),
+        Err(e) => Err(classify(e)),
+    }
 }
 
 /// A service's calls as the batcher drives them.
@@ -103,6 +121,10 @@ impl<A: AwsApi> super::batch::SendBatch for AwsSender<A> {
 
     async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
         send_entries(&self.0, batch).await
+    }
+
+    async fn warm(&self) -> Result<(), SinkError> {
+        self.0.warm().await
     }
 }
 

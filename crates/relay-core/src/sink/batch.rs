@@ -38,20 +38,36 @@ pub(crate) trait SendBatch: Send + Sync + 'static {
     fn size(&self, message: &Message) -> usize {
         message.encoded_size()
     }
+
+    /// Opens the connection ([`Sink::warm`]); nothing to open by default.
+    async fn warm(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
 }
 
 /// A sink whose messages in flight together share API calls (SQS, SNS).
-#[derive(Debug)]
 pub(crate) struct BatchedSink {
     name: String,
     batcher: Batcher,
+    /// The same sender the batcher calls, for [`Sink::warm`].
+    sender: Arc<dyn SendBatch>,
+}
+
+impl std::fmt::Debug for BatchedSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchedSink")
+            .field("name", &self.name)
+            .field("batcher", &self.batcher)
+            .finish_non_exhaustive()
+    }
 }
 
 impl BatchedSink {
     pub(crate) fn new(name: String, sender: Arc<dyn SendBatch>, limits: Limits) -> Self {
         Self {
             name,
-            batcher: Batcher::spawn(sender, limits),
+            batcher: Batcher::spawn(Arc::clone(&sender), limits),
+            sender,
         }
     }
 }
@@ -64,6 +80,10 @@ impl Sink for BatchedSink {
 
     async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
         self.batcher.publish(batch).await
+    }
+
+    async fn warm(&self) -> Result<(), SinkError> {
+        self.sender.warm().await
     }
 }
 
@@ -85,6 +105,10 @@ macro_rules! batched_sink {
                 batch: &[super::super::Message],
             ) -> Vec<Result<super::super::Receipt, super::super::SinkError>> {
                 self.0.publish(batch).await
+            }
+
+            async fn warm(&self) -> Result<(), super::super::SinkError> {
+                self.0.warm().await
             }
         }
     };

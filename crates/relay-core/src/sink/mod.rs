@@ -155,6 +155,13 @@ pub trait Sink: Send + Sync + std::fmt::Debug {
     /// Publishes a batch and returns only once the destination has answered, with one result
     /// per message, in order, so a partly accepted batch fails exactly the rejected messages.
     async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>>;
+
+    /// Opens the destination's connection (its TLS session too) before the first message, with
+    /// one cheap call that publishes nothing; any answer, a refusal included, leaves the
+    /// connection open. Nothing to open by default.
+    async fn warm(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
 }
 
 /// Where a sink delivers: one variant per destination, each with its own configuration.

@@ -102,7 +102,7 @@ mod api {
 
     use super::super::SinkError;
     use super::super::aws::{
-        AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid,
+        AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, opened,
     };
     use super::super::batch::{BatchedSink, Limits, batched_sink};
 
@@ -156,6 +156,16 @@ mod api {
 
     #[async_trait::async_trait]
     impl AwsApi for Topic {
+        async fn warm(&self) -> Result<(), SinkError> {
+            opened(
+                self.client
+                    .get_topic_attributes()
+                    .topic_arn(&self.arn)
+                    .send()
+                    .await,
+            )
+        }
+
         async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError> {
             let request = self.client.publish().topic_arn(&self.arn);
             let output = request

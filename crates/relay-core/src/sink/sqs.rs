@@ -94,7 +94,8 @@ mod api {
 
     use super::super::SinkError;
     use super::super::aws::{
-        AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, region_of_host,
+        AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, opened,
+        region_of_host,
     };
     use super::super::batch::{BatchedSink, Limits, batched_sink};
 
@@ -161,6 +162,16 @@ mod api {
 
     #[async_trait::async_trait]
     impl AwsApi for Queue {
+        async fn warm(&self) -> Result<(), SinkError> {
+            let request = self.client.get_queue_attributes().queue_url(&self.url);
+            opened(
+                request
+                    .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+                    .send()
+                    .await,
+            )
+        }
+
         async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError> {
             let output = self
                 .client
