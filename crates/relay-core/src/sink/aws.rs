@@ -25,11 +25,23 @@ pub async fn load_aws_config(deadline: Duration) -> SdkConfig {
         .operation_attempt_timeout(deadline / 2)
         .operation_timeout(deadline)
         .build();
-    aws_config::defaults(BehaviorVersion::latest())
+    let loader = aws_config::defaults(BehaviorVersion::latest())
         .retry_config(RetryConfig::standard().with_max_attempts(3))
-        .timeout_config(timeouts)
-        .load()
-        .await
+        .timeout_config(timeouts);
+    // Lambda gives the function's region and role credentials as variables, always: take them
+    // as they are, rather than walking the default chains (profile files, SSO, web identity,
+    // the instance metadata service) that Lambda never offers.
+    let on_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    let region = std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty());
+    let loader = match (on_lambda, region) {
+        (true, Some(region)) if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() => loader
+            .region(aws_config::Region::new(region))
+            .credentials_provider(
+                aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+            ),
+        _ => loader,
+    };
+    loader.load().await
 }
 
 /// The region in an AWS host name such as `sqs.eu-west-1.amazonaws.com`, if any.
