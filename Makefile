@@ -115,8 +115,10 @@ image: ## Build the relay-gcf image for linux/amd64 (infra/docker/Dockerfile); n
 bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-all baselines
 	$(CARGO) bench -p relay-core --bench route
 
-bench-load: ## relay-gcf's cost per notification against a bare floor, on loopback (release build)
-	$(CARGO) build --release -p relay-gcf -p relay-cli -p relay-bench --features relay-gcf/dynamodb
+# BENCH_ONLY=cold (relay-lambda's cold starts under Lambda's CPU quotas) needs root: it makes a
+# cgroup v1 cpu cgroup per start under /sys/fs/cgroup/cpu (docs/performance.md).
+bench-load: ## relay-gcf's cost per notification against a bare floor, and relay-lambda's cold starts, on loopback (release build)
+	$(CARGO) build --release -p relay-gcf -p relay-cli -p relay-lambda -p relay-bench --features relay-gcf/dynamodb
 	taskset -c 1 target/release/bench-load
 
 faults: ## The fault matrix with 10,000 notifications per fault; prints the table (docs/faults.md)

@@ -188,7 +188,7 @@ fn home_cgroup() -> PathBuf {
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let path = cgroups
         .lines()
-        .filter_map(|l| l.splitn(3, ':').nth(1).zip(l.splitn(3, ':').nth(2)))
+        .filter_map(|l| l.split_once(':')?.1.split_once(':'))
         .find(|(controllers, _)| controllers.split(',').any(|c| c == "cpu"))
         .map_or("/", |(_, path)| path);
     Path::new(ROOT).join(path.trim_start_matches('/'))

@@ -1,8 +1,8 @@
 //! The loopback SQS-protocol endpoint of the cold starts, over TLS with a certificate from a
 //! private CA made at run time (which the relay trusts through `SSL_CERT_FILE`), or over plain
-//! HTTP. It answers `SendMessage` and `SendMessageBatch` (the JSON protocol, as
-//! relay-testkit's `fake_sqs` does, which owns its plain listener) and keeps every message body
-//! it accepted, so that a run can check each notification arrived exactly once.
+//! HTTP. It answers `SendMessage`, `SendMessageBatch` and `GetQueueAttributes` (the JSON
+//! protocol, as relay-testkit's `fake_sqs` does, which owns its plain listener) and keeps every
+//! message body it accepted, so that a run can check each notification arrived exactly once.
 
 use std::convert::Infallible;
 use std::path::Path;
@@ -103,6 +103,8 @@ pub(crate) struct Seen {
     pub(crate) bodies: Vec<String>,
     /// Calls it refused, with why.
     pub(crate) refused: Vec<String>,
+    /// Calls that publish nothing (`GetQueueAttributes`), by operation.
+    pub(crate) other: Vec<String>,
     /// Calls, TLS handshakes that failed included.
     pub(crate) calls: usize,
 }
@@ -206,6 +208,12 @@ async fn answer(
                 successful.push(json!({"Id": entry["Id"], "MessageId": format!("m-{}", seen.bodies.len()), "MD5OfMessageBody": ""}));
             }
             json!({"Successful": successful, "Failed": []})
+        }
+        // What a relay that opens its connections at start asks first.
+        "AmazonSQS.GetQueueAttributes" => {
+            seen.other.push(target.clone());
+            let arn = format!("arn:aws:sqs:us-east-1:123456789012:{QUEUE}");
+            json!({"Attributes": {"QueueArn": arn}})
         }
         other => {
             seen.refused.push(format!("unexpected call {other:?}"));
