@@ -111,10 +111,10 @@ fn relay_with_sources() -> (Relay, Sinks, ConfigFile) {
         chat: RecordingSink::new("chat"),
     };
     let named: Vec<(&str, Arc<dyn Sink>)> = vec![
-        ("bundles", sinks.bundles.clone()),
-        ("code", sinks.code.clone()),
-        ("invoices", sinks.invoices.clone()),
-        ("chat", sinks.chat.clone()),
+        ("bundles", Arc::clone(&sinks.bundles) as Arc<dyn Sink>),
+        ("code", Arc::clone(&sinks.code) as Arc<dyn Sink>),
+        ("invoices", Arc::clone(&sinks.invoices) as Arc<dyn Sink>),
+        ("chat", Arc::clone(&sinks.chat) as Arc<dyn Sink>),
     ];
     (relay(config, &named, capture_clock()), sinks, file)
 }
@@ -538,7 +538,7 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     let dir = tempfile::tempdir().unwrap();
     let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
     let (relay, sinks, _file) = relay_with_sources();
-    let relay = relay.with_archive(archive.clone());
+    let relay = relay.with_archive(Arc::clone(&archive));
     assert_eq!(
         answer(&relay.accept(push("d-9")).await),
         (202, String::new())
@@ -594,7 +594,7 @@ to = ["q"]
     let q = RecordingSink::new("q");
     let relay = relay(
         config,
-        &[("q", q.clone() as Arc<dyn Sink>)],
+        &[("q", Arc::clone(&q) as Arc<dyn Sink>)],
         capture_clock(),
     );
     // Eight attributes of the capture's own; with the attempt header nine, then the extra.
@@ -654,8 +654,8 @@ to = ["plain", "by_repo"]
     let relay = relay(
         config,
         &[
-            ("plain", plain.clone() as Arc<dyn Sink>),
-            ("by_repo", by_repo.clone() as Arc<dyn Sink>),
+            ("plain", Arc::clone(&plain) as Arc<dyn Sink>),
+            ("by_repo", Arc::clone(&by_repo) as Arc<dyn Sink>),
         ],
         capture_clock(),
     );
@@ -689,7 +689,7 @@ async fn a_sources_keys_may_come_from_a_file() {
     let code = RecordingSink::new("code");
     let relay = relay(
         config,
-        &[("code", code.clone() as Arc<dyn Sink>)],
+        &[("code", Arc::clone(&code) as Arc<dyn Sink>)],
         capture_clock(),
     );
     assert_eq!(
