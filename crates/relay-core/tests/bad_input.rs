@@ -1543,7 +1543,10 @@ async fn every_source_rejection_gets_its_documented_status_and_code() {
     let sink = relay_testkit::sinks::RecordingSink::new("out");
     let relay = relay_testkit::sinks::relay(
         config,
-        &[("out", std::sync::Arc::clone(&sink) as std::sync::Arc<dyn relay_core::Sink>)],
+        &[(
+            "out",
+            std::sync::Arc::clone(&sink) as std::sync::Arc<dyn relay_core::Sink>,
+        )],
         capture_clock(),
     );
     // Each scheme's request as signed is accepted: the rows fail for what they change.

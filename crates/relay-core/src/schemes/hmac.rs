@@ -192,7 +192,10 @@ impl GenericHmac {
         if config.timestamp_header.is_some() && !parts.contains(&Part::Timestamp) {
             return Err(ConfigError::UnsignedTimestamp);
         }
-        if let Some(pair) = parts.windows(2).find(|w| w.iter().all(Part::is_placeholder)) {
+        if let Some(pair) = parts
+            .windows(2)
+            .find(|w| w.iter().all(Part::is_placeholder))
+        {
             return Err(ConfigError::Adjacent(pair[0].name(), pair[1].name()));
         }
         Ok(Self { config, parts })
