@@ -626,7 +626,7 @@ fn public_key(text: &str) -> Result<Option<Ed25519VerifyingKey>, String> {
 /// The sources in effect, built once at start.
 #[derive(Debug)]
 pub struct Sources {
-    /// The DSS alone, without `[sources]`.
+    /// Every source, by name; the DSS alone without `[sources]`.
     list: Vec<Source>,
 }
 
