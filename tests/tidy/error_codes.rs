@@ -19,8 +19,22 @@ const CODE_SOURCES: [&str; 5] = [
 ];
 
 /// Snake_case code spans that may share a line with error codes without being one, besides the
-/// relay's settings and the Terraform inputs and outputs: the notification's fields.
-const NOT_CODES: [&str; 3] = ["subscription_id", "event_type", "transaction_id"];
+/// relay's settings and the Terraform inputs and outputs: the notification's fields, and the
+/// keys of a `[sources.<name>]` table.
+const NOT_CODES: [&str; 12] = [
+    "subscription_id",
+    "event_type",
+    "transaction_id",
+    "secret_env",
+    "secret_file",
+    "secret_arn",
+    "window_secs",
+    "dedup_key",
+    "event_type_field",
+    "timestamp_header",
+    "id_header",
+    "event_type_header",
+];
 
 /// The string literals the `fn code(&self) -> &'static str` bodies of `text` return.
 fn codes_in(text: &str) -> Vec<String> {
