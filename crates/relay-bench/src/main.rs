@@ -120,23 +120,29 @@ async fn saturation() {
         "| scenario | notifications/s | CPU-µs per notification | floor CPU-µs | ratio to floor | SQS calls per notification | p50 added (ms) | p99 added (ms) | peak RSS (MiB) |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    // A slow endpoint needs more notifications in flight to keep the relay busy.
-    for (size, latency, connections) in [
-        (1024, 0, 32),
-        (4096, 0, 32),
-        (65536, 0, 32),
-        (4096, 10, 384),
+    // A slow endpoint needs more notifications in flight to keep the relay busy. The last row
+    // is the 4 KB one with metric lines on (RELAY_METRICS=emf, standard output to /dev/null).
+    for (size, latency, connections, metrics) in [
+        (1024, 0, 32, false),
+        (4096, 0, 32, false),
+        (65536, 0, 32, false),
+        (4096, 10, 384, false),
+        (4096, 0, 32, true),
     ] {
         let sqs = FakeSqs::start(fault(latency)).await;
-        let relay = Pinned::relay(&sqs);
+        let relay = match metrics {
+            true => Pinned::relay_with_metrics(&sqs),
+            false => Pinned::relay(&sqs),
+        };
         let driver = Driver::new(size);
         let floor_run = driver.closed_loop(&floor, connections, seconds()).await;
         relay.reset_peak_rss();
         let calls = sqs.calls();
         let relay_run = driver.closed_loop(&relay, connections, seconds()).await;
         let scenario = format!(
-            "saturation, {} KB, endpoint {latency} ms, {connections} connections",
-            size / 1024
+            "saturation, {} KB, endpoint {latency} ms, {connections} connections{}",
+            size / 1024,
+            if metrics { ", metric lines on" } else { "" }
         );
         row(
             &scenario,
@@ -145,7 +151,7 @@ async fn saturation() {
             sqs.calls() - calls,
             relay.peak_rss_kib(),
         );
-        if size == 4096 && latency == 0 {
+        if size == 4096 && latency == 0 && !metrics {
             let rate = relay_run.per_second() / 2.0;
             let floor_half = driver.open_loop(&floor, rate, seconds()).await;
             let calls = sqs.calls();

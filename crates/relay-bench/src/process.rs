@@ -66,6 +66,20 @@ impl Pinned {
     /// relay-gcf publishing to `sqs`, recording in a DynamoDB ledger on `ledger` when given
     /// (`RELAY_LEDGER_URL=dynamodb://…`, which needs relay-gcf's cargo feature `dynamodb`).
     pub(crate) fn relay_with_ledger(sqs: &FakeSqs, ledger: Option<&FakeDynamoDb>) -> Self {
+        Self::relay_with(sqs, ledger, &[])
+    }
+
+    /// relay-gcf publishing to `sqs` and writing its metric lines (`RELAY_METRICS=emf`) to
+    /// standard output, which is /dev/null here.
+    pub(crate) fn relay_with_metrics(sqs: &FakeSqs) -> Self {
+        Self::relay_with(sqs, None, &[("RELAY_METRICS", "emf".into())])
+    }
+
+    fn relay_with(
+        sqs: &FakeSqs,
+        ledger: Option<&FakeDynamoDb>,
+        extra: &[(&'static str, String)],
+    ) -> Self {
         let port = free_port();
         // BENCH_RELAY runs another build, such as one with symbols for perf.
         let binary = match std::env::var_os("BENCH_RELAY") {
@@ -96,6 +110,7 @@ impl Pinned {
             env.push(("RELAY_LEDGER_URL", format!("dynamodb://{LEDGER_TABLE}")));
             env.push(("AWS_ENDPOINT_URL_DYNAMODB", ledger.endpoint.clone()));
         }
+        env.extend(extra.iter().cloned());
         Self::spawn(&binary, &[], &env, port)
     }
 

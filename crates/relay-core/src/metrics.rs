@@ -3,6 +3,13 @@
 //! Format on standard output. CloudWatch Logs turns them into metrics in the `DssRelay`
 //! namespace; on Cloud Run, the gcp-relay module's logs-based metrics read the same lines.
 //!
+//! The request's thread only hands a line to a bounded queue ([`LineQueue`]); one thread of its
+//! own writes it to standard output, with the lines that follow within 2 ms. A full queue (standard output not
+//! keeping up) drops the line rather than hold the request, and the count is reported as
+//! `MetricLinesDropped`. The lines still queued leave when the relay is dropped, and
+//! [`flush_stdout`] waits for them: relay-lambda waits at the end of every invocation, since an
+//! environment can be frozen, then stopped, once it has answered.
+//!
 //! Every metric has the `Relay` dimension (the function's or service's name), so that several
 //! relays in one account have alarms of their own:
 //! - `Answers` (count) and `Latency` (ms) by `Class` (`2xx`, `4xx`, `5xx`), by `Status`, and by
@@ -17,13 +24,14 @@
 //!   notification first received over an hour before.
 
 use std::fmt;
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::{Value, json};
-
 use crate::sink::{Receipt, SinkError};
+
+mod queue;
+
+pub use queue::{GATHER, LineQueue, STDOUT_QUEUE_LINES, Stdout, flush_stdout};
 
 /// The CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "DssRelay";
@@ -32,17 +40,13 @@ pub const NAMESPACE: &str = "DssRelay";
 pub trait MetricsOut: Send + Sync + fmt::Debug {
     /// Writes one line (without its newline).
     fn write_line(&self, line: &str);
-}
 
-/// Standard output, one whole line per write so that lines never interleave.
-#[derive(Debug)]
-pub struct Stdout;
-
-impl MetricsOut for Stdout {
-    fn write_line(&self, line: &str) {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(format!("{line}\n").as_bytes());
-        let _ = out.flush();
+    /// Writes one line it may keep (without its newline); by default [`write_line`]. An output
+    /// that queues lines takes this one without a copy.
+    ///
+    /// [`write_line`]: MetricsOut::write_line
+    fn write_owned(&self, line: String) {
+        self.write_line(&line);
     }
 }
 
@@ -80,6 +84,7 @@ impl Metrics {
             500..=599 => "5xx",
             _ => "other",
         };
+        let status = status.to_string();
         self.emit(
             &[
                 &["Relay", "Class"],
@@ -87,10 +92,13 @@ impl Metrics {
                 &["Relay", "Status", "Code"],
             ],
             &[("Answers", "Count"), ("Latency", "Milliseconds")],
-            json!({
-                "Relay": &*self.name, "Class": class, "Status": status.to_string(), "Code": code,
-                "Answers": 1, "Latency": latency_ms,
-            }),
+            &[
+                ("Class", Field::Text(class)),
+                ("Status", Field::Text(&status)),
+                ("Code", Field::Text(code)),
+                ("Answers", Field::Count(1)),
+                ("Latency", Field::Number(latency_ms)),
+            ],
         );
     }
 
@@ -100,43 +108,39 @@ impl Metrics {
         if self.out.is_none() {
             return;
         }
-        let kind = match result {
-            Ok(_) => "ok",
-            Err(e) if e.is_retryable() => "retryable",
-            Err(_) => "permanent",
-        };
-        let mut values = json!({
-            "Relay": &*self.name, "Sink": sink, "Result": kind,
-            "Publishes": 1, "PublishLatency": latency_ms,
-        });
-        let mut metrics = vec![("Publishes", "Count"), ("PublishLatency", "Milliseconds")];
-        if let Some(size) = result.ok().and_then(|r| r.batch_size) {
-            values["BatchSize"] = size.into();
-            metrics.push(("BatchSize", "Count"));
+        let values = [
+            ("Sink", Field::Text(sink)),
+            ("Result", Field::Text(result_of(result))),
+            ("Publishes", Field::Count(1)),
+            ("PublishLatency", Field::Number(latency_ms)),
+        ];
+        let dimensions: &[&[&str]] = &[&["Relay", "Sink"], &["Relay", "Sink", "Result"]];
+        let metrics = [("Publishes", "Count"), ("PublishLatency", "Milliseconds")];
+        match result.ok().and_then(|r| r.batch_size) {
+            Some(size) => {
+                let mut with_size = values.to_vec();
+                with_size.push(("BatchSize", Field::Count(size as u64)));
+                let mut declared = metrics.to_vec();
+                declared.push(("BatchSize", "Count"));
+                self.emit(dimensions, &declared, &with_size);
+            }
+            None => self.emit(dimensions, &metrics, &values),
         }
-        self.emit(
-            &[&["Relay", "Sink"], &["Relay", "Sink", "Result"]],
-            &metrics,
-            values,
-        );
     }
 
     /// One replayed notification's publish to one sink (`relay replay`): `Replays` (count) and
     /// `ReplayLatency` (ms) by `Sink`, and by `Sink` and `Result`, apart from the live
     /// `Publishes`.
     pub fn replay(&self, sink: &str, result: Result<&Receipt, &SinkError>, latency_ms: f64) {
-        let kind = match result {
-            Ok(_) => "ok",
-            Err(e) if e.is_retryable() => "retryable",
-            Err(_) => "permanent",
-        };
         self.emit(
             &[&["Relay", "Sink"], &["Relay", "Sink", "Result"]],
             &[("Replays", "Count"), ("ReplayLatency", "Milliseconds")],
-            json!({
-                "Relay": &*self.name, "Sink": sink, "Result": kind,
-                "Replays": 1, "ReplayLatency": latency_ms,
-            }),
+            &[
+                ("Sink", Field::Text(sink)),
+                ("Result", Field::Text(result_of(result))),
+                ("Replays", Field::Count(1)),
+                ("ReplayLatency", Field::Number(latency_ms)),
+            ],
         );
     }
 
@@ -146,10 +150,12 @@ impl Metrics {
         self.emit(
             &[&["Relay", "Call"], &["Relay", "Call", "Result"]],
             &[("LedgerCalls", "Count"), ("LedgerLatency", "Milliseconds")],
-            json!({
-                "Relay": &*self.name, "Call": call, "Result": result,
-                "LedgerCalls": 1, "LedgerLatency": latency_ms,
-            }),
+            &[
+                ("Call", Field::Text(call)),
+                ("Result", Field::Text(result)),
+                ("LedgerCalls", Field::Count(1)),
+                ("LedgerLatency", Field::Number(latency_ms)),
+            ],
         );
     }
 
@@ -159,7 +165,7 @@ impl Metrics {
         self.emit(
             &[&["Relay"]],
             &[("Undelivered", "Count")],
-            json!({"Relay": &*self.name, "Undelivered": 1}),
+            &[("Undelivered", Field::Count(1))],
         );
     }
 
@@ -169,31 +175,108 @@ impl Metrics {
         self.emit(
             &[&["Relay"]],
             &[("Duplicates", "Count")],
-            json!({"Relay": &*self.name, "Duplicates": 1}),
+            &[("Duplicates", Field::Count(1))],
         );
     }
 
-    fn emit(&self, dimensions: &[&[&str]], metrics: &[(&str, &str)], mut values: Value) {
+    /// Writes one line (see [`line`]).
+    fn emit(&self, dimensions: &[&[&str]], metrics: &[(&str, &str)], values: &[(&str, Field<'_>)]) {
         let Some(out) = &self.out else { return };
-        let timestamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let metrics: Vec<Value> = metrics
-            .iter()
-            .map(|(name, unit)| json!({"Name": name, "Unit": unit}))
-            .collect();
-        values["_aws"] = json!({
-            "Timestamp": timestamp as u64,
-            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": dimensions, "Metrics": metrics}],
-        });
-        out.write_line(&values.to_string());
+        out.write_owned(line(&self.name, dimensions, metrics, values));
     }
+}
+
+/// `ok`, `retryable` or `permanent`.
+fn result_of(result: Result<&Receipt, &SinkError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(e) if e.is_retryable() => "retryable",
+        Err(_) => "permanent",
+    }
+}
+
+/// A member's value in a metric line.
+#[derive(Debug, Clone, Copy)]
+enum Field<'a> {
+    Text(&'a str),
+    Count(u64),
+    /// Written as serde_json writes it (`null` when not finite).
+    Number(f64),
+}
+
+/// One EMF line of the relay called `relay`: `{"Relay": …, <values>, "_aws": {"Timestamp": …,
+/// "CloudWatchMetrics": [{"Namespace", "Dimensions", "Metrics"}]}}`, its text written directly
+/// rather than built as a JSON document first (a dozen allocations fewer a line).
+fn line(
+    relay: &str,
+    dimensions: &[&[&str]],
+    metrics: &[(&str, &str)],
+    values: &[(&str, Field<'_>)],
+) -> String {
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut out = Vec::with_capacity(384);
+    out.extend_from_slice(b"{\"Relay\":");
+    text(&mut out, relay);
+    for (name, value) in values {
+        out.push(b',');
+        text(&mut out, name);
+        out.push(b':');
+        match value {
+            Field::Text(value) => text(&mut out, value),
+            Field::Count(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            Field::Number(x) => {
+                let _ = serde_json::to_writer(&mut out, x);
+            }
+        }
+    }
+    out.extend_from_slice(b",\"_aws\":{\"Timestamp\":");
+    out.extend_from_slice(timestamp.to_string().as_bytes());
+    out.extend_from_slice(b",\"CloudWatchMetrics\":[{\"Namespace\":");
+    text(&mut out, NAMESPACE);
+    out.extend_from_slice(b",\"Dimensions\":[");
+    for (i, set) in dimensions.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        for (j, dimension) in set.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            text(&mut out, dimension);
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b"],\"Metrics\":[");
+    for (i, (name, unit)) in metrics.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"Name\":");
+        text(&mut out, name);
+        out.extend_from_slice(b",\"Unit\":");
+        text(&mut out, unit);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}]}}");
+    // Only JSON text went in, so it is UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Appends `value` as a JSON string.
+fn text(out: &mut Vec<u8>, value: &str) {
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use serde_json::{Value, json};
+    use std::io::Write;
+    use std::sync::{Mutex, mpsc};
+    use std::time::{Duration, Instant};
 
     #[derive(Debug, Default)]
     struct Lines(Mutex<Vec<Value>>);
@@ -214,6 +297,155 @@ mod tests {
             .iter()
             .map(|m| m["Name"].as_str().unwrap())
             .collect()
+    }
+
+    /// Output that holds every write until the gate opens, saying when one is waiting.
+    struct Gated {
+        gate: mpsc::Receiver<()>,
+        waiting: mpsc::Sender<()>,
+        written: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl Write for Gated {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let _ = self.waiting.send(());
+            // Returns at once for good once the gate's sender is dropped.
+            let _ = self.gate.recv();
+            self.written.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_queue_never_blocks_and_counts_what_it_drops() {
+        let (open, gate) = mpsc::channel();
+        let (waiting, writing) = mpsc::channel();
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let out = Gated {
+            gate,
+            waiting,
+            written: Arc::clone(&written),
+        };
+        let queue = LineQueue::spawn(out, 4);
+        let line = |i: u32| json!({"Relay": "r", "Answers": i}).to_string();
+        queue.write_owned(line(0));
+        // The writer holds line 0 in a write that does not return: the queue fills up.
+        writing.recv_timeout(Duration::from_secs(5)).unwrap();
+        let started = Instant::now();
+        for i in 1..=1000 {
+            queue.write_line(&line(i));
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "never blocked");
+        assert_eq!(queue.dropped(), 996, "four lines fit in the queue");
+        drop(open);
+        assert!(queue.flush_blocking(Duration::from_secs(5)));
+        let text = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let answers: Vec<u64> = lines.iter().filter_map(|l| l["Answers"].as_u64()).collect();
+        assert_eq!(answers, [0, 1, 2, 3, 4]);
+        let report: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l.get("MetricLinesDropped").is_some())
+            .collect();
+        assert_eq!(report.len(), 1, "{text}");
+        assert_eq!(report[0]["MetricLinesDropped"], 996);
+        assert_eq!(report[0]["Relay"], "r");
+        assert_eq!(declared(report[0]), ["MetricLinesDropped"]);
+        assert_eq!(queue.dropped(), 0, "reported once");
+    }
+
+    /// Output that counts its writes.
+    struct Counted(Arc<Mutex<(usize, Vec<u8>)>>);
+
+    impl Write for Counted {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let mut seen = self.0.lock().unwrap();
+            seen.0 += 1;
+            seen.1.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lines_that_trickle_in_leave_together() {
+        let seen = Arc::new(Mutex::new((0, Vec::new())));
+        let queue = LineQueue::spawn(Counted(Arc::clone(&seen)), 4096);
+        let started = Instant::now();
+        for i in 0..200 {
+            queue.write_owned(format!("{{\"n\":{i}}}"));
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        assert!(queue.flush_blocking(Duration::from_secs(5)));
+        let windows = started.elapsed().as_micros() / GATHER.as_micros();
+        let seen = seen.lock().unwrap();
+        assert_eq!(String::from_utf8_lossy(&seen.1).lines().count(), 200);
+        // At most one write (one wake-up) per gathering window, not one per line.
+        assert!(
+            seen.0 as u128 <= windows + 2,
+            "{} writes in {windows} windows",
+            seen.0
+        );
+    }
+
+    #[tokio::test]
+    async fn a_flush_waits_for_the_lines_queued_before_it() {
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let (open, gate) = mpsc::channel();
+        let (waiting, _writing) = mpsc::channel();
+        let out = Gated {
+            gate,
+            waiting,
+            written: Arc::clone(&written),
+        };
+        let queue = LineQueue::spawn(out, 16);
+        queue.write_line("{}");
+        assert!(!queue.flush(Duration::from_millis(50)).await, "held");
+        drop(open);
+        assert!(queue.flush(Duration::from_secs(5)).await);
+        assert_eq!(&*written.lock().unwrap(), b"{}\n");
+    }
+
+    #[test]
+    fn lines_are_the_embedded_metric_format() {
+        let lines = Arc::new(Lines::default());
+        let metrics = Metrics::emf(Arc::clone(&lines) as _, "r\"1");
+        metrics.answer(503, "sink_unavailable", 1.5);
+        metrics.duplicate();
+        let mut lines = lines.0.lock().unwrap();
+        let timestamp = lines[0]["_aws"]["Timestamp"].as_u64().unwrap();
+        assert!(timestamp > 1_700_000_000_000, "{timestamp}");
+        lines[0]["_aws"]["Timestamp"] = 0.into();
+        assert_eq!(
+            lines[0],
+            json!({
+                "Relay": "r\"1", "Class": "5xx", "Status": "503", "Code": "sink_unavailable",
+                "Answers": 1, "Latency": 1.5,
+                "_aws": {"Timestamp": 0, "CloudWatchMetrics": [{
+                    "Namespace": "DssRelay",
+                    "Dimensions": [["Relay", "Class"], ["Relay", "Status"], ["Relay", "Status", "Code"]],
+                    "Metrics": [
+                        {"Name": "Answers", "Unit": "Count"},
+                        {"Name": "Latency", "Unit": "Milliseconds"}
+                    ]
+                }]}
+            })
+        );
+        assert_eq!(lines[1]["Duplicates"], 1);
+        assert_eq!(
+            lines[1]["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Relay"]])
+        );
     }
 
     #[test]

@@ -41,6 +41,8 @@ async fn run() -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     tracing::info!(%addr, "Listening.");
     relay_gcf::serve(listener, relay, shutdown_signal()).await;
+    // The metric lines of the last requests, before SIGKILL.
+    relay_core::metrics::flush_stdout(std::time::Duration::from_secs(1)).await;
     Ok(())
 }
 

@@ -16,6 +16,9 @@ const MARGIN: Duration = Duration::from_millis(500);
 /// How long an invocation waits, at most, for stale stored routes to be read.
 const ROUTES_READ_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// How long an invocation waits, at most, for its metric lines to be written.
+const METRICS_FLUSH_TIMEOUT: Duration = Duration::from_millis(200);
+
 /// Turns one event into one relay answer.
 pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
     let deadline = request
@@ -32,6 +35,10 @@ pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
         })
     });
     let outcome = relay.handle(request, deadline).await;
+    // An environment can be frozen once it has answered, and stopped while frozen: the
+    // invocation's metric lines are written (by relay-core's writer thread) before the answer
+    // leaves. That wait is the invocation's latency only; one invocation runs at a time here.
+    relay_core::metrics::flush_stdout(METRICS_FLUSH_TIMEOUT).await;
     // relay-core always answers JSON text.
     outcome
         .into_response()

@@ -14,28 +14,74 @@ pub(super) struct LogFields {
     pub(super) filtered: bool,
     /// Answered 202 `duplicate`: every routed destination had acknowledged.
     pub(super) duplicate: bool,
-    source: Option<String>,
-    subscription_id: Option<String>,
-    bundle_uuid: Option<String>,
-    delivery_id: Option<String>,
-    bundle_version: Option<String>,
-    event_type: Option<String>,
+    /// The notification's identity, once it parsed, in one buffer.
+    identity: Option<Identity>,
     pub(super) routes_version: Option<String>,
     pub(super) split: Option<String>,
+}
+
+/// The identity fields of the log line, in [`Field`]'s order, one after the other in one string
+/// (one allocation a request, not six).
+#[derive(Debug)]
+struct Identity {
+    text: String,
+    /// Where each field ends in `text`; `None` for a field the notification does not have.
+    ends: [Option<usize>; Field::COUNT],
+}
+
+/// The identity fields, in the order [`Identity`] keeps them.
+#[derive(Clone, Copy)]
+enum Field {
+    Source,
+    SubscriptionId,
+    BundleUuid,
+    DeliveryId,
+    BundleVersion,
+    EventType,
+}
+
+impl Field {
+    const COUNT: usize = 6;
+}
+
+impl Identity {
+    fn field(&self, field: Field) -> Option<&str> {
+        let i = field as usize;
+        let end = self.ends[i]?;
+        let start = self.ends[..i]
+            .iter()
+            .rev()
+            .find_map(|end| *end)
+            .unwrap_or(0);
+        Some(&self.text[start..end])
+    }
 }
 
 impl LogFields {
     /// The notification's identity, once it parsed.
     pub(super) fn notification(&mut self, notification: &Notification<Verified>) {
-        let text = |field: Option<&str>| field.map(str::to_owned);
-        self.source = notification
-            .has_configured_source()
-            .then(|| notification.source().to_owned());
-        self.subscription_id = text(notification.subscription_id());
-        self.bundle_uuid = text(notification.bundle_uuid());
-        self.bundle_version = text(notification.bundle_version());
-        self.delivery_id = text(notification.delivery_id());
-        self.event_type = notification.event_type().map(str::to_owned);
+        let fields: [Option<&str>; Field::COUNT] = [
+            notification
+                .has_configured_source()
+                .then(|| notification.source()),
+            notification.subscription_id(),
+            notification.bundle_uuid(),
+            notification.delivery_id(),
+            notification.bundle_version(),
+            notification.event_type(),
+        ];
+        let mut text = String::with_capacity(fields.iter().flatten().map(|f| f.len()).sum());
+        let ends = fields.map(|field| {
+            field.map(|field| {
+                text.push_str(field);
+                text.len()
+            })
+        });
+        self.identity = Some(Identity { text, ends });
+    }
+
+    fn identity(&self, field: Field) -> Option<&str> {
+        self.identity.as_ref()?.field(field)
     }
 }
 
@@ -63,12 +109,12 @@ impl Relay {
                     path = parts.uri.path(),
                     status,
                     code = outcome.code,
-                    source = fields.source.as_deref(),
-                    subscription_id = fields.subscription_id.as_deref(),
-                    bundle_uuid = fields.bundle_uuid.as_deref(),
-                    delivery_id = fields.delivery_id.as_deref(),
-                    bundle_version = fields.bundle_version.as_deref(),
-                    event_type = fields.event_type.as_deref(),
+                    source = fields.identity(Field::Source),
+                    subscription_id = fields.identity(Field::SubscriptionId),
+                    bundle_uuid = fields.identity(Field::BundleUuid),
+                    delivery_id = fields.identity(Field::DeliveryId),
+                    bundle_version = fields.identity(Field::BundleVersion),
+                    event_type = fields.identity(Field::EventType),
                     routes_version = fields.routes_version.as_deref(),
                     split = fields.split.as_deref(),
                     latency_ms,

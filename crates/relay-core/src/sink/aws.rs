@@ -13,8 +13,9 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use bytes::Bytes;
 
-use super::{Message, Receipt, SinkError};
+use super::{Attributes, Message, Receipt, SinkError};
 
 /// Loads the standard AWS configuration (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL_*`) once,
 /// with bounded retries that fit inside the sink deadline.
@@ -57,10 +58,12 @@ pub fn region_of_host(host: &str) -> Option<String> {
 pub(super) struct Entry {
     /// The entry's id within its batch: its index.
     pub(super) id: String,
-    /// The payload text (it was parsed as JSON, so it is UTF-8).
-    pub(super) body: String,
-    /// String message attributes; the shape has already kept at most ten.
-    pub(super) attributes: Vec<(String, String)>,
+    /// The payload, shared with the message, not copied; checked to be UTF-8 (it was parsed
+    /// as JSON, so it is): read it with [`body`](Self::body).
+    body: Bytes,
+    /// String message attributes, shared with the message; the shape has already kept at
+    /// most ten.
+    pub(super) attributes: Attributes,
     /// FIFO `MessageGroupId`.
     pub(super) group_id: Option<String>,
     /// FIFO `MessageDeduplicationId`.
@@ -69,19 +72,36 @@ pub(super) struct Entry {
 
 impl Entry {
     pub(super) fn new(id: usize, message: &Message) -> Result<Self, SinkError> {
-        let body = String::from_utf8(message.payload.to_vec())
-            .map_err(|e| SinkError::Permanent(Box::new(e)))?;
+        std::str::from_utf8(&message.payload).map_err(|e| SinkError::Permanent(Box::new(e)))?;
         Ok(Self {
             id: id.to_string(),
-            body,
-            attributes: message
-                .attributes
-                .iter()
-                .map(|(n, v)| (n.to_owned(), v.to_owned()))
-                .collect(),
+            body: message.payload.clone(),
+            attributes: message.attributes.clone(),
             group_id: message.group_id.clone(),
             dedup_id: message.dedup_id.clone(),
         })
+    }
+
+    /// The payload's bytes, which [`new`](Self::new) checked are UTF-8.
+    pub(super) fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The payload as an owned string, for an SDK call that takes one.
+    pub(super) fn body_string(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// An entry of `body` as given, for tests of what is built from entries.
+    #[cfg(test)]
+    pub(super) fn for_tests(id: &str, body: &str, attributes: Attributes) -> Self {
+        Self {
+            id: id.to_owned(),
+            body: Bytes::copy_from_slice(body.as_bytes()),
+            attributes,
+            group_id: None,
+            dedup_id: None,
+        }
     }
 }
 
@@ -302,10 +322,10 @@ mod tests {
     fn entries_carry_the_body_attributes_and_fifo_ids() {
         let entry = Entry::new(3, &message(b"{\"a\":1}", Some("g"))).unwrap();
         assert_eq!(entry.id, "3");
-        assert_eq!(entry.body, "{\"a\":1}");
+        assert_eq!(entry.body(), b"{\"a\":1}");
         assert_eq!(
-            entry.attributes,
-            [("dss.event_type".to_owned(), "CREATE".to_owned())]
+            entry.attributes.iter().collect::<Vec<_>>(),
+            [("dss.event_type", "CREATE")]
         );
         assert_eq!(
             (entry.group_id.as_deref(), entry.dedup_id.as_deref()),
@@ -317,6 +337,17 @@ mod tests {
             !Entry::new(0, &message(b"\xff", None))
                 .unwrap_err()
                 .is_retryable()
+        );
+    }
+
+    #[test]
+    fn entries_share_the_payload_and_the_attributes() {
+        let message = message(b"{\"a\":1}", None);
+        let entry = Entry::new(0, &message).unwrap();
+        assert_eq!(entry.body().as_ptr(), message.payload.as_ptr());
+        assert_eq!(
+            entry.attributes.get("dss.event_type").map(str::as_ptr),
+            message.attributes.get("dss.event_type").map(str::as_ptr)
         );
     }
 

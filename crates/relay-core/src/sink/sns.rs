@@ -141,7 +141,7 @@ mod api {
     }
 
     fn attributes(entry: &Entry) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
-        let value = |v: &String| {
+        let value = |v: &str| {
             MessageAttributeValue::builder()
                 .data_type("String")
                 .string_value(v)
@@ -150,7 +150,7 @@ mod api {
         entry
             .attributes
             .iter()
-            .map(|(name, v)| Ok((name.clone(), value(v).map_err(invalid)?)))
+            .map(|(name, v)| Ok((name.to_owned(), value(v).map_err(invalid)?)))
             .collect()
     }
 
@@ -170,9 +170,9 @@ mod api {
             let request = self.client.publish().topic_arn(&self.arn);
             let output = request
                 .set_message_attributes(Some(attributes(&entry)?))
+                .message(entry.body_string())
                 .set_message_group_id(entry.group_id)
                 .set_message_deduplication_id(entry.dedup_id)
-                .message(entry.body)
                 .send()
                 .await
                 .map_err(classify)?;
@@ -185,8 +185,8 @@ mod api {
                 let attributes = attributes(&entry)?;
                 built.push(
                     PublishBatchRequestEntry::builder()
+                        .message(entry.body_string())
                         .id(entry.id)
-                        .message(entry.body)
                         .set_message_attributes(Some(attributes))
                         .set_message_group_id(entry.group_id)
                         .set_message_deduplication_id(entry.dedup_id)

@@ -155,7 +155,7 @@ mod api {
                 let value = MessageAttributeValue::builder()
                     .data_type("String")
                     .string_value(value);
-                Ok((name.clone(), value.build().map_err(invalid)?))
+                Ok((name.to_owned(), value.build().map_err(invalid)?))
             })
             .collect()
     }
@@ -178,9 +178,9 @@ mod api {
                 .send_message()
                 .queue_url(&self.url)
                 .set_message_attributes(Some(attributes(&entry)?))
+                .message_body(entry.body_string())
                 .set_message_group_id(entry.group_id)
                 .set_message_deduplication_id(entry.dedup_id)
-                .message_body(entry.body)
                 .send()
                 .await
                 .map_err(classify)?;
@@ -252,7 +252,7 @@ mod wire {
     /// `{"QueueUrl": …, "Entries": [{"Id", "MessageBody", "MessageAttributes", "MessageGroupId",
     /// "MessageDeduplicationId"}, …]}`, each attribute `{"DataType": "String", "StringValue": …}`.
     pub(super) fn batch_body(queue_url: &str, entries: &[Entry]) -> Bytes {
-        let size = entries.iter().map(|e| e.body.len() + 512).sum::<usize>();
+        let size = entries.iter().map(|e| e.body().len() + 512).sum::<usize>();
         let mut out = Vec::with_capacity(size + queue_url.len() + 32);
         out.extend_from_slice(b"{\"QueueUrl\":");
         string(&mut out, queue_url);
@@ -264,7 +264,7 @@ mod wire {
             out.extend_from_slice(b"{\"Id\":");
             string(&mut out, &entry.id);
             out.extend_from_slice(b",\"MessageBody\":");
-            string(&mut out, &entry.body);
+            utf8(&mut out, entry.body());
             if !entry.attributes.is_empty() {
                 out.extend_from_slice(b",\"MessageAttributes\":{");
                 for (j, (name, value)) in entry.attributes.iter().enumerate() {
@@ -296,9 +296,15 @@ mod wire {
     /// Appends `text` as a JSON string. Text with a control character (rare in a notification:
     /// JSON text escapes them inside its own strings) goes through serde_json whole.
     pub(super) fn string(out: &mut Vec<u8>, text: &str) {
-        let bytes = text.as_bytes();
+        utf8(out, text.as_bytes());
+    }
+
+    /// [`string`] for bytes known to be UTF-8 (an entry's body, read in place); bytes that
+    /// are not would be written with U+FFFD in place of each invalid sequence.
+    fn utf8(out: &mut Vec<u8>, bytes: &[u8]) {
         if bytes.iter().any(|&b| b < 0x20) {
-            serde_json::to_writer(&mut *out, text).expect("a string always serializes");
+            let text = String::from_utf8_lossy(bytes);
+            serde_json::to_writer(&mut *out, &text).expect("a string always serializes");
             return;
         }
         out.push(b'"');
@@ -390,22 +396,12 @@ mod tests {
     fn the_batch_body_carries_every_entry_as_the_json_protocol_defines_it() {
         use super::super::aws::Entry;
         let tricky = "{\"quote\": \"\\\"\", \"tab\": \"\t\", \"é\": \"\u{1F600}\"}\n";
-        let entries = [
-            Entry {
-                id: "0".into(),
-                body: tricky.into(),
-                attributes: vec![("dss.event_type".into(), "CREATE".into())],
-                group_id: Some("sub-1".into()),
-                dedup_id: Some("k".into()),
-            },
-            Entry {
-                id: "1".into(),
-                body: "{}".into(),
-                attributes: Vec::new(),
-                group_id: None,
-                dedup_id: None,
-            },
-        ];
+        let mut attributes = crate::sink::Attributes::default();
+        attributes.push("dss.event_type", "CREATE");
+        let mut first = Entry::for_tests("0", tricky, attributes);
+        first.group_id = Some("sub-1".into());
+        first.dedup_id = Some("k".into());
+        let entries = [first, Entry::for_tests("1", "{}", Default::default())];
         let url = "https://sqs.eu-west-1.amazonaws.com/1/dss.fifo";
         let body = wire::batch_body(url, &entries);
         let parsed: serde_json::Value = serde_json::from_slice(&body).unwrap();

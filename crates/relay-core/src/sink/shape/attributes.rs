@@ -1,12 +1,48 @@
 //! The relay's message attributes, in their fixed priority order, and the one unsigned header
 //! the relay forwards: `X-DSS-Notify-Attempt`.
 
+use std::sync::Arc;
+
 use crate::notification::{Notification, Verified};
+
+/// An attribute's name or value: a static string (the relay's own names) or a part of a shared
+/// one (a notification's values, all in one buffer). Cloning one never copies text.
+#[derive(Debug, Clone)]
+enum Text {
+    Static(&'static str),
+    Part(Arc<str>, usize, usize),
+}
+
+impl Text {
+    /// `text` in a buffer of its own.
+    fn owned(text: &str) -> Self {
+        Self::Part(Arc::from(text), 0, text.len())
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Static(text) => text,
+            Self::Part(buffer, start, end) => &buffer[*start..*end],
+        }
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Text {}
 
 /// Message attributes in their fixed priority order. Sinks with an attribute cap (SQS allows
 /// ten) keep the first ones.
+///
+/// Cloning is cheap: the list is shared until a destination's shape changes it, the relay's
+/// names are static and a notification's values share one buffer, so the message of every
+/// destination (and every batch entry) carries the same text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Attributes(Vec<(String, String)>);
+pub struct Attributes(Arc<Vec<(Text, Text)>>);
 
 impl Attributes {
     /// A DSS notification's attribute names in priority order. Names absent for a notification
@@ -59,7 +95,7 @@ impl Attributes {
                 n.delivery_id(),
                 n.key_id(),
             ];
-            return Self::of(&Self::SOURCE_ORDER, values);
+            return Self::of(Self::SOURCE_ORDER.into_iter().zip(values));
         }
         let kind = n.kind().map(crate::notification::Kind::as_str);
         let values = [
@@ -73,56 +109,93 @@ impl Attributes {
             notify_attempt.filter(|a| !a.is_empty()),
             n.key_id(),
         ];
-        let mut attributes = Self::of(&Self::ORDER, values);
-        if let Some(source) = source {
-            attributes.push("relay.source", source);
-        }
-        attributes
-    }
-
-    fn of<const N: usize>(names: &[&'static str; N], values: [Option<&str>; N]) -> Self {
-        Self(
-            names
-                .iter()
+        Self::of(
+            Self::ORDER
+                .into_iter()
                 .zip(values)
-                .filter_map(|(name, value)| Some(((*name).to_owned(), value?.to_owned())))
-                .collect(),
+                .chain([("relay.source", source)]),
         )
     }
 
-    /// Keeps the attributes whose name passes `keep`.
+    /// The attributes named, those with a value, their values in one buffer: one allocation,
+    /// however many destinations.
+    fn of<'a>(pairs: impl Iterator<Item = (&'static str, Option<&'a str>)> + Clone) -> Self {
+        let length = pairs.clone().filter_map(|(_, v)| v).map(str::len).sum();
+        let mut buffer = String::with_capacity(length);
+        let mut ranges = Vec::with_capacity(Self::MOST + 1);
+        for (name, value) in pairs {
+            if let Some(value) = value {
+                let start = buffer.len();
+                buffer.push_str(value);
+                ranges.push((name, start, buffer.len()));
+            }
+        }
+        let buffer: Arc<str> = buffer.into();
+        Self(Arc::new(
+            ranges
+                .into_iter()
+                .map(|(name, start, end)| {
+                    (
+                        Text::Static(name),
+                        Text::Part(Arc::clone(&buffer), start, end),
+                    )
+                })
+                .collect(),
+        ))
+    }
+
+    /// Keeps the attributes whose name passes `keep` (the list is copied only when one goes;
+    /// `keep` may be asked twice about a name).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.0.retain(|(name, _)| keep(name));
+        if self.0.iter().all(|(name, _)| keep(name.as_str())) {
+            return;
+        }
+        Arc::make_mut(&mut self.0).retain(|(name, _)| keep(name.as_str()));
     }
 
     /// Keeps the first `n` attributes.
     pub fn truncate(&mut self, n: usize) {
-        self.0.truncate(n);
+        if self.0.len() > n {
+            Arc::make_mut(&mut self.0).truncate(n);
+        }
     }
 
     /// Appends an attribute.
     pub fn push(&mut self, name: &str, value: &str) {
-        self.0.push((name.to_owned(), value.to_owned()));
+        Arc::make_mut(&mut self.0).push((Text::owned(name), Text::owned(value)));
     }
 
-    /// Removes the attribute `name`, giving its value.
-    pub fn take(&mut self, name: &str) -> Option<String> {
-        let at = self.0.iter().position(|(n, _)| n == name)?;
-        Some(self.0.remove(at).1)
+    /// Appends every attribute of `other`, sharing its text.
+    pub(crate) fn append(&mut self, other: &Attributes) {
+        if !other.is_empty() {
+            Arc::make_mut(&mut self.0).extend(other.0.iter().cloned());
+        }
+    }
+
+    /// Inserts every attribute of `other` before the attribute `name`, or after the last one
+    /// when there is none of that name, sharing its text.
+    pub(crate) fn insert_before(&mut self, name: &str, other: &Attributes) {
+        if other.is_empty() {
+            return;
+        }
+        let list = Arc::make_mut(&mut self.0);
+        let at = list
+            .iter()
+            .position(|(n, _)| n.as_str() == name)
+            .unwrap_or(list.len());
+        list.splice(at..at, other.0.iter().cloned());
     }
 
     /// Adds an attribute before every other, replacing one of the same name.
     pub fn put_first(&mut self, name: &str, value: &str) {
-        self.0.retain(|(n, _)| n != name);
-        self.0.insert(0, (name.to_owned(), value.to_owned()));
+        let list = Arc::make_mut(&mut self.0);
+        list.retain(|(n, _)| n.as_str() != name);
+        list.insert(0, (Text::owned(name), Text::owned(value)));
     }
 
     /// The value of one attribute.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 
     /// All attributes, in priority order.

@@ -56,7 +56,8 @@ impl ShapeError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Shape {
     attributes: Option<Vec<String>>,
-    extra_attributes: Vec<(String, String)>,
+    /// Built once, so that every message shares their text.
+    extra_attributes: Attributes,
     max_attributes: Option<usize>,
     /// FIFO `MessageGroupId` (SQS, SNS).
     pub group_id: Option<Template>,
@@ -110,9 +111,13 @@ impl Shape {
                 ),
             ));
         }
+        let mut extra_attributes = Attributes::default();
+        for (name, value) in &selection.extra_attributes {
+            extra_attributes.push(name, value);
+        }
         Ok(Self {
             attributes: selection.attributes.clone(),
-            extra_attributes: selection.extra_attributes.clone().into_iter().collect(),
+            extra_attributes,
             max_attributes,
             ..Self::default()
         })
@@ -129,7 +134,7 @@ impl Shape {
                     .as_ref()
                     .is_none_or(|keep| keep.iter().any(|k| k == name))
             })
-            .chain(self.extra_attributes.iter().map(|(name, _)| name.as_str()))
+            .chain(self.extra_attributes.iter().map(|(name, _)| name))
             .collect();
         names.truncate(self.max_attributes.unwrap_or(usize::MAX));
         names
@@ -137,7 +142,8 @@ impl Shape {
 
     /// The message as this destination sends it: its attributes, and its templates filled
     /// from the notification. A notification that lacks a field a template reads fails here,
-    /// before any sink is called.
+    /// before any sink is called. The payload and the attributes' text are shared with `base`,
+    /// never copied; the attribute list itself is copied only when the shape changes it.
     pub fn apply(
         &self,
         base: &Message,
@@ -151,15 +157,11 @@ impl Shape {
         }
         // A DSS notification's source comes after the destination's own attributes: it is
         // beyond the nine the destination's limit was checked against, so it is the one dropped.
-        let source = match notification.is_dss() {
-            true => message.attributes.take("relay.source"),
-            false => None,
-        };
-        for (name, value) in &self.extra_attributes {
-            message.attributes.push(name, value);
-        }
-        if let Some(source) = source {
-            message.attributes.push("relay.source", &source);
+        match notification.is_dss() {
+            true => message
+                .attributes
+                .insert_before("relay.source", &self.extra_attributes),
+            false => message.attributes.append(&self.extra_attributes),
         }
         if let Some(limit) = self.max_attributes {
             message.attributes.truncate(limit);
@@ -195,7 +197,7 @@ impl Shape {
         if let Some(names) = &self.attributes {
             text.push_str(&format!("; attributes {}", names.join(", ")));
         }
-        for (k, v) in &self.extra_attributes {
+        for (k, v) in self.extra_attributes.iter() {
             text.push_str(&format!("; {k}={v}"));
         }
         for (label, template) in [
@@ -299,6 +301,37 @@ mod tests {
             all.sent_attributes(),
             ["relay.dedup_key", "dss.subscription_id", "dss.bundle_uuid"]
         );
+    }
+
+    #[test]
+    fn shaped_messages_share_the_payload_and_the_attribute_text() {
+        const V2: &str = r#"{"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "dss_api": "https://dss.example"}"#;
+        let notification = Notification::parse(bytes::Bytes::from_static(V2.as_bytes()))
+            .unwrap()
+            .into_verified(Verified::for_tests(Some("hca-dss:x")));
+        let base = Message::new(
+            &notification,
+            &http::HeaderMap::new(),
+            std::time::SystemTime::UNIX_EPOCH,
+        );
+        let selected = Shape::new(
+            &selection(Some(&["dss.event_type", "dss.kind"]), &[("team", "x")]),
+            Some(10),
+        )
+        .unwrap();
+        for shape in [Shape::default(), selected] {
+            let message = shape.apply(&base, &notification).unwrap();
+            assert_eq!(message.payload.as_ptr(), base.payload.as_ptr());
+            for name in ["dss.event_type", "dss.kind"] {
+                let (shaped, unshaped) = (message.attributes.get(name), base.attributes.get(name));
+                assert_eq!(shaped, unshaped);
+                assert_eq!(
+                    shaped.map(str::as_ptr),
+                    unshaped.map(str::as_ptr),
+                    "{name}: the same text, not a copy"
+                );
+            }
+        }
     }
 
     #[test]
