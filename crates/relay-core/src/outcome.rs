@@ -21,7 +21,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// A JSON answer with the given status.
-    pub fn json(status: StatusCode, body: &serde_json::Value) -> Self {
+    pub fn json(status: StatusCode, body: &impl serde::Serialize) -> Self {
         let mut headers = HeaderMap::new();
         headers.insert(
             header::CONTENT_TYPE,
@@ -30,7 +30,7 @@ impl Outcome {
         Self {
             status,
             headers,
-            body: Bytes::from(body.to_string()),
+            body: Bytes::from(serde_json::to_vec(body).expect("an answer serializes")),
             code: None,
         }
     }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use futures_util::future::join_all;
 use http::StatusCode;
-use serde_json::json;
+use serde::Serialize;
 
 use super::Relay;
 use crate::error::Error;
@@ -80,12 +80,12 @@ impl Relay {
         }
         Ok(Outcome::json(
             StatusCode::ACCEPTED,
-            &json!({
-                "status": "published",
-                "dedup_key": notification.dedup_key(),
-                "deliveries": deliveries,
-                "routes_version": routes_version,
-            }),
+            &Accepted {
+                status: "published",
+                dedup_key: notification.dedup_key(),
+                deliveries: Some(&deliveries),
+                routes_version,
+            },
         ))
     }
 
@@ -93,36 +93,72 @@ impl Relay {
     pub(super) fn filtered(
         &self,
         notification: &Notification<Verified>,
-        deliveries: &[serde_json::Value],
+        deliveries: &[Delivery<'_>],
         routes_version: Option<&str>,
     ) -> Outcome {
-        let mut body = json!({
-            "status": "filtered",
-            "dedup_key": notification.dedup_key(),
-            "routes_version": routes_version,
-        });
-        if !deliveries.is_empty() {
-            body["deliveries"] = deliveries.into();
-        }
-        Outcome::json(StatusCode::ACCEPTED, &body)
+        Outcome::json(
+            StatusCode::ACCEPTED,
+            &Filtered {
+                status: "filtered",
+                dedup_key: notification.dedup_key(),
+                routes_version,
+                deliveries: (!deliveries.is_empty()).then_some(deliveries),
+            },
+        )
     }
+}
+
+/// The body of a 202 `published` answer, written straight from the notification's fields.
+#[derive(Serialize)]
+struct Accepted<'a> {
+    status: &'static str,
+    dedup_key: &'a str,
+    deliveries: Option<&'a [Delivery<'a>]>,
+    routes_version: Option<&'a str>,
+}
+
+/// The body of a 202 `filtered` answer (`deliveries` only when the archive took it).
+#[derive(Serialize)]
+struct Filtered<'a> {
+    status: &'static str,
+    dedup_key: &'a str,
+    routes_version: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deliveries: Option<&'a [Delivery<'a>]>,
+}
+
+/// One destination's delivery in a 202 answer; `earlier` when an earlier attempt made it.
+#[derive(Serialize)]
+pub(super) struct Delivery<'a> {
+    sink: &'a str,
+    message_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    earlier: bool,
 }
 
 /// Every destination's delivery (`earlier` for those an earlier attempt acknowledged), or the
 /// answer's error: the first permanent failure (502), else the first retryable one (503).
-fn deliveries(
+fn deliveries<'a>(
     notification: &Notification<Verified>,
-    published: &Published<'_>,
-    acked: &BTreeMap<String, Ack>,
-) -> Result<Vec<serde_json::Value>, Error> {
+    published: &'a Published<'_>,
+    acked: &'a BTreeMap<String, Ack>,
+) -> Result<Vec<Delivery<'a>>, Error> {
     let mut deliveries: Vec<_> = acked
         .iter()
-        .map(|(sink, ack)| json!({"sink": sink, "message_id": ack.message_id, "earlier": true}))
+        .map(|(sink, ack)| Delivery {
+            sink,
+            message_id: ack.message_id.as_deref(),
+            earlier: true,
+        })
         .collect();
     let mut failure: Option<Error> = None;
     for (sink, result) in published {
         match result {
-            Ok(receipt) => deliveries.push(json!({"sink": sink, "message_id": receipt.message_id})),
+            Ok(receipt) => deliveries.push(Delivery {
+                sink,
+                message_id: receipt.message_id.as_deref(),
+                earlier: false,
+            }),
             Err(e) => {
                 let retryable = e.is_retryable();
                 if retryable {

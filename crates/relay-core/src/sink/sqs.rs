@@ -302,7 +302,9 @@ mod wire {
     /// [`string`] for bytes known to be UTF-8 (an entry's body, read in place); bytes that
     /// are not would be written with U+FFFD in place of each invalid sequence.
     fn utf8(out: &mut Vec<u8>, bytes: &[u8]) {
-        if bytes.iter().any(|&b| b < 0x20) {
+        // A fold without an early exit is vectorized: the whole body costs a few cycles per
+        // 32 bytes, where `any` would test it one byte at a time.
+        if bytes.iter().fold(false, |control, &b| control | (b < 0x20)) {
             let text = String::from_utf8_lossy(bytes);
             serde_json::to_writer(&mut *out, &text).expect("a string always serializes");
             return;
