@@ -5,3 +5,4 @@
 mod docs;
 mod error_codes;
 mod layers;
+mod patches;
