@@ -215,7 +215,9 @@ impl StoreError {
     }
 }
 
-/// A document's bytes as they arrive, never more than the limit and one byte.
+/// A document's bytes as they arrive, never more than the limit and one byte (the object
+/// stores' reads).
+#[cfg(any(feature = "s3", feature = "gcs"))]
 #[derive(Debug)]
 struct Limited {
     url: String,
@@ -223,6 +225,7 @@ struct Limited {
     bytes: Vec<u8>,
 }
 
+#[cfg(any(feature = "s3", feature = "gcs"))]
 impl Limited {
     /// An empty buffer for the document at `url`; `announced` is the size the store gave, when
     /// it gave one: larger than `limit` is refused before any byte is read.
