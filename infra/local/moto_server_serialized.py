@@ -1,29 +1,45 @@
-"""moto_server, with its DynamoDB calls applied one at a time (infra/local/emulators.sh runs it).
+"""moto_server, with its conditional writes applied one at a time (infra/local/emulators.sh runs it).
 
-DynamoDB applies the writes to one item one at a time: a conditional write is atomic. moto
-checks a condition and then writes the item in two steps, without a lock, and its server runs
-each request in its own thread, so two concurrent conditional writes to one item can both pass.
-The delivery ledger's tests (one claim granted among many at once) rely on the atomicity, so
-this runs moto_server's main, with the same arguments, after wrapping the DynamoDB handler in
-one lock. Every other service runs concurrently, as before.
+DynamoDB applies the writes to one item one at a time, and S3 the writes to one object: a
+conditional write (DynamoDB's ConditionExpression, S3's If-Match and If-None-Match) is atomic.
+moto checks the condition and then writes, in two steps and without a lock, and its server runs
+each request in its own thread, so two concurrent conditional writes can both pass and one
+update is lost. The delivery ledger's tests (one claim granted among many at once) and the
+stored routes' tests (two `relay split` writers lose no update) rely on the atomicity, so this
+runs moto_server's main, with the same arguments, after wrapping DynamoDB's handler and S3's
+object writes (PUT, POST and DELETE on a key) in one lock each. Reads, and every other service,
+run concurrently, as before.
 """
 
 import sys
 import threading
 
 from moto.dynamodb.responses import DynamoHandler
+from moto.s3.responses import S3Response
 from moto.server import main
 
-_lock = threading.Lock()
+_dynamodb = threading.Lock()
 _call_action = DynamoHandler.call_action
 
 
-def _one_at_a_time(self):
-    with _lock:
+def _dynamodb_one_at_a_time(self):
+    with _dynamodb:
         return _call_action(self)
 
 
-DynamoHandler.call_action = _one_at_a_time
+_s3_writes = threading.Lock()
+_key_response = S3Response._key_response
+
+
+def _s3_writes_one_at_a_time(self, request, full_url):
+    if request.method in ("PUT", "POST", "DELETE"):
+        with _s3_writes:
+            return _key_response(self, request, full_url)
+    return _key_response(self, request, full_url)
+
+
+DynamoHandler.call_action = _dynamodb_one_at_a_time
+S3Response._key_response = _s3_writes_one_at_a_time
 
 if __name__ == "__main__":
     sys.exit(main())
