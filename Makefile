@@ -57,7 +57,8 @@ $(TOOLS)/bin/cargo-lambda:
 	python3 -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check cargo-lambda ziglang
 
-# Cargo features added to relay-lambda's defaults (sqs, sns, secrets, s3), e.g. LAMBDA_FEATURES=pubsub.
+# Cargo features added to relay-lambda's defaults (sqs, sns, secrets, s3, dynamodb), e.g.
+# LAMBDA_FEATURES=pubsub, or aws-lc (the AWS clients' TLS on aws-lc rather than ring).
 LAMBDA_FEATURES ?=
 LAMBDA_FEATURE_ARGS = $(if $(LAMBDA_FEATURES),--features $(LAMBDA_FEATURES))
 
@@ -75,6 +76,8 @@ LAMBDA_ARCHS := arm64 x86_64
 LAMBDA_ARCH ?= arm64
 LAMBDA_TRIPLE_arm64 := aarch64-unknown-linux-gnu
 LAMBDA_TRIPLE_x86_64 := x86_64-unknown-linux-gnu
+# A target triple as cargo's environment spells it: CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_….
+upper = $(shell echo '$(1)' | tr 'a-z-' 'A-Z_')
 LAMBDA_GLIBC := 2.34
 LAMBDA_BUILDS := $(addprefix lambda-build-,$(LAMBDA_ARCHS))
 LAMBDA_ARCH_FILES = $(LAMBDA_DIR)/relay-lambda/architecture $(foreach a,$(LAMBDA_ARCHS),$(LAMBDA_DIR)/$(a)/relay-lambda/architecture)
@@ -85,15 +88,30 @@ lambda: $(LAMBDA_BUILDS) ## Build bootstrap.zip for arm64 and x86_64 (zig, glibc
 # One static pattern rule per instruction set (`make lambda-build-x86_64` builds just that one).
 # --compiler cargo-zigbuild is explicit, so neither CARGO_LAMBDA_COMPILER nor a package's metadata
 # can switch the build to the host's C toolchain.
+# The bootstrap is linked without unwind tables (crates/relay-lambda/link/no-unwind-tables.ld says
+# why), through the target's rustflags, so host builds are untouched; RUSTFLAGS, when set, replaces
+# them (cargo's order), and the tables stay.
+LAMBDA_LINK_ARGS := -C link-arg=-Wl,--no-eh-frame-hdr -C link-arg=-Wl,-T,$(CURDIR)/crates/relay-lambda/link/no-unwind-tables.ld
+# $(call lambda_build,ARCH,DIR,ARGS): relay-lambda for ARCH into DIR, with cargo-lambda's ARGS.
+lambda_build = CARGO_TARGET_$(call upper,$(LAMBDA_TRIPLE_$(1)))_RUSTFLAGS="$(LAMBDA_LINK_ARGS)" \
+	$(CARGO) lambda build --profile lambda --compiler cargo-zigbuild --target $(LAMBDA_TRIPLE_$(1)).$(LAMBDA_GLIBC) \
+	  --lambda-dir $(2) -p relay-lambda $(3)
 $(LAMBDA_BUILDS): lambda-build-%: lambda-tools
 	@rm -f $(LAMBDA_ARCH_FILES)
-	$(CARGO) lambda build --profile lambda --compiler cargo-zigbuild --target $(LAMBDA_TRIPLE_$*).$(LAMBDA_GLIBC) \
-	  --lambda-dir $(LAMBDA_DIR)/$* -p relay-lambda $(LAMBDA_FEATURE_ARGS) --output-format zip
+	$(call lambda_build,$*,$(LAMBDA_DIR)/$*,$(LAMBDA_FEATURE_ARGS) --output-format zip)
 
-lambda-check: ## Check the built zips (glibc at most 2.34, instruction set), record each one's architecture, copy the LAMBDA_ARCH one
+# The zips' size budget, 3.5 MiB, holds for the default features (docs/performance.md#sizes);
+# LAMBDA_FEATURES=pubsub adds Google's client and its TLS, and is not held to it.
+LAMBDA_ZIP_MAX := 3670016
+lambda-check: ## Check the built zips (glibc at most 2.34, instruction set, size), record each one's architecture, copy the LAMBDA_ARCH one
 	@rm -f $(LAMBDA_ARCH_FILES)
 	infra/local/lambda-glibc.sh --max $(LAMBDA_GLIBC) --arch arm64 $(LAMBDA_DIR)/arm64/relay-lambda/bootstrap.zip
 	infra/local/lambda-glibc.sh --max $(LAMBDA_GLIBC) --arch x86_64 $(LAMBDA_DIR)/x86_64/relay-lambda/bootstrap.zip
+	@$(if $(LAMBDA_FEATURES),true,for a in $(LAMBDA_ARCHS); do \
+	  zip=$(LAMBDA_DIR)/$$a/relay-lambda/bootstrap.zip; size=$$(stat -c %s $$zip); \
+	  if [ $$size -gt $(LAMBDA_ZIP_MAX) ]; then \
+	    echo "lambda-check: $$zip is $$size bytes, over the budget of $(LAMBDA_ZIP_MAX)" >&2; exit 1; \
+	  fi; echo "lambda-check: ok $$zip: $$size bytes (at most $(LAMBDA_ZIP_MAX))"; done)
 	$(foreach a,$(LAMBDA_ARCHS),echo $(a) > $(LAMBDA_DIR)/$(a)/relay-lambda/architecture;)
 	mkdir -p $(LAMBDA_DIR)/relay-lambda
 	cp $(LAMBDA_DIR)/$(LAMBDA_ARCH)/relay-lambda/bootstrap.zip $(LAMBDA_DIR)/relay-lambda/bootstrap.zip
@@ -113,13 +131,19 @@ image: ## Build the relay-gcf image for linux/amd64 (infra/docker/Dockerfile); n
 	DOCKER_BUILDKIT=1 docker build --platform linux/amd64 -f infra/docker/Dockerfile -t $(IMAGE) .
 
 bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-all baselines
-	$(CARGO) bench -p relay-core --bench route
+	$(CARGO) bench -p relay-core --features fast-regex --bench route
 
 # BENCH_ONLY=cold (relay-lambda's cold starts under Lambda's CPU quotas) needs root: it makes a
-# cgroup v1 cpu cgroup per start under /sys/fs/cgroup/cpu (docs/performance.md).
-bench-load: ## relay-gcf's cost per notification against a bare floor, and relay-lambda's cold starts, on loopback (release build)
-	$(CARGO) build --release -p relay-gcf -p relay-cli -p relay-lambda -p relay-bench --features relay-gcf/dynamodb
-	taskset -c 1 target/release/bench-load
+# cgroup v1 cpu cgroup per start under /sys/fs/cgroup/cpu (docs/performance.md). The cold starts
+# are of the bootstrap `make lambda` builds, with the default features, for this machine's
+# instruction set, in a folder of its own (the deployable zips are left as they are); a release
+# relay-lambda built with relay-gcf would share relay-gcf's features (Google's clients, SQLite).
+BENCH_LAMBDA_ARCH := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x86_64)
+BENCH_LAMBDA_DIR = $(or $(CARGO_TARGET_DIR),target)/bench-lambda
+bench-load: lambda-tools ## relay-gcf's cost per notification against a bare floor, and the Lambda bootstrap's cold starts, on loopback (release build)
+	$(call lambda_build,$(BENCH_LAMBDA_ARCH),$(BENCH_LAMBDA_DIR),)
+	$(CARGO) build --release -p relay-gcf -p relay-cli -p relay-bench --features relay-gcf/dynamodb
+	BENCH_LAMBDA=$(BENCH_LAMBDA_DIR)/relay-lambda/bootstrap taskset -c 1 $(or $(CARGO_TARGET_DIR),target)/release/bench-load
 
 faults: ## The fault matrix with 10,000 notifications per fault; prints the table (docs/faults.md)
 	$(CARGO) build --workspace --all-features
@@ -151,10 +175,12 @@ fuzz: fuzz-tools ## Run every fuzz target for FUZZ_SECONDS (default 60) each fro
 lint: ## rustfmt check and clippy with warnings as errors, all features and the smallest builds
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
-	# relay-core with no destination, and relay-gcf with Google's only (docs/performance.md):
-	# code that needs an optional dependency must stay behind its feature.
+	# relay-core with no destination, relay-gcf with Google's only (docs/performance.md), and
+	# relay-lambda as `make lambda` builds it (the AWS clients' TLS on ring): code that needs an
+	# optional dependency must stay behind its feature.
 	$(CARGO) clippy -p relay-core --no-default-features -- -D warnings
 	$(CARGO) clippy -p relay-gcf --no-default-features --features pubsub,gcs -- -D warnings
+	$(CARGO) clippy -p relay-lambda -- -D warnings
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

@@ -163,7 +163,7 @@ pub(crate) async fn gcf_with(vars: &[(&str, &str)], sdk: &aws_config::SdkConfig)
     let config = config(vars);
     let mut sinks = Vec::new();
     for sink in &config.sinks {
-        let clients = relay_core::sink::Clients::with_aws(sdk);
+        let clients = relay_core::sink::Clients::with_aws(sdk, config.batch_wait);
         sinks.push(sink.target.build(clients).await.expect("the sink builds"));
     }
     let mut sinks = sinks.into_iter();
@@ -193,7 +193,10 @@ pub(crate) fn require_emulator_env() {
 
 pub(crate) async fn sdk() -> aws_config::SdkConfig {
     require_emulator_env();
-    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(relay_core::sink::aws_http_client())
+        .load()
+        .await
 }
 
 pub(crate) async fn sqs() -> aws_sdk_sqs::Client {

@@ -1,7 +1,8 @@
-//! `BENCH_ONLY=cold`: cold starts of the release relay-lambda binary, measured from outside.
+//! `BENCH_ONLY=cold`: cold starts of relay-lambda's bootstrap, measured from outside.
 //!
-//! Each cold start is a fresh process of the bootstrap binary (`relay-lambda` next to this
-//! binary, or `BENCH_LAMBDA`), started on core 0 with the environment Lambda gives a
+//! Each cold start is a fresh process of the bootstrap binary (`BENCH_LAMBDA`, which `make
+//! bench-load` sets to the bootstrap `make lambda` builds; else `relay-lambda` next to this
+//! binary), started on core 0 with the environment Lambda gives a
 //! `provided.al2023` function and the relay's own variables, against a loopback Lambda Runtime
 //! API ([`runtime_api`]) that hands it two Function URL events, each a distinct DSS-signed
 //! notification, and a loopback SQS-protocol endpoint ([`queue`]) over TLS, whose private CA

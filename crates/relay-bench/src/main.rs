@@ -4,9 +4,10 @@
 //! other core. Every figure is printed next to the floor's, as a ratio. The last table is what
 //! `relay replay` (release, pinned to core 0 too) costs and how fast it sends.
 //!
-//! Run with `make bench-load`, which pins this process (the load and the endpoints) to core 1,
-//! or `cargo build --release -p relay-gcf -p relay-cli -p relay-lambda -p relay-bench
-//! --features relay-gcf/dynamodb` and then `taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets
+//! Run with `make bench-load`, which builds the Lambda's bootstrap as `make lambda` does and
+//! pins this process (the load and the endpoints) to core 1, or `cargo build --release -p
+//! relay-gcf -p relay-cli -p relay-bench --features relay-gcf/dynamodb` and then `BENCH_LAMBDA=…
+//! taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets
 //! each measured run's length (default 5); `BENCH_ONLY=saturation` runs the first table,
 //! `BENCH_ONLY=burst` the burst and slow-sender tables, `BENCH_ONLY=ledger` the ledger table
 //! (relay-gcf against a loopback DynamoDB-protocol endpoint, `BENCH_LEDGER_NOTIFICATIONS`
@@ -14,7 +15,7 @@
 //! (`relay replay --since 3h` over an archive folder of `BENCH_REPLAY_NOTIFICATIONS`
 //! notifications, default 10,000, to the loopback SQS-protocol endpoint: without a ledger,
 //! through an SQLite ledger twice, and to an endpoint answering in 10 ms), `BENCH_ONLY=cold`
-//! the release relay-lambda's cold starts under Lambda's CPU quotas (cold.rs, which needs root
+//! relay-lambda's cold starts under Lambda's CPU quotas (cold.rs, which needs root
 //! for its cgroups; `BENCH_COLD_STARTS` starts per row, default 20); `BENCH_RELAY` names
 //! another relay-gcf binary to measure, such as `cargo build --profile profiling -p
 //! relay-gcf`'s, which keeps its symbols for perf.

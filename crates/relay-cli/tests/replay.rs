@@ -91,6 +91,7 @@ impl Deployment {
 /// An AWS configuration addressing `endpoint`, with test credentials.
 async fn sdk(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(relay_core::sink::aws_http_client())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .test_credentials()
@@ -136,7 +137,10 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
     };
     let sink = queue
         .target
-        .build(Clients::with_aws(&sdk(&sqs.endpoint).await))
+        .build(Clients::with_aws(
+            &sdk(&sqs.endpoint).await,
+            config.batch_wait,
+        ))
         .await
         .unwrap();
     let ledger: Arc<dyn Ledger> =

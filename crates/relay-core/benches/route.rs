@@ -9,7 +9,7 @@
 //! ids: a notification on the list and one that is not. Their ratio is what to compare: the
 //! one that matches nothing should cost no more than about the one that matches.
 //!
-//! Run with `cargo bench -p relay-core --bench route` (`make bench`).
+//! Run with `cargo bench -p relay-core --features fast-regex --bench route` (`make bench`).
 
 use std::hint::black_box;
 

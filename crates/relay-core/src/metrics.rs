@@ -399,6 +399,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_flush_right_after_a_line_does_not_wait_out_the_gathering_window() {
+        // The window is far longer than the flush's timeout: a flush that waited it out (its
+        // wake-up taken by the channel's own receive) would time out.
+        let seen = Arc::new(Mutex::new((0, Vec::new())));
+        let queue =
+            LineQueue::spawn_gathering(Counted(Arc::clone(&seen)), 64, Duration::from_secs(30));
+        for i in 0..300 {
+            queue.write_owned(format!("{{\"n\":{i}}}"));
+            let flushed = match i % 2 {
+                0 => queue.flush(Duration::from_secs(10)).await,
+                _ => queue.flush_blocking(Duration::from_secs(10)),
+            };
+            assert!(flushed, "line {i} waited for the window");
+        }
+        let seen = seen.lock().unwrap();
+        assert_eq!(String::from_utf8_lossy(&seen.1).lines().count(), 300);
+    }
+
+    #[tokio::test]
     async fn a_flush_waits_for_the_lines_queued_before_it() {
         let written = Arc::new(Mutex::new(Vec::new()));
         let (open, gate) = mpsc::channel();

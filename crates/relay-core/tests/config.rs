@@ -113,6 +113,26 @@ fn json_logs_on_the_platforms() {
 }
 
 #[test]
+fn batches_wait_a_millisecond_except_on_lambda() {
+    let base = [("RELAY_HMAC_SECRET", "s"), ("RELAY_FILE_SINK", "-")];
+    let c = config(&base);
+    assert_eq!(c.batch_wait, Duration::from_millis(1));
+    assert_eq!(effective(&c, "RELAY_BATCH_WAIT_MS"), "1");
+    // One notification at a time per instance: nothing could join a waiting batch.
+    let lambda = [base[0], base[1], ("AWS_LAMBDA_FUNCTION_NAME", "relay")];
+    let c = config(&lambda);
+    assert_eq!(c.batch_wait, Duration::ZERO);
+    assert_eq!(effective(&c, "RELAY_BATCH_WAIT_MS"), "0");
+    let c = config(&[base[0], base[1], ("RELAY_BATCH_WAIT_MS", "20")]);
+    assert_eq!(c.batch_wait, Duration::from_millis(20));
+    for bad in ["1001", "-1", "1.5", "soon"] {
+        let err = config_errors(&[base[0], base[1], ("RELAY_BATCH_WAIT_MS", bad)]);
+        assert_eq!(vars_of(&err), ["RELAY_BATCH_WAIT_MS"], "{bad}");
+        assert!(err.to_string().contains("between 0 and 1000"), "{err}");
+    }
+}
+
+#[test]
 fn queue_and_topic_sinks_from_variables() {
     let c = config(&[
         ("RELAY_HMAC_SECRET", "s"),
@@ -293,6 +313,7 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
             r#""s3://relay-archive/dss/""#,
             "s3://relay-archive/dss/",
         ),
+        ("batch_wait_ms", "5", "5"),
         ("warm_connections", "false", "false"),
         ("listen", r#""127.0.0.1:9""#, "127.0.0.1:9"),
         ("header_timeout_ms", "700", "700"),

@@ -46,6 +46,9 @@ pub struct Config {
     pub payload_field: String,
     /// The deadline for every routed sink to acknowledge.
     pub sink_timeout: Duration,
+    /// How long, at most, an SQS or SNS batch waits for more messages, resolved for the
+    /// platform (zero on Lambda).
+    pub batch_wait: Duration,
     /// Log output format, resolved for the platform.
     pub log_format: LogFormat,
     /// Metric lines, resolved for the platform.
@@ -240,6 +243,10 @@ impl Config {
         } else {
             MetricsFormat::Off
         });
+        let batch_wait = settings
+            .batch_wait_ms
+            .get_or_insert(values::WaitMillis(if on_lambda { 0 } else { 1 }))
+            .0;
         let log_format = *settings.log_format.get_or_insert(if on_platform {
             LogFormat::Json
         } else {
@@ -366,6 +373,7 @@ impl Config {
                 .as_ref()
                 .map_or(DEFAULT_PAYLOAD_FIELD.into(), |f| f.to_string()),
             sink_timeout: Duration::from_millis(settings.sink_timeout_ms.map_or(0, |m| m.0)),
+            batch_wait: Duration::from_millis(batch_wait),
             log_format,
             metrics,
             metrics_name,

@@ -9,7 +9,7 @@ use serde::de::{Error as _, MapAccess, Visitor};
 
 use super::values::{
     Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, MetricsFormat, Millis, Seconds,
-    SecretArn, Show,
+    SecretArn, Show, WaitMillis,
 };
 use crate::archive::ArchiveUrl;
 use crate::ledger::{LedgerKey, LedgerUrl};
@@ -127,7 +127,9 @@ settings! {
     payload_field: FieldName = "RELAY_PAYLOAD_FIELD", file, default "payload";
     /// Deadline for every routed sink to acknowledge, retries included; past it the answer is 503.
     sink_timeout_ms: Millis = "RELAY_SINK_TIMEOUT_MS", file, default "5000";
-    /// `json` or `text` log lines, to standard error; `RUST_LOG` filters them.
+    /// How long, at most, a notification for SQS or SNS waits for others to share its call, unless it comes after a quiet spell as long with no call in flight (it then leaves at once); `0`: never. On Lambda an instance handles one notification at a time, so none could join it.
+    batch_wait_ms: WaitMillis = "RELAY_BATCH_WAIT_MS", file, default "1, 0 on Lambda";
+    /// `json` or `text` log lines, to standard error; `RUST_LOG` filters them (a level, `target=level` directives, or both).
     log_format: LogFormat = "RELAY_LOG_FORMAT", file, default "json on Lambda and Cloud Run, else text";
     /// `emf`: one CloudWatch Embedded Metric Format line per answer and per sink publish, on standard output; `off`: none.
     metrics: MetricsFormat = "RELAY_METRICS", file, default "emf on Lambda, else off";
@@ -282,7 +284,10 @@ mod tests {
             .filter(|s| !s.default.is_empty() && defaults.shown(s.key).is_none())
             .map(|s| s.key)
             .collect();
-        assert_eq!(descriptive, ["log_format", "metrics", "listen"]);
+        assert_eq!(
+            descriptive,
+            ["batch_wait_ms", "log_format", "metrics", "listen"]
+        );
     }
 
     #[test]

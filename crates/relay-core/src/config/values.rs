@@ -118,6 +118,13 @@ value!(
 );
 
 value!(
+    /// Milliseconds between 0 and 1000.
+    WaitMillis(u64),
+    "milliseconds between 0 and 1000",
+    |s| s.parse().ok().filter(|n| *n <= 1000)
+);
+
+value!(
     /// A positive count.
     Count(usize),
     "a positive whole number",
@@ -243,6 +250,8 @@ mod tests {
         assert_eq!("yes".parse::<Flag>(), Ok(Flag(true)));
         assert!("maybe".parse::<Flag>().unwrap_err().0.contains("\"maybe\""));
         assert!("0".parse::<Millis>().is_err() && "60001".parse::<Millis>().is_err());
+        assert_eq!("0".parse::<WaitMillis>().map(|w| w.0), Ok(0));
+        assert!("1001".parse::<WaitMillis>().is_err() && "-1".parse::<WaitMillis>().is_err());
         assert_eq!("0".parse::<Seconds>(), Ok(Seconds(0)));
         assert!("".parse::<FieldName>().is_err() && "a\"b".parse::<FieldName>().is_err());
         assert!("xml".parse::<LogFormat>().is_err());

@@ -2,7 +2,7 @@
 //! [`Stdout`], the process's one queue to standard output.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -80,6 +80,10 @@ enum FlushAck {
 pub struct LineQueue {
     tx: mpsc::SyncSender<Command>,
     dropped: Arc<AtomicU64>,
+    /// Set by a flush request before it wakes the writer: the writer does not wait out
+    /// [`GATHER`] while it is set. The wake-up alone can be lost, since the channel's own
+    /// blocking receive parks and unparks the same thread.
+    flush_requested: Arc<AtomicBool>,
     /// The writer thread, woken early by a flush request.
     writer: std::thread::Thread,
 }
@@ -91,18 +95,30 @@ pub const GATHER: Duration = Duration::from_millis(2);
 impl LineQueue {
     /// Starts the writer thread over `out`, with room for `capacity` lines.
     pub fn spawn(out: impl Write + Send + 'static, capacity: usize) -> Self {
+        Self::spawn_gathering(out, capacity, GATHER)
+    }
+
+    /// [`spawn`](Self::spawn) with another gathering window than [`GATHER`].
+    pub(crate) fn spawn_gathering(
+        out: impl Write + Send + 'static,
+        capacity: usize,
+        gather: Duration,
+    ) -> Self {
         let (tx, rx) = mpsc::sync_channel(capacity);
         let dropped = Arc::new(AtomicU64::new(0));
+        let flush_requested = Arc::new(AtomicBool::new(false));
         let counter = Arc::clone(&dropped);
+        let flushing = Arc::clone(&flush_requested);
         let writer = std::thread::Builder::new()
             .name("relay-metrics".into())
-            .spawn(move || drain(&rx, out, &counter))
+            .spawn(move || drain(&rx, out, gather, &counter, &flushing))
             .expect("a thread for metric lines")
             .thread()
             .clone();
         Self {
             tx,
             dropped,
+            flush_requested,
             writer,
         }
     }
@@ -118,6 +134,7 @@ impl LineQueue {
         let (ack, done) = tokio::sync::oneshot::channel();
         let deadline = tokio::time::Instant::now() + timeout;
         let mut command = Command::Flush(FlushAck::Async(ack));
+        self.flush_requested.store(true, Ordering::Release);
         loop {
             match self.tx.try_send(command) {
                 Ok(()) => break,
@@ -139,6 +156,7 @@ impl LineQueue {
         let (ack, done) = mpsc::sync_channel(1);
         let deadline = Instant::now() + timeout;
         let mut command = Command::Flush(FlushAck::Blocking(ack));
+        self.flush_requested.store(true, Ordering::Release);
         loop {
             match self.tx.try_send(command) {
                 Ok(()) => break,
@@ -172,16 +190,24 @@ const WRITE_BYTES: usize = 256 * 1024;
 
 /// The writer thread: writes what is waiting, flushes when nothing more is, until every
 /// sender is gone.
-fn drain(rx: &mpsc::Receiver<Command>, mut out: impl Write, dropped: &AtomicU64) {
+fn drain(
+    rx: &mpsc::Receiver<Command>,
+    mut out: impl Write,
+    gather: Duration,
+    dropped: &AtomicU64,
+    flush_requested: &AtomicBool,
+) {
     let mut buffer = Vec::with_capacity(WRITE_BYTES);
     let mut acks = Vec::new();
     let mut last = String::new();
     let mut warned: Option<Instant> = None;
     while let Ok(first) = rx.recv() {
-        if matches!(first, Command::Line(_)) {
-            // Woken early by a flush request.
-            std::thread::park_timeout(GATHER);
+        // A flush request sets the flag, then sends, then unparks: seen here, it is not waited
+        // for; set after this check, its unpark ends the wait (or makes it return at once).
+        if matches!(first, Command::Line(_)) && !flush_requested.load(Ordering::Acquire) {
+            std::thread::park_timeout(gather);
         }
+        flush_requested.store(false, Ordering::Release);
         let mut next = Some(first);
         while let Some(command) = next.take() {
             match command {

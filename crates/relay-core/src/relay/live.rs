@@ -71,6 +71,7 @@ impl Relay {
 pub(super) fn sink_factory(
     sdk: Option<aws_config::SdkConfig>,
     timeout: std::time::Duration,
+    batch_wait: std::time::Duration,
 ) -> SinkFactory {
     let sdk = Arc::new(tokio::sync::OnceCell::new_with(sdk));
     Arc::new(move |config: SinkConfig| {
@@ -80,6 +81,7 @@ pub(super) fn sink_factory(
                 true => Clients::with_aws(
                     sdk.get_or_init(|| crate::sink::load_aws_config(timeout))
                         .await,
+                    batch_wait,
                 ),
                 false => Clients::default(),
             };

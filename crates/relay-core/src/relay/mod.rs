@@ -199,7 +199,7 @@ impl Relay {
         };
         // One way to build a sink: the deployed ones now, those stored routes add later.
         #[cfg(feature = "aws")]
-        let factory = live::sink_factory(aws, config.sink_timeout);
+        let factory = live::sink_factory(aws, config.sink_timeout, config.batch_wait);
         #[cfg(not(feature = "aws"))]
         let factory = live::sink_factory();
         let mut sinks = Vec::with_capacity(config.sinks.len());

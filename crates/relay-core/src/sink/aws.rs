@@ -9,6 +9,9 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
+use aws_smithy_http_client::proxy::ProxyConfig;
+use aws_smithy_http_client::{ConnectorBuilder, tls};
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::display::DisplayErrorContext;
@@ -27,6 +30,7 @@ pub async fn load_aws_config(deadline: Duration) -> SdkConfig {
         .operation_timeout(deadline)
         .build();
     let loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(aws_http_client())
         .retry_config(RetryConfig::standard().with_max_attempts(3))
         .timeout_config(timeouts);
     // Lambda gives the function's region and role credentials as variables, always: take them
@@ -44,6 +48,36 @@ pub async fn load_aws_config(deadline: Duration) -> SdkConfig {
     };
     loader.load().await
 }
+
+/// The HTTP client every AWS client of the relay sends through, its credential providers
+/// included: the SDK's own (hyper, connections pooled per timeout setting, a proxy from
+/// `HTTPS_PROXY` and `NO_PROXY`, the system's roots and `SSL_CERT_FILE`), with rustls on the
+/// provider `AWS_CRYPTO` names. The Google clients keep their own TLS.
+pub fn aws_http_client() -> SharedHttpClient {
+    // What the SDK's default client does (aws-smithy-runtime's `default_https_client`, which
+    // uses this same constructor) with the crypto provider chosen here.
+    aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
+        let mut connector =
+            ConnectorBuilder::default().tls_provider(tls::Provider::Rustls(AWS_CRYPTO));
+        connector.set_connector_settings(settings.cloned());
+        if let Some(components) = components {
+            connector.set_sleep_impl(components.sleep_impl());
+        }
+        connector.set_proxy_config(Some(ProxyConfig::from_env()));
+        connector.build()
+    })
+}
+
+/// The AWS clients' TLS cryptography. By default ring: the SDK's own default, aws-lc, is a C
+/// library of about 0.5 MB in the Lambda's binary (150 KB of its zip). With the `aws-lc`
+/// feature (relay-gcf, which links aws-lc for Google's clients anyway; the Lambda built with
+/// `LAMBDA_FEATURES=aws-lc`), aws-lc, which also offers the post-quantum key exchange
+/// X25519MLKEM768 to endpoints that take it; ring's are X25519 and the NIST curves.
+#[cfg(feature = "aws-lc")]
+const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::CryptoMode::AwsLc;
+/// The AWS clients' TLS cryptography (see the `aws-lc` feature's).
+#[cfg(not(feature = "aws-lc"))]
+const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::CryptoMode::Ring;
 
 /// The region in an AWS host name such as `sqs.eu-west-1.amazonaws.com`, if any.
 pub fn region_of_host(host: &str) -> Option<String> {

@@ -2,9 +2,9 @@
 //!
 //! Each request hands its message to a dispatcher task and waits for that message's own result.
 //! The dispatcher sends a batch when it is full (the API's entry or byte limit), or at once when
-//! the message opening it came after a quiet spell of [`LINGER`] and no call is in flight: a lone
-//! message never waits. Otherwise a partial batch waits for more messages, for at most
-//! [`LINGER`], so that as the load rises calls fill up and the calls per message fall towards
+//! the message opening it came after a quiet spell of its wait (`RELAY_BATCH_WAIT_MS`, [`LINGER`]
+//! unless set) and no call is in flight: a lone message never waits. Otherwise a partial batch
+//! waits for more messages, for at most that long, so that as the load rises calls fill up and the calls per message fall towards
 //! `1 / max_entries`, while a quiet relay sends each message the moment it arrives. Up to
 //! `max_in_flight` calls run at once, enough to keep a slow endpoint busy.
 //!
@@ -115,9 +115,10 @@ macro_rules! batched_sink {
 }
 pub(crate) use batched_sink;
 
-/// How long a partial batch may wait for more messages (the runtime's timers round it up to
-/// the next millisecond tick, so a wait is at most 2 ms). A message that arrives after this long
-/// without one, when no call is in flight, leaves at once.
+/// How long a partial batch may wait for more messages, unless `RELAY_BATCH_WAIT_MS` says
+/// otherwise (the runtime's timers round it up to the next millisecond tick, so a wait is at
+/// most 2 ms). A message that arrives after this long without one, when no call is in flight,
+/// leaves at once.
 pub(crate) const LINGER: Duration = Duration::from_millis(1);
 
 /// The limits of one call.
@@ -128,6 +129,9 @@ pub(crate) struct Limits {
     pub(crate) max_in_flight: usize,
     /// Messages waiting for a call, at most; beyond it a request is refused at once.
     pub(crate) max_queued: usize,
+    /// How long a partial batch may wait for more messages ([`LINGER`] by default); zero:
+    /// never (what is queued together still leaves together).
+    pub(crate) linger: Duration,
 }
 
 type Reply = oneshot::Sender<Result<Receipt, SinkError>>;
@@ -176,7 +180,7 @@ struct Pending {
     bytes: usize,
     /// When its first message arrived.
     since: Instant,
-    /// Whether its first message came after a quiet spell (no message for [`LINGER`]).
+    /// Whether its first message came after a quiet spell (no message for the linger).
     after_quiet: bool,
     /// When the last message arrived, whichever batch it went to.
     last_arrival: Option<Instant>,
@@ -202,7 +206,9 @@ impl Pending {
             return;
         }
         let now = Instant::now();
-        let quiet = self.last_arrival.is_none_or(|last| now >= last + LINGER);
+        let quiet = self
+            .last_arrival
+            .is_none_or(|last| now >= last + limits.linger);
         self.last_arrival = Some(now);
         let size = sender.size(&item.0);
         if !self.items.is_empty() && self.bytes + size > limits.max_bytes {
@@ -253,7 +259,7 @@ async fn dispatch(
                 Err(TryRecvError::Disconnected) => open = false,
             }
         }
-        let due = pending.since + LINGER;
+        let due = pending.since + limits.linger;
         let ready = !pending.items.is_empty()
             && (pending.is_full(&limits)
                 || (pending.after_quiet && calls.is_empty())
@@ -334,7 +340,11 @@ mod tests {
     impl SendBatch for Recorder {
         async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
             self.batches.lock().unwrap().push(batch.len());
-            tokio::time::sleep(self.delay).await;
+            // A zero delay is no timer at all: the runtime's timers round up to the next
+            // millisecond, so even a zero sleep can take one.
+            if !self.delay.is_zero() {
+                tokio::time::sleep(self.delay).await;
+            }
             batch
                 .iter()
                 .map(|m| {
@@ -401,6 +411,7 @@ mod tests {
             max_bytes: 1000,
             max_in_flight: 2,
             max_queued: 1000,
+            linger: LINGER,
         };
         let payloads = (0..100).map(|i| {
             if i % 7 == 0 {
@@ -443,6 +454,7 @@ mod tests {
             max_bytes: 10,
             max_in_flight: 1,
             max_queued: 1000,
+            linger: LINGER,
         };
         let (results, recorder) = publish_concurrently(limits, vec!["abcd".to_owned(); 6]).await;
         assert!(results.iter().all(|(_, r)| r.is_ok()));
@@ -485,6 +497,7 @@ mod tests {
             max_bytes: 1000,
             max_in_flight,
             max_queued,
+            linger: LINGER,
         };
         let batcher = Batcher::spawn(Arc::clone(&gated) as Arc<dyn SendBatch>, limits);
         (gated, Arc::new(batcher))
@@ -548,6 +561,7 @@ mod tests {
             max_bytes: 1000,
             max_in_flight: 4,
             max_queued: 1000,
+            linger: LINGER,
         };
         let started = Instant::now();
         let (results, recorder) = publish_concurrently(limits, vec!["alone".to_owned()]).await;
@@ -589,6 +603,7 @@ mod tests {
             max_bytes: 1 << 20,
             max_in_flight: 64,
             max_queued: 4096,
+            linger: LINGER,
         };
         let payloads = (0..1000).map(|i| format!("m{i}")).collect();
         let (results, recorder) = publish_concurrently(limits, payloads).await;
@@ -613,6 +628,7 @@ mod tests {
             max_bytes: 1 << 20,
             max_in_flight: 64,
             max_queued: 4096,
+            linger: LINGER,
         };
         let batcher = Arc::new(Batcher::spawn(
             Arc::clone(&recorder) as Arc<dyn SendBatch>,
@@ -650,5 +666,34 @@ mod tests {
         // Sending each as soon as no call was in flight would have been 20 calls.
         assert_eq!(batches[0], 1, "{batches:?}");
         assert!(batches.len() <= 8, "{batches:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_no_wait_each_message_leaves_the_moment_it_comes() {
+        // One request at a time, as on Lambda: the next message comes 300 µs after the last,
+        // sooner than the default linger, and nothing could join it by waiting.
+        let recorder = Arc::new(Recorder {
+            batches: Mutex::default(),
+            delay: Duration::ZERO,
+        });
+        let limits = Limits {
+            max_entries: 10,
+            max_bytes: 1 << 20,
+            max_in_flight: 64,
+            max_queued: 4096,
+            linger: Duration::ZERO,
+        };
+        let batcher = Batcher::spawn(Arc::clone(&recorder) as Arc<dyn SendBatch>, limits);
+        for i in 0..20 {
+            let sent = Instant::now();
+            let result = batcher
+                .publish(&[message(&format!("m{i}"))])
+                .await
+                .remove(0);
+            assert!(result.is_ok());
+            assert_eq!(sent.elapsed(), Duration::ZERO, "message {i} waited");
+            tokio::time::advance(Duration::from_micros(300)).await;
+        }
+        assert_eq!(*recorder.batches.lock().unwrap(), [1; 20]);
     }
 }

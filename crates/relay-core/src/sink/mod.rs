@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "dynamodb")]
 pub(crate) use aws::classify;
 #[cfg(feature = "aws")]
-pub use aws::{load_aws_config, region_of_host};
+pub use aws::{aws_http_client, load_aws_config, region_of_host};
 pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use pubsub::PubSubConfig;
 pub use shape::{
@@ -354,21 +354,22 @@ pub enum BuildError {
 }
 
 /// What building clients needs beyond a sink's own table: the shared AWS configuration, loaded
-/// once when an SQS or SNS sink exists.
+/// once when an SQS or SNS sink exists, and how long their batches wait for company.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Clients<'a> {
     #[cfg(feature = "aws")]
     #[cfg_attr(not(any(feature = "sqs", feature = "sns")), allow(dead_code))]
-    aws: Option<&'a aws_config::SdkConfig>,
+    aws: Option<(&'a aws_config::SdkConfig, std::time::Duration)>,
     lifetime: std::marker::PhantomData<&'a ()>,
 }
 
 impl<'a> Clients<'a> {
-    /// Clients for SQS and SNS are built from `sdk`.
+    /// Clients for SQS and SNS are built from `sdk`; a partial batch of theirs waits at most
+    /// `batch_wait` for more messages (`RELAY_BATCH_WAIT_MS`).
     #[cfg(feature = "aws")]
-    pub fn with_aws(sdk: &'a aws_config::SdkConfig) -> Self {
+    pub fn with_aws(sdk: &'a aws_config::SdkConfig, batch_wait: std::time::Duration) -> Self {
         Self {
-            aws: Some(sdk),
+            aws: Some((sdk, batch_wait)),
             lifetime: std::marker::PhantomData,
         }
     }
@@ -391,9 +392,15 @@ impl Target {
                     .map_err(|e| BuildError::Failed(format!("cannot open {}: {e}", c.path)))?,
             ),
             #[cfg(feature = "sqs")]
-            Self::Sqs(c) => Arc::new(c.build(clients.aws.expect("loaded for SQS"))),
+            Self::Sqs(c) => {
+                let (sdk, wait) = clients.aws.expect("loaded for SQS");
+                Arc::new(c.build(sdk, wait))
+            }
             #[cfg(feature = "sns")]
-            Self::Sns(c) => Arc::new(c.build(clients.aws.expect("loaded for SNS"))),
+            Self::Sns(c) => {
+                let (sdk, wait) = clients.aws.expect("loaded for SNS");
+                Arc::new(c.build(sdk, wait))
+            }
             #[cfg(feature = "pubsub")]
             Self::PubSub(c) => Arc::new(
                 c.build()

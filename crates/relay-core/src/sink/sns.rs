@@ -95,6 +95,7 @@ pub use api::SnsSink;
 mod api {
     use std::collections::HashMap;
     use std::sync::Arc;
+    use std::time::Duration;
 
     use aws_sdk_sns::Client;
     use aws_sdk_sns::config::Region;
@@ -104,7 +105,7 @@ mod api {
     use super::super::aws::{
         AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, opened,
     };
-    use super::super::batch::{BatchedSink, Limits, batched_sink};
+    use super::super::batch::{BatchedSink, LINGER, Limits, batched_sink};
 
     batched_sink!(
         /// An SNS topic's sink: `PublishBatch` for messages in flight together.
@@ -118,11 +119,17 @@ mod api {
         max_bytes: 256 * 1024,
         max_in_flight: 64,
         max_queued: 4096,
+        linger: LINGER,
     };
 
     impl SnsConfig {
-        /// The sink, its client built once; the topic ARN's region becomes its region.
-        pub(in crate::sink) fn build(&self, sdk: &aws_config::SdkConfig) -> SnsSink {
+        /// The sink, its client built once; the topic ARN's region becomes its region. A
+        /// partial batch waits at most `wait` for more messages.
+        pub(in crate::sink) fn build(
+            &self,
+            sdk: &aws_config::SdkConfig,
+            wait: Duration,
+        ) -> SnsSink {
             let config = aws_sdk_sns::config::Builder::from(sdk)
                 .region(Region::new(self.topic_arn.region().to_owned()));
             let topic = Topic {
@@ -130,7 +137,11 @@ mod api {
                 arn: self.topic_arn.as_str().to_owned(),
             };
             let name = format!("sns:{}", topic.arn.rsplit(':').next().unwrap_or_default());
-            SnsSink(BatchedSink::new(name, Arc::new(AwsSender(topic)), BATCH))
+            let limits = Limits {
+                linger: wait,
+                ..BATCH
+            };
+            SnsSink(BatchedSink::new(name, Arc::new(AwsSender(topic)), limits))
         }
     }
 

@@ -87,6 +87,7 @@ pub use api::{SqsSink, client_for_queue};
 mod api {
     use std::collections::HashMap;
     use std::sync::Arc;
+    use std::time::Duration;
 
     use aws_sdk_sqs::Client;
     use aws_sdk_sqs::config::Region;
@@ -97,7 +98,7 @@ mod api {
         AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, opened,
         region_of_host,
     };
-    use super::super::batch::{BatchedSink, Limits, batched_sink};
+    use super::super::batch::{BatchedSink, LINGER, Limits, batched_sink};
 
     batched_sink!(
         /// An SQS queue's sink: `SendMessageBatch` for messages in flight together.
@@ -111,19 +112,29 @@ mod api {
         max_bytes: 1024 * 1024,
         max_in_flight: 64,
         max_queued: 4096,
+        linger: LINGER,
     };
 
     impl SqsConfig {
         /// The sink, its client built once from the shared AWS configuration. A queue URL on
         /// an AWS host sets the client's region, so a relay can publish to another region.
-        pub(in crate::sink) fn build(&self, sdk: &aws_config::SdkConfig) -> SqsSink {
+        /// A partial batch waits at most `wait` for more messages.
+        pub(in crate::sink) fn build(
+            &self,
+            sdk: &aws_config::SdkConfig,
+            wait: Duration,
+        ) -> SqsSink {
             let url = self.queue_url.as_str();
             let queue = Queue {
                 client: client_for_queue(sdk, url),
                 url: url.to_owned(),
             };
             let name = format!("sqs:{}", url.rsplit('/').next().unwrap_or_default());
-            SqsSink(BatchedSink::new(name, Arc::new(AwsSender(queue)), BATCH))
+            let limits = Limits {
+                linger: wait,
+                ..BATCH
+            };
+            SqsSink(BatchedSink::new(name, Arc::new(AwsSender(queue)), limits))
         }
     }
 

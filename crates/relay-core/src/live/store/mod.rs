@@ -326,6 +326,7 @@ pub async fn open(url: &RoutesUrl, max_bytes: usize) -> Result<Box<dyn Store>, S
 mod tests {
     use super::*;
 
+    #[cfg(any(feature = "s3", feature = "gcs"))]
     #[test]
     fn a_document_is_buffered_up_to_its_limit_and_no_further() {
         let url = || "s3://b/routes.toml".to_owned();
