@@ -616,9 +616,9 @@ mod tests {
         assert!(batches.len() <= 102 && full >= 98, "{batches:?}");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn at_a_steady_rate_messages_share_calls_and_wait_at_most_the_linger() {
-        // Calls that take no time: no call is ever in flight when a message comes.
+    /// A batcher over calls that take no time (no call is ever in flight when a message
+    /// comes), whose partial batches wait at most `linger`, and what it sent.
+    fn instant_calls(linger: Duration) -> (Arc<Recorder>, Batcher) {
         let recorder = Arc::new(Recorder {
             batches: Mutex::default(),
             delay: Duration::ZERO,
@@ -628,12 +628,16 @@ mod tests {
             max_bytes: 1 << 20,
             max_in_flight: 64,
             max_queued: 4096,
-            linger: LINGER,
+            linger,
         };
-        let batcher = Arc::new(Batcher::spawn(
-            Arc::clone(&recorder) as Arc<dyn SendBatch>,
-            limits,
-        ));
+        let batcher = Batcher::spawn(Arc::clone(&recorder) as Arc<dyn SendBatch>, limits);
+        (recorder, batcher)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_a_steady_rate_messages_share_calls_and_wait_at_most_the_linger() {
+        let (recorder, batcher) = instant_calls(LINGER);
+        let batcher = Arc::new(batcher);
         // One message every 300 µs, faster than the linger. The clock is moved by hand, in
         // these steps: the runtime's timers have a resolution of 1 ms.
         let step = Duration::from_micros(300);
@@ -672,18 +676,7 @@ mod tests {
     async fn with_no_wait_each_message_leaves_the_moment_it_comes() {
         // One request at a time, as on Lambda: the next message comes 300 µs after the last,
         // sooner than the default linger, and nothing could join it by waiting.
-        let recorder = Arc::new(Recorder {
-            batches: Mutex::default(),
-            delay: Duration::ZERO,
-        });
-        let limits = Limits {
-            max_entries: 10,
-            max_bytes: 1 << 20,
-            max_in_flight: 64,
-            max_queued: 4096,
-            linger: Duration::ZERO,
-        };
-        let batcher = Batcher::spawn(Arc::clone(&recorder) as Arc<dyn SendBatch>, limits);
+        let (recorder, batcher) = instant_calls(Duration::ZERO);
         for i in 0..20 {
             let sent = Instant::now();
             let result = batcher
