@@ -101,7 +101,7 @@ $(LAMBDA_BUILDS): lambda-build-%: lambda-tools
 	$(call lambda_build,$*,$(LAMBDA_DIR)/$*,$(LAMBDA_FEATURE_ARGS) --output-format zip)
 
 # The zips' size budget, 3.5 MiB, holds for the default features (docs/performance.md#sizes);
-# LAMBDA_FEATURES=pubsub adds Google's client and its TLS, and is not held to it.
+# a build with LAMBDA_FEATURES (pubsub: Google's clients; aws-lc) is not held to it.
 LAMBDA_ZIP_MAX := 3670016
 lambda-check: ## Check the built zips (glibc at most 2.34, instruction set, size), record each one's architecture, copy the LAMBDA_ARCH one
 	@rm -f $(LAMBDA_ARCH_FILES)
