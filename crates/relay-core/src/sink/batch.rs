@@ -4,9 +4,10 @@
 //! The dispatcher sends a batch when it is full (the API's entry or byte limit), or at once when
 //! the message opening it came after a quiet spell of its wait (`RELAY_BATCH_WAIT_MS`, [`LINGER`]
 //! unless set) and no call is in flight: a lone message never waits. Otherwise a partial batch
-//! waits for more messages, for at most that long, so that as the load rises calls fill up and the calls per message fall towards
-//! `1 / max_entries`, while a quiet relay sends each message the moment it arrives. Up to
-//! `max_in_flight` calls run at once, enough to keep a slow endpoint busy.
+//! waits for more messages, for at most that long, so that as the load rises calls fill up and
+//! the calls per message fall towards `1 / max_entries`, while a quiet relay sends each message
+//! the moment it arrives. Up to `max_in_flight` calls run at once, enough to keep a slow
+//! endpoint busy.
 //!
 //! The queue is bounded: when it is full, a request is refused at once (503) rather than held.
 //! A queued message whose request has given up (its deadline passed, or the client went away)
