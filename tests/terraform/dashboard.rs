@@ -316,10 +316,14 @@ fn relay_lines() -> Vec<Value> {
         batch_size: Some(3),
         ..Receipt::new(None)
     };
-    metrics.publish("sqs:q", Ok(&batched), 1.0);
-    metrics.publish("pubsub:t", Ok(&Receipt::new(None)), 1.0);
-    metrics.publish("sqs:q", Err(&SinkError::Retryable("busy".into())), 1.0);
-    metrics.publish("sqs:q", Err(&SinkError::Permanent("denied".into())), 1.0);
+    let (q, t) = (
+        "arn:aws:sqs:us-east-1:1:q",
+        "//pubsub.googleapis.com/projects/p/topics/t",
+    );
+    metrics.publish("q", q, Ok(&batched), 1.0);
+    metrics.publish("t", t, Ok(&Receipt::new(None)), 1.0);
+    metrics.publish("q", q, Err(&SinkError::Retryable("busy".into())), 1.0);
+    metrics.publish("q", q, Err(&SinkError::Permanent("denied".into())), 1.0);
     for (call, result) in [
         ("claim", "ok"),
         ("claim", "busy"),

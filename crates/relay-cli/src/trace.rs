@@ -158,10 +158,11 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
     entries.sort_by_key(|e| e.attempts.first().map_or(i64::MAX, |a| a.at_ms));
     let now = epoch_ms(SystemTime::now());
     let archived = archived(args, &entries).await;
+    let names = Names::of(args);
     if args.json {
         let all: Vec<Value> = (entries.iter().zip(&archived))
             .map(|(e, a)| {
-                let mut value = to_json(e, now);
+                let mut value = to_json(e, now, &names);
                 value["archive"] = a.as_ref().map_or(Value::Null, |a| a.to_json());
                 value
             })
@@ -177,13 +178,42 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
             if i > 0 {
                 println!();
             }
-            print!("{}", to_table(entry, now));
+            print!("{}", to_table(entry, now, &names));
             if let Some(archive) = archive {
                 println!("{}", archive.line());
             }
         }
     }
     Ok(!entries.is_empty())
+}
+
+/// The configured name of each resource the configuration delivers to, so that a destination
+/// shows as `<name> <resource>`; none where the configuration cannot be read.
+struct Names(std::collections::BTreeMap<String, String>);
+
+impl Names {
+    fn of(args: &TraceArgs) -> Self {
+        let Ok(config) = Config::from_vars(crate::env_with_config(args.config.as_deref())) else {
+            return Self(Default::default());
+        };
+        let sinks = config
+            .sinks
+            .iter()
+            .map(|s| (s.target.resource(), s.name.clone()));
+        let archive = config
+            .archive
+            .iter()
+            .map(|a| (a.resource(), relay_core::archive::SINK_NAME.to_owned()));
+        Self(sinks.chain(archive).collect())
+    }
+
+    /// `destination` as the ledger names it, with its configured name when it has one.
+    fn show(&self, destination: &str) -> String {
+        match self.0.get(destination) {
+            Some(name) => format!("{name} {destination}"),
+            None => destination.to_owned(),
+        }
+    }
 }
 
 /// Where an entry's notification is in the archive, and whether it is there still.
@@ -223,8 +253,9 @@ async fn archived(args: &TraceArgs, entries: &[Entry]) -> Vec<Option<Archived>> 
     for entry in entries {
         let Some(key) = entry
             .acks
-            .get(relay_core::archive::SINK_NAME)
-            .and_then(|ack| ack.message_id.clone())
+            .iter()
+            .find(|(destination, _)| relay_core::archive::is_archive(destination))
+            .and_then(|(_, ack)| ack.message_id.clone())
         else {
             found.push(None);
             continue;
@@ -278,7 +309,7 @@ fn verdict_name(verdict: Option<Verdict>) -> &'static str {
 }
 
 /// What one attempt did, in a few words: each destination it published to and its result.
-fn outcome_text(entry: &Entry, index: usize, now: i64) -> String {
+fn outcome_text(entry: &Entry, index: usize, now: i64, names: &Names) -> String {
     let attempt = &entry.attempts[index];
     let verdict = entry.verdict(index, now);
     let Some(outcome) = &attempt.outcome else {
@@ -287,17 +318,21 @@ fn outcome_text(entry: &Entry, index: usize, now: i64) -> String {
     let each: Vec<String> = outcome
         .iter()
         .map(|(sink, delivery)| match delivery {
-            Delivery::Acknowledged { .. } => format!("{sink} ok"),
+            Delivery::Acknowledged {
+                carried_from: Some(from),
+                ..
+            } => format!("{} ok (recorded as {from})", names.show(sink)),
+            Delivery::Acknowledged { .. } => format!("{} ok", names.show(sink)),
             Delivery::Failed { retryable, error } => {
                 let kind = if *retryable { "retryable" } else { "permanent" };
-                format!("{sink} {kind}: {error}")
+                format!("{} {kind}: {error}", names.show(sink))
             }
         })
         .collect();
     format!("{}: {}", verdict_name(verdict), each.join("; "))
 }
 
-fn to_table(entry: &Entry, now: i64) -> String {
+fn to_table(entry: &Entry, now: i64, names: &Names) -> String {
     let id = &entry.identity;
     let mut out = format!(
         "bundle {} version {} event {} subscription {}\n",
@@ -318,18 +353,18 @@ fn to_table(entry: &Entry, now: i64) -> String {
         "ACKNOWLEDGED".to_owned(),
         "BY ATTEMPT".to_owned(),
     ]];
-    let mut names: Vec<&String> = entry.attempts.iter().flat_map(|a| &a.routed).collect();
-    names.sort_unstable();
-    names.dedup();
-    for name in names {
+    let mut routed: Vec<&String> = entry.attempts.iter().flat_map(|a| &a.routed).collect();
+    routed.sort_unstable();
+    routed.dedup();
+    for name in routed {
         let row = match entry.acks.get(name) {
             Some(ack) => [
-                name.clone(),
+                names.show(name),
                 ack.message_id.clone().unwrap_or_else(|| "-".into()),
                 time(ack.at_ms),
                 (ack.attempt + 1).to_string(),
             ],
-            None => [name.clone(), "-".into(), "not yet".into(), "-".into()],
+            None => [names.show(name), "-".into(), "not yet".into(), "-".into()],
         };
         destinations.push(row);
     }
@@ -347,7 +382,7 @@ fn to_table(entry: &Entry, now: i64) -> String {
             time(attempt.at_ms),
             attempt.routes_version.clone().unwrap_or_else(|| "-".into()),
             attempt.split.clone().unwrap_or_else(|| "-".into()),
-            outcome_text(entry, i, now),
+            outcome_text(entry, i, now, names),
         ]);
     }
     out += &columns(&attempts);
@@ -388,12 +423,13 @@ fn columns<const N: usize>(rows: &[[String; N]]) -> String {
     out
 }
 
-fn to_json(entry: &Entry, now: i64) -> Value {
+fn to_json(entry: &Entry, now: i64, names: &Names) -> Value {
     let destinations: serde_json::Map<String, Value> = entry
         .acks
         .iter()
         .map(|(name, ack)| {
             let value = json!({
+                "sink": names.0.get(name),
                 "message_id": ack.message_id,
                 "acknowledged_at": time(ack.at_ms),
                 "attempt": ack.attempt + 1,

@@ -623,21 +623,29 @@ fn split_start_refuses_patterns_every_dss_notification_matches() {
             r#"{"subscription_id":[{"anything-but":""}],"match":{"bundle_version":[{"prefix":"2019-11"}]}}"#,
         ),
     ] {
+        let file = dir.path().join(format!("{name}.jsonl"));
+        let file = file.to_str().unwrap();
         let out = split_cmd(
             &routes,
             &[],
-            &[
-                "split",
-                "start",
-                name,
-                "--match",
-                pattern,
-                "--file",
-                "/tmp/x.jsonl",
-            ],
+            &["split", "start", name, "--match", pattern, "--file", file],
         );
         succeeded(&out);
     }
+    // A split to a file another split writes: one ledger record would stand for both.
+    let file = dir.path().join("a.jsonl");
+    let pattern = r#"{"event_type":["DELETE"]}"#;
+    let args = ["split", "start", "d", "--match", pattern, "--file"];
+    let out = split_cmd(
+        &routes,
+        &[],
+        &[&args[..], &[file.to_str().unwrap()]].concat(),
+    );
+    let stderr = failed(&out, 1);
+    assert!(
+        stderr.contains(r#"sinks "split:a" and "split:d" both deliver to file:"#),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -209,7 +209,7 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         "{stdout}"
     );
     assert!(
-        stdout.contains(&format!("  sqs:faults: {N} would send")),
+        stdout.contains(&format!("  sqs: {N} would send")),
         "{stdout}"
     );
     assert_eq!(counts(&sqs).0, 0, "a dry run sends nothing");

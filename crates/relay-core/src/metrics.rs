@@ -14,14 +14,16 @@
 //! relays in one account have alarms of their own:
 //! - `Answers` (count) and `Latency` (ms) by `Class` (`2xx`, `4xx`, `5xx`), by `Status`, and by
 //!   `Status` and `Code` (`published`, `filtered`, `ok` or the error code);
-//! - `Publishes` (count) and `PublishLatency` (ms) by `Sink`, and by `Sink` and `Result` (`ok`,
+//! - `Publishes` (count) and `PublishLatency` (ms) by `Sink` (the configured name; the line's
+//!   `Resource` property says what it delivers to), and by `Sink` and `Result` (`ok`,
 //!   `retryable`, `permanent`); `BatchSize`, the number of messages in the destination call that
 //!   carried the notification, on acknowledged publishes to sinks the relay batches itself;
 //! - `Replays` (count) and `ReplayLatency` (ms) by `Sink`, and by `Sink` and `Result`: the
 //!   publishes of `relay replay`, apart from the live ones;
 //! - with a ledger: `LedgerCalls` and `LedgerLatency` by `Call` and `Result`; `Duplicates`;
 //!   `Undelivered`, an attempt that left a destination without an acknowledgement for a
-//!   notification first received over an hour before.
+//!   notification first received over an hour before; `LegacyAcknowledgements` by `Result`,
+//!   acknowledgements an earlier release recorded under a destination's old name.
 
 use std::fmt;
 use std::sync::Arc;
@@ -103,45 +105,68 @@ impl Metrics {
     }
 
     /// One sink's publish of one notification: acknowledged (with the size of the batch that
-    /// carried it, where known), or failed, and how long the sink took to answer.
-    pub fn publish(&self, sink: &str, result: Result<&Receipt, &SinkError>, latency_ms: f64) {
-        if self.out.is_none() {
-            return;
-        }
-        let values = [
-            ("Sink", Field::Text(sink)),
-            ("Result", Field::Text(result_of(result))),
-            ("Publishes", Field::Count(1)),
-            ("PublishLatency", Field::Number(latency_ms)),
-        ];
-        let dimensions: &[&[&str]] = &[&["Relay", "Sink"], &["Relay", "Sink", "Result"]];
-        let metrics = [("Publishes", "Count"), ("PublishLatency", "Milliseconds")];
-        match result.ok().and_then(|r| r.batch_size) {
-            Some(size) => {
-                let mut with_size = values.to_vec();
-                with_size.push(("BatchSize", Field::Count(size as u64)));
-                let mut declared = metrics.to_vec();
-                declared.push(("BatchSize", "Count"));
-                self.emit(dimensions, &declared, &with_size);
-            }
-            None => self.emit(dimensions, &metrics, &values),
-        }
+    /// carried it, where known), or failed, and how long the sink took to answer. `Sink` is the
+    /// configured name; `Resource`, what it delivers to, rides along as a property.
+    pub fn publish(
+        &self,
+        sink: &str,
+        resource: &str,
+        result: Result<&Receipt, &SinkError>,
+        latency_ms: f64,
+    ) {
+        self.delivery(
+            ["Publishes", "PublishLatency"],
+            sink,
+            resource,
+            result,
+            latency_ms,
+        );
     }
 
     /// One replayed notification's publish to one sink (`relay replay`): `Replays` (count) and
     /// `ReplayLatency` (ms) by `Sink`, and by `Sink` and `Result`, apart from the live
     /// `Publishes`.
-    pub fn replay(&self, sink: &str, result: Result<&Receipt, &SinkError>, latency_ms: f64) {
-        self.emit(
-            &[&["Relay", "Sink"], &["Relay", "Sink", "Result"]],
-            &[("Replays", "Count"), ("ReplayLatency", "Milliseconds")],
-            &[
-                ("Sink", Field::Text(sink)),
-                ("Result", Field::Text(result_of(result))),
-                ("Replays", Field::Count(1)),
-                ("ReplayLatency", Field::Number(latency_ms)),
-            ],
+    pub fn replay(
+        &self,
+        sink: &str,
+        resource: &str,
+        result: Result<&Receipt, &SinkError>,
+        latency_ms: f64,
+    ) {
+        self.delivery(
+            ["Replays", "ReplayLatency"],
+            sink,
+            resource,
+            result,
+            latency_ms,
         );
+    }
+
+    fn delivery(
+        &self,
+        [count, latency]: [&str; 2],
+        sink: &str,
+        resource: &str,
+        result: Result<&Receipt, &SinkError>,
+        latency_ms: f64,
+    ) {
+        if self.out.is_none() {
+            return;
+        }
+        let mut values = vec![
+            ("Sink", Field::Text(sink)),
+            ("Resource", Field::Text(resource)),
+            ("Result", Field::Text(result_of(result))),
+            (count, Field::Count(1)),
+            (latency, Field::Number(latency_ms)),
+        ];
+        let mut metrics = vec![(count, "Count"), (latency, "Milliseconds")];
+        if let Some(size) = result.ok().and_then(|r| r.batch_size) {
+            values.push(("BatchSize", Field::Count(size as u64)));
+            metrics.push(("BatchSize", "Count"));
+        }
+        let dimensions: &[&[&str]] = &[&["Relay", "Sink"], &["Relay", "Sink", "Result"]];
+        self.emit(dimensions, &metrics, &values);
     }
 
     /// One call to the delivery ledger (`claim` or `settle`): its result (`ok`, `busy`: another
@@ -166,6 +191,21 @@ impl Metrics {
             &[&["Relay"]],
             &[("Undelivered", "Count")],
             &[("Undelivered", Field::Count(1))],
+        );
+    }
+
+    /// A destination whose acknowledgement an earlier release recorded under its old name
+    /// (`sqs:<queue>`): `carried`, the name stood for this destination alone and the
+    /// acknowledgement now counts under its resource; `ambiguous`, the name stands for several
+    /// destinations and this one is published to again. `LegacyAcknowledgements` by `Result`.
+    pub fn legacy(&self, result: &str) {
+        self.emit(
+            &[&["Relay", "Result"]],
+            &[("LegacyAcknowledgements", "Count")],
+            &[
+                ("Result", Field::Text(result)),
+                ("LegacyAcknowledgements", Field::Count(1)),
+            ],
         );
     }
 
@@ -475,9 +515,13 @@ mod tests {
             batch_size: Some(7),
             ..Receipt::new(None)
         };
-        metrics.publish("sqs:q", Ok(&batched), 1.0);
-        metrics.publish("pubsub:t", Ok(&Receipt::new(None)), 1.0);
-        metrics.publish("sqs:q", Err(&SinkError::Retryable("busy".into())), 1.0);
+        let (q, t) = (
+            "arn:aws:sqs:us-east-1:1:q",
+            "//pubsub.googleapis.com/projects/p/topics/t",
+        );
+        metrics.publish("q", q, Ok(&batched), 1.0);
+        metrics.publish("t", t, Ok(&Receipt::new(None)), 1.0);
+        metrics.publish("q", q, Err(&SinkError::Retryable("busy".into())), 1.0);
         let lines = lines.0.lock().unwrap();
         assert_eq!(lines[0]["BatchSize"], 7);
         assert_eq!(
@@ -489,5 +533,9 @@ mod tests {
             assert_eq!(declared(line), ["Publishes", "PublishLatency"]);
         }
         assert_eq!(lines[2]["Result"], "retryable");
+        assert_eq!(
+            (lines[1]["Sink"].as_str(), lines[1]["Resource"].as_str()),
+            (Some("t"), Some(t))
+        );
     }
 }

@@ -251,14 +251,14 @@ async fn a_replayed_message_is_marked_first_and_counted_apart() {
         again.attributes.get("relay.key_id"),
         live.attributes.get("relay.key_id")
     );
-    // One live publish, one replay, each counted under its own name.
+    // One live publish, one replay, each counted under the destination's configured name.
     assert_eq!(
-        lines.sum("Publishes", &[("Sink", "memory")]),
+        lines.sum("Publishes", &[("Sink", "sqs")]),
         1.0,
         "the live one only"
     );
     assert_eq!(lines.sum("Publishes", &[("Sink", "archive")]), 1.0);
-    assert_eq!(lines.sum("Replays", &[("Sink", "memory")]), 1.0);
+    assert_eq!(lines.sum("Replays", &[("Sink", "sqs")]), 1.0);
 
     // A dry run sends nothing; a destination that is not in the routes is refused.
     let dry = ReplayPlan {

@@ -52,7 +52,8 @@ async fn every_capture_verifies_and_publishes_its_exact_payload() {
         );
         let body: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
         assert_eq!(body["status"], "published");
-        assert_eq!(body["deliveries"][0]["sink"], "memory");
+        assert_eq!(body["deliveries"][0]["sink"], "file");
+        assert_eq!(body["deliveries"][0]["resource"], "file:-");
     }
 }
 

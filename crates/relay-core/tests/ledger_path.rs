@@ -17,6 +17,8 @@ use relay_testkit::sinks::{SwitchSink, relay};
 
 const SECRET: &str = "ledger-test-secret";
 const QUEUE: &str = "https://sqs.us-east-1.amazonaws.com/123456789012/q";
+/// The queue's resource: what the ledger records it under.
+const QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:q";
 
 fn body(outcome: &Outcome) -> serde_json::Value {
     serde_json::from_slice(&outcome.body).expect("a JSON answer")
@@ -125,8 +127,8 @@ async fn a_retry_publishes_only_where_the_last_attempt_failed() {
     assert_eq!(
         deliveries,
         serde_json::json!([
-            {"sink": "file", "message_id": "1", "earlier": true},
-            {"sink": "sqs", "message_id": "1"},
+            {"sink": "file", "resource": "file:-", "message_id": "1", "earlier": true},
+            {"sink": "sqs", "resource": QUEUE_ARN, "message_id": "1"},
         ])
     );
 
@@ -136,7 +138,10 @@ async fn a_retry_publishes_only_where_the_last_attempt_failed() {
     assert_eq!(answer["status"], "duplicate");
     assert_eq!(
         answer["deliveries"],
-        serde_json::json!([{"sink": "file", "message_id": "1"}, {"sink": "sqs", "message_id": "1"}])
+        serde_json::json!([
+            {"sink": "file", "resource": "file:-", "message_id": "1", "earlier": true},
+            {"sink": "sqs", "resource": QUEUE_ARN, "message_id": "1", "earlier": true},
+        ])
     );
     assert_eq!(s.calls(), (1, 2), "a duplicate calls no sink");
     assert_eq!((s.file.messages().len(), s.sqs.messages().len()), (1, 1));
@@ -201,7 +206,7 @@ async fn an_attempt_while_another_publishes_is_told_to_retry() {
     // through the same ledger with a long deadline and never settling.
     let held = relay_testkit::ledger::attempt(
         epoch_ms(relay_core::verify::Clock::now(s.clock.as_ref())),
-        &["file", "sqs"],
+        &["file:-", QUEUE_ARN],
     );
     let identity = relay_core::ledger::Identity {
         dedup_key: relay_core::notification::dedup_key(

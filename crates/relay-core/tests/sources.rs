@@ -46,19 +46,19 @@ secret_env = "TEST_SLACK_SECRET"
 
 [sinks.bundles]
 type = "file"
-path = "-"
+path = "bundles.jsonl"
 
 [sinks.code]
 type = "file"
-path = "-"
+path = "code.jsonl"
 
 [sinks.invoices]
 type = "file"
-path = "-"
+path = "invoices.jsonl"
 
 [sinks.chat]
 type = "file"
-path = "-"
+path = "chat.jsonl"
 
 [[routes]]
 name = "dss"

@@ -68,11 +68,13 @@ async fn captures_land_byte_identical_in_the_file_sink() {
     for name in [V2_JSON, "v2-multipart-put"] {
         let (status, body) = send(&relay, capture_request(name)).await;
         assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(body["deliveries"][0]["sink"], "file", "{body}");
         assert!(
-            body["deliveries"][0]["sink"]
+            body["deliveries"][0]["resource"]
                 .as_str()
                 .unwrap()
-                .starts_with("file:")
+                .starts_with("file:/"),
+            "{body}"
         );
     }
     let lines = std::fs::read_to_string(path).unwrap();

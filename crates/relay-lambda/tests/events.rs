@@ -165,12 +165,15 @@ async fn answers_and_publishes_are_embedded_metric_lines() {
             ["5xx", "503", "sink_unavailable"],
         ]
     );
-    let publishes: Vec<(&str, &str)> = lines
+    let publishes: Vec<[&str; 3]> = lines
         .iter()
         .filter(|l| l["Publishes"] == 1)
-        .map(|l| (l["Sink"].as_str().unwrap(), l["Result"].as_str().unwrap()))
+        .map(|l| ["Sink", "Resource", "Result"].map(|f| l[f].as_str().unwrap()))
         .collect();
-    assert_eq!(publishes, [("memory", "ok"), ("flaky", "retryable")]);
+    assert_eq!(
+        publishes,
+        [["file", "file:-", "ok"], ["file", "file:-", "retryable"]]
+    );
     for line in lines.iter() {
         // The function's name tells relays in one account apart, in every dimension set.
         assert_eq!(line["Relay"], "dss-relay", "{line}");
@@ -217,7 +220,10 @@ async fn stored_routes_are_read_at_the_start_of_a_stale_invocation() {
             serde_json::from_slice(response.into_body().as_ref()).unwrap();
         (
             body["routes_version"].clone(),
-            body["deliveries"][0]["sink"].as_str().unwrap().to_owned(),
+            body["deliveries"][0]["resource"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
         )
     };
     let (version, sink) = invoke().await;

@@ -106,6 +106,7 @@ pub async fn settle(
             let delivery = match ok {
                 true => Delivery::Acknowledged {
                     message_id: Some(format!("{d}-{index}")),
+                    carried_from: None,
                 },
                 false => Delivery::Failed {
                     retryable: true,
@@ -147,6 +148,7 @@ pub async fn conformance(ledger: Arc<dyn Ledger>) {
     concurrent_claims_grant_one(ledger).await;
     an_expired_entry_is_new_again(ledger).await;
     bundles_are_found_by_lookup(ledger).await;
+    other_acknowledgements_come_back(ledger).await;
 }
 
 /// Two handles on one store (two relays' connections), `n` claims of one new notification at
@@ -186,6 +188,7 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
         Claimed::Granted {
             attempt: 0,
             acked: BTreeMap::new(),
+            others: BTreeMap::new(),
             since_ms: t,
         }
     );
@@ -195,6 +198,7 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
     let Claimed::Granted {
         attempt: 1,
         acked,
+        others,
         since_ms,
     } = claim(ledger, &id, &second).await
     else {
@@ -206,6 +210,10 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
     );
     assert_eq!(acked.keys().collect::<Vec<_>>(), ["q1"]);
     assert_eq!(acked["q1"].message_id.as_deref(), Some("q1-0"));
+    assert!(
+        others.is_empty(),
+        "every acknowledgement is a routed one: {others:?}"
+    );
     settle(ledger, &id, &second, 1, &[("q2", true)]).await;
 
     let third = attempt(t + 120_000, &["q1", "q2"]);
@@ -303,10 +311,40 @@ async fn an_expired_entry_is_new_again(ledger: &dyn Ledger) {
         Claimed::Granted {
             attempt: 0,
             acked: BTreeMap::new(),
+            others: BTreeMap::new(),
             since_ms: t + 101_000,
         }
     );
     assert_eq!(entry(ledger, &id).await.attempts, [late]);
+}
+
+/// A claim gives back the acknowledgements of destinations it was not routed to (an earlier
+/// release's names for them among them), and leases the routed one all the same.
+async fn other_acknowledgements_come_back(ledger: &dyn Ledger) {
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let first = attempt(t, &["sqs:orders"]);
+    claim(ledger, &id, &first).await;
+    settle(ledger, &id, &first, 0, &[("sqs:orders", true)]).await;
+    let resource = "arn:aws:sqs:us-east-1:111111111111:orders";
+    let second = attempt(t + 60_000, &[resource]);
+    let Claimed::Granted {
+        attempt: 1,
+        acked,
+        others,
+        ..
+    } = claim(ledger, &id, &second).await
+    else {
+        panic!("the retry is granted at index 1")
+    };
+    assert!(acked.is_empty(), "{acked:?}");
+    assert_eq!(others.keys().collect::<Vec<_>>(), ["sqs:orders"]);
+    assert_eq!(
+        others["sqs:orders"].message_id.as_deref(),
+        Some("sqs:orders-0")
+    );
+    let held = entry(ledger, &id).await;
+    assert!(held.leases.contains_key(resource), "{:?}", held.leases);
 }
 
 async fn bundles_are_found_by_lookup(ledger: &dyn Ledger) {

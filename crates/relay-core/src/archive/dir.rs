@@ -21,8 +21,9 @@ impl DirArchive {
     pub fn open(root: &Path) -> Result<Self, ArchiveError> {
         std::fs::create_dir_all(root)
             .map_err(|e| ArchiveError::Open(format!("cannot create {}: {e}", root.display())))?;
+        // Canonical, so that the archive's resource is one id however the folder is named.
         Ok(Self {
-            root: root.to_owned(),
+            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned()),
         })
     }
 

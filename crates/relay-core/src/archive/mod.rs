@@ -37,11 +37,20 @@ pub use record::{FORMAT, Record, RecordError};
 #[cfg(feature = "s3")]
 pub use s3::S3Archive;
 
-use crate::sink::{Message, Receipt, Sink, SinkError};
+use crate::sink::{Destination, Message, Receipt, Shape, Sink, SinkError};
 
 /// The archive's name among the destinations: in answers, the ledger and `relay trace`. A
 /// configured sink may not take it while the archive is on.
 pub const SINK_NAME: &str = "archive";
+
+/// How the archive's resource begins: `archive:<url>`, its folder's canonical path for a folder.
+pub const RESOURCE_PREFIX: &str = "archive:";
+
+/// True for a destination the ledger names that is the archive: by its resource, or by the name
+/// an earlier release recorded it under.
+pub fn is_archive(destination: &str) -> bool {
+    destination == SINK_NAME || destination.starts_with(RESOURCE_PREFIX)
+}
 
 /// Where the archive lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +114,20 @@ impl std::str::FromStr for ArchiveUrl {
 }
 
 crate::text::deserialize_from_text!(ArchiveUrl, URL_FORMS);
+
+impl ArchiveUrl {
+    /// The archive as one destination's resource: `archive:<url>`, a folder by its canonical
+    /// path (as [`open`] opens it).
+    pub fn resource(&self) -> String {
+        match self {
+            Self::Dir(path) => {
+                let path = crate::sink::file::absolute(path);
+                format!("{RESOURCE_PREFIX}{}", path.display())
+            }
+            other => format!("{RESOURCE_PREFIX}{other}"),
+        }
+    }
+}
 
 impl fmt::Display for ArchiveUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -241,6 +264,18 @@ impl ArchiveSink {
     /// The store it writes to.
     pub fn archive(&self) -> &Arc<dyn Archive> {
         &self.archive
+    }
+
+    /// The destination named `archive` writing to `archive`, known by its resource
+    /// `archive:<url>`; its records are made whole ([`Record::message`]), never shaped.
+    pub fn destination(archive: Arc<dyn Archive>) -> Destination {
+        Destination {
+            name: SINK_NAME.to_owned(),
+            resource: format!("{RESOURCE_PREFIX}{}", archive.url()),
+            sink: Arc::new(Self::new(archive)),
+            shape: Shape::default(),
+            max_message_bytes: None,
+        }
     }
 }
 

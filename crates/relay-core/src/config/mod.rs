@@ -318,6 +318,9 @@ impl Config {
                 target.emulator_host.clone_from(&emulator);
             }
         }
+        if let Err(e) = crate::sink::check_resources(&sinks) {
+            fail("RELAY_CONFIG", in_file(e.to_string()));
+        }
         let routes = deployed_routes(&file.routes, &sinks);
         let names: Vec<String> = sinks.iter().map(|s| s.name.clone()).collect();
         // Sinks from variables take every notification; sinks in the file take their routes.

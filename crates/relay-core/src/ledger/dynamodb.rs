@@ -187,16 +187,22 @@ impl DynamoDbLedger {
             Some(AttributeValue::L(list)) => list.len(),
             Some(_) => return Err(corrupt(claim.key, "attempts is not a list")),
         };
-        let mut acked = BTreeMap::new();
-        for destination in routed {
-            if let Some(value) = old.get(&format!("{ACK}{destination}")) {
-                acked.insert((*destination).to_owned(), ack_of(claim.key, value)?);
-            }
+        let (mut acked, mut others) = (BTreeMap::new(), BTreeMap::new());
+        for (name, value) in &old {
+            let Some(destination) = name.strip_prefix(ACK) else {
+                continue;
+            };
+            let ack = ack_of(claim.key, value)?;
+            match routed.contains(destination) {
+                true => acked.insert(destination.to_owned(), ack),
+                false => others.insert(destination.to_owned(), ack),
+            };
         }
         let since_ms = item::first_attempt_at(&old).unwrap_or(claim.attempt.at_ms);
         Ok(Ok(Claimed::Granted {
             attempt,
             acked,
+            others,
             since_ms,
         }))
     }
@@ -269,7 +275,7 @@ impl DynamoDbLedger {
             condition.push(format!("{attempts}[{index}].{id} = {holder}"));
         }
         for (i, (destination, delivery)) in settlement.results.iter().enumerate() {
-            if let Delivery::Acknowledged { message_id } = delivery {
+            if let Delivery::Acknowledged { message_id, .. } = delivery {
                 let ack = x.name(&format!("#a{i}"), format!("{ACK}{destination}"));
                 let value = x.value(
                     &format!(":ack{i}"),

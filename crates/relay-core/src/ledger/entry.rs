@@ -58,6 +58,10 @@ pub enum Delivery {
         /// Its message id, where it gives one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
+        /// Not published by this attempt: an earlier release's acknowledgement, recorded under
+        /// the destination's old name (this one), now counted under its resource.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        carried_from: Option<String>,
     },
     /// It did not, or its answer was lost.
     Failed {
@@ -135,6 +139,9 @@ pub enum Claimed {
         attempt: usize,
         /// The routed destinations that had acknowledged already, with their acknowledgements.
         acked: BTreeMap<String, Ack>,
+        /// The entry's other acknowledgements (destinations this attempt was not routed to, or
+        /// an earlier release's names for them), for the relay to carry over.
+        others: BTreeMap<String, Ack>,
         /// When the entry's first attempt arrived (this attempt's, for a new entry), in
         /// milliseconds since the Unix epoch: how long the notification has waited.
         since_ms: i64,
@@ -239,9 +246,16 @@ impl Entry {
         self.identity = claim.identity.clone();
         self.attempts.push(claim.attempt.clone());
         self.expires_at = self.expires_at.max(claim.expires_at);
+        let others = self
+            .acks
+            .iter()
+            .filter(|(d, _)| !acked.contains_key(*d))
+            .map(|(d, ack)| (d.clone(), ack.clone()))
+            .collect();
         Claimed::Granted {
             attempt: self.attempts.len() - 1,
             acked,
+            others,
             since_ms: self.attempts[0].at_ms,
         }
     }
@@ -251,7 +265,7 @@ impl Entry {
     /// attempt's outcome is written.
     pub fn settle(&mut self, settlement: &Settlement<'_>) {
         for (destination, delivery) in settlement.results {
-            if let Delivery::Acknowledged { message_id } = delivery {
+            if let Delivery::Acknowledged { message_id, .. } = delivery {
                 self.acks.entry(destination.clone()).or_insert_with(|| Ack {
                     message_id: message_id.clone(),
                     at_ms: settlement.now_ms,
@@ -291,8 +305,19 @@ impl Entry {
             let failed = outcome
                 .values()
                 .any(|d| matches!(d, Delivery::Failed { .. }));
+            let carried = |d: &Delivery| {
+                matches!(
+                    d,
+                    Delivery::Acknowledged {
+                        carried_from: Some(_),
+                        ..
+                    }
+                )
+            };
             return Some(match failed {
                 true => Verdict::Failed,
+                // It only carried an earlier release's acknowledgements over: published nothing.
+                false if outcome.values().all(carried) => Verdict::Duplicate,
                 false => Verdict::Published,
             });
         }
@@ -366,6 +391,7 @@ mod tests {
                 let delivery = match ok {
                     true => Delivery::Acknowledged {
                         message_id: Some(format!("{d}-{index}")),
+                        carried_from: None,
                     },
                     false => Delivery::Failed {
                         retryable: true,
@@ -386,6 +412,44 @@ mod tests {
     }
 
     #[test]
+    fn carrying_an_earlier_release_acknowledgement_over_publishes_nothing() {
+        let mut entry = Entry::new("k", &identity());
+        let first = attempt("a1", 1_000, &["sqs:orders"]);
+        claim(&mut entry, &first, 1_000);
+        settle(&mut entry, &first, 0, &[("sqs:orders", true)]);
+        let resource = "arn:aws:sqs:us-east-1:1:orders";
+        let second = attempt("a2", 60_000, &[resource]);
+        let Claimed::Granted { others, .. } = claim(&mut entry, &second, 60_000) else {
+            panic!("granted")
+        };
+        assert_eq!(others.keys().collect::<Vec<_>>(), ["sqs:orders"]);
+        let carried = BTreeMap::from([(
+            resource.to_owned(),
+            Delivery::Acknowledged {
+                message_id: others["sqs:orders"].message_id.clone(),
+                carried_from: Some("sqs:orders".into()),
+            },
+        )]);
+        entry.settle(&Settlement {
+            key: "k",
+            holder: "a2",
+            attempt: 1,
+            results: &carried,
+            now_ms: 60_010,
+            expires_at: 160,
+        });
+        assert_eq!(
+            entry.acks[resource].message_id.as_deref(),
+            Some("sqs:orders-0")
+        );
+        assert!(
+            entry.leases.is_empty(),
+            "the carried destination's lease is freed"
+        );
+        assert_eq!(entry.verdict(1, 60_020), Some(Verdict::Duplicate));
+    }
+
+    #[test]
     fn a_retry_publishes_only_where_the_last_attempt_failed_then_is_a_duplicate() {
         let mut entry = Entry::new("k", &identity());
         let first = attempt("a1", 1_000, &["q1", "q2"]);
@@ -394,6 +458,7 @@ mod tests {
             Claimed::Granted {
                 attempt: 0,
                 acked: BTreeMap::new(),
+                others: BTreeMap::new(),
                 since_ms: 1_000,
             }
         );

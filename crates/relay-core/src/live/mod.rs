@@ -94,6 +94,9 @@ pub enum RoutesError {
         /// Why.
         error: String,
     },
+    /// Two destinations (sinks or splits) deliver to one resource.
+    #[error(transparent)]
+    SharedResource(#[from] crate::sink::SharedResource),
     /// The document has more sinks, routes or splits than a stored document may hold.
     #[error("the document has {count} {what}; a stored document holds at most {limit}")]
     TooMany {
@@ -138,7 +141,9 @@ pub fn check_document(text: &str, deployed: Option<&Routes>) -> Result<StoredRou
             deployed.merge(&stored)?;
         }
         None => {
-            check_splits(&stored.splits, DEFAULT_SPLIT_MAX_TTL)?;
+            let splits = check_splits(&stored.splits, DEFAULT_SPLIT_MAX_TTL)?;
+            let own: Vec<SinkConfig> = stored.sinks.iter().map(|(n, s)| s.named(n)).collect();
+            crate::sink::check_resources(own.iter().chain(splits.iter().map(|s| &s.sink)))?;
             let named_here = stored
                 .routes
                 .iter()
@@ -282,6 +287,7 @@ impl Routes {
         for split in &mut splits {
             deployed.set_emulator(&mut split.sink);
         }
+        crate::sink::check_resources(sinks.iter().chain(splits.iter().map(|s| &s.sink)))?;
         Ok(Self {
             sinks,
             router,

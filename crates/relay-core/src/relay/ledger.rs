@@ -6,9 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use http::StatusCode;
-use serde_json::json;
-
 use super::Relay;
 use super::publish::Published;
 use crate::config::LedgerConfig;
@@ -18,7 +15,6 @@ use crate::ledger::{
     epoch_ms,
 };
 use crate::notification::{Notification, Verified};
-use crate::outcome::Outcome;
 
 /// The ledger a relay records in, with its settings.
 #[derive(Debug)]
@@ -33,8 +29,9 @@ pub(super) struct Holding {
     key: String,
     attempt_id: String,
     index: usize,
-    /// The routed destinations an earlier attempt had acknowledged: not published again.
-    pub(super) acked: BTreeMap<String, Ack>,
+    /// The entry's acknowledgements, by resource (or an earlier release's name): the routed
+    /// destinations among them are not published again.
+    pub(super) acks: BTreeMap<String, Ack>,
     /// When the notification's first attempt arrived.
     since_ms: i64,
 }
@@ -106,6 +103,7 @@ impl Relay {
             Ok(Ok(Claimed::Granted {
                 attempt: index,
                 acked,
+                others,
                 since_ms,
             })) => {
                 self.metrics.ledger("claim", "ok", latency_ms);
@@ -113,7 +111,7 @@ impl Relay {
                     key,
                     attempt_id: attempt.id,
                     index,
-                    acked,
+                    acks: super::attempt::all_acks(acked, others),
                     since_ms,
                 }))
             }
@@ -153,23 +151,14 @@ impl Relay {
     /// Records what the sinks did and frees the attempt's leases. A settlement that fails is
     /// logged and leaves the answer as the sinks made it: what they acknowledged is delivered,
     /// and only a retry after the leases expire may publish it once more.
-    pub(super) async fn settle(&self, holding: &Holding, published: &Published<'_>) {
+    pub(super) async fn settle(
+        &self,
+        holding: &Holding,
+        published: &Published<'_>,
+        carried: BTreeMap<String, Delivery>,
+    ) {
         let Some(recorder) = &self.ledger else { return };
-        let results: BTreeMap<String, Delivery> = published
-            .iter()
-            .map(|(sink, result)| {
-                let delivery = match result {
-                    Ok(receipt) => Delivery::Acknowledged {
-                        message_id: receipt.message_id.clone(),
-                    },
-                    Err(e) => Delivery::Failed {
-                        retryable: e.is_retryable(),
-                        error: e.to_string(),
-                    },
-                };
-                ((*sink).to_owned(), delivery)
-            })
-            .collect();
+        let results = super::attempt::results(published, carried);
         let now_ms = epoch_ms(self.clock.now());
         let failed = results
             .values()
@@ -201,30 +190,6 @@ impl Relay {
         };
         self.metrics.ledger("settle", "error", latency_ms);
         tracing::error!(ledger_key = %holding.key, error, "The ledger did not record the deliveries; a retry after the leases expire publishes again.");
-    }
-
-    /// 202 `duplicate`: every routed destination had acknowledged, with their message ids.
-    pub(super) fn duplicate(
-        &self,
-        notification: &Notification<Verified>,
-        holding: &Holding,
-        routes_version: Option<&str>,
-    ) -> Outcome {
-        self.metrics.duplicate();
-        let deliveries: Vec<_> = holding
-            .acked
-            .iter()
-            .map(|(sink, ack)| json!({"sink": sink, "message_id": ack.message_id}))
-            .collect();
-        Outcome::json(
-            StatusCode::ACCEPTED,
-            &json!({
-                "status": "duplicate",
-                "dedup_key": notification.dedup_key(),
-                "deliveries": deliveries,
-                "routes_version": routes_version,
-            }),
-        )
     }
 }
 

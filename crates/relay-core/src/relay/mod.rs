@@ -14,6 +14,7 @@
 //! date with the stored routes; [`log`] writes the request's one line; [`replay`] sends an
 //! archived notification again along the same path, from the routing on.
 
+mod attempt;
 mod ledger;
 mod live;
 mod log;
@@ -30,6 +31,7 @@ use http::{Method, StatusCode};
 use http_body::Body;
 use serde_json::json;
 
+use self::attempt::Attempt;
 pub use self::ledger::UNDELIVERED_AFTER_MS;
 use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
@@ -46,7 +48,7 @@ use crate::metrics::{self, Metrics};
 use crate::notification::Notification;
 use crate::outcome::Outcome;
 use crate::route::{Input, request_document};
-use crate::sink::{BuildError, Message, Sink, SinkConfig};
+use crate::sink::{BuildError, Destination, Message, Sink, SinkConfig};
 use crate::source::Sources;
 use crate::verify::{Clock, Policy, SystemClock};
 
@@ -68,7 +70,7 @@ pub struct Relay {
     ledger: Option<Recorder>,
     /// The archive, when `RELAY_ARCHIVE_URL` is set: a destination every verified notification
     /// is routed to.
-    archive: Option<Arc<dyn Sink>>,
+    archive: Option<Destination>,
     clock: Arc<dyn Clock>,
     admission: Admission,
     metrics: Metrics,
@@ -323,7 +325,7 @@ impl Relay {
     /// The same relay, writing every verified notification to `archive` as well; tests use it
     /// to inject a store.
     pub fn with_archive(mut self, archive: Arc<dyn crate::archive::Archive>) -> Self {
-        self.archive = Some(Arc::new(crate::archive::ArchiveSink::new(archive)));
+        self.archive = Some(crate::archive::ArchiveSink::destination(archive));
         self
     }
 
@@ -341,9 +343,8 @@ impl Relay {
         let sinks = table
             .destinations
             .iter()
-            .map(|d| &d.sink)
             .chain(self.archive.as_ref())
-            .map(|sink| async move { (sink.name().to_owned(), sink.warm().await) });
+            .map(|d| async move { (d, d.sink.warm().await) });
         let ledger = async {
             match &self.ledger {
                 Some(recorder) => Some(recorder.store.warm().await),
@@ -358,9 +359,9 @@ impl Relay {
             );
             return;
         };
-        for (sink, result) in sinks {
+        for (destination, result) in sinks {
             if let Err(e) = result {
-                tracing::warn!(sink, error = %e, "A destination's connection could not be opened at start; its first notification tries again.");
+                tracing::warn!(sink = %destination.name, resource = %destination.resource, error = %e, "A destination's connection could not be opened at start; its first notification tries again.");
             }
         }
         if let Some(Err(e)) = ledger {
@@ -485,69 +486,47 @@ impl Relay {
         let decision = table.decide(&input, received_at);
         fields.split.clone_from(&decision.split);
         let filtered = decision.destinations.is_empty();
-        // The destinations by name, for the ledger (no allocation without one): the routed
-        // ones, then the archive. A filtered notification is not recorded when
-        // RELAY_LEDGER_RECORD_FILTERED is off: its archive write alone makes a retry harmless.
-        let names: Vec<&str> = match &self.ledger {
-            Some(recorder) if !filtered || recorder.config.record_filtered => decision
-                .destinations
-                .iter()
-                .map(|&i| table.destinations[i].sink.name())
-                .chain(self.archive.as_ref().map(|a| a.name()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let routing = Routing {
-            destinations: &names,
-            routes_version,
-            split: decision.split.as_deref(),
-            run: None,
-        };
-        if filtered && self.archive.is_none() {
-            // Nothing wants it: acknowledge, so the DSS does not retry (recorded first, when
-            // the ledger records filtered notifications).
-            self.claim(&notification, routing, received_at, deadline)
-                .await?;
-            fields.filtered = true;
-            return Ok(self.filtered(&notification, &[], routes_version));
-        }
-
+        fields.filtered = filtered;
         let base = Message::new(&notification, &parts.headers, received_at);
         // Every routed destination's message is shaped and size-checked before any sink is
         // called: a notification one of them cannot take is refused before anything leaves.
-        let mut messages = Vec::with_capacity(decision.destinations.len() + 1);
+        let mut planned = Vec::with_capacity(decision.destinations.len() + 1);
         for &i in &decision.destinations {
             let destination = &table.destinations[i];
-            messages.push((&destination.sink, shape(destination, &base, &notification)?));
+            planned.push((destination, shape(destination, &base, &notification)?));
         }
         if let Some(archive) = &self.archive {
             // The routing is done with the request document: the record takes it.
             let record = crate::archive::Record::of(&base, request);
-            messages.push((archive, record.message()));
+            planned.push((archive, record.message()));
         }
-        fields.filtered = filtered;
-
-        let holding = self
-            .claim(&notification, routing, received_at, deadline)
+        // A filtered notification is recorded only when RELAY_LEDGER_RECORD_FILTERED is on
+        // (without it, its archive write alone makes a retry harmless); then the attempt claims
+        // no destination, and the DSS gets its 202 so that it does not retry.
+        let record = !filtered
+            || self
+                .ledger
+                .as_ref()
+                .is_some_and(|r| r.config.record_filtered);
+        let attempted = self
+            .attempt(Attempt {
+                notification: &notification,
+                table: &table,
+                planned,
+                routing: Routing {
+                    destinations: &[],
+                    routes_version,
+                    split: decision.split.as_deref(),
+                    run: None,
+                },
+                received_at,
+                deadline,
+                traffic: Traffic::Live,
+                record,
+            })
             .await?;
-        let acked = match &holding {
-            Some(holding) => {
-                messages.retain(|(sink, _)| !holding.acked.contains_key(sink.name()));
-                if messages.is_empty() {
-                    fields.duplicate = true;
-                    return Ok(self.duplicate(&notification, holding, routes_version));
-                }
-                holding.acked.clone()
-            }
-            None => Default::default(),
-        };
-        let published = self.publish(messages, deadline, Traffic::Live).await;
-        if let Some(holding) = &holding {
-            self.settle(holding, &published).await;
-        }
-        // Filtered: only the archive wanted it, and the answer is 202 `filtered` once it
-        // acknowledged.
-        self.delivered(&notification, &published, &acked, routes_version, filtered)
+        fields.duplicate = attempted.is_duplicate();
+        self.delivered(&notification, &attempted, routes_version, filtered)
     }
 }
 

@@ -1,8 +1,6 @@
-//! Where a notification leaves: every sink it still needs publishes its message concurrently
-//! under one deadline, and the answer is 202 only when all of them acknowledged.
+//! Where a notification leaves: every destination it still needs publishes its message
+//! concurrently under one deadline, and the answer is 202 only when all of them acknowledged.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::future::join_all;
@@ -10,11 +8,11 @@ use http::StatusCode;
 use serde::Serialize;
 
 use super::Relay;
+use super::attempt::Attempted;
 use crate::error::Error;
-use crate::ledger::Ack;
 use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
-use crate::sink::{Message, Receipt, Sink, SinkError};
+use crate::sink::{Destination, Message, Receipt, SinkError};
 
 /// Whose publish it is, for the metrics: a live notification's, or a replay's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,63 +23,75 @@ pub(super) enum Traffic {
     Replay,
 }
 
-/// What each sink did with its message, by sink name.
-pub(super) type Published<'a> = Vec<(&'a str, Result<Receipt, SinkError>)>;
+/// What each destination did with its message.
+pub(super) type Published<'t> = Vec<(&'t Destination, Result<Receipt, SinkError>)>;
 
 impl Relay {
-    /// Publishes to the sinks concurrently, each until `deadline`.
-    pub(super) async fn publish<'a>(
+    /// Publishes to the destinations concurrently, each until `deadline`.
+    pub(super) async fn publish<'t>(
         &self,
-        messages: Vec<(&'a Arc<dyn Sink>, Message)>,
+        messages: Vec<(&'t Destination, Message)>,
         deadline: Instant,
         traffic: Traffic,
-    ) -> Published<'a> {
-        join_all(messages.into_iter().map(|(sink, message)| async move {
-            let started = Instant::now();
-            let publish = sink.publish(std::slice::from_ref(&message));
-            let result = match tokio::time::timeout_at(deadline.into(), publish).await {
-                Ok(results) => results.into_iter().next().unwrap_or_else(|| {
-                    Err(SinkError::Permanent(
-                        "the sink answered for no message".into(),
-                    ))
+    ) -> Published<'t> {
+        join_all(
+            messages
+                .into_iter()
+                .map(|(destination, message)| async move {
+                    let started = Instant::now();
+                    let publish = destination.sink.publish(std::slice::from_ref(&message));
+                    let result = match tokio::time::timeout_at(deadline.into(), publish).await {
+                        Ok(results) => results.into_iter().next().unwrap_or_else(|| {
+                            Err(SinkError::Permanent(
+                                "the sink answered for no message".into(),
+                            ))
+                        }),
+                        Err(_) => Err(SinkError::Retryable(
+                            "no acknowledgement before the deadline".into(),
+                        )),
+                    };
+                    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+                    let (name, resource) = (&destination.name, &destination.resource);
+                    match traffic {
+                        Traffic::Live => {
+                            self.metrics
+                                .publish(name, resource, result.as_ref(), latency_ms)
+                        }
+                        Traffic::Replay => {
+                            self.metrics
+                                .replay(name, resource, result.as_ref(), latency_ms)
+                        }
+                    }
+                    (destination, result)
                 }),
-                Err(_) => Err(SinkError::Retryable(
-                    "no acknowledgement before the deadline".into(),
-                )),
-            };
-            let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-            match traffic {
-                Traffic::Live => self
-                    .metrics
-                    .publish(sink.name(), result.as_ref(), latency_ms),
-                Traffic::Replay => self
-                    .metrics
-                    .replay(sink.name(), result.as_ref(), latency_ms),
-            }
-            (sink.name(), result)
-        }))
+        )
         .await
     }
 
-    /// 202 when every sink acknowledged, listing each destination's message id (those `acked`
-    /// by an earlier attempt as well): `published`, or `filtered` when only the archive took it;
-    /// else 502 if any failure is permanent (retrying cannot fix it), else 503.
+    /// The answer to a live attempt: 202 `duplicate` when every destination had acknowledged
+    /// before it; 202 when every one acknowledged, listing each destination's message id (those
+    /// an earlier attempt made as well): `published`, or `filtered` when only the archive took
+    /// it; else 502 if any failure is permanent (retrying cannot fix it), else 503.
     pub(super) fn delivered(
         &self,
         notification: &Notification<Verified>,
-        published: &Published<'_>,
-        acked: &BTreeMap<String, Ack>,
+        attempted: &Attempted<'_>,
         routes_version: Option<&str>,
         filtered: bool,
     ) -> Result<Outcome, Error> {
-        let deliveries = deliveries(notification, published, acked)?;
-        if filtered {
-            return Ok(self.filtered(notification, &deliveries, routes_version));
-        }
+        let deliveries = deliveries(notification, attempted)?;
+        let status = match (attempted.is_duplicate(), filtered) {
+            (true, _) => {
+                self.metrics.duplicate();
+                "duplicate"
+            }
+            (false, true) => return Ok(self.filtered(notification, &deliveries, routes_version)),
+            (false, false) => "published",
+        };
         Ok(Outcome::json(
             StatusCode::ACCEPTED,
             &Accepted {
-                status: "published",
+                status,
                 dedup_key: notification.dedup_key(),
                 deliveries: Some(&deliveries),
                 routes_version,
@@ -108,7 +118,8 @@ impl Relay {
     }
 }
 
-/// The body of a 202 `published` answer, written straight from the notification's fields.
+/// The body of a 202 `published` or `duplicate` answer, written straight from the
+/// notification's fields.
 #[derive(Serialize)]
 struct Accepted<'a> {
     status: &'static str,
@@ -127,10 +138,12 @@ struct Filtered<'a> {
     deliveries: Option<&'a [Delivery<'a>]>,
 }
 
-/// One destination's delivery in a 202 answer; `earlier` when an earlier attempt made it.
+/// One destination's delivery in a 202 answer: its configured name, what it delivers to, and
+/// `earlier` when an earlier attempt made it.
 #[derive(Serialize)]
 pub(super) struct Delivery<'a> {
     sink: &'a str,
+    resource: &'a str,
     message_id: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     earlier: bool,
@@ -140,33 +153,36 @@ pub(super) struct Delivery<'a> {
 /// answer's error: the first permanent failure (502), else the first retryable one (503).
 fn deliveries<'a>(
     notification: &Notification<Verified>,
-    published: &'a Published<'_>,
-    acked: &'a BTreeMap<String, Ack>,
+    attempted: &'a Attempted<'_>,
 ) -> Result<Vec<Delivery<'a>>, Error> {
-    let mut deliveries: Vec<_> = acked
+    let mut deliveries: Vec<_> = attempted
+        .earlier
         .iter()
-        .map(|(sink, ack)| Delivery {
-            sink,
+        .map(|(destination, ack)| Delivery {
+            sink: &destination.name,
+            resource: &destination.resource,
             message_id: ack.message_id.as_deref(),
             earlier: true,
         })
         .collect();
     let mut failure: Option<Error> = None;
-    for (sink, result) in published {
+    for (destination, result) in &attempted.published {
+        let (sink, resource) = (destination.name.as_str(), destination.resource.as_str());
         match result {
             Ok(receipt) => deliveries.push(Delivery {
                 sink,
+                resource,
                 message_id: receipt.message_id.as_deref(),
                 earlier: false,
             }),
             Err(e) => {
                 let retryable = e.is_retryable();
                 if retryable {
-                    tracing::warn!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink failed; the sender will retry.");
+                    tracing::warn!(sink, resource, error = %e, dedup_key = notification.dedup_key(), "Sink failed; the sender will retry.");
                 } else {
-                    tracing::error!(sink, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
+                    tracing::error!(sink, resource, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
                 }
-                let sink = (*sink).to_owned();
+                let sink = sink.to_owned();
                 failure = match failure {
                     Some(f @ Error::SinkFailed { .. }) => Some(f),
                     _ if !retryable => Some(Error::SinkFailed { sink }),

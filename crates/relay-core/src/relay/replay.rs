@@ -15,14 +15,16 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::Relay;
+use super::attempt::{Attempt, Attempted};
 use super::ledger::Routing;
 use super::publish::Traffic;
 use crate::archive::Record;
 use crate::error::Error;
 use crate::ledger::Lookup;
+use crate::live::RoutingTable;
 use crate::notification::{Notification, PayloadError, Verified};
 use crate::route::{Input, Pattern};
-use crate::sink::{Attributes, Message};
+use crate::sink::{Attributes, Destination, Message};
 use crate::verify;
 
 /// The attribute every replayed message carries, with the value `true`.
@@ -195,79 +197,88 @@ impl Relay {
             return Ok(Replayed::Filtered);
         }
         let base = message_of(record, &notification);
-        let mut messages = Vec::with_capacity(indexes.len());
+        let mut planned = Vec::with_capacity(indexes.len());
         for &i in &indexes {
             let destination = &table.destinations[i];
             let mut message =
                 super::shape(destination, &base, &notification).map_err(ReplayError::Shape)?;
             destination.shape.mark(&mut message, REPLAYED, "true");
-            messages.push((&destination.sink, message));
+            planned.push((destination, message));
         }
-        let names: Vec<&str> = messages.iter().map(|(sink, _)| sink.name()).collect();
         let run = match &plan.record {
             ReplayRecord::Run(run) => Some(run.as_str()),
-            ReplayRecord::Undelivered => None,
-            ReplayRecord::Unrecorded => {
-                if plan.dry_run {
-                    return Ok(Replayed::WouldSend {
-                        to: names.iter().map(|n| (*n).to_owned()).collect(),
-                        done: Vec::new(),
-                    });
-                }
-                let deadline = Instant::now() + self.config.sink_timeout;
-                let published = self.publish(messages, deadline, Traffic::Replay).await;
-                return Ok(outcome(&published, Vec::new()));
-            }
+            ReplayRecord::Undelivered | ReplayRecord::Unrecorded => None,
         };
-        let Some(recorder) = &self.ledger else {
+        let record = plan.record != ReplayRecord::Unrecorded;
+        if record && self.ledger.is_none() {
             return Err(ReplayError::NoLedger);
-        };
-        let routing = Routing {
-            destinations: &names,
-            routes_version: table.version.as_ref().map(|v| v.0.as_str()),
-            split: split.as_deref(),
-            run,
-        };
+        }
         if plan.dry_run {
-            let key = self.ledger_key(&notification, run);
-            let entries = recorder
-                .store
-                .find(&Lookup::Key(key))
-                .await
-                .map_err(|e| ReplayError::Ledger(e.to_string()))?;
-            let now_secs = now
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            let acked = |name: &str| {
-                entries.iter().any(|e| {
-                    u64::try_from(e.expires_at).is_ok_and(|at| at > now_secs)
-                        && e.acks.contains_key(name)
-                })
-            };
-            let (done, to): (Vec<&str>, Vec<&str>) = names.iter().partition(|n| acked(n));
+            return self
+                .would_send(&notification, &table, &planned, run, record)
+                .await;
+        }
+        let attempted = self
+            .attempt(Attempt {
+                notification: &notification,
+                table: &table,
+                planned,
+                routing: Routing {
+                    destinations: &[],
+                    routes_version: table.version.as_ref().map(|v| v.0.as_str()),
+                    split: split.as_deref(),
+                    run,
+                },
+                received_at: now,
+                deadline: Instant::now() + self.config.sink_timeout,
+                traffic: Traffic::Replay,
+                record,
+            })
+            .await;
+        match attempted {
+            Ok(attempted) => Ok(outcome(&attempted)),
+            Err(Error::InProgress { retry_after_secs }) => Ok(Replayed::Busy {
+                retry_after: Duration::from_secs(retry_after_secs),
+            }),
+            Err(e) => Err(ReplayError::Ledger(e.to_string())),
+        }
+    }
+
+    /// A dry run: where each destination stands in the ledger (its live entries, unexpired),
+    /// as an attempt would find it.
+    async fn would_send(
+        &self,
+        notification: &Notification<Verified>,
+        table: &RoutingTable,
+        planned: &[(&Destination, Message)],
+        run: Option<&str>,
+        record: bool,
+    ) -> Result<Replayed, ReplayError> {
+        let destinations: Vec<&Destination> = planned.iter().map(|(d, _)| *d).collect();
+        let names = |list: Vec<&Destination>| list.into_iter().map(|d| d.name.clone()).collect();
+        let Some(recorder) = self.ledger.as_ref().filter(|_| record) else {
             return Ok(Replayed::WouldSend {
-                to: to.into_iter().map(str::to_owned).collect(),
-                done: done.into_iter().map(str::to_owned).collect(),
+                to: names(destinations),
+                done: Vec::new(),
             });
-        }
-        let deadline = Instant::now() + self.config.sink_timeout;
-        let holding = match self.claim(&notification, routing, now, deadline).await {
-            Ok(holding) => holding.expect("a replay always has destinations to claim"),
-            Err(Error::InProgress { retry_after_secs }) => {
-                return Ok(Replayed::Busy {
-                    retry_after: Duration::from_secs(retry_after_secs),
-                });
-            }
-            Err(e) => return Err(ReplayError::Ledger(e.to_string())),
         };
-        let done: Vec<String> = holding.acked.keys().cloned().collect();
-        messages.retain(|(sink, _)| !holding.acked.contains_key(sink.name()));
-        if messages.is_empty() {
-            return Ok(Replayed::Done { destinations: done });
-        }
-        let published = self.publish(messages, deadline, Traffic::Replay).await;
-        self.settle(&holding, &published).await;
-        Ok(outcome(&published, done))
+        let key = self.ledger_key(notification, run);
+        let entries = recorder
+            .store
+            .find(&Lookup::Key(key))
+            .await
+            .map_err(|e| ReplayError::Ledger(e.to_string()))?;
+        let now_ms = crate::ledger::epoch_ms(self.clock.now());
+        let acks = entries
+            .into_iter()
+            .filter(|e| !e.is_expired(now_ms))
+            .flat_map(|e| e.acks)
+            .collect();
+        let (to, done) = self.still_to_do(table, &destinations, &acks);
+        Ok(Replayed::WouldSend {
+            to: names(to),
+            done: names(done),
+        })
     }
 }
 
@@ -289,15 +300,25 @@ fn message_of(record: &Record, notification: &Notification<Verified>) -> Message
     }
 }
 
-fn outcome(published: &super::publish::Published<'_>, done: Vec<String>) -> Replayed {
-    let mut to = Vec::with_capacity(published.len());
-    for (sink, result) in published {
+/// What became of a replayed notification's attempt: every destination done already, or sent
+/// (where the first that failed says so).
+fn outcome(attempted: &Attempted<'_>) -> Replayed {
+    let done: Vec<String> = attempted
+        .earlier
+        .iter()
+        .map(|(d, _)| d.name.clone())
+        .collect();
+    if attempted.published.is_empty() {
+        return Replayed::Done { destinations: done };
+    }
+    let mut to = Vec::with_capacity(attempted.published.len());
+    for (destination, result) in &attempted.published {
         match result {
-            Ok(receipt) => to.push(((*sink).to_owned(), receipt.message_id.clone())),
+            Ok(receipt) => to.push((destination.name.clone(), receipt.message_id.clone())),
             Err(e) => {
-                tracing::warn!(sink, error = %e, "A replayed notification was not taken.");
+                tracing::warn!(sink = %destination.name, resource = %destination.resource, error = %e, "A replayed notification was not taken.");
                 return Replayed::Failed {
-                    sink: (*sink).to_owned(),
+                    sink: destination.name.clone(),
                     retryable: e.is_retryable(),
                 };
             }

@@ -79,14 +79,6 @@ const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::Crypt
 #[cfg(not(feature = "aws-lc"))]
 const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::CryptoMode::Ring;
 
-/// The region in an AWS host name such as `sqs.eu-west-1.amazonaws.com`, if any.
-pub fn region_of_host(host: &str) -> Option<String> {
-    let mut labels = host.split('.');
-    let (_service, region) = (labels.next()?, labels.next()?);
-    (host.ends_with(".amazonaws.com") || host.ends_with(".amazonaws.com.cn"))
-        .then(|| region.to_owned())
-}
-
 /// One message as SQS and SNS take it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Entry {
@@ -300,16 +292,6 @@ mod tests {
 
     use super::*;
     use crate::sink::Attributes;
-
-    #[test]
-    fn regions_come_from_aws_hosts_only() {
-        assert_eq!(
-            region_of_host("sqs.eu-west-1.amazonaws.com").as_deref(),
-            Some("eu-west-1")
-        );
-        assert_eq!(region_of_host("127.0.0.1"), None);
-        assert_eq!(region_of_host("sqs.example.org"), None);
-    }
 
     #[test]
     fn batch_entry_failures() {

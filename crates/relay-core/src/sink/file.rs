@@ -19,6 +19,34 @@ pub struct FileSinkConfig {
     pub path: FileTarget,
 }
 
+impl FileSinkConfig {
+    /// The file this sink appends to, as one stable id: `file:<absolute path>` (links resolved
+    /// where they exist), or `file:-` for standard output.
+    pub fn resource(&self) -> String {
+        match &self.path {
+            FileTarget::Stdout => "file:-".into(),
+            FileTarget::Path(path) => format!("file:{}", absolute(path).display()),
+        }
+    }
+}
+
+/// `path` made absolute: the file's canonical path when it exists, else its folder's joined
+/// with its name (what the file's canonical path will be once it is created), else `path`
+/// against the working folder.
+pub(crate) fn absolute(path: &std::path::Path) -> PathBuf {
+    if let Ok(canonical) = std::fs::canonicalize(path) {
+        return canonical;
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    match (std::fs::canonicalize(folder), path.file_name()) {
+        (Ok(folder), Some(name)) => folder.join(name),
+        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_owned()),
+    }
+}
+
 /// Where the file sink writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileTarget {

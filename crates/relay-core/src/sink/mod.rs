@@ -28,14 +28,14 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "dynamodb")]
 pub(crate) use aws::classify;
 #[cfg(feature = "aws")]
-pub use aws::{aws_http_client, load_aws_config, region_of_host};
+pub use aws::{aws_http_client, load_aws_config};
 pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use pubsub::PubSubConfig;
 pub use shape::{
     Attributes, NOTIFY_ATTEMPT, Selection, Shape, ShapeError, Template, TemplateError,
 };
 pub use sns::SnsConfig;
-pub use sqs::SqsConfig;
+pub use sqs::{SqsConfig, region_of_host};
 
 use crate::notification::{Notification, Verified};
 
@@ -306,6 +306,19 @@ impl Target {
         }
     }
 
+    /// The resource the destination delivers to, as one stable id (an ARN, a Google resource
+    /// name, a file's absolute path): what the ledger records its acknowledgements under, and
+    /// what tells two destinations of one name apart. Two configured destinations never share
+    /// one ([`check_resources`]).
+    pub fn resource(&self) -> String {
+        match self {
+            Self::File(c) => c.resource(),
+            Self::Sqs(c) => c.resource(),
+            Self::Sns(c) => c.resource(),
+            Self::PubSub(c) => c.resource(),
+        }
+    }
+
     /// One line describing the destination, for `relay check`.
     pub fn describe(&self) -> String {
         match self {
@@ -317,11 +330,45 @@ impl Target {
     }
 }
 
+/// Two configured destinations that deliver to one resource: refused, since one ledger record
+/// would stand for both.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sinks {first:?} and {second:?} both deliver to {resource}: name it once")]
+pub struct SharedResource {
+    /// The destination configured first.
+    pub first: String,
+    /// The one configured after it.
+    pub second: String,
+    /// What both deliver to.
+    pub resource: String,
+}
+
+/// Refuses two of `sinks` (a configuration's, with its splits') that deliver to one resource.
+pub fn check_resources<'a>(
+    sinks: impl IntoIterator<Item = &'a SinkConfig>,
+) -> Result<(), SharedResource> {
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for sink in sinks {
+        let resource = sink.target.resource();
+        if let Some(first) = seen.get(&resource) {
+            return Err(SharedResource {
+                first: (*first).to_owned(),
+                second: sink.name.clone(),
+                resource,
+            });
+        }
+        seen.insert(resource, &sink.name);
+    }
+    Ok(())
+}
+
 /// A sink, built: what routes name, the client, and how it shapes each message.
 #[derive(Debug, Clone)]
 pub struct Destination {
     /// The configured name.
     pub name: String,
+    /// What it delivers to ([`Target::resource`]): the ledger's key for it.
+    pub resource: String,
     /// The client, built once.
     pub sink: Arc<dyn Sink>,
     /// Attribute selection and id templates.
@@ -335,6 +382,7 @@ impl Destination {
     pub fn new(config: &SinkConfig, sink: Arc<dyn Sink>) -> Result<Self, ShapeError> {
         Ok(Self {
             name: config.name.clone(),
+            resource: config.target.resource(),
             sink,
             shape: config.target.shape(&config.selection)?,
             max_message_bytes: config.target.max_message_bytes(),

@@ -50,6 +50,12 @@ impl PubSubConfig {
         }
     }
 
+    /// The topic this sink publishes to, as one stable id: Google's full resource name,
+    /// `//pubsub.googleapis.com/projects/<project>/topics/<topic>` (an emulator's topic too).
+    pub fn resource(&self) -> String {
+        format!("//pubsub.googleapis.com/{}", self.topic)
+    }
+
     pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
         let mut shape = Shape::new(selection, None)?;
         shape.ordering_key = self.ordering_key.clone();

@@ -53,6 +53,11 @@ impl SnsConfig {
         self.topic_arn.as_str().ends_with(".fifo")
     }
 
+    /// The topic this sink publishes to, as one stable id: its ARN.
+    pub fn resource(&self) -> String {
+        self.topic_arn.to_string()
+    }
+
     pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
         let (group, dedup) = (
             self.message_group_id.as_ref(),

@@ -54,6 +54,38 @@ impl SqsConfig {
         self.queue_url.as_str().ends_with(".fifo")
     }
 
+    /// The queue this sink delivers to, as one stable id: its ARN
+    /// (`arn:aws:sqs:<region>:<account>:<name>`) when the URL's host names an AWS region, else
+    /// the URL with its host in lower case (a local endpoint, whose region is the relay's).
+    pub fn resource(&self) -> String {
+        let uri: http::Uri = self
+            .queue_url
+            .as_str()
+            .parse()
+            .expect("checked when parsed");
+        let host = uri.host().unwrap_or_default().to_ascii_lowercase();
+        let mut path = uri.path().trim_matches('/').split('/');
+        let (account, name) = (
+            path.next().unwrap_or_default(),
+            path.next().unwrap_or_default(),
+        );
+        match region_of_host(&host) {
+            Some(region) => {
+                let partition = match host.ends_with(".amazonaws.com.cn") {
+                    true => "aws-cn",
+                    false if region.starts_with("us-gov-") => "aws-us-gov",
+                    false => "aws",
+                };
+                format!("arn:{partition}:sqs:{region}:{account}:{name}")
+            }
+            None => {
+                let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+                let scheme = uri.scheme_str().unwrap_or("https");
+                format!("{scheme}://{host}{port}/{account}/{name}")
+            }
+        }
+    }
+
     pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
         let shape = Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?;
         fifo_ids(
@@ -63,6 +95,26 @@ impl SqsConfig {
             self.message_deduplication_id.as_ref(),
         )
     }
+}
+
+/// The region an AWS host name carries (`sqs.eu-west-1.amazonaws.com`,
+/// `eu-west-1.queue.amazonaws.com`, a VPC endpoint's `vpce-….sqs.eu-west-1.vpce.amazonaws.com`),
+/// if any: its first label shaped as a region is (`xx-name-N`, `xx-gov-name-N`).
+pub fn region_of_host(host: &str) -> Option<String> {
+    if !(host.ends_with(".amazonaws.com") || host.ends_with(".amazonaws.com.cn")) {
+        return None;
+    }
+    let is_region = |label: &&str| {
+        let parts: Vec<&str> = label.split('-').collect();
+        parts.len() >= 3
+            && parts[0].len() == 2
+            && parts.iter().all(|p| !p.is_empty())
+            && parts[..parts.len() - 1]
+                .iter()
+                .all(|p| p.bytes().all(|b| b.is_ascii_lowercase()))
+            && parts[parts.len() - 1].bytes().all(|b| b.is_ascii_digit())
+    };
+    host.split('.').find(is_region).map(str::to_owned)
 }
 
 crate::text::checked_string!(
@@ -96,9 +148,9 @@ mod api {
     use super::super::SinkError;
     use super::super::aws::{
         AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, opened,
-        region_of_host,
     };
     use super::super::batch::{BatchedSink, LINGER, Limits, batched_sink};
+    use super::region_of_host;
 
     batched_sink!(
         /// An SQS queue's sink: `SendMessageBatch` for messages in flight together.

@@ -61,9 +61,13 @@ pub(super) fn attempt_value(attempt: &Attempt) -> AttributeValue {
 pub(super) fn outcome_value(outcome: &BTreeMap<String, Delivery>) -> AttributeValue {
     let deliveries = outcome.iter().map(|(destination, delivery)| {
         let value = match delivery {
-            Delivery::Acknowledged { message_id } => map([
+            Delivery::Acknowledged {
+                message_id,
+                carried_from,
+            } => map([
                 ("result", Some(s("acknowledged"))),
                 ("message_id", message_id.as_deref().map(s)),
+                ("carried_from", carried_from.as_deref().map(s)),
             ]),
             Delivery::Failed { retryable, error } => map([
                 ("result", Some(s("failed"))),
@@ -250,6 +254,7 @@ fn delivery_of(key: &str, value: &AttributeValue) -> Result<Delivery, LedgerErro
     match delivery.text("result")?.as_str() {
         "acknowledged" => Ok(Delivery::Acknowledged {
             message_id: delivery.optional_text("message_id")?,
+            carried_from: delivery.optional_text("carried_from")?,
         }),
         "failed" => Ok(Delivery::Failed {
             retryable: matches!(
@@ -342,6 +347,7 @@ mod tests {
             (
                 "q1".to_owned(),
                 Delivery::Acknowledged {
+                    carried_from: None,
                     message_id: Some("m-1".into()),
                 },
             ),
@@ -354,7 +360,10 @@ mod tests {
             ),
             (
                 "sns:topic/a".to_owned(),
-                Delivery::Acknowledged { message_id: None },
+                Delivery::Acknowledged {
+                    message_id: None,
+                    carried_from: None,
+                },
             ),
         ]);
         entry.attempts = vec![

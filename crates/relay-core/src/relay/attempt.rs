@@ -1,0 +1,217 @@
+//! One attempt to deliver a notification, the one pipeline of live delivery, `relay replay`
+//! and its backfill: the destinations it was routed to, each with its shaped message, are
+//! claimed in the ledger; those no attempt acknowledged are published; what they did is
+//! settled. The live path and a replay differ only in what they pass in: a deadline, and for a
+//! replay its run and [`Traffic`].
+//!
+//! A destination is known by its resource ([`Destination::resource`]). An acknowledgement an
+//! earlier release recorded under the destination's old name (its sink's `name()`, such as
+//! `sqs:<queue>`) counts as the destination's own where that name stands for it alone in the
+//! routes in effect: it is carried over to the resource in the settlement, and nothing is
+//! published. Where the name stands for several destinations, none of them can be said to have
+//! acknowledged: each is published to, and the log and `LegacyAcknowledgements` say so.
+
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime};
+
+use super::Relay;
+use super::ledger::Routing;
+use super::publish::{Published, Traffic};
+use crate::error::Error;
+use crate::ledger::{Ack, Delivery};
+use crate::live::RoutingTable;
+use crate::notification::{Notification, Verified};
+use crate::sink::{Destination, Message};
+
+/// What one attempt is asked to deliver.
+pub(super) struct Attempt<'a, 't> {
+    /// The notification, verified.
+    pub(super) notification: &'a Notification<Verified>,
+    /// The routing in effect, whose destinations `planned` names.
+    pub(super) table: &'t RoutingTable,
+    /// Each destination it was routed to (the archive last, when there is one), with its
+    /// message shaped and size-checked. Empty when no route took it.
+    pub(super) planned: Vec<(&'t Destination, Message)>,
+    /// The routes' version, the split, and a replay run's id.
+    pub(super) routing: Routing<'a>,
+    /// When it arrived (for a replay: now).
+    pub(super) received_at: SystemTime,
+    /// When every sink must have answered.
+    pub(super) deadline: Instant,
+    /// Whose publishes these are, for the metrics.
+    pub(super) traffic: Traffic,
+    /// Whether the ledger records it (when there is one): not a filtered notification when
+    /// `RELAY_LEDGER_RECORD_FILTERED` is off, nor `relay replay --again` without a ledger.
+    pub(super) record: bool,
+}
+
+/// What an attempt did.
+#[derive(Debug)]
+pub(super) struct Attempted<'t> {
+    /// The destinations an earlier attempt (or an earlier release) had acknowledged: not
+    /// published again.
+    pub(super) earlier: Vec<(&'t Destination, Ack)>,
+    /// What each destination still to do did with its message.
+    pub(super) published: Published<'t>,
+}
+
+impl Attempted<'_> {
+    /// True when there was something to deliver and every destination had acknowledged before.
+    pub(super) fn is_duplicate(&self) -> bool {
+        self.published.is_empty() && !self.earlier.is_empty()
+    }
+}
+
+/// An acknowledgement found for a destination before publishing.
+struct Found {
+    ack: Ack,
+    /// The earlier release's name it was recorded under, when it was.
+    carried_from: Option<String>,
+}
+
+impl Relay {
+    /// Claims, publishes what is missing and settles. Refused before anything is published
+    /// while another attempt holds a destination (503 `in_progress`) or when the ledger does
+    /// not answer (503 `ledger_unavailable`).
+    pub(super) async fn attempt<'t>(
+        &self,
+        attempt: Attempt<'_, 't>,
+    ) -> Result<Attempted<'t>, Error> {
+        let resources: Vec<&str> = attempt
+            .planned
+            .iter()
+            .map(|(d, _)| d.resource.as_str())
+            .collect();
+        let holding = match attempt.record {
+            true => {
+                let routing = Routing {
+                    destinations: &resources,
+                    ..attempt.routing
+                };
+                let (received_at, deadline) = (attempt.received_at, attempt.deadline);
+                self.claim(attempt.notification, routing, received_at, deadline)
+                    .await?
+            }
+            false => None,
+        };
+        let Some(holding) = holding else {
+            let published = self
+                .publish(attempt.planned, attempt.deadline, attempt.traffic)
+                .await;
+            return Ok(Attempted {
+                earlier: Vec::new(),
+                published,
+            });
+        };
+        let mut earlier = Vec::new();
+        let mut carried = BTreeMap::new();
+        let mut todo = Vec::with_capacity(attempt.planned.len());
+        for (destination, message) in attempt.planned {
+            match self.acknowledged(attempt.table, destination, &holding.acks) {
+                Some(found) => {
+                    if let Some(from) = found.carried_from {
+                        let delivery = Delivery::Acknowledged {
+                            message_id: found.ack.message_id.clone(),
+                            carried_from: Some(from),
+                        };
+                        carried.insert(destination.resource.clone(), delivery);
+                    }
+                    earlier.push((destination, found.ack));
+                }
+                None => todo.push((destination, message)),
+            }
+        }
+        let published = match todo.is_empty() {
+            true => Vec::new(),
+            false => self.publish(todo, attempt.deadline, attempt.traffic).await,
+        };
+        if !(published.is_empty() && carried.is_empty()) {
+            self.settle(&holding, &published, carried).await;
+        }
+        Ok(Attempted { earlier, published })
+    }
+
+    /// `destination`'s acknowledgement among an entry's `acks`: under its resource, else under
+    /// an earlier release's name for it (its sink's name) when that name stands for no other
+    /// destination in effect.
+    fn acknowledged(
+        &self,
+        table: &RoutingTable,
+        destination: &Destination,
+        acks: &BTreeMap<String, Ack>,
+    ) -> Option<Found> {
+        if let Some(ack) = acks.get(&destination.resource) {
+            return Some(Found {
+                ack: ack.clone(),
+                carried_from: None,
+            });
+        }
+        let legacy = destination.sink.name();
+        let ack = acks.get(legacy)?;
+        let named = table
+            .destinations
+            .iter()
+            .chain(self.archive.as_ref())
+            .filter(|d| d.sink.name() == legacy)
+            .count();
+        if named > 1 {
+            self.metrics.legacy("ambiguous");
+            tracing::warn!(sink = %destination.name, resource = %destination.resource, legacy, destinations = named, "An earlier release recorded an acknowledgement under a name several destinations share; this one is published to again.");
+            return None;
+        }
+        self.metrics.legacy("carried");
+        tracing::info!(sink = %destination.name, resource = %destination.resource, legacy, "An earlier release's acknowledgement now counts under the destination's resource.");
+        Some(Found {
+            ack: ack.clone(),
+            carried_from: Some(legacy.to_owned()),
+        })
+    }
+
+    /// The destinations an attempt would still publish to, and those done, for a dry run:
+    /// `acks` are the notification's acknowledgements as the ledger holds them (an earlier
+    /// release's names counted as [`attempt`](Self::attempt) counts them).
+    pub(super) fn still_to_do<'t>(
+        &self,
+        table: &'t RoutingTable,
+        destinations: &[&'t Destination],
+        acks: &BTreeMap<String, Ack>,
+    ) -> (Vec<&'t Destination>, Vec<&'t Destination>) {
+        destinations
+            .iter()
+            .partition(|d| self.acknowledged(table, d, acks).is_none())
+    }
+}
+
+/// The settlement's results: what each destination published to did, and the acknowledgements
+/// carried over from an earlier release's names.
+pub(super) fn results(
+    published: &Published<'_>,
+    carried: BTreeMap<String, Delivery>,
+) -> BTreeMap<String, Delivery> {
+    let mut results = carried;
+    for (destination, result) in published {
+        let delivery = match result {
+            Ok(receipt) => Delivery::Acknowledged {
+                message_id: receipt.message_id.clone(),
+                carried_from: None,
+            },
+            Err(e) => Delivery::Failed {
+                retryable: e.is_retryable(),
+                error: e.to_string(),
+            },
+        };
+        results.insert(destination.resource.clone(), delivery);
+    }
+    results
+}
+
+/// The holding's acknowledgements, as the relay reads them: the routed ones and the entry's
+/// others, in one map.
+pub(super) fn all_acks(
+    acked: BTreeMap<String, Ack>,
+    others: BTreeMap<String, Ack>,
+) -> BTreeMap<String, Ack> {
+    let mut all = others;
+    all.extend(acked);
+    all
+}
