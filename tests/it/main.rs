@@ -7,6 +7,7 @@ mod archive;
 mod common;
 mod failures;
 mod fanout;
+mod identity;
 mod lambda;
 mod ledger_dynamodb;
 mod ledger_firestore;

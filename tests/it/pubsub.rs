@@ -33,7 +33,13 @@ pub(crate) use emulator_client;
 /// Creates a topic and an ordered subscription to it; returns their names.
 pub(crate) async fn topic_with_subscription() -> (String, String) {
     let project = std::env::var("PUBSUB_PROJECT_ID").unwrap_or_else(|_| "test-project".into());
-    let topic = format!("projects/{project}/topics/{}", unique("dss"));
+    topic_in(&project, &unique("dss")).await
+}
+
+/// Creates the topic `name` in `project` and an ordered subscription to it; returns their
+/// names.
+pub(crate) async fn topic_in(project: &str, name: &str) -> (String, String) {
+    let topic = format!("projects/{project}/topics/{name}");
     let subscription = format!("projects/{project}/subscriptions/{}", unique("dss-sub"));
     let topics = emulator_client!(TopicAdmin);
     topics.create_topic().set_name(&topic).send().await.unwrap();

@@ -18,6 +18,11 @@ impl relay_core::metrics::MetricsOut for Lines {
 }
 
 impl Lines {
+    /// Every line so far.
+    pub fn all(&self) -> Vec<Value> {
+        self.0.lock().expect("not poisoned").clone()
+    }
+
     /// The sum of `metric` over the lines whose dimensions match `with`.
     pub fn sum(&self, metric: &str, with: &[(&str, &str)]) -> f64 {
         self.0
