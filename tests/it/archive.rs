@@ -260,13 +260,14 @@ fn lines(file: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The delivery of the sink whose name is or starts with `sink` in an answer.
+/// The delivery of the sink named `sink`, or whose resource starts with it, in an answer.
 fn delivery<'a>(answer: &'a serde_json::Value, sink: &str) -> &'a serde_json::Value {
     answer["deliveries"]
         .as_array()
         .and_then(|all| {
-            all.iter()
-                .find(|d| d["sink"].as_str().is_some_and(|s| s.starts_with(sink)))
+            all.iter().find(|d| {
+                d["sink"] == sink || d["resource"].as_str().is_some_and(|r| r.starts_with(sink))
+            })
         })
         .unwrap_or_else(|| panic!("no delivery to {sink}: {answer}"))
 }
