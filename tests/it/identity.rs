@@ -228,3 +228,139 @@ fn trace(file: &Path, ledger: &Path, payload: &str) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// moto's header naming the account a call is made in.
+const ACCOUNT_HEADER: &str = "x-moto-account-id";
+
+/// In moto's account `account`: a topic called `name`, and a queue subscribed to it with raw
+/// delivery; the topic's ARN and the queue's URL.
+async fn topic_in_account(account: &str, name: &str) -> (String, String) {
+    let config = sdk().await;
+    let (sns, sqs) = (
+        aws_sdk_sns::Client::new(&config),
+        aws_sdk_sqs::Client::new(&config),
+    );
+    let header = move |account: String| {
+        move |r: &mut aws_smithy_runtime_api::http::Request| {
+            r.headers_mut().insert(ACCOUNT_HEADER, account.clone());
+        }
+    };
+    let topic = sns
+        .create_topic()
+        .name(name)
+        .customize()
+        .mutate_request(header(account.into()));
+    let topic = topic.send().await.unwrap().topic_arn().unwrap().to_owned();
+    let queue = sqs.create_queue().queue_name(unique("copies")).customize();
+    let queue = queue
+        .mutate_request(header(account.into()))
+        .send()
+        .await
+        .unwrap();
+    let queue = queue.queue_url().unwrap().to_owned();
+    let name = queue.rsplit('/').next().unwrap();
+    let queue_arn = format!("arn:aws:sqs:us-east-1:{account}:{name}");
+    sns.subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint(queue_arn)
+        .attributes("RawMessageDelivery", "true")
+        .customize()
+        .mutate_request(header(account.into()))
+        .send()
+        .await
+        .unwrap();
+    (topic, queue)
+}
+
+/// How many messages the queue at `url` in `account` holds: read until one arrives (30 s at
+/// most), then two seconds more.
+async fn copies_in_account(account: &str, url: &str) -> usize {
+    let sqs = aws_sdk_sqs::Client::new(&sdk().await);
+    let started = std::time::Instant::now();
+    let mut first: Option<std::time::Instant> = None;
+    let mut got = 0;
+    while started.elapsed() < Duration::from_secs(30)
+        && first.is_none_or(|f| f.elapsed() < Duration::from_secs(2))
+    {
+        let account = account.to_owned();
+        let out = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .customize()
+            .mutate_request(move |r| {
+                r.headers_mut().insert(ACCOUNT_HEADER, account.clone());
+            })
+            .send()
+            .await
+            .unwrap();
+        got += out.messages().len();
+        if got > 0 && first.is_none() {
+            first = Some(std::time::Instant::now());
+        }
+    }
+    got
+}
+
+#[tokio::test]
+async fn two_sns_topics_of_one_name_in_two_accounts_each_get_one_copy() {
+    for order in [["west", "east"], ["east", "west"]] {
+        let name = unique("orders");
+        let (east_account, west_account) = ("111111111111", "222222222222");
+        let (east_topic, east_queue) = topic_in_account(east_account, &name).await;
+        let west_topic = format!("arn:aws:sns:us-east-1:{west_account}:{name}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("relay.toml");
+        std::fs::write(
+            &file,
+            two_sinks(
+                &format!("[sinks.east]\ntype = \"sns\"\ntopic_arn = \"{east_topic}\"\n"),
+                &format!("[sinks.west]\ntype = \"sns\"\ntopic_arn = \"{west_topic}\"\n"),
+                order,
+            ),
+        )
+        .unwrap();
+        let ledger = dir.path().join("ledger.db");
+        let lines = Arc::new(Lines::default());
+        let url = relay(&file, &ledger, &lines).await;
+        let payload = v2(&unique("sub"), &unique("bundle"), "CREATE", "t-1");
+
+        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+        assert!(status == 502 || status == 503, "{order:?}: {status} {body}");
+
+        let (created, west_queue) = topic_in_account(west_account, &name).await;
+        assert_eq!(created, west_topic);
+        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+        assert_eq!(
+            (status, &body["status"]),
+            (202, &"published".into()),
+            "{order:?}: {body}"
+        );
+        assert_eq!(
+            deliveries(&body),
+            [
+                ("east".into(), east_topic.clone(), true),
+                ("west".into(), west_topic.clone(), false)
+            ],
+            "{order:?}"
+        );
+        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+        assert_eq!(
+            (status, &body["status"]),
+            (202, &"duplicate".into()),
+            "{order:?}: {body}"
+        );
+        assert_eq!(
+            copies_in_account(east_account, &east_queue).await,
+            1,
+            "{order:?}"
+        );
+        assert_eq!(
+            copies_in_account(west_account, &west_queue).await,
+            1,
+            "{order:?}"
+        );
+    }
+}

@@ -128,7 +128,7 @@ fn ledger_url(args: &TraceArgs) -> Result<LedgerUrl, String> {
 
 async fn trace(args: &TraceArgs) -> Result<bool, String> {
     let url = ledger_url(args)?;
-    let ledger = relay_core::ledger::open(&url, None)
+    let ledger = relay_core::ledger::open_read_only(&url)
         .await
         .map_err(|e| format!("{url}: {e}"))?;
     let lookup = match (&args.key, &args.bundle_uuid) {
@@ -341,8 +341,12 @@ fn to_table(entry: &Entry, now: i64, names: &Names) -> String {
         id.event_type.as_deref().unwrap_or("(v1)"),
         id.subscription_id
     );
+    let expired = match entry.is_expired(now) {
+        true => " (expired: a new attempt starts afresh)",
+        false => "",
+    };
     out += &format!(
-        "dedup key {}; ledger key {}; kept until {}\n",
+        "dedup key {}; ledger key {}; kept until {}{expired}\n",
         id.dedup_key,
         entry.key,
         time(entry.expires_at.saturating_mul(1000))
@@ -461,6 +465,7 @@ fn to_json(entry: &Entry, now: i64, names: &Names) -> Value {
         "bundle_version": entry.identity.bundle_version,
         "event_type": entry.identity.event_type,
         "kept_until": time(entry.expires_at.saturating_mul(1000)),
+        "expired": entry.is_expired(now),
         "acknowledged": destinations,
         "attempts": attempts,
         "duplicates": entry.duplicates(now),

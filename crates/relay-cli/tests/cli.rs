@@ -300,6 +300,51 @@ fn check_validates_a_configuration_file() {
 }
 
 #[test]
+fn check_refuses_two_sinks_of_one_resource_and_a_retention_shorter_than_a_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("relay.toml");
+    // One queue written two ways: two names for one resource would share one ledger record.
+    std::fs::write(
+        &file,
+        r#"[sinks.prod]
+type = "sqs"
+queue_url = "https://sqs.us-east-1.amazonaws.com/111111111111/orders"
+
+[sinks.copy]
+type = "sqs"
+queue_url = "https://SQS.us-east-1.amazonaws.com/111111111111/orders/"
+"#,
+    )
+    .unwrap();
+    let out = relay_cmd()
+        .env("RELAY_HMAC_SECRET", "s")
+        .args(["check", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = failed(&out, 1);
+    assert!(
+        stderr.contains(
+            r#"sinks "copy" and "prod" both deliver to arn:aws:sqs:us-east-1:111111111111:orders"#
+        ),
+        "{stderr}"
+    );
+    let out = relay_cmd()
+        .env("RELAY_HMAC_SECRET", "s")
+        .env("RELAY_FILE_SINK", "-")
+        .env("RELAY_LEDGER_URL", dir.path().join("ledger.db"))
+        .env("RELAY_LEDGER_RETENTION_SECS", "1")
+        .arg("check")
+        .output()
+        .unwrap();
+    let stderr = failed(&out, 1);
+    assert!(
+        stderr.contains("RELAY_LEDGER_RETENTION_SECS")
+            && stderr.contains("longer than an attempt's lease"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn export_writes_cloud_filters_and_names_what_it_leaves_out() {
     let export = |route: &str, language: &str| {
         relay_cmd()
@@ -1028,4 +1073,48 @@ fn check_prints_the_sources_and_which_sign_no_timestamp() {
         warnings.iter().all(|w| w.contains("without a ledger")),
         "{stdout}"
     );
+}
+
+#[test]
+fn trace_reads_a_ledger_without_creating_or_sweeping_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // A path that does not exist: refused, and nothing is created there.
+    let missing = dir.path().join("no/such/ledger.db");
+    let out = relay_cmd()
+        .args(["trace", "bundle-1", "--ledger", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = failed(&out, 2);
+    assert!(stderr.contains("no ledger file there"), "{stderr}");
+    assert!(
+        !dir.path().join("no").exists(),
+        "relay trace created folders"
+    );
+
+    // An entry long past its expiry, still in the file: shown, and left there.
+    let path = dir.path().join("ledger.db");
+    let identity = relay_testkit::ledger::fresh_identity();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let ledger = relay_core::ledger::SqliteLedger::open(&path).unwrap();
+        let attempt = relay_testkit::ledger::attempt(1_600_000_000_000, &["file:-"]);
+        relay_testkit::ledger::claim(&ledger, &identity, &attempt).await;
+    });
+    let trace = || {
+        relay_cmd()
+            .args([
+                "trace",
+                &identity.bundle_uuid,
+                "--ledger",
+                path.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let shown = succeeded(&trace());
+        assert!(
+            shown.contains("(expired: a new attempt starts afresh)"),
+            "{shown}"
+        );
+    }
 }

@@ -154,6 +154,8 @@ async fn trace_shows_attempts_routes_version_split_message_ids_and_duplicates() 
 async fn trace_says_when_nothing_is_found_and_when_no_ledger_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger.db");
+    // A ledger the relay made; relay trace never makes one.
+    relay_core::ledger::SqliteLedger::open(&ledger).unwrap();
     let mut cmd = relay_cmd();
     cmd.args([
         "trace",

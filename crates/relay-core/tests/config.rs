@@ -418,3 +418,35 @@ fn routes_url_and_refresh_are_checked() {
     assert_eq!(c.routes_refresh, std::time::Duration::from_secs(10));
     assert_eq!(c.routes_url.unwrap().to_string(), "gs://routes/relay.toml");
 }
+
+#[test]
+fn a_ledger_retention_no_longer_than_a_lease_is_refused() {
+    let base = [
+        ("RELAY_HMAC_SECRET", "s"),
+        ("RELAY_FILE_SINK", "-"),
+        ("RELAY_LEDGER_URL", "/tmp/unused-ledger.db"),
+    ];
+    // A lease lasts up to the sink timeout (5 s by default) plus 2 s.
+    for (retention, timeout) in [("1", None), ("7", None), ("2", Some("100")), ("0", None)] {
+        let mut vars = base.to_vec();
+        vars.push(("RELAY_LEDGER_RETENTION_SECS", retention));
+        vars.extend(timeout.map(|t| ("RELAY_SINK_TIMEOUT_MS", t)));
+        let err = config_errors(&vars);
+        assert_eq!(
+            vars_of(&err),
+            ["RELAY_LEDGER_RETENTION_SECS"],
+            "{retention}"
+        );
+        assert!(
+            err.to_string().contains("longer than an attempt's lease"),
+            "{err}"
+        );
+    }
+    for (retention, timeout) in [("8", None), ("3", Some("100"))] {
+        let mut vars = base.to_vec();
+        vars.push(("RELAY_LEDGER_RETENTION_SECS", retention));
+        vars.extend(timeout.map(|t| ("RELAY_SINK_TIMEOUT_MS", t)));
+        let ledger = config(&vars).ledger.unwrap();
+        assert_eq!(ledger.retention.as_secs().to_string(), retention);
+    }
+}

@@ -561,8 +561,8 @@ variable "ledger_retention_secs" {
   default     = 691200
 
   validation {
-    condition     = var.ledger_retention_secs >= 1 && floor(var.ledger_retention_secs) == var.ledger_retention_secs
-    error_message = "ledger_retention_secs must be a whole number of seconds >= 1."
+    condition     = var.ledger_retention_secs * 1000 > var.sink_timeout_ms + 2000 && floor(var.ledger_retention_secs) == var.ledger_retention_secs
+    error_message = "ledger_retention_secs must be a whole number of seconds longer than an attempt's lease (sink_timeout_ms plus 2 s): an entry that expires sooner lets a second attempt publish at the same time."
   }
 }
 

@@ -344,10 +344,20 @@ impl Config {
                 "must be at least 1: a split lasts longer than zero".into(),
             );
         }
-        if settings.ledger_retention_secs.is_some_and(|s| s.0 == 0) {
+        // An attempt's lease lasts at most the sink timeout plus the margin: an entry that
+        // expired sooner would let a second attempt publish while the first still does.
+        let lease_ms = settings.sink_timeout_ms.map_or(5_000, |m| m.0)
+            + crate::ledger::LEASE_MARGIN_MS.unsigned_abs();
+        if settings
+            .ledger_retention_secs
+            .is_some_and(|s| s.0.saturating_mul(1000) <= lease_ms)
+        {
             fail(
                 "RELAY_LEDGER_RETENTION_SECS",
-                "must be at least 1; the DSS retries for up to 7 days, so keep 691200 (8 days) or more".into(),
+                format!(
+                    "must be longer than an attempt's lease, the sink timeout (RELAY_SINK_TIMEOUT_MS) plus 2 s: over {} s; the DSS retries for up to 7 days, so keep 691200 (8 days) or more",
+                    lease_ms / 1000
+                ),
             );
         }
         if settings.archive_url.is_some()

@@ -143,7 +143,7 @@ settings! {
     split_max_ttl_secs: Seconds = "RELAY_SPLIT_MAX_TTL_SECS", file, default "604800";
     /// The delivery ledger: a path (an SQLite file), `dynamodb://<table>` or `firestore://<project>/<database>/<collection>`. With it, a retry publishes only to the destinations that have not acknowledged, a notification every destination acknowledged gets 202 `duplicate`, and `relay trace` tells what happened; off when unset.
     ledger_url: LedgerUrl = "RELAY_LEDGER_URL", file, default "";
-    /// How long the ledger keeps a notification after its last attempt; a DSS retry after that publishes again.
+    /// How long the ledger keeps a notification after its last attempt; a DSS retry after that publishes again. Must be longer than an attempt's lease (`RELAY_SINK_TIMEOUT_MS` plus 2 s).
     ledger_retention_secs: Seconds = "RELAY_LEDGER_RETENTION_SECS", file, default "691200";
     /// What the ledger counts as one notification: `dedup_key` (per subscription), or `bundle_event` (the bundle, its version and the event, so a subscriber on both DSS replicas gets each bundle once).
     ledger_key: LedgerKey = "RELAY_LEDGER_KEY", file, default "dedup_key";

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use super::{Claim, Claimed, Entry, Ledger, LedgerError, Lookup, Settlement};
 
@@ -67,6 +67,28 @@ impl SqliteLedger {
             .sweep(super::epoch_ms(std::time::SystemTime::now()))
             .map_err(|e| LedgerError::Open(format!("{}: {e}", path.display())))?;
         Ok(ledger)
+    }
+
+    /// Opens the ledger file at `path` only to read it (`relay trace`): nothing is created,
+    /// swept or written, so entries past their expiry that are still in the file are shown; a
+    /// missing file is an error.
+    pub fn open_read_only(path: &Path) -> Result<Self, LedgerError> {
+        let open = |e: rusqlite::Error| LedgerError::Open(format!("{}: {e}", path.display()));
+        if !path.is_file() {
+            return Err(LedgerError::Open(format!(
+                "{}: no ledger file there",
+                path.display()
+            )));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection = Connection::open_with_flags(path, flags).map_err(open)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                connection: Mutex::new(connection),
+                writes: 0.into(),
+            }),
+        })
     }
 
     /// Runs `work` on the connection, off the async workers.
