@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
     state       TEXT NOT NULL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS deliveries_by_bundle ON deliveries (bundle_uuid);
+CREATE INDEX IF NOT EXISTS deliveries_by_expiry ON deliveries (expires_at);
 ";
 
 /// The embedded store.

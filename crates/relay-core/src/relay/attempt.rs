@@ -197,12 +197,25 @@ pub(super) fn results(
             },
             Err(e) => Delivery::Failed {
                 retryable: e.is_retryable(),
-                error: e.to_string(),
+                error: error_text(e),
             },
         };
         results.insert(destination.resource.clone(), delivery);
     }
     results
+}
+
+/// The most of a failure's text an attempt's outcome keeps: enough to say what went wrong, not
+/// an SDK's whole answer (which runs to kilobytes, on every failed attempt).
+const MAX_ERROR_CHARS: usize = 300;
+
+/// `e`'s text for the ledger, cut at [`MAX_ERROR_CHARS`] characters.
+fn error_text(e: &crate::sink::SinkError) -> String {
+    let text = e.to_string();
+    match text.char_indices().nth(MAX_ERROR_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
 }
 
 /// The holding's acknowledgements, as the relay reads them: the routed ones and the entry's
@@ -214,4 +227,23 @@ pub(super) fn all_acks(
     let mut all = others;
     all.extend(acked);
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::SinkError;
+
+    #[test]
+    fn a_failure_is_kept_in_a_few_hundred_characters() {
+        let short = SinkError::Retryable("throttled".into());
+        assert_eq!(error_text(&short), "temporarily unavailable: throttled");
+        let long = SinkError::Permanent("é".repeat(5_000).into());
+        let kept = error_text(&long);
+        assert_eq!(kept.chars().count(), MAX_ERROR_CHARS + 1);
+        assert!(
+            kept.starts_with("failed: éé") && kept.ends_with('…'),
+            "{kept}"
+        );
+    }
 }

@@ -13,6 +13,7 @@ mod aws;
 mod batch;
 pub mod file;
 pub mod pubsub;
+mod resource;
 mod shape;
 pub mod sns;
 pub mod sqs;
@@ -31,6 +32,7 @@ pub(crate) use aws::classify;
 pub use aws::{aws_http_client, load_aws_config};
 pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use pubsub::PubSubConfig;
+pub use resource::{SharedResource, check_resources};
 pub use shape::{
     Attributes, NOTIFY_ATTEMPT, Selection, Shape, ShapeError, Template, TemplateError,
 };
@@ -328,38 +330,6 @@ impl Target {
             Self::PubSub(c) => c.describe(),
         }
     }
-}
-
-/// Two configured destinations that deliver to one resource: refused, since one ledger record
-/// would stand for both.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("sinks {first:?} and {second:?} both deliver to {resource}: name it once")]
-pub struct SharedResource {
-    /// The destination configured first.
-    pub first: String,
-    /// The one configured after it.
-    pub second: String,
-    /// What both deliver to.
-    pub resource: String,
-}
-
-/// Refuses two of `sinks` (a configuration's, with its splits') that deliver to one resource.
-pub fn check_resources<'a>(
-    sinks: impl IntoIterator<Item = &'a SinkConfig>,
-) -> Result<(), SharedResource> {
-    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
-    for sink in sinks {
-        let resource = sink.target.resource();
-        if let Some(first) = seen.get(&resource) {
-            return Err(SharedResource {
-                first: (*first).to_owned(),
-                second: sink.name.clone(),
-                resource,
-            });
-        }
-        seen.insert(resource, &sink.name);
-    }
-    Ok(())
 }
 
 /// A sink, built: what routes name, the client, and how it shapes each message.
