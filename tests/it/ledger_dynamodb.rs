@@ -29,6 +29,23 @@ async fn the_dynamodb_ledger_follows_the_rules() {
     conformance(ledger).await;
 }
 
+/// One notification retried ten thousand times: the item never nears DynamoDB's 400 KB limit,
+/// and stays the size it had after the first few claims.
+#[tokio::test]
+async fn ten_thousand_retries_keep_the_item_bounded() {
+    let (_, url) = table().await;
+    let ledger = ledger::open(&url, None).await.expect("the ledger opens");
+    let n = 10_000;
+    let (entry, early) = relay_testkit::ledger::retried_many_times(ledger.as_ref(), n).await;
+    let size = serde_json::to_string(&entry).unwrap().len();
+    assert!(
+        size <= early,
+        "{size} bytes after {n} claims, {early} after the first few"
+    );
+    assert!(entry.attempts.len() <= 2 * ledger::KEPT_ATTEMPTS);
+    assert_eq!(entry.folded + entry.attempts.len(), n);
+}
+
 #[tokio::test]
 async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
     let (name, _) = table().await;

@@ -155,7 +155,7 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
                 .is_none_or(|t| id.event_type.as_ref() == Some(t))
     });
     // Oldest notification first.
-    entries.sort_by_key(|e| e.attempts.first().map_or(i64::MAX, |a| a.at_ms));
+    entries.sort_by_key(|e| e.first_at_ms().unwrap_or(i64::MAX));
     let now = epoch_ms(SystemTime::now());
     let archived = archived(args, &entries).await;
     let names = Names::of(args);
@@ -310,9 +310,8 @@ fn verdict_name(verdict: Option<Verdict>) -> &'static str {
 
 /// What one attempt did, in a few words: each destination it published to and its result.
 fn outcome_text(entry: &Entry, index: usize, now: i64, names: &Names) -> String {
-    let attempt = &entry.attempts[index];
     let verdict = entry.verdict(index, now);
-    let Some(outcome) = &attempt.outcome else {
+    let Some(outcome) = entry.attempt(index).and_then(|a| a.outcome.as_ref()) else {
         return verdict_name(verdict).to_owned();
     };
     let each: Vec<String> = outcome
@@ -380,7 +379,7 @@ fn to_table(entry: &Entry, now: i64, names: &Names) -> String {
         "SPLIT".to_owned(),
         "OUTCOME".to_owned(),
     ]];
-    for (i, attempt) in entry.attempts.iter().enumerate() {
+    for (i, attempt) in entry.kept().zip(&entry.attempts) {
         attempts.push([
             (i + 1).to_string(),
             time(attempt.at_ms),
@@ -390,9 +389,16 @@ fn to_table(entry: &Entry, now: i64, names: &Names) -> String {
         ]);
     }
     out += &columns(&attempts);
-    let (attempts, duplicates) = (entry.attempts.len(), entry.duplicates(now));
+    let (attempts, duplicates) = (entry.kept().end, entry.duplicates(now));
+    let folded = match entry.folded {
+        0 => String::new(),
+        n => format!(
+            " ({n} earliest folded: only the last {} are kept)",
+            entry.attempts.len()
+        ),
+    };
     out += &format!(
-        "{attempts} {}; {duplicates} {} answered without publishing\n",
+        "{attempts} {}{folded}; {duplicates} {} answered without publishing\n",
         if attempts == 1 { "attempt" } else { "attempts" },
         if duplicates == 1 {
             "duplicate"
@@ -442,9 +448,8 @@ fn to_json(entry: &Entry, now: i64, names: &Names) -> Value {
         })
         .collect();
     let attempts: Vec<Value> = entry
-        .attempts
-        .iter()
-        .enumerate()
+        .kept()
+        .zip(&entry.attempts)
         .map(|(i, a)| {
             json!({
                 "attempt": i + 1,
@@ -468,6 +473,7 @@ fn to_json(entry: &Entry, now: i64, names: &Names) -> Value {
         "expired": entry.is_expired(now),
         "acknowledged": destinations,
         "attempts": attempts,
+        "folded_attempts": entry.folded,
         "duplicates": entry.duplicates(now),
     })
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use relay_core::ledger::{
-    Attempt, Claim, Claimed, Delivery, Entry, Identity, Ledger, LedgerError, Lookup, Settlement,
-    Verdict, attempt_id,
+    Attempt, Claim, Claimed, Delivery, Entry, Identity, KEPT_ATTEMPTS, Ledger, LedgerError, Lookup,
+    Settlement, Verdict, attempt_id,
 };
 
 /// A clock the test moves: the relay's, the signer's and the ledger's time.
@@ -100,6 +100,17 @@ pub async fn settle(
     index: usize,
     results: &[(&str, bool)],
 ) {
+    settle_folded(ledger, identity, attempt, (index, 0), results).await;
+}
+
+/// [`settle`] for an attempt claimed at `index` of an entry that had folded `folded` attempts.
+pub async fn settle_folded(
+    ledger: &dyn Ledger,
+    identity: &Identity,
+    attempt: &Attempt,
+    (index, folded): (usize, usize),
+    results: &[(&str, bool)],
+) {
     let results: BTreeMap<String, Delivery> = results
         .iter()
         .map(|&(d, ok)| {
@@ -120,6 +131,7 @@ pub async fn settle(
         key: &identity.dedup_key,
         holder: &attempt.id,
         attempt: index,
+        folded,
         results: &results,
         now_ms: attempt.at_ms + 50,
         expires_at: attempt.at_ms / 1000 + 100,
@@ -149,6 +161,7 @@ pub async fn conformance(ledger: Arc<dyn Ledger>) {
     an_expired_entry_is_new_again(ledger).await;
     bundles_are_found_by_lookup(ledger).await;
     other_acknowledgements_come_back(ledger).await;
+    many_retries_keep_a_bounded_entry(ledger).await;
 }
 
 /// Two handles on one store (two relays' connections), `n` claims of one new notification at
@@ -190,6 +203,7 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
             acked: BTreeMap::new(),
             others: BTreeMap::new(),
             since_ms: t,
+            folded: 0,
         }
     );
     settle(ledger, &id, &first, 0, &[("q1", true), ("q2", false)]).await;
@@ -200,6 +214,7 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
         acked,
         others,
         since_ms,
+        ..
     } = claim(ledger, &id, &second).await
     else {
         panic!("the retry is granted at index 1")
@@ -313,9 +328,46 @@ async fn an_expired_entry_is_new_again(ledger: &dyn Ledger) {
             acked: BTreeMap::new(),
             others: BTreeMap::new(),
             since_ms: t + 101_000,
+            folded: 0,
         }
     );
     assert_eq!(entry(ledger, &id).await.attempts, [late]);
+}
+
+/// An entry retried far more often than it keeps attempts: every claim gets its own index and
+/// the first arrival, every settlement lands, and the entry keeps at most twice
+/// [`KEPT_ATTEMPTS`] attempts, the rest counted as folded.
+async fn many_retries_keep_a_bounded_entry(ledger: &dyn Ledger) {
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let n = 3 * KEPT_ATTEMPTS + 5;
+    for i in 0..n {
+        let retry = attempt(t + i as i64 * 1000, &["q1"]);
+        let Claimed::Granted {
+            attempt: index,
+            since_ms,
+            folded,
+            ..
+        } = claim(ledger, &id, &retry).await
+        else {
+            panic!("retry {i} is granted")
+        };
+        assert_eq!((index, since_ms), (i, t), "retry {i}");
+        settle_folded(ledger, &id, &retry, (index, folded), &[("q1", i == n - 1)]).await;
+    }
+    let entry = entry(ledger, &id).await;
+    assert!(
+        entry.attempts.len() <= 2 * KEPT_ATTEMPTS,
+        "{} attempts kept",
+        entry.attempts.len()
+    );
+    assert_eq!(entry.folded + entry.attempts.len(), n);
+    assert_eq!(entry.first_at_ms(), Some(t));
+    assert_eq!(entry.acks["q1"].attempt, n - 1);
+    let now = t + n as i64 * 1000;
+    assert_eq!(entry.verdict(n - 1, now), Some(Verdict::Published));
+    assert_eq!(entry.verdict(n - 2, now), Some(Verdict::Failed));
+    assert_eq!(entry.verdict(0, now), None, "folded away");
 }
 
 /// A claim gives back the acknowledgements of destinations it was not routed to (an earlier
@@ -382,4 +434,32 @@ async fn bundles_are_found_by_lookup(ledger: &dyn Ledger) {
         .await
         .expect("the ledger answers");
     assert!(none.is_empty());
+}
+
+/// One notification claimed `n` times, its one destination acknowledged by the first attempt
+/// (every retry a duplicate, as a capture resent again and again would be): its entry after the
+/// last claim, and the largest size (as JSON) the entry had over the first
+/// `3 * KEPT_ATTEMPTS` claims.
+pub async fn retried_many_times(ledger: &dyn Ledger, n: usize) -> (Entry, usize) {
+    let id = fresh_identity();
+    let t = 1_800_000_000_000;
+    let mut early = 0;
+    for i in 0..n {
+        let retry = attempt(t + i as i64, &["q1"]);
+        let claimed = claim(ledger, &id, &retry).await;
+        assert!(
+            matches!(claimed, Claimed::Granted { .. }),
+            "retry {i}: {claimed:?}"
+        );
+        if i == 0 {
+            settle(ledger, &id, &retry, 0, &[("q1", true)]).await;
+        }
+        if i < 3 * KEPT_ATTEMPTS {
+            let size = serde_json::to_string(&entry(ledger, &id).await)
+                .unwrap()
+                .len();
+            early = early.max(size);
+        }
+    }
+    (entry(ledger, &id).await, early)
 }

@@ -9,7 +9,11 @@
 //!   acknowledgement, which a claim writes in its place and which leases nothing;
 //! - `attempts` L of M: {`id` S, `at` N ms, `routes_version` S?, `split` S?, `routed` L of S,
 //!   `outcome` M?}, each outcome a map of destination to {`result` S, `message_id` S?} or
-//!   {`result` S, `retryable` BOOL, `error` S}.
+//!   {`result` S, `retryable` BOOL, `error` S}; at most twice [`KEPT_ATTEMPTS`] of them;
+//! - `folded` N, `first_at` N ms: how many of the oldest attempts were folded away, and when the
+//!   first arrived. A claim that leaves the list twice [`KEPT_ATTEMPTS`] long folds it down to
+//!   [`KEPT_ATTEMPTS`] with one more UpdateItem (`REMOVE attempts[0..k]`, conditioned on the
+//!   list still starting as it did), so the item never nears DynamoDB's 400 KB.
 //!
 //! The rules of [`Entry::claim`] and [`Entry::settle`] are said as conditions, so that each is
 //! one call in the common case:
@@ -45,12 +49,14 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
+use super::KEPT_ATTEMPTS;
 use super::{Ack, Claim, Claimed, Delivery, Entry, Lease, Ledger, LedgerError, Lookup, Settlement};
 use crate::sink::SinkError;
 use item::{
-    ACK, ATTEMPTS, BUNDLE_UUID, BUNDLE_VERSION, DEDUP_KEY, EVENT_TYPE, EXPIRES_AT, Item, KEY,
-    LEASE, SUBSCRIPTION_ID, ack_of, ack_value, attempt_id_at, attempt_value, corrupt, entry_of,
-    item_of, lease_holder, lease_value, n, outcome_value, s,
+    ACK, ATTEMPTS, BUNDLE_UUID, BUNDLE_VERSION, DEDUP_KEY, EVENT_TYPE, EXPIRES_AT, FIRST_AT,
+    FOLDED, Item, KEY, LEASE, SUBSCRIPTION_ID, ack_of, ack_value, attempt_value, corrupt, entry_of,
+    first_attempt_at, folded_of, item_of, lease_holder, lease_value, n, outcome_value, position_of,
+    s,
 };
 
 /// The global secondary index on `bundle_uuid`.
@@ -198,13 +204,84 @@ impl DynamoDbLedger {
                 false => others.insert(destination.to_owned(), ack),
             };
         }
-        let since_ms = item::first_attempt_at(&old).unwrap_or(claim.attempt.at_ms);
+        let since_ms = first_attempt_at(&old).unwrap_or(claim.attempt.at_ms);
+        let mut folded = folded_of(&old);
+        let index = folded + attempt;
+        // Kept between KEPT_ATTEMPTS and twice that: one more write every KEPT_ATTEMPTS claims.
+        if attempt + 1 >= 2 * KEPT_ATTEMPTS {
+            folded += self.fold(claim.key, &old, attempt + 1).await;
+        }
         Ok(Ok(Claimed::Granted {
-            attempt,
+            attempt: index,
             acked,
             others,
             since_ms,
+            folded,
         }))
+    }
+
+    /// Folds the oldest attempts of the item `old` was the image of, now `kept` long, down to
+    /// [`KEPT_ATTEMPTS`]: one UpdateItem removing them, counting them in `folded` and keeping
+    /// the first arrival, conditioned on the list still starting as in `old`. How many it
+    /// folded: none when another writer changed the list first, or the call failed (the next
+    /// claim tries again).
+    async fn fold(&self, key: &str, old: &Item, kept: usize) -> usize {
+        let count = kept - KEPT_ATTEMPTS;
+        let Some(AttributeValue::L(list)) = old.get(ATTEMPTS) else {
+            return 0;
+        };
+        let Some(AttributeValue::M(last)) = list.get(count - 1) else {
+            return 0;
+        };
+        let (Some(AttributeValue::S(last_id)), Some(first)) =
+            (last.get("id"), first_attempt_at(old))
+        else {
+            return 0;
+        };
+        let mut x = Expr::default();
+        let attempts = x.name("#att", ATTEMPTS);
+        let id = x.name("#id", "id");
+        let folded = x.name("#folded", FOLDED);
+        let first_at = x.name("#first", FIRST_AT);
+        let was = folded_of(old);
+        let unchanged = match was {
+            0 => format!("attribute_not_exists({folded})"),
+            _ => format!("{folded} = {}", x.value(":was", n(was))),
+        };
+        let after = x.value(":now", n(was + count));
+        let first = x.value(":first", n(first));
+        let last_id = x.value(":last", s(last_id));
+        // Last first: removed one at a time or all at once, the same elements go.
+        let remove: Vec<String> = (0..count)
+            .rev()
+            .map(|i| format!("{attempts}[{i}]"))
+            .collect();
+        let set = [
+            format!("{folded} = {after}"),
+            format!("{first_at} = {first}"),
+        ];
+
+        let answer = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(key))
+            .update_expression(update_expression(&set, &remove))
+            .condition_expression(format!(
+                "{unchanged} AND {attempts}[{}].{id} = {last_id}",
+                count - 1
+            ))
+            .set_expression_attribute_names(Some(x.names))
+            .set_expression_attribute_values(Some(x.values))
+            .send()
+            .await;
+        match answer {
+            Ok(_) => count,
+            Err(e) => {
+                tracing::debug!(table = %self.table, key, error = %aws_smithy_types::error::display::DisplayErrorContext(&e), "Folding a ledger entry's oldest attempts lost to another write; the next claim tries again.");
+                0
+            }
+        }
     }
 
     /// Replaces the expired item `old` with a fresh entry holding `claim` alone, unless another
@@ -255,7 +332,7 @@ impl DynamoDbLedger {
         &self,
         settlement: &Settlement<'_>,
         own: &BTreeSet<&str>,
-        own_attempt: bool,
+        own_attempt: Option<usize>,
     ) -> Result<Option<Option<Item>>, LedgerError> {
         let mut x = Expr::default();
         let key = x.name("#key", KEY);
@@ -264,13 +341,12 @@ impl DynamoDbLedger {
         let mut set = vec![format!("{expires} = {new_expiry}")];
         let mut remove = Vec::new();
         let mut condition = vec![format!("attribute_exists({key})")];
-        if own_attempt {
+        if let Some(index) = own_attempt {
             let attempts = x.name("#att", ATTEMPTS);
             let id = x.name("#id", "id");
             let outcome = x.name("#outcome", "outcome");
             let holder = x.value(":holder", s(settlement.holder));
             let value = x.value(":outcome", outcome_value(settlement.results));
-            let index = settlement.attempt;
             set.push(format!("{attempts}[{index}].{outcome} = {value}"));
             condition.push(format!("{attempts}[{index}].{id} = {holder}"));
         }
@@ -376,7 +452,8 @@ impl Ledger for DynamoDbLedger {
 
     async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError> {
         let mut own: BTreeSet<&str> = settlement.results.keys().map(String::as_str).collect();
-        let mut own_attempt = true;
+        // Where the attempt is among those the item keeps, as its claim left them.
+        let mut own_attempt = settlement.attempt.checked_sub(settlement.folded);
         for call in 1..=SETTLE_CALLS {
             let old = match self.try_settle(settlement, &own, own_attempt).await? {
                 None => return Ok(()),
@@ -388,9 +465,9 @@ impl Ledger for DynamoDbLedger {
             };
             // Keep freeing the leases and writing the outcome only where they are still ours.
             own.retain(|d| lease_holder(&old, d) == Some(settlement.holder));
-            own_attempt = attempt_id_at(&old, settlement.attempt) == Some(settlement.holder);
+            own_attempt = position_of(&old, settlement.holder);
             tracing::debug!(
-                table = %self.table, key = settlement.key, call, own_leases = own.len(), own_attempt,
+                table = %self.table, key = settlement.key, call, own_leases = own.len(), ?own_attempt,
                 "A ledger settlement's condition failed; settling what is still its own."
             );
         }

@@ -2,7 +2,9 @@
 //!
 //! The rules, once: a claim is refused while another attempt holds a live lease on a routed
 //! destination that has not acknowledged; otherwise it leases every routed destination not yet
-//! acknowledged and appends the attempt. A settlement keeps the first acknowledgement of each
+//! acknowledged and appends the attempt, keeping the last [`KEPT_ATTEMPTS`] (older ones are
+//! counted in [`Entry::folded`], so an entry's size does not grow with its retries; DynamoDB
+//! folds by the batch, at twice that). A settlement keeps the first acknowledgement of each
 //! destination, frees the attempt's own leases and writes its outcome. An entry past its expiry
 //! is treated as absent. The embedded and Firestore stores apply [`Entry::claim`] and
 //! [`Entry::settle`] inside a transaction; the DynamoDB store says the same in condition and
@@ -106,12 +108,28 @@ pub struct Entry {
     /// Leases held on destinations still being published to.
     #[serde(default)]
     pub leases: BTreeMap<String, Lease>,
-    /// Every attempt that got past its claim, in order.
+    /// The last attempts that got past their claim (at most [`KEPT_ATTEMPTS`] after a claim),
+    /// in order: `attempts[i]` is the entry's attempt number `folded + i`.
     #[serde(default)]
     pub attempts: Vec<Attempt>,
+    /// How many earlier attempts were folded away, so that an entry's size (and a claim's cost)
+    /// does not grow with the number of retries.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub folded: usize,
+    /// When the first attempt arrived (ms since the Unix epoch), kept once it is folded away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_at_ms: Option<i64>,
     /// When the entry may be forgotten, in seconds since the Unix epoch: the retention after
     /// its last write.
     pub expires_at: i64,
+}
+
+/// The most attempts an entry keeps after a claim; older ones are folded into
+/// [`Entry::folded`]. Their acknowledgements stay: only their outcomes are forgotten.
+pub const KEPT_ATTEMPTS: usize = 16;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A request to publish one notification: take the leases, append the attempt.
@@ -145,6 +163,9 @@ pub enum Claimed {
         /// When the entry's first attempt arrived (this attempt's, for a new entry), in
         /// milliseconds since the Unix epoch: how long the notification has waited.
         since_ms: i64,
+        /// How many attempts the entry had folded away after this claim ([`Entry::folded`]):
+        /// the attempt is at `attempt - folded` among those kept, for its settlement.
+        folded: usize,
     },
     /// Another attempt holds a live lease on a routed destination; nothing was written.
     Busy {
@@ -162,6 +183,9 @@ pub struct Settlement<'a> {
     pub holder: &'a str,
     /// The attempt's index, as its claim gave it.
     pub attempt: usize,
+    /// The entry's folded attempts, as its claim gave them: where a store finds the attempt
+    /// among those it keeps (`attempt - folded`, unless more were folded since).
+    pub folded: usize,
     /// Each destination it published to, and what it did.
     pub results: &'a BTreeMap<String, Delivery>,
     /// Now, in milliseconds since the Unix epoch.
@@ -199,8 +223,26 @@ impl Entry {
             acks: BTreeMap::new(),
             leases: BTreeMap::new(),
             attempts: Vec::new(),
+            folded: 0,
+            first_at_ms: None,
             expires_at: 0,
         }
+    }
+
+    /// When the entry's first attempt arrived, if it has one.
+    pub fn first_at_ms(&self) -> Option<i64> {
+        self.first_at_ms
+            .or_else(|| self.attempts.first().map(|a| a.at_ms))
+    }
+
+    /// The attempt numbered `index` (counting the folded ones), if it is still kept.
+    pub fn attempt(&self, index: usize) -> Option<&Attempt> {
+        self.attempts.get(index.checked_sub(self.folded)?)
+    }
+
+    /// The numbers of the attempts kept, oldest first.
+    pub fn kept(&self) -> std::ops::Range<usize> {
+        self.folded..self.folded + self.attempts.len()
     }
 
     /// True when the entry is past its retention and counts as absent.
@@ -244,7 +286,14 @@ impl Entry {
             }
         }
         self.identity = claim.identity.clone();
+        let first_at_ms = self.first_at_ms().unwrap_or(claim.attempt.at_ms);
         self.attempts.push(claim.attempt.clone());
+        let excess = self.attempts.len().saturating_sub(KEPT_ATTEMPTS);
+        if excess > 0 {
+            self.attempts.drain(..excess);
+            self.folded += excess;
+            self.first_at_ms = Some(first_at_ms);
+        }
         self.expires_at = self.expires_at.max(claim.expires_at);
         let others = self
             .acks
@@ -253,10 +302,11 @@ impl Entry {
             .map(|(d, ack)| (d.clone(), ack.clone()))
             .collect();
         Claimed::Granted {
-            attempt: self.attempts.len() - 1,
+            attempt: self.folded + self.attempts.len() - 1,
             acked,
             others,
-            since_ms: self.attempts[0].at_ms,
+            since_ms: first_at_ms,
+            folded: self.folded,
         }
     }
 
@@ -280,9 +330,9 @@ impl Entry {
                 self.leases.remove(destination);
             }
         }
-        if let Some(attempt) = self
-            .attempts
-            .get_mut(settlement.attempt)
+        let kept = settlement.attempt.checked_sub(self.folded);
+        if let Some(attempt) = kept
+            .and_then(|i| self.attempts.get_mut(i))
             .filter(|a| a.id == settlement.holder)
         {
             attempt.outcome = Some(settlement.results.clone());
@@ -297,7 +347,7 @@ impl Entry {
     /// arrived: its claim found nothing to publish. (Its claim cannot have found one of them
     /// unacknowledged with that earlier attempt's lease live: it would have been refused.)
     pub fn verdict(&self, index: usize, now_ms: i64) -> Option<Verdict> {
-        let attempt = self.attempts.get(index)?;
+        let attempt = self.attempt(index)?;
         if attempt.routed.is_empty() {
             return Some(Verdict::Filtered);
         }
@@ -341,7 +391,7 @@ impl Entry {
 
     /// How many attempts were answered as duplicates, without publishing.
     pub fn duplicates(&self, now_ms: i64) -> usize {
-        (0..self.attempts.len())
+        self.kept()
             .filter(|&i| self.verdict(i, now_ms) == Some(Verdict::Duplicate))
             .count()
     }
@@ -405,6 +455,7 @@ mod tests {
             key: "k",
             holder: &attempt.id,
             attempt: index,
+            folded: 0,
             results: &results,
             now_ms: attempt.at_ms + 10,
             expires_at: attempt.at_ms / 1000 + 100,
@@ -434,6 +485,7 @@ mod tests {
             key: "k",
             holder: "a2",
             attempt: 1,
+            folded: 0,
             results: &carried,
             now_ms: 60_010,
             expires_at: 160,
@@ -460,6 +512,7 @@ mod tests {
                 acked: BTreeMap::new(),
                 others: BTreeMap::new(),
                 since_ms: 1_000,
+                folded: 0,
             }
         );
         settle(&mut entry, &first, 0, &[("q1", true), ("q2", false)]);

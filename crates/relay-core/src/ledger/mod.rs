@@ -26,7 +26,8 @@ use std::sync::Arc;
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::DynamoDbLedger;
 pub use entry::{
-    Ack, Attempt, Claim, Claimed, Delivery, Entry, Identity, Lease, Settlement, Verdict,
+    Ack, Attempt, Claim, Claimed, Delivery, Entry, Identity, KEPT_ATTEMPTS, Lease, Settlement,
+    Verdict,
 };
 #[cfg(feature = "firestore")]
 pub use firestore::FirestoreLedger;

@@ -207,8 +207,12 @@ impl Ledger for SqliteLedger {
         let key = settlement.key.to_owned();
         let holder = settlement.holder.to_owned();
         let results = settlement.results.clone();
-        let (attempt, now_ms, expires_at) =
-            (settlement.attempt, settlement.now_ms, settlement.expires_at);
+        let (attempt, folded, now_ms, expires_at) = (
+            settlement.attempt,
+            settlement.folded,
+            settlement.now_ms,
+            settlement.expires_at,
+        );
         self.with(move |inner| {
             // An entry deleted since its claim (expired, or removed by hand) is not recreated.
             let missing = std::cell::Cell::new(false);
@@ -224,6 +228,7 @@ impl Ledger for SqliteLedger {
                     key: &key,
                     holder: &holder,
                     attempt,
+                    folded,
                     results: &results,
                     now_ms,
                     expires_at,

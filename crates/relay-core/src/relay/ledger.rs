@@ -34,6 +34,8 @@ pub(super) struct Holding {
     pub(super) acks: BTreeMap<String, Ack>,
     /// When the notification's first attempt arrived.
     since_ms: i64,
+    /// The entry's folded attempts, as the claim left them.
+    folded: usize,
 }
 
 /// A notification first received longer ago than this, with a destination still without an
@@ -105,6 +107,7 @@ impl Relay {
                 acked,
                 others,
                 since_ms,
+                folded,
             })) => {
                 self.metrics.ledger("claim", "ok", latency_ms);
                 Ok(Some(Holding {
@@ -113,6 +116,7 @@ impl Relay {
                     index,
                     acks: super::attempt::all_acks(acked, others),
                     since_ms,
+                    folded,
                 }))
             }
             Ok(Ok(Claimed::Busy { until_ms })) => {
@@ -172,6 +176,7 @@ impl Relay {
             key: &holding.key,
             holder: &holding.attempt_id,
             attempt: holding.index,
+            folded: holding.folded,
             results: &results,
             now_ms,
             expires_at: expiry(now_ms, recorder),

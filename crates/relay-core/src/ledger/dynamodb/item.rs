@@ -19,6 +19,8 @@ pub(super) const EVENT_TYPE: &str = "event_type";
 pub(super) const DEDUP_KEY: &str = "dedup_key";
 pub(super) const EXPIRES_AT: &str = "expires_at";
 pub(super) const ATTEMPTS: &str = "attempts";
+pub(super) const FOLDED: &str = "folded";
+pub(super) const FIRST_AT: &str = "first_at";
 pub(super) const ACK: &str = "a:";
 pub(super) const LEASE: &str = "l:";
 
@@ -113,6 +115,12 @@ pub(super) fn item_of(entry: &Entry) -> Item {
     if let Some(event) = &id.event_type {
         item.insert(EVENT_TYPE.to_owned(), s(event));
     }
+    if entry.folded > 0 {
+        item.insert(FOLDED.to_owned(), n(entry.folded));
+    }
+    if let Some(first) = entry.first_at_ms {
+        item.insert(FIRST_AT.to_owned(), n(first));
+    }
     for (destination, ack) in &entry.acks {
         item.insert(format!("{ACK}{destination}"), ack_value(ack));
     }
@@ -186,6 +194,12 @@ pub(super) fn entry_of(item: &Item) -> Result<Entry, LedgerError> {
         },
     );
     entry.expires_at = fields.number(EXPIRES_AT)?;
+    if item.contains_key(FOLDED) {
+        entry.folded = fields.number(FOLDED)?;
+    }
+    if item.contains_key(FIRST_AT) {
+        entry.first_at_ms = Some(fields.number(FIRST_AT)?);
+    }
     entry.attempts = (fields.list(ATTEMPTS)?.iter())
         .map(|value| attempt_of(key, value))
         .collect::<Result<_, _>>()?;
@@ -278,26 +292,36 @@ pub(super) fn lease_holder<'a>(item: &'a Item, destination: &str) -> Option<&'a 
     }
 }
 
-/// When the first attempt in `item` arrived, if it has one.
-pub(super) fn first_attempt_at(item: &Item) -> Option<i64> {
+/// How many attempts `item` has folded away.
+pub(super) fn folded_of(item: &Item) -> usize {
+    match item.get(FOLDED) {
+        Some(AttributeValue::N(n)) => n.parse().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Where the attempt `holder` is among the attempts `item` keeps, if it is kept.
+pub(super) fn position_of(item: &Item, holder: &str) -> Option<usize> {
     match item.get(ATTEMPTS)? {
-        AttributeValue::L(attempts) => match attempts.first()? {
-            AttributeValue::M(attempt) => match attempt.get("at")? {
-                AttributeValue::N(at) => at.parse().ok(),
-                _ => None,
-            },
-            _ => None,
-        },
+        AttributeValue::L(attempts) => attempts.iter().position(|a| match a {
+            AttributeValue::M(attempt) => {
+                matches!(attempt.get("id"), Some(AttributeValue::S(id)) if id == holder)
+            }
+            _ => false,
+        }),
         _ => None,
     }
 }
 
-/// The id of the attempt at `index` in `item`, if any.
-pub(super) fn attempt_id_at(item: &Item, index: usize) -> Option<&str> {
+/// When the first attempt in `item` arrived, if it has one: kept apart once it is folded away.
+pub(super) fn first_attempt_at(item: &Item) -> Option<i64> {
+    if let Some(AttributeValue::N(first)) = item.get(FIRST_AT) {
+        return first.parse().ok();
+    }
     match item.get(ATTEMPTS)? {
-        AttributeValue::L(attempts) => match attempts.get(index)? {
-            AttributeValue::M(attempt) => match attempt.get("id")? {
-                AttributeValue::S(id) => Some(id),
+        AttributeValue::L(attempts) => match attempts.first()? {
+            AttributeValue::M(attempt) => match attempt.get("at")? {
+                AttributeValue::N(at) => at.parse().ok(),
                 _ => None,
             },
             _ => None,
@@ -432,8 +456,8 @@ mod tests {
         assert_eq!(lease_holder(&item, "q1"), Some("a3"));
         assert_eq!(lease_holder(&item, "q2"), Some("a2"));
         assert_eq!(lease_holder(&item, "q3"), None);
-        assert_eq!(attempt_id_at(&item, 1), Some("a2"));
-        assert_eq!(attempt_id_at(&item, 3), None);
+        assert_eq!(position_of(&item, "a2"), Some(1));
+        assert_eq!(position_of(&item, "a9"), None);
     }
 
     #[test]
