@@ -198,6 +198,21 @@ async fn gcs_passes_the_archive_conformance_suite() {
     relay_testkit::archive::conformance(open(&Cloud::Gcs.url(&bucket)).await.as_ref()).await;
 }
 
+/// Another record, an unsealed or forged copy, or bytes that are no record at a notification's
+/// key: the relay writes its own record beside it, and a retry finds that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_never_counts_a_planted_object_as_a_record() {
+    let bucket = s3_bucket("archive-s3-planted").await;
+    relay_testkit::archive::planted_objects_never_count(&open(&Cloud::S3.url(&bucket)).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gcs_never_counts_a_planted_object_as_a_record() {
+    let bucket = gcs_bucket("archive-gcs-planted").await;
+    relay_testkit::archive::planted_objects_never_count(&open(&Cloud::Gcs.url(&bucket)).await)
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_lists_more_than_a_page_of_keys() {
     let bucket = s3_bucket("archive-s3-pages").await;
@@ -239,6 +254,7 @@ async fn relay(file: &Path, archive_url: &str, pairs: &[(&str, &str)]) -> Relay 
         ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
         ("RELAY_FILE_SINK", file.as_str()),
         ("RELAY_ARCHIVE_URL", archive_url),
+        ("RELAY_ARCHIVE_KEY", relay_testkit::archive::KEY),
     ];
     all.extend_from_slice(pairs);
     Relay::from_config(relay_testkit::config(&all))
@@ -316,8 +332,11 @@ async fn every_capture_is_archived(cloud: Cloud) {
             std::slice::from_ref(&object_name),
             "{name}"
         );
-        let record = Record::from_bytes(&cloud.object(&bucket, &object_name).await)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let record = Record::open(
+            &relay_testkit::archive::key(),
+            &cloud.object(&bucket, &object_name).await,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
             record.payload == capture::payload(name),
             "{name}: the archived payload differs from the one the DSS sent"
@@ -351,8 +370,11 @@ async fn every_capture_is_archived(cloud: Cloud) {
             [object_name],
             "{name}: one object"
         );
-        let record_again =
-            Record::from_bytes(&cloud.object(&bucket, &format!("{PREFIX}{key}")).await).unwrap();
+        let record_again = Record::open(
+            &relay_testkit::archive::key(),
+            &cloud.object(&bucket, &format!("{PREFIX}{key}")).await,
+        )
+        .unwrap();
         assert_eq!(record_again, record, "{name}: the first record is kept");
     }
 }

@@ -1,7 +1,8 @@
 //! The archive's infrastructure, held to the archive's design: the S3 bucket the Lambda writes
 //! and the Cloud Storage bucket the Cloud Run service writes, each object created once under
-//! `PREFIX/YYYY/MM/DD/HH/<dedup key>` and never read, listed, overwritten or deleted by the
-//! relay; what the operators who replay (`archive_readers`, `relay replay`) may do; the
+//! `PREFIX/YYYY/MM/DD/HH/<dedup key>`, read back only to check it, and never listed,
+//! overwritten or deleted by the relay; the key records are sealed with, from a secret store;
+//! what the operators who replay (`archive_readers`, `relay replay`) may do; the
 //! `RELAY_ARCHIVE_URL` that names the bucket and prefix; and the alarm on notifications still
 //! undelivered after an hour.
 
@@ -163,12 +164,13 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
 // AWS: what the relay may do
 ////////////////////////////////////////////////////////////////////////////////////////////////
 
-/// The Lambda role's only grant on the archive is `s3:PutObject` on the objects under the prefix
-/// (`arn:…:s3:::BUCKET/PREFIX*`), only with If-None-Match, granted exactly when the archive is;
-/// no statement of the role reads, lists or deletes anything in the archive, and with
-/// `archive_kms_key_arn` the role may only `kms:GenerateDataKey` on that key.
+/// The Lambda role's grants on the archive: its key's secret, `s3:PutObject` on the objects
+/// under the prefix (`arn:…:s3:::BUCKET/PREFIX*`) only with If-None-Match, and `s3:GetObject`
+/// on the same objects (reading back what a 412 found), granted exactly when the archive is; no
+/// statement of the role lists or deletes anything in the archive, and with
+/// `archive_kms_key_arn` the role may only `kms:GenerateDataKey` and `kms:Decrypt` on that key.
 #[test]
-fn lambda_archive_grant_is_put_object_under_the_prefix_only() {
+fn lambda_archive_grant_is_create_and_read_back_under_the_prefix_only() {
     let config = model::module("aws-relay");
     let statements = document(&config, "this");
     let on_archive: Vec<&Stmt<'_>> = statements
@@ -178,11 +180,23 @@ fn lambda_archive_grant_is_put_object_under_the_prefix_only() {
     let sids: Vec<&str> = on_archive.iter().map(|s| s.sid.as_str()).collect();
     assert_eq!(
         sids,
-        ["WriteArchive", "EncryptArchive"],
+        [
+            "ReadOwnArchiveKey",
+            "WriteArchive",
+            "ReadArchivedRecord",
+            "EncryptArchive"
+        ],
         "aws-relay: the role's statements on the archive"
     );
+    let key = on_archive[0];
+    assert_eq!(key.actions, ["secretsmanager:GetSecretValue"]);
+    assert_gated(key, SWITCH, "aws_secretsmanager_secret.archive_key[0].arn");
+    let read = on_archive[2];
+    assert_eq!(read.actions, ["s3:GetObject"]);
+    assert_gated(read, SWITCH, "local.archive_objects_arn");
+    assert!(read.conditions().is_empty());
 
-    let write = on_archive[0];
+    let write = on_archive[1];
     assert_eq!(write.effect, "Allow");
     assert_eq!(
         write.actions,
@@ -210,8 +224,8 @@ fn lambda_archive_grant_is_put_object_under_the_prefix_only() {
         format!("{SWITCH} ? \"arn:${{local.partition}}:s3:::${{local.archive_bucket}}\" : null")
     );
 
-    let encrypt = on_archive[1];
-    assert_eq!(encrypt.actions, ["kms:GenerateDataKey"]);
+    let encrypt = on_archive[3];
+    assert_eq!(encrypt.actions, ["kms:GenerateDataKey", "kms:Decrypt"]);
     assert_gated(
         encrypt,
         "var.archive_enabled && var.archive_kms_key_arn != null",
@@ -222,13 +236,14 @@ fn lambda_archive_grant_is_put_object_under_the_prefix_only() {
     for statement in &statements {
         for action in &statement.actions {
             let reads = action.starts_with("s3:") && action != "s3:PutObject";
+            let read_back = statement.sid == "ReadArchivedRecord" && action == "s3:GetObject";
             assert!(
-                !(reads && statement.mentions("archive")),
+                !(reads && statement.mentions("archive")) || read_back,
                 "aws-relay: {} grants {action} on the archive",
                 statement.sid
             );
             assert!(
-                !reads || statement.mentions("routes"),
+                !reads || statement.mentions("routes") || read_back,
                 "aws-relay: {} grants {action} beyond the routes document",
                 statement.sid
             );
@@ -382,6 +397,11 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
                     "[local.archive_bucket_arn]"
                 }
                 "s3:GetObject" => "[local.archive_objects_arn]",
+                "secretsmanager:GetSecretValue" => "aws_secretsmanager_secret.archive_key[*].arn",
+                "kms:Decrypt" if statement.sid == "DecryptArchiveKey" => {
+                    assert_gated(statement, "var.kms_key_arn != null", "var.kms_key_arn");
+                    "[statement.value]"
+                }
                 "kms:Decrypt" => {
                     assert_gated(
                         statement,
@@ -410,6 +430,7 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
     let expected: BTreeSet<String> = [
         "s3:ListBucket",
         "s3:GetObject",
+        "secretsmanager:GetSecretValue",
         "kms:Decrypt",
         "dynamodb:GetItem",
         "dynamodb:Query",
@@ -431,8 +452,69 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
 }
 
 ////////////////////////////////////////////////////////////////////////////////////////////////
-// Both clouds: RELAY_ARCHIVE_URL
+// Both clouds: the archive's key, RELAY_ARCHIVE_URL
 ////////////////////////////////////////////////////////////////////////////////////////////////
+
+/// The key records are sealed with reaches the relay from a secret store exactly when the
+/// archive is on, never as a plain value: on Lambda the secret's ARN
+/// (`RELAY_ARCHIVE_KEY_SECRET_ARN`), on Cloud Run `RELAY_ARCHIVE_KEY` from Secret Manager; the
+/// secret is written once (version 1) from an ephemeral random value, so it stays out of the
+/// state and never changes under the records it sealed.
+#[test]
+fn the_archive_key_comes_from_a_secret_store() {
+    let aws = model::module("aws-relay");
+    let env = lambda_environment(&aws);
+    assert!(env.iter().all(|v| v.name != "RELAY_ARCHIVE_KEY"));
+    let arn = env
+        .iter()
+        .find(|v| v.name == "RELAY_ARCHIVE_KEY_SECRET_ARN")
+        .expect("aws-relay sets RELAY_ARCHIVE_KEY_SECRET_ARN");
+    assert_eq!(arn.gate.as_deref(), Some(SWITCH));
+    let EnvValue::Plain(expr) = arn.value else {
+        panic!("Lambda variables are plain")
+    };
+    assert_eq!(
+        expr.to_string(),
+        "aws_secretsmanager_secret.archive_key[0].arn"
+    );
+    let version = aws.resource("aws_secretsmanager_secret_version", "archive_key");
+    assert_eq!(
+        source(version.body(), "secret_string_wo").as_deref(),
+        Some("ephemeral.random_password.archive_key.result")
+    );
+    assert_eq!(
+        source(version.body(), "secret_string_wo_version").as_deref(),
+        Some("1")
+    );
+
+    let gcp = model::module("gcp-relay");
+    let env = cloud_run_environment(&gcp);
+    let key = env
+        .iter()
+        .find(|v| v.name == "RELAY_ARCHIVE_KEY")
+        .expect("gcp-relay sets RELAY_ARCHIVE_KEY");
+    assert_eq!(key.gate.as_deref(), Some(SWITCH));
+    let EnvValue::SecretRef { secret, version } = &key.value else {
+        panic!("gcp-relay: RELAY_ARCHIVE_KEY must use value_source.secret_key_ref")
+    };
+    assert_eq!(
+        secret.to_string(),
+        "google_secret_manager_secret.archive_key[0].secret_id"
+    );
+    assert_eq!(
+        version.map(ToString::to_string).as_deref(),
+        Some("google_secret_manager_secret_version.archive_key[0].version")
+    );
+    let version = gcp.resource("google_secret_manager_secret_version", "archive_key");
+    assert_eq!(
+        source(version.body(), "secret_data_wo").as_deref(),
+        Some("ephemeral.random_password.archive_key.result")
+    );
+    assert_eq!(
+        source(version.body(), "secret_data_wo_version").as_deref(),
+        Some("1")
+    );
+}
 
 /// Both relays get `RELAY_ARCHIVE_URL` exactly when the archive is on, naming the bucket the
 /// module creates and the prefix (`s3://BUCKET/notifications/` on Lambda,
@@ -597,12 +679,13 @@ fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
     assert_retention_and_prefix_variables(&config);
 }
 
-/// The Cloud Run service account's only grant on the archive bucket is
-/// `roles/storage.objectCreator` (create: no get, no list, no delete, so no overwrite), with an
-/// IAM condition limiting it to the objects under the prefix; `archive_readers` get
+/// The Cloud Run service account's grants on the archive bucket are
+/// `roles/storage.objectCreator` (create: no get, no list, no delete, so no overwrite) and
+/// `roles/storage.objectViewer` (reading back what a 412 found), each with an IAM condition
+/// limiting it to the objects under the prefix (which leaves it no list); `archive_readers` get
 /// `roles/storage.objectViewer`; no one gets an object admin, object user or legacy role there.
 #[test]
-fn gcp_relay_may_only_create_archive_objects_under_the_prefix() {
+fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
     let config = model::module("gcp-relay");
     let on_archive: Vec<(&str, &Body)> = [
         "google_storage_bucket_iam_member",
@@ -621,26 +704,28 @@ fn gcp_relay_may_only_create_archive_objects_under_the_prefix() {
         .iter()
         .filter(|(_, b)| source(b, "member").as_deref() == Some(SERVICE_ACCOUNT))
         .collect();
+    let roles: Vec<Option<String>> = relay.iter().map(|(_, g)| text(g, "role")).collect();
     assert_eq!(
-        relay.len(),
-        1,
-        "gcp-relay: one grant of the relay's on the archive"
+        roles,
+        [
+            Some("roles/storage.objectCreator".to_owned()),
+            Some("roles/storage.objectViewer".to_owned())
+        ],
+        "gcp-relay: the relay's grants on the archive"
     );
-    let (name, grant) = relay[0];
-    assert_eq!(
-        text(grant, "role").as_deref(),
-        Some("roles/storage.objectCreator"),
-        "gcp-relay: {name}: the relay only creates archive objects"
-    );
-    assert_eq!(
-        source(grant, "count").as_deref(),
-        Some(gated_count().as_str())
-    );
-    let condition = only_block(grant, "condition", "gcp-relay: the relay's archive grant");
-    assert_eq!(
-        source(condition, "expression").as_deref(),
-        Some("local.archive_prefix_condition")
-    );
+    for (name, grant) in &relay {
+        assert_eq!(
+            source(grant, "count").as_deref(),
+            Some(gated_count().as_str()),
+            "gcp-relay: {name}"
+        );
+        let condition = only_block(grant, "condition", "gcp-relay: the relay's archive grant");
+        assert_eq!(
+            source(condition, "expression").as_deref(),
+            Some("local.archive_prefix_condition"),
+            "gcp-relay: {name} is on the prefix only"
+        );
+    }
     let scope = Scope::module(&config, &model::examples())
         .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
     let buckets = texts(

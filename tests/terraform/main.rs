@@ -45,8 +45,8 @@ const STANDARD_FILES: [&str; 5] = [
 /// PublishBatch by sns:Publish.) The stored routes: GetObject reads the document, ListBucket
 /// makes a missing one a 404, and the splits' queues and topics take SendMessage and Publish.
 /// The ledger: its conditional writes are UpdateItem, the reset of an expired item PutItem. The
-/// archive: PutObject with If-None-Match, and nothing else.
-const ACTION_OF_VARIABLE: [(&str, &str); 10] = [
+/// archive: PutObject with If-None-Match, GetObject to read back what a 412 found, and its key.
+const ACTION_OF_VARIABLE: [(&str, &str); 12] = [
     ("RELAY_SQS_QUEUE_URL", "sqs:SendMessage"),
     ("RELAY_SNS_TOPIC_ARN", "sns:Publish"),
     (
@@ -60,6 +60,11 @@ const ACTION_OF_VARIABLE: [(&str, &str); 10] = [
     ("RELAY_LEDGER_URL", "dynamodb:UpdateItem"),
     ("RELAY_LEDGER_URL", "dynamodb:PutItem"),
     ("RELAY_ARCHIVE_URL", "s3:PutObject"),
+    ("RELAY_ARCHIVE_URL", "s3:GetObject"),
+    (
+        "RELAY_ARCHIVE_KEY_SECRET_ARN",
+        "secretsmanager:GetSecretValue",
+    ),
 ];
 
 /// The only statements whose resources end in a wildcard: a name prefix, the splits' queues
@@ -536,12 +541,12 @@ fn lambda_role_allows_exactly_what_the_enabled_sinks_call() {
             expected.push((action, Some("kms_key_arns".to_owned())));
         }
     }
-    // The archive's own key: writing an object under SSE-KMS needs GenerateDataKey alone.
+    // The archive's own key: writing an object under SSE-KMS needs GenerateDataKey, reading
+    // one back Decrypt.
     if config.variables().contains_key("archive_kms_key_arn") {
-        expected.push((
-            "kms:GenerateDataKey",
-            Some("var.archive_kms_key_arn".to_owned()),
-        ));
+        for action in ["kms:GenerateDataKey", "kms:Decrypt"] {
+            expected.push((action, Some("var.archive_kms_key_arn".to_owned())));
+        }
     }
 
     let statements = policy_statements(&config, &documents[0]);
@@ -761,6 +766,12 @@ fn gcp_grants_are_on_single_resources() {
         (
             "google_storage_bucket_iam_member",
             "roles/storage.objectViewer",
+            "each.value",
+        ),
+        // The archive's key: the relay and the archive_readers read it.
+        (
+            "google_secret_manager_secret_iam_member",
+            "roles/secretmanager.secretAccessor",
             "each.value",
         ),
     ]

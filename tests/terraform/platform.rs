@@ -125,16 +125,39 @@ pub(crate) fn cloud_run_environment(config: &Config) -> Vec<EnvVar<'_>> {
                 let content = nested(dynamic.body(), "content")
                     .next()
                     .expect("dynamic env content");
-                for (key, expected) in [("name", "env.key"), ("value", "env.value")] {
+                // The value is env.value, or a secret whose version is env.value.
+                let secret = nested(content.body(), "value_source").next().map(|source| {
+                    let key_ref = nested(source.body(), "secret_key_ref")
+                        .next()
+                        .expect("secret_key_ref");
                     assert_eq!(
-                        attr(content.body(), key)
+                        attr(key_ref.body(), "version")
                             .map(ToString::to_string)
                             .as_deref(),
-                        Some(expected),
-                        "{}: a dynamic env sets {key} = {expected}",
+                        Some("env.value"),
+                        "{}: a dynamic secret env's version is env.value",
                         config.name
                     );
-                }
+                    attr(key_ref.body(), "secret").expect("secret_key_ref.secret")
+                });
+                let value = attr(content.body(), "value").map(ToString::to_string);
+                assert_eq!(
+                    (secret.is_some(), value.as_deref()),
+                    match secret {
+                        Some(_) => (true, None),
+                        None => (false, Some("env.value")),
+                    },
+                    "{}: a dynamic env sets value = env.value or value_source",
+                    config.name
+                );
+                assert_eq!(
+                    attr(content.body(), "name")
+                        .map(ToString::to_string)
+                        .as_deref(),
+                    Some("env.key"),
+                    "{}: a dynamic env sets name = env.key",
+                    config.name
+                );
                 let for_each = attr(dynamic.body(), "for_each").expect("dynamic env for_each");
                 let (gate, object) = match for_each {
                     Expression::Conditional(c) => (Some(c.cond_expr.to_string()), &c.true_expr),
@@ -149,7 +172,13 @@ pub(crate) fn cloud_run_environment(config: &Config) -> Vec<EnvVar<'_>> {
                 for (key, value) in object.iter() {
                     out.push(EnvVar {
                         name: object_key(key),
-                        value: EnvValue::Plain(value),
+                        value: match secret {
+                            Some(secret) => EnvValue::SecretRef {
+                                secret,
+                                version: Some(value),
+                            },
+                            None => EnvValue::Plain(value),
+                        },
                         gate: gate.clone(),
                     });
                 }

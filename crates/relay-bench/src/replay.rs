@@ -102,7 +102,7 @@ fn archive(root: &Path, count: usize) {
         let path = root.join(object_key(at, &record.dedup_key));
         std::fs::create_dir_all(path.parent().expect("a key has a folder"))
             .expect("an archive folder");
-        std::fs::write(&path, record.to_bytes()).expect("a record written");
+        std::fs::write(&path, relay_testkit::archive::sealed(&record)).expect("a record written");
     }
 }
 
@@ -155,6 +155,7 @@ fn replay(archive: &Path, ledger: Option<&Path>, sqs: &FakeSqs, extra: &[&str]) 
     let mut env = vec![
         ("RELAY_HMAC_SECRET", SECRET.to_owned()),
         ("RELAY_ARCHIVE_URL", archive.display().to_string()),
+        ("RELAY_ARCHIVE_KEY", relay_testkit::archive::KEY.to_owned()),
         ("RELAY_SQS_QUEUE_URL", sqs.queue_url()),
         ("RUST_LOG", "warn".to_owned()),
         ("AWS_ENDPOINT_URL_SQS", sqs.endpoint.clone()),

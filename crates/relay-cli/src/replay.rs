@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt as _;
-use relay_core::archive::{Archive, Record, hours};
+use relay_core::archive::{Archive, Record, RecordError, hours};
 use relay_core::relay::{ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection};
 use relay_core::route::Pattern;
 use relay_core::{Config, Relay};
@@ -108,6 +108,8 @@ pub(crate) struct Summary {
     pub(crate) filtered: usize,
     pub(crate) done: usize,
     pub(crate) failed: usize,
+    /// Objects that are not records sealed with the archive's key: never sent.
+    pub(crate) refused: usize,
     pub(crate) gone: usize,
     /// Notifications sent (or, in a dry run, that would be), per destination.
     pub(crate) sent: BTreeMap<String, usize>,
@@ -135,7 +137,7 @@ pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
     match runtime.block_on(replay(args)) {
         Ok(summary) => {
             print_summary(&summary, args.dry_run);
-            match (summary.failed, summary.left) {
+            match (summary.failed + summary.refused, summary.left) {
                 (0, 0) => ExitCode::SUCCESS,
                 _ => ExitCode::FAILURE,
             }
@@ -232,8 +234,8 @@ fn fresh_run_id() -> Result<String, String> {
 /// Lists the window's hours, then replays what the selection takes, `job.concurrency` at a
 /// time and at most `job.rate` per second.
 pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, String> {
-    let archive_url = config.archive.clone().ok_or(
-        "no archive is configured: set RELAY_ARCHIVE_URL (or [relay] archive_url) as the relays have it",
+    let archive_url = config.archive.as_ref().map(|a| a.url.clone()).ok_or(
+        "no archive is configured: set RELAY_ARCHIVE_URL and RELAY_ARCHIVE_KEY (or [relay] archive_url and archive_key) as the relays have them",
     )?;
     if config.ledger.is_none() && job.plan.record != ReplayRecord::Unrecorded {
         return Err(ReplayError::NoLedger.to_string());
@@ -321,6 +323,7 @@ enum Result1 {
     Outside,
     Replayed(String, Replayed),
     Failed(String, String),
+    Refused(String, RecordError),
 }
 
 impl Summary {
@@ -331,6 +334,10 @@ impl Summary {
             Result1::Failed(key, error) => {
                 eprintln!("relay replay: {key}: {error}");
                 self.failed += 1;
+            }
+            Result1::Refused(key, error) => {
+                eprintln!("relay replay: {key}: not sent: {error}");
+                self.refused += 1;
             }
             Result1::Replayed(key, replayed) => match replayed {
                 Replayed::Filtered => self.filtered += 1,
@@ -389,8 +396,12 @@ async fn one(
         Ok(None) => return Result1::Gone,
         Err(e) => return Result1::Failed(key, e),
     };
-    let record = match Record::from_bytes(&bytes) {
+    let sealed_with = relay
+        .archive_key()
+        .expect("a relay with an archive has its key");
+    let record = match Record::open(sealed_with, &bytes) {
         Ok(record) => record,
+        Err(e @ (RecordError::Unsealed | RecordError::Forged)) => return Result1::Refused(key, e),
         Err(e) => return Result1::Failed(key, e.to_string()),
     };
     if record.received_at < job.since
@@ -555,6 +566,12 @@ fn print_summary(summary: &Summary, dry_run: bool) {
             n => format!(", {n} expired while listed"),
         }
     );
+    if summary.refused > 0 {
+        println!(
+            "  {} refused: objects in the archive that are not records sealed with its key (RELAY_ARCHIVE_KEY), never sent",
+            summary.refused
+        );
+    }
     for (destination, count) in &summary.sent {
         println!("  {destination}: {count} {verb}");
     }

@@ -496,10 +496,11 @@ async fn backfill(args: &StartArgs, pattern: &Value, window: Duration) -> Result
         .await
         .map_err(|e| format!("backfill: {e}"))?;
     println!(
-        "backfill: {} sent, {} delivered before, {} failed, of {} archived since {}",
+        "backfill: {} sent, {} delivered before, {} failed, {} refused (not sealed with RELAY_ARCHIVE_KEY), of {} archived since {}",
         summary.notifications_sent,
         summary.done,
         summary.failed,
+        summary.refused,
         summary.listed,
         humantime::format_rfc3339_seconds(until.checked_sub(window).unwrap_or(UNIX_EPOCH))
     );

@@ -203,7 +203,7 @@ impl Names {
         let archive = config
             .archive
             .iter()
-            .map(|a| (a.resource(), relay_core::archive::SINK_NAME.to_owned()));
+            .map(|a| (a.url.resource(), relay_core::archive::SINK_NAME.to_owned()));
         Self(sinks.chain(archive).collect())
     }
 

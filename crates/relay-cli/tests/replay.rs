@@ -61,6 +61,7 @@ impl Deployment {
             ("RELAY_HMAC_SECRET", SECRET.to_owned()),
             ("RELAY_LEDGER_URL", path("ledger.db")),
             ("RELAY_ARCHIVE_URL", path("archive")),
+            ("RELAY_ARCHIVE_KEY", relay_testkit::archive::KEY.to_owned()),
         ];
         vars.extend_from_slice(extra);
         Self { dir, vars }
@@ -150,7 +151,7 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
     let lines = Arc::new(relay_testkit::metrics::Lines::default());
     let relay = relay_testkit::sinks::relay(config, &[("sqs", sink)], Arc::clone(&clock) as _)
         .with_ledger(ledger)
-        .with_archive(archive)
+        .with_archive(archive, relay_testkit::archive::key())
         .with_metrics(Arc::clone(&lines) as _);
 
     sqs.refuse(true);
@@ -379,7 +380,7 @@ async fn a_split_with_a_backfill_gets_the_last_hour_once_then_the_live_stream() 
         archive
             .put(
                 &relay_core::archive::object_key(old_at, &record.dedup_key),
-                record.to_bytes().into(),
+                relay_testkit::archive::sealed(&record),
             )
             .await
             .unwrap();
@@ -499,7 +500,10 @@ async fn an_interrupted_replay_run_again_continues_where_it_stopped() {
         let payload = notification(&format!("resumed-{i:03}"));
         let record = archived(&payload, at);
         let key = relay_core::archive::object_key(at, &record.dedup_key);
-        archive.put(&key, record.to_bytes().into()).await.unwrap();
+        archive
+            .put(&key, relay_testkit::archive::sealed(&record))
+            .await
+            .unwrap();
         payloads.push(payload);
     }
     let command = ["replay", "--since", "1h", "--rate", "100"];
@@ -555,4 +559,68 @@ async fn an_interrupted_replay_run_again_continues_where_it_stopped() {
     got.sort();
     payloads.sort();
     assert_eq!(got, payloads, "each once, across the two runs");
+}
+
+/// Objects in the archive that a relay did not seal: one carrying a real notification's dedup
+/// key with another payload (sealed with another key), and an unsealed record of another
+/// notification. Neither is sent, neither marks the real notification delivered, and each is
+/// named; the real record is sent once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_the_archive_key_did_not_seal_are_refused() {
+    let mut deployment = Deployment::new(&[]);
+    let sink = deployment.path("out.jsonl");
+    deployment
+        .vars
+        .push(("RELAY_FILE_SINK", sink.to_str().unwrap().to_owned()));
+    let archive = DirArchive::open(&deployment.path("archive")).unwrap();
+    let at = SystemTime::now() - Duration::from_secs(600);
+    let real = archived(&notification("real"), at);
+    let key = relay_core::archive::object_key(at, &real.dedup_key);
+    archive
+        .put(&key, relay_testkit::archive::sealed(&real))
+        .await
+        .unwrap();
+    let mut forged = real.clone();
+    forged.payload = bytes::Bytes::from(notification("forged"));
+    let other_key = relay_core::archive::ArchiveKey::new(b"not the relay's archive key").unwrap();
+    let forged_key = format!("{key}.forged");
+    archive
+        .put(&forged_key, other_key.seal(&forged.to_bytes()).into())
+        .await
+        .unwrap();
+    let unsealed = archived(&notification("unsealed"), at);
+    let unsealed_key = relay_core::archive::object_key(at, &unsealed.dedup_key);
+    archive
+        .put(&unsealed_key, unsealed.to_bytes().into())
+        .await
+        .unwrap();
+
+    for run in ["first", "second"] {
+        let out = output(deployment.cmd(&["replay", "--since", "1h"])).await;
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{run}: {stdout}{stderr}");
+        assert!(stdout.contains("2 refused"), "{run}: {stdout}");
+        assert!(
+            stderr.contains(&format!("{forged_key}: not sent: its seal does not match")),
+            "{run}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("{unsealed_key}: not sent: not sealed")),
+            "{run}: {stderr}"
+        );
+        let sent: Vec<String> = std::fs::read_to_string(&sink)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["payload"].to_string())
+            .collect();
+        assert_eq!(
+            sent.len(),
+            1,
+            "{run}: the real notification, once: {sent:?}"
+        );
+        assert!(
+            sent[0].contains("real") && !sent[0].contains("forged"),
+            "{run}: {sent:?}"
+        );
+    }
 }

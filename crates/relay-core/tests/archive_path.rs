@@ -34,7 +34,7 @@ async fn records(archive: &dyn Archive) -> Vec<Record> {
             .await
             .unwrap()
             .expect("listed, so present");
-        records.push(Record::from_bytes(&bytes).unwrap());
+        records.push(Record::open(&relay_testkit::archive::key(), &bytes).unwrap());
     }
     records
 }
@@ -89,7 +89,7 @@ async fn every_verified_notification_is_archived_as_sent_filtered_ones_included(
             &[("file", Arc::clone(&sink) as Arc<dyn Sink>)],
             capture_clock(),
         )
-        .with_archive(Arc::clone(&archive));
+        .with_archive(Arc::clone(&archive), relay_testkit::archive::key());
         let outcome = relay.accept(capture::request(name)).await;
         let answer = body(&outcome);
         assert_eq!(outcome.status, 202, "{name}: {answer}");
@@ -132,7 +132,7 @@ async fn every_verified_notification_is_archived_as_sent_filtered_ones_included(
         &[],
         capture_clock(),
     )
-    .with_archive(Arc::clone(&archive));
+    .with_archive(Arc::clone(&archive), relay_testkit::archive::key());
     let refused = relay.accept(capture::request("v2-json-post")).await;
     assert_eq!(refused.status, 401);
     assert!(records(archive.as_ref()).await.is_empty());
@@ -153,7 +153,7 @@ async fn an_archive_failure_answers_non_2xx_and_the_retry_completes_only_the_arc
         capture_clock(),
     )
     .with_ledger(ledger)
-    .with_archive(Arc::clone(&archive) as _);
+    .with_archive(Arc::clone(&archive) as _, relay_testkit::archive::key());
 
     let throttled = relay.accept(capture::request("v2-json-post")).await;
     assert_eq!(
@@ -218,7 +218,7 @@ async fn a_replayed_message_is_marked_first_and_counted_apart() {
         &[("sqs", Arc::clone(&sink) as Arc<dyn Sink>)],
         capture_clock(),
     )
-    .with_archive(Arc::clone(&archive))
+    .with_archive(Arc::clone(&archive), relay_testkit::archive::key())
     .with_metrics(Arc::clone(&lines) as _);
     assert_eq!(
         relay
@@ -286,6 +286,7 @@ fn a_sink_named_like_the_archive_is_refused() {
         "RELAY_HMAC_SECRET" => Some("x".into()),
         "RELAY_CONFIG" => Some(file.to_str().unwrap().into()),
         "RELAY_ARCHIVE_URL" => Some(dir.path().to_str().unwrap().into()),
+        "RELAY_ARCHIVE_KEY" => Some(relay_testkit::archive::KEY.into()),
         _ => None,
     })
     .unwrap_err()

@@ -538,7 +538,7 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     let dir = tempfile::tempdir().unwrap();
     let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
     let (relay, sinks, _file) = relay_with_sources();
-    let relay = relay.with_archive(Arc::clone(&archive));
+    let relay = relay.with_archive(Arc::clone(&archive), relay_testkit::archive::key());
     assert_eq!(
         answer(&relay.accept(push("d-9")).await),
         (202, String::new())
@@ -547,7 +547,7 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     let keys = archive.list(&hour).await.unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
     let bytes = archive.get(&keys[0]).await.unwrap().unwrap();
-    let record = Record::from_bytes(&bytes).unwrap();
+    let record = Record::open(&relay_testkit::archive::key(), &bytes).unwrap();
     assert_eq!(record.attribute("relay.source"), Some("github"));
 
     let plan = ReplayPlan {

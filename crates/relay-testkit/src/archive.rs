@@ -3,12 +3,15 @@
 //! works in hour folders of its own, far in the future, so runs sharing a store never meet.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use futures_util::future::join_all;
-use relay_core::archive::{Archive, Written, hour_prefix};
+use relay_core::archive::{
+    Archive, ArchiveKey, ArchiveSink, Record, Written, hour_prefix, object_key,
+};
 use relay_core::ledger::attempt_id;
 
 /// How many writers race for one key in [`conformance`].
@@ -20,10 +23,15 @@ const WRITES_IN_FLIGHT: usize = 32;
 /// A random hour between the years 2100 and 3200: its folder (`YYYY/MM/DD/HH/`) and the next
 /// hour's.
 pub fn fresh_hours() -> (String, String) {
+    let at = fresh_hour();
+    (hour_prefix(at), hour_prefix(at + Duration::from_secs(3600)))
+}
+
+/// The start of a random hour between the years 2100 and 3200.
+fn fresh_hour() -> SystemTime {
     const YEAR_2100: u64 = 4_102_444_800;
     let hours = u64::from_str_radix(&attempt_id()[..8], 16).expect("hex") % 9_000_000;
-    let at = SystemTime::UNIX_EPOCH + Duration::from_secs(YEAR_2100 + hours * 3600);
-    (hour_prefix(at), hour_prefix(at + Duration::from_secs(3600)))
+    SystemTime::UNIX_EPOCH + Duration::from_secs(YEAR_2100 + hours * 3600)
 }
 
 /// `len` bytes that are not UTF-8 and repeat no short pattern.
@@ -230,4 +238,135 @@ pub async fn lists_past_one_page(archive: &dyn Archive, n: usize) {
         listed == keys,
         "{url}: the listing differs from the keys written"
     );
+}
+
+/// The archive's key in tests (`RELAY_ARCHIVE_KEY`).
+pub const KEY: &str = "the archive key of the relay's tests";
+
+/// [`KEY`] as the relay takes it.
+pub fn key() -> ArchiveKey {
+    ArchiveKey::new(KEY.as_bytes()).expect("long enough")
+}
+
+/// A record of a notification received in a fresh hour (its dedup key `name` made unique).
+pub fn fresh_record(name: &str, payload: &'static str) -> Record {
+    let at = fresh_hour() + Duration::from_secs(30 * 60);
+    let dedup_key = format!("{name}-{}", &attempt_id()[..12]);
+    Record {
+        received_at: at,
+        dedup_key: dedup_key.clone(),
+        attributes: vec![("relay.dedup_key".into(), dedup_key)],
+        request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
+        payload: Bytes::from_static(payload.as_bytes()),
+    }
+}
+
+/// Writes `record` as the relay does, through the archive's destination: the key it landed
+/// under, or the sink's error.
+pub async fn write(archive: &Arc<dyn Archive>, record: &Record) -> Result<String, String> {
+    let destination = ArchiveSink::destination(Arc::clone(archive), key());
+    let mut receipts = destination.sink.publish(&[record.message()]).await;
+    match receipts.pop().expect("one receipt per message") {
+        Ok(receipt) => Ok(receipt.message_id.expect("the archive names its object")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What is found at a notification's key before its first write, in every store: another
+/// notification's record, its own record unsealed, its own record sealed with another key, and
+/// bytes that are no record. `record` is the notification.
+pub fn planted(record: &Record) -> Vec<(&'static str, Bytes)> {
+    let other = ArchiveKey::new(b"someone else's archive key").expect("long enough");
+    let mut forged = record.clone();
+    forged.payload = Bytes::from_static(b"{\"forged\": true}");
+    vec![
+        (
+            "another record",
+            Bytes::from(key().seal(&forged.to_bytes())),
+        ),
+        ("its record unsealed", Bytes::from(record.to_bytes())),
+        (
+            "its record sealed with another key",
+            Bytes::from(other.seal(&record.to_bytes())),
+        ),
+        ("no record", Bytes::from_static(b"{}")),
+    ]
+}
+
+/// An object planted at a notification's key never counts as its record: the relay writes its
+/// own beside it, a retry finds that one, and the planted object is left as it was. `plant`
+/// puts the planted object (or folder, or link) at the key, relative to the archive.
+pub async fn a_planted_object_is_not_a_record<F, Fut>(
+    archive: &Arc<dyn Archive>,
+    case: &str,
+    plant: F,
+) where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let record = fresh_record("planted", "{\"bundle\": 1}");
+    let at_key = object_key(record.received_at, &record.dedup_key);
+    plant(at_key.clone()).await;
+    let before = archive.get(&at_key).await.ok().flatten();
+    let written = write(archive, &record)
+        .await
+        .unwrap_or_else(|e| panic!("{case}: the write failed: {e}"));
+    assert_ne!(
+        written, at_key,
+        "{case}: counted as the notification's record"
+    );
+    assert!(
+        written.starts_with(&format!("{at_key}.")),
+        "{case}: {written}"
+    );
+    let found = archive.get(&written).await.unwrap().expect("written");
+    let opened = Record::open(&key(), &found).expect("the relay's record opens");
+    assert_eq!(opened, record, "{case}");
+    let mut retry = record.clone();
+    retry.received_at += Duration::from_secs(60);
+    assert_eq!(
+        write(archive, &retry).await.unwrap(),
+        written,
+        "{case}: a retry"
+    );
+    assert_eq!(
+        archive.get(&at_key).await.ok().flatten(),
+        before,
+        "{case}: left alone"
+    );
+}
+
+/// A notification's second attempt in the hour finds its first record at its key and counts it.
+pub async fn a_retry_finds_its_record(archive: &Arc<dyn Archive>) {
+    let record = fresh_record("retried", "{\"bundle\": 2}");
+    let first = write(archive, &record).await.unwrap();
+    assert_eq!(first, object_key(record.received_at, &record.dedup_key));
+    let mut retry = record.clone();
+    retry.received_at += Duration::from_secs(60);
+    assert_eq!(write(archive, &retry).await.unwrap(), first);
+    let found = archive.get(&first).await.unwrap().unwrap();
+    assert_eq!(
+        Record::open(&key(), &found).unwrap(),
+        record,
+        "the first is kept"
+    );
+}
+
+/// [`a_planted_object_is_not_a_record`] for every object of [`planted`], put through the
+/// store, and [`a_retry_finds_its_record`]: what any store must do.
+pub async fn planted_objects_never_count(archive: &Arc<dyn Archive>) {
+    a_retry_finds_its_record(archive).await;
+    let record = fresh_record("planted", "{\"bundle\": 1}");
+    for (case, bytes) in planted(&record) {
+        a_planted_object_is_not_a_record(archive, case, |key| async move {
+            let put = archive.put(&key, bytes).await.expect("planted");
+            assert_eq!(put, Written::Created);
+        })
+        .await;
+    }
+}
+
+/// `record` as the relay writes it: sealed with [`key`].
+pub fn sealed(record: &Record) -> Bytes {
+    Bytes::from(key().seal(&record.to_bytes()))
 }

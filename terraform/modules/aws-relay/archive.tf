@@ -4,10 +4,13 @@
 
 # The relay writes every verified notification, filtered ones included, as one new object
 # <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with PutObject and
-# If-None-Match: *: it never overwrites an object, and takes 412 (the key exists: a retry within
-# the same hour) as already written. It never reads, lists nor deletes the archive. Operators
-# replay from it with `relay replay`, which lists an hour's prefix (ListObjectsV2) and reads its
-# objects (GetObject) with their own credentials: archive_readers, through the bucket policy and
+# If-None-Match: *: it never overwrites an object. Each record is sealed with the archive's key
+# (an HMAC-SHA256, RELAY_ARCHIVE_KEY_SECRET_ARN). On a 412 (the key exists) it reads the object
+# back (GetObject) and counts it as written only if it is that notification's sealed record (a
+# retry within the same hour); anything else is left alone and the record written beside it. It
+# never lists nor deletes the archive. Operators replay from it with `relay replay`, which lists
+# an hour's prefix (ListObjectsV2), reads its objects (GetObject) and opens them with the
+# archive's key, with their own credentials: archive_readers, through the bucket policy and
 # archive_reader_policy_json. Objects expire after archive_retention_days.
 #
 # No versioning: nothing overwrites an object (the bucket policy refuses the role's PutObject
@@ -25,6 +28,34 @@ locals {
 
   archive_bucket_arn  = var.archive_enabled ? "arn:${local.partition}:s3:::${local.archive_bucket}" : null
   archive_objects_arn = var.archive_enabled ? "${local.archive_bucket_arn}/${var.archive_prefix}*" : null
+}
+
+# The archive's key: records are sealed with it, and `relay replay` sends only the records it
+# opens. Generated once (ephemeral: never in the plan or the state) and kept for as long as the
+# archive: a new key would leave every record written before it unopenable.
+ephemeral "random_password" "archive_key" {
+  length  = 48
+  special = false
+}
+
+resource "aws_secretsmanager_secret" "archive_key" {
+  #checkov:skip=CKV2_AWS_57:Records are sealed with this key for as long as they are kept; a rotated key would leave every earlier record unopenable by relay replay.
+  count = var.archive_enabled ? 1 : 0
+
+  name_prefix             = "${var.name}-archive-key-"
+  description             = "RELAY_ARCHIVE_KEY of the ${var.name} relay: the key its archive records are sealed with, read once at start and by relay replay."
+  kms_key_id              = var.kms_key_arn
+  recovery_window_in_days = var.secret_recovery_window_days
+  tags                    = var.tags
+}
+
+# Written once, in a write-only argument: Terraform keeps only the version number in its state.
+resource "aws_secretsmanager_secret_version" "archive_key" {
+  count = var.archive_enabled ? 1 : 0
+
+  secret_id                = aws_secretsmanager_secret.archive_key[0].id
+  secret_string_wo         = ephemeral.random_password.archive_key.result
+  secret_string_wo_version = 1
 }
 
 resource "aws_s3_bucket" "archive" {
@@ -225,6 +256,25 @@ data "aws_iam_policy_document" "archive_readers" {
     effect    = "Allow"
     actions   = ["s3:GetObject"]
     resources = [local.archive_objects_arn]
+  }
+
+  # The archive's key, to open the records (RELAY_ARCHIVE_KEY_SECRET_ARN).
+  statement {
+    sid       = "ReadArchiveKey"
+    effect    = "Allow"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = aws_secretsmanager_secret.archive_key[*].arn
+  }
+
+  # The secret is encrypted with kms_key_arn when it is set.
+  dynamic "statement" {
+    for_each = var.kms_key_arn != null ? [var.kms_key_arn] : []
+    content {
+      sid       = "DecryptArchiveKey"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+    }
   }
 
   dynamic "statement" {

@@ -46,6 +46,17 @@ data "aws_iam_policy_document" "this" {
     resources = [aws_secretsmanager_secret.hmac.arn]
   }
 
+  # RELAY_ARCHIVE_KEY_SECRET_ARN: the key the archive's records are sealed with.
+  dynamic "statement" {
+    for_each = var.archive_enabled ? [aws_secretsmanager_secret.archive_key[0].arn] : []
+    content {
+      sid       = "ReadOwnArchiveKey"
+      effect    = "Allow"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [statement.value]
+    }
+  }
+
   # RELAY_SQS_QUEUE_URL: SendMessage and SendMessageBatch are both authorized by sqs:SendMessage.
   dynamic "statement" {
     for_each = local.sqs_enabled ? [local.queue_arn] : []
@@ -154,8 +165,8 @@ data "aws_iam_policy_document" "this" {
   }
 
   # RELAY_ARCHIVE_URL: one new object per verified notification, PutObject with If-None-Match: *
-  # (412 when the key exists), under the archive's prefix only; the relay neither reads, lists
-  # nor deletes the archive. The bucket policy refuses the same PutObject without the header.
+  # (412 when the key exists), under the archive's prefix only; the relay neither lists nor
+  # deletes the archive. The bucket policy refuses the same PutObject without the header.
   dynamic "statement" {
     for_each = var.archive_enabled ? [local.archive_objects_arn] : []
     content {
@@ -172,14 +183,26 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
-  # RELAY_ARCHIVE_URL with archive_kms_key_arn: a PutObject under SSE-KMS needs GenerateDataKey
-  # (not Decrypt: the relay reads nothing back).
+  # RELAY_ARCHIVE_URL: after a 412, the object at the key is read back, and counts as written
+  # only if it is the notification's sealed record; under the prefix only.
+  dynamic "statement" {
+    for_each = var.archive_enabled ? [local.archive_objects_arn] : []
+    content {
+      sid       = "ReadArchivedRecord"
+      effect    = "Allow"
+      actions   = ["s3:GetObject"]
+      resources = [statement.value]
+    }
+  }
+
+  # RELAY_ARCHIVE_URL with archive_kms_key_arn: a PutObject under SSE-KMS needs GenerateDataKey,
+  # reading a record back Decrypt.
   dynamic "statement" {
     for_each = var.archive_enabled && var.archive_kms_key_arn != null ? [var.archive_kms_key_arn] : []
     content {
       sid       = "EncryptArchive"
       effect    = "Allow"
-      actions   = ["kms:GenerateDataKey"]
+      actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
       resources = [statement.value]
     }
   }

@@ -34,8 +34,9 @@ locals {
     ] : arn if arn != null
   ])
 
-  # Every RELAY_* variable the function gets. The HMAC keys are not among them: the function
-  # reads the secret named by RELAY_HMAC_KEYS_SECRET_ARN once, at start.
+  # Every RELAY_* variable the function gets. The HMAC keys and the archive's key are not among
+  # them: the function reads the secrets RELAY_HMAC_KEYS_SECRET_ARN and
+  # RELAY_ARCHIVE_KEY_SECRET_ARN name once, at start.
   environment = merge(
     {
       RELAY_HMAC_KEYS_SECRET_ARN = aws_secretsmanager_secret.hmac.arn
@@ -53,7 +54,10 @@ locals {
       RELAY_LEDGER_URL            = local.ledger_url
       RELAY_LEDGER_RETENTION_SECS = tostring(var.ledger_retention_secs)
     } : {},
-    var.archive_enabled ? { RELAY_ARCHIVE_URL = local.archive_url } : {},
+    var.archive_enabled ? {
+      RELAY_ARCHIVE_URL            = local.archive_url
+      RELAY_ARCHIVE_KEY_SECRET_ARN = aws_secretsmanager_secret.archive_key[0].arn
+    } : {},
   )
 
   # The Function URL ends with "/"; callback_path starts with one.

@@ -189,12 +189,17 @@ output "archive_url" {
   value       = local.archive_url
 }
 
+output "archive_key_secret_arn" {
+  description = "ARN of the Secrets Manager secret holding the archive's key (RELAY_ARCHIVE_KEY): the relay seals every record with it, and `relay replay` takes it as RELAY_ARCHIVE_KEY_SECRET_ARN to open them; archive_reader_policy_json grants reading it. null without archive_enabled."
+  value       = one(aws_secretsmanager_secret.archive_key[*].arn)
+}
+
 output "archive_bucket" {
   description = "Name of the archive's S3 bucket; null without archive_enabled."
   value       = one(aws_s3_bucket.archive[*].bucket)
 }
 
 output "archive_reader_policy_json" {
-  description = "IAM policy (JSON) for whoever runs `relay replay` to attach (the administrators of each archive_readers principal): s3:ListBucket on the archive's prefix and s3:GetObject under it; with archive_kms_key_arn, kms:Decrypt with that key; with ledger_enabled, what ledger_reader_policy_json grants and dynamodb:UpdateItem and dynamodb:PutItem on the ledger table. Publishing the replayed notifications needs the destinations' own grants besides. null without archive_enabled."
+  description = "IAM policy (JSON) for whoever runs `relay replay` to attach (the administrators of each archive_readers principal): s3:ListBucket on the archive's prefix and s3:GetObject under it, secretsmanager:GetSecretValue on the archive's key (archive_key_secret_arn) and, with kms_key_arn, kms:Decrypt with that key; with archive_kms_key_arn, kms:Decrypt with that key; with ledger_enabled, what ledger_reader_policy_json grants and dynamodb:UpdateItem and dynamodb:PutItem on the ledger table. Publishing the replayed notifications needs the destinations' own grants besides. null without archive_enabled."
   value       = one(data.aws_iam_policy_document.archive_readers[*].json)
 }

@@ -4,11 +4,14 @@
 
 # The relay writes every verified notification, filtered ones included, as one new object
 # <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with ifGenerationMatch=0: it
-# never overwrites an object, and takes 412 (the name exists: a retry within the same hour) as
-# already written. It never reads, lists nor deletes the archive. Operators replay from it with
-# `relay replay`, which lists an hour's prefix (objects.list) and reads its objects
-# (objects.get) with their own credentials: archive_readers. Objects are deleted after
-# archive_retention_days. Grants on the bucket are in iam.tf.
+# never overwrites an object. Each record is sealed with the archive's key (an HMAC-SHA256,
+# RELAY_ARCHIVE_KEY from Secret Manager). On a 412 (the name exists) it reads the object back
+# (objects.get) and counts it as written only if it is that notification's sealed record (a
+# retry within the same hour); anything else is left alone and the record written beside it. It
+# never lists nor deletes the archive. Operators replay from it with `relay replay`, which lists
+# an hour's prefix (objects.list), reads its objects (objects.get) and opens them with the
+# archive's key, with their own credentials: archive_readers. Objects are deleted after
+# archive_retention_days. Grants on the bucket and the key are in iam.tf.
 #
 # No versioning: nothing overwrites an object (objectCreator cannot: replacing a live object
 # needs storage.objects.delete), so there would be no noncurrent version to keep.
@@ -21,6 +24,35 @@ locals {
 
   # The objects under the prefix, as IAM conditions name Cloud Storage objects.
   archive_prefix_condition = var.archive_enabled ? "resource.name.startsWith(\"projects/_/buckets/${local.archive_bucket}/objects/${var.archive_prefix}\")" : null
+}
+
+# The archive's key: records are sealed with it, and `relay replay` sends only the records it
+# opens. Generated once (ephemeral: never in the plan or the state) and kept for as long as the
+# archive: a new key would leave every record written before it unopenable.
+ephemeral "random_password" "archive_key" {
+  length  = 48
+  special = false
+}
+
+resource "google_secret_manager_secret" "archive_key" {
+  count = var.archive_enabled ? 1 : 0
+
+  project   = var.project_id
+  secret_id = "${var.name}-archive-key"
+  labels    = var.labels
+
+  replication {
+    auto {}
+  }
+}
+
+# Written once, in a write-only argument: Terraform keeps only the version number in its state.
+resource "google_secret_manager_secret_version" "archive_key" {
+  count = var.archive_enabled ? 1 : 0
+
+  secret                 = google_secret_manager_secret.archive_key[0].id
+  secret_data_wo         = ephemeral.random_password.archive_key.result
+  secret_data_wo_version = 1
 }
 
 resource "google_storage_bucket" "archive" {

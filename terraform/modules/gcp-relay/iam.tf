@@ -74,9 +74,9 @@ resource "google_storage_bucket_iam_member" "route_writers" {
 # Archive (archive.tf): the relay creates objects under the prefix, archive_readers read them
 ################################################################################
 
-# Creating objects only (storage.objects.create): roles/storage.objectCreator has no get, no
-# list and no delete, and replacing a live object needs delete, so the relay cannot read,
-# overwrite or remove what it archived. The condition keeps it to the archive's prefix.
+# Creating objects (storage.objects.create): roles/storage.objectCreator has no get, no list
+# and no delete, and replacing a live object needs delete, so the relay cannot overwrite or
+# remove what it archived. The condition keeps it to the archive's prefix.
 resource "google_storage_bucket_iam_member" "relay_archive" {
   count = var.archive_enabled ? 1 : 0
 
@@ -89,6 +89,43 @@ resource "google_storage_bucket_iam_member" "relay_archive" {
     description = "Only objects under the archive prefix of the ${var.name} relay."
     expression  = local.archive_prefix_condition
   }
+}
+
+# After a 412 the relay reads the object at the name back (objects.get), to count it as written
+# only if it is the notification's sealed record: roles/storage.objectViewer, on the prefix only
+# (its objects.list is checked on the bucket's name, so the condition leaves the relay no list).
+resource "google_storage_bucket_iam_member" "relay_archive_read" {
+  count = var.archive_enabled ? 1 : 0
+
+  bucket = google_storage_bucket.archive[0].name
+  role   = "roles/storage.objectViewer"
+  member = "serviceAccount:${google_service_account.this.email}"
+
+  condition {
+    title       = "archive-prefix-only"
+    description = "Only objects under the archive prefix of the ${var.name} relay."
+    expression  = local.archive_prefix_condition
+  }
+}
+
+# The archive's key (RELAY_ARCHIVE_KEY): the relay seals records with it; archive_readers open
+# them with it in `relay replay`.
+resource "google_secret_manager_secret_iam_member" "relay_archive_key" {
+  count = var.archive_enabled ? 1 : 0
+
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.archive_key[0].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.this.email}"
+}
+
+resource "google_secret_manager_secret_iam_member" "archive_readers_key" {
+  for_each = toset(var.archive_enabled ? var.archive_readers : [])
+
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.archive_key[0].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = each.value
 }
 
 # `relay replay`: objects.list by hour prefix and objects.get, roles/storage.objectViewer. No

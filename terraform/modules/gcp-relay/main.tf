@@ -163,7 +163,8 @@ resource "google_cloud_run_v2_service" "this" {
         }
       }
 
-      # The archive (archive.tf), only with archive_enabled.
+      # The archive (archive.tf), only with archive_enabled: its URL, and its key from Secret
+      # Manager, never as a plain value.
       dynamic "env" {
         for_each = var.archive_enabled ? {
           RELAY_ARCHIVE_URL = local.archive_url
@@ -171,6 +172,21 @@ resource "google_cloud_run_v2_service" "this" {
         content {
           name  = env.key
           value = env.value
+        }
+      }
+
+      dynamic "env" {
+        for_each = var.archive_enabled ? {
+          RELAY_ARCHIVE_KEY = google_secret_manager_secret_version.archive_key[0].version
+        } : {}
+        content {
+          name = env.key
+          value_source {
+            secret_key_ref {
+              secret  = google_secret_manager_secret.archive_key[0].secret_id
+              version = env.value
+            }
+          }
         }
       }
 
@@ -217,5 +233,7 @@ resource "google_cloud_run_v2_service" "this" {
     google_project_iam_member.relay_ledger,
     google_firestore_field.ledger_expires_at,
     google_storage_bucket_iam_member.relay_archive,
+    google_storage_bucket_iam_member.relay_archive_read,
+    google_secret_manager_secret_iam_member.relay_archive_key,
   ]
 }

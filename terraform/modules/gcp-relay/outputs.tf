@@ -154,6 +154,11 @@ output "archive_url" {
   value       = local.archive_url
 }
 
+output "archive_key_secret" {
+  description = "Secret Manager secret (projects/P/secrets/S) holding the archive's key (RELAY_ARCHIVE_KEY): the relay seals every record with it, and `relay replay` needs it to open them (archive_readers may read it). null without archive_enabled."
+  value       = one(google_secret_manager_secret.archive_key[*].id)
+}
+
 output "archive_bucket" {
   description = "Name of the archive's Cloud Storage bucket; null without archive_enabled."
   value       = one(google_storage_bucket.archive[*].name)

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::{Archive, ArchiveError, Written};
+use super::{Archive, ArchiveError, RecordError, Written};
 
 /// A folder holding records.
 #[derive(Debug, Clone)]
@@ -110,6 +110,11 @@ impl Archive for DirArchive {
         match tokio::fs::read(&path).await {
             Ok(bytes) => Ok(Some(Bytes::from(bytes))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            // Not a record, and no retry makes it one.
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Err(ArchiveError::Corrupt {
+                key: key.to_owned(),
+                error: RecordError::Malformed("a folder, not a file".into()),
+            }),
             Err(e) => Err(unavailable(&path, e)),
         }
     }

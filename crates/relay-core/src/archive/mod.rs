@@ -12,6 +12,12 @@
 //! verified notification is routed to it besides its routes, filtered ones included, it is
 //! written concurrently with them and the ledger records its acknowledgement like theirs.
 //!
+//! Records are sealed ([`ArchiveKey`]): an object counts as a notification's record only when
+//! it opens under the archive's key and holds that notification. Whatever else is found at a
+//! key (another record, a folder, a link, an object of someone who may write to the bucket) is
+//! left alone, and the record is written beside it, under `<key>.<16 hex digits>` that only
+//! a holder of the key can tell ([`ArchiveKey::name_of`]).
+//!
 //! Stores: a local folder ([`dir`]), S3 (`s3://BUCKET/PREFIX`, cargo feature `s3`) and Cloud
 //! Storage (`gs://BUCKET/PREFIX`, cargo feature `gcs`).
 
@@ -21,6 +27,7 @@ mod gcs;
 mod record;
 #[cfg(feature = "s3")]
 mod s3;
+mod seal;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -36,6 +43,7 @@ pub use gcs::GcsArchive;
 pub use record::{FORMAT, Record, RecordError};
 #[cfg(feature = "s3")]
 pub use s3::S3Archive;
+pub use seal::{ArchiveKey, MIN_KEY_BYTES};
 
 use crate::sink::{Destination, Message, Receipt, Shape, Sink, SinkError};
 
@@ -248,17 +256,18 @@ pub async fn open(
 }
 
 /// The archive as a destination: each message is a [`Record`] already (its payload the
-/// record's bytes, see [`Record::message`]), written under [`object_key`]; its message id is
-/// the object's key.
+/// record's bytes, see [`Record::message`]), sealed and written under [`object_key`]; its
+/// message id is the object's key.
 #[derive(Debug)]
 pub struct ArchiveSink {
     archive: Arc<dyn Archive>,
+    key: ArchiveKey,
 }
 
 impl ArchiveSink {
-    /// The destination writing to `archive`.
-    pub fn new(archive: Arc<dyn Archive>) -> Self {
-        Self { archive }
+    /// The destination writing to `archive`, sealing with `key`.
+    pub fn new(archive: Arc<dyn Archive>, key: ArchiveKey) -> Self {
+        Self { archive, key }
     }
 
     /// The store it writes to.
@@ -268,14 +277,64 @@ impl ArchiveSink {
 
     /// The destination named `archive` writing to `archive`, known by its resource
     /// `archive:<url>`; its records are made whole ([`Record::message`]), never shaped.
-    pub fn destination(archive: Arc<dyn Archive>) -> Destination {
+    pub fn destination(archive: Arc<dyn Archive>, key: ArchiveKey) -> Destination {
         Destination {
             name: SINK_NAME.to_owned(),
             resource: format!("{RESOURCE_PREFIX}{}", archive.url()),
-            sink: Arc::new(Self::new(archive)),
+            sink: Arc::new(Self::new(archive, key)),
             shape: Shape::default(),
             max_message_bytes: None,
         }
+    }
+
+    /// Writes `message`'s record sealed under its notification's key; where an object that is not its
+    /// record is found there, beside it. The key written.
+    async fn write(&self, message: &Message) -> Result<String, ArchiveError> {
+        let key = object_key(message.received_at, &message.dedup_key);
+        let sealed = Bytes::from(self.key.seal(&message.payload));
+        if self.create(&key, &sealed, &message.payload).await? {
+            return Ok(key);
+        }
+        // A name only the key can tell, one per notification: its retries find their record.
+        let beside = format!("{key}.{}", self.key.name_of(&message.dedup_key));
+        tracing::warn!(
+            key,
+            beside,
+            "The object at a notification's archive key is not its record; it is left alone, and the record written beside it."
+        );
+        match self.create(&beside, &sealed, &message.payload).await? {
+            true => Ok(beside),
+            false => Err(ArchiveError::Refused(format!(
+                "{beside}: an object that is not this notification's record is there too"
+            ))),
+        }
+    }
+
+    /// Creates `key`; true when it is new, or holds this notification's record already.
+    async fn create(
+        &self,
+        key: &str,
+        sealed: &Bytes,
+        document: &[u8],
+    ) -> Result<bool, ArchiveError> {
+        if self.archive.put(key, sealed.clone()).await? == Written::Created {
+            return Ok(true);
+        }
+        let found = match self.archive.get(key).await {
+            Ok(Some(found)) => found,
+            Err(e @ ArchiveError::Unavailable(_)) => return Err(e),
+            // Gone since (a dangling link), a folder, an object that cannot be read.
+            Ok(None) | Err(_) => return Ok(false),
+        };
+        let ours = Record::from_bytes(document).map_err(|error| ArchiveError::Corrupt {
+            key: key.to_owned(),
+            error,
+        })?;
+        let same = Record::open(&self.key, &found).is_ok_and(|r| r.same_notification(&ours));
+        if same {
+            tracing::debug!(key, "Already archived by an earlier attempt.");
+        }
+        Ok(same)
     }
 }
 
@@ -294,14 +353,8 @@ impl Sink for ArchiveSink {
 
     async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
         join_all(batch.iter().map(|message| async move {
-            let key = object_key(message.received_at, &message.dedup_key);
-            match self.archive.put(&key, message.payload.clone()).await {
-                Ok(written) => {
-                    if written == Written::Existed {
-                        tracing::debug!(key, "Already archived by an earlier attempt.");
-                    }
-                    Ok(Receipt::new(Some(key)))
-                }
+            match self.write(message).await {
+                Ok(key) => Ok(Receipt::new(Some(key))),
                 Err(ArchiveError::Unavailable(e)) => Err(SinkError::Retryable(e.into())),
                 Err(e) => Err(SinkError::Permanent(e.to_string().into())),
             }

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::ArchiveKey;
 use crate::sink::{Attributes, Message};
 
 /// The `format` of every record this relay writes.
@@ -47,6 +48,16 @@ pub enum RecordError {
     /// Written by a relay of a format this one does not read.
     #[error("archive record format {0:?}, expected {FORMAT:?}")]
     Format(String),
+    /// Not sealed: written by an earlier release, or not by a relay.
+    #[error(
+        "not sealed with the archive's key (RELAY_ARCHIVE_KEY): written by an earlier release, or not by a relay"
+    )]
+    Unsealed,
+    /// Sealed, but not by this key, or changed since.
+    #[error(
+        "its seal does not match: sealed with another RELAY_ARCHIVE_KEY, or changed since it was written"
+    )]
+    Forged,
 }
 
 /// A record as read back.
@@ -170,6 +181,16 @@ impl Record {
             request: document.request,
             payload,
         })
+    }
+
+    /// The record sealed in `sealed`, when `key` sealed it ([`ArchiveKey::open`]).
+    pub fn open(key: &ArchiveKey, sealed: &[u8]) -> Result<Self, RecordError> {
+        Self::from_bytes(&key.open(sealed)?)
+    }
+
+    /// True when `other` is a record of the same notification: its dedup key and payload.
+    pub fn same_notification(&self, other: &Self) -> bool {
+        self.dedup_key == other.dedup_key && self.payload == other.payload
     }
 
     /// The value of the attribute `name`.

@@ -7,6 +7,7 @@
 //! [`route`](crate::route); neither reads it.
 
 mod file;
+mod memory;
 mod report;
 mod settings;
 mod values;
@@ -16,6 +17,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use file::{FileConfig, FileError};
+pub use memory::{ArchiveConfig, ArchiveKeySource, LedgerConfig, archive_from_vars, archive_key};
 pub use settings::{SETTINGS, Setting, Settings, markdown_table};
 pub use values::{HmacKeys, LogFormat, MetricsFormat, Show};
 
@@ -79,8 +81,8 @@ pub struct Config {
     pub sources: Vec<crate::source::SourceConfig>,
     /// The delivery ledger, when there is one.
     pub ledger: Option<LedgerConfig>,
-    /// The archive, when there is one.
-    pub archive: Option<crate::archive::ArchiveUrl>,
+    /// The archive and the key its records are sealed with, when there is one.
+    pub archive: Option<ArchiveConfig>,
     /// Open the destinations' connections at start.
     pub warm_connections: bool,
     /// `PUBSUB_EMULATOR_HOST`: Pub/Sub sinks publish to the emulator there.
@@ -89,50 +91,6 @@ pub struct Config {
     pub config_file: Option<String>,
     /// The settings in effect, for [`effective`](Self::effective).
     settings: Settings,
-}
-
-/// The delivery ledger's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LedgerConfig {
-    /// Where it lives.
-    pub url: crate::ledger::LedgerUrl,
-    /// How long an entry is kept after its last attempt.
-    pub retention: Duration,
-    /// What counts as one notification.
-    pub key: crate::ledger::LedgerKey,
-    /// Whether notifications no route takes are recorded too.
-    pub record_filtered: bool,
-}
-
-impl LedgerConfig {
-    /// The ledger the variables (and the `RELAY_CONFIG` file they name) configure, if any,
-    /// without the rest of the relay's configuration: for tools that only read the ledger.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigErrors> {
-        let settings = settings_of(&var, "RELAY_LEDGER_")?;
-        Ok(Self::from_settings(&settings))
-    }
-
-    fn from_settings(settings: &Settings) -> Option<Self> {
-        let url = settings.ledger_url.clone()?;
-        Some(Self {
-            url,
-            retention: Duration::from_secs(
-                settings
-                    .ledger_retention_secs
-                    .map_or(crate::ledger::DEFAULT_RETENTION_SECS, |s| s.0),
-            ),
-            key: settings.ledger_key.unwrap_or_default(),
-            record_filtered: settings.ledger_record_filtered.is_none_or(|f| f.0),
-        })
-    }
-}
-
-/// The archive the variables (and the `RELAY_CONFIG` file they name) configure, if any,
-/// without the rest of the relay's configuration: for tools that only read the archive.
-pub fn archive_from_vars(
-    var: impl Fn(&str) -> Option<String>,
-) -> Result<Option<crate::archive::ArchiveUrl>, ConfigErrors> {
-    Ok(settings_of(&var, "RELAY_ARCHIVE_")?.archive_url)
 }
 
 /// The settings of the variables over the `RELAY_CONFIG` file, refusing only problems with the
@@ -371,6 +329,10 @@ impl Config {
                 ),
             );
         }
+        let archive = ArchiveConfig::from_settings(&settings).unwrap_or_else(|(var, message)| {
+            fail(var, message);
+            None
+        });
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
@@ -415,7 +377,7 @@ impl Config {
                 }),
             sources,
             ledger: LedgerConfig::from_settings(&settings),
-            archive: settings.archive_url.clone(),
+            archive,
             warm_connections: settings.warm_connections.is_none_or(|f| f.0),
             pubsub_emulator: emulator,
             config_file,

@@ -151,6 +151,10 @@ settings! {
     ledger_record_filtered: Flag = "RELAY_LEDGER_RECORD_FILTERED", file, default "true";
     /// The archive: a folder, `s3://<bucket>/<prefix>` or `gs://<bucket>/<prefix>`. Every verified notification, filtered ones included, is written there as one new object under `YYYY/MM/DD/HH/<dedup key>` before the relay answers 2xx, for `relay replay`; off when unset.
     archive_url: ArchiveUrl = "RELAY_ARCHIVE_URL", file, default "";
+    /// The key the archive's records are sealed with (an HMAC-SHA256 over each record), at least 16 bytes, used as its UTF-8 bytes: `relay replay` sends only records it opens, and an object at a notification's key counts as written only if it is that notification's sealed record. Required with the archive; keep it as long as the archive.
+    archive_key: Secret = "RELAY_ARCHIVE_KEY", file, default "";
+    /// An AWS Secrets Manager secret read once at start whose `SecretString` is the archive's key, instead of `RELAY_ARCHIVE_KEY`.
+    archive_key_secret_arn: SecretArn = "RELAY_ARCHIVE_KEY_SECRET_ARN", file, default "";
     /// Open each destination's connection (and the ledger's and the archive's) at start, with one call that publishes and writes nothing (a queue's or topic's attributes, the table's description, the bucket's head), so the first notification does not pay for the TLS handshake; any answer, a refusal included, leaves the connection open.
     warm_connections: Flag = "RELAY_WARM_CONNECTIONS", file, default "true";
     /// relay-gcf: the address to listen on.

@@ -71,6 +71,8 @@ pub struct Relay {
     /// The archive, when `RELAY_ARCHIVE_URL` is set: a destination every verified notification
     /// is routed to.
     archive: Option<Destination>,
+    /// The key the archive's records are sealed with, for replays to open them.
+    archive_key: Option<crate::archive::ArchiveKey>,
     clock: Arc<dyn Clock>,
     admission: Admission,
     metrics: Metrics,
@@ -94,6 +96,9 @@ pub enum StartError {
     /// The HMAC keys could not be read from `RELAY_HMAC_KEYS_SECRET_ARN`.
     #[error("RELAY_HMAC_KEYS_SECRET_ARN: {0}")]
     Secret(String),
+    /// The archive's key could not be read from `RELAY_ARCHIVE_KEY_SECRET_ARN`, or is too short.
+    #[error("RELAY_ARCHIVE_KEY_SECRET_ARN: {0}")]
+    ArchiveKey(String),
     /// A source's keys could not be read from its `secret_arn`.
     #[error("RELAY_CONFIG: source {name:?}: {error}")]
     SourceKeys {
@@ -113,6 +118,32 @@ pub enum StartError {
     Archive(#[source] crate::archive::ArchiveError),
 }
 
+/// The archive's key: as configured, or read from Secrets Manager.
+async fn archive_key(
+    source: &crate::config::ArchiveKeySource,
+    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+) -> Result<crate::archive::ArchiveKey, StartError> {
+    let arn = match source {
+        crate::config::ArchiveKeySource::Given(key) => return Ok(key.clone()),
+        crate::config::ArchiveKeySource::SecretArn(arn) => arn,
+    };
+    #[cfg(feature = "secrets")]
+    {
+        let sdk = aws.expect("loaded for the secret");
+        let fail = |e: String| StartError::ArchiveKey(format!("{arn}: {e}"));
+        let text = crate::secrets::load_text(sdk, arn).await.map_err(fail)?;
+        crate::config::archive_key(&crate::verify::Secret::new(text)).map_err(fail)
+    }
+    #[cfg(not(feature = "secrets"))]
+    {
+        #[cfg(feature = "aws")]
+        let _ = aws;
+        Err(StartError::ArchiveKey(format!(
+            "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
+        )))
+    }
+}
+
 impl Relay {
     /// Builds every sink the configuration names (opening files, building each SDK client
     /// once) and reads the keys from Secrets Manager when configured.
@@ -125,8 +156,10 @@ impl Relay {
                 .ledger
                 .as_ref()
                 .is_some_and(|l| matches!(l.url, crate::ledger::LedgerUrl::DynamoDb { .. }))
-            || matches!(config.archive, Some(crate::archive::ArchiveUrl::S3 { .. }))
-        {
+            || config.archive.as_ref().is_some_and(|a| {
+                matches!(a.url, crate::archive::ArchiveUrl::S3 { .. })
+                    || matches!(a.key, crate::config::ArchiveKeySource::SecretArn(_))
+            }) {
             true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
             false => None,
         };
@@ -188,15 +221,21 @@ impl Relay {
             None => None,
         };
         let archive = match &config.archive {
-            Some(url) => Some(
+            Some(settings) => Some((
                 crate::archive::open(
-                    url,
+                    &settings.url,
                     #[cfg(feature = "aws")]
                     aws.as_ref(),
                 )
                 .await
                 .map_err(StartError::Archive)?,
-            ),
+                archive_key(
+                    &settings.key,
+                    #[cfg(feature = "aws")]
+                    aws.as_ref(),
+                )
+                .await?,
+            )),
             None => None,
         };
         // One way to build a sink: the deployed ones now, those stored routes add later.
@@ -223,9 +262,9 @@ impl Relay {
             tracing::info!(ledger = %recorder.config.url, key = %recorder.config.key, retention_secs = recorder.config.retention.as_secs(), "Delivery ledger open.");
             relay.ledger = Some(recorder);
         }
-        if let Some(archive) = archive {
+        if let Some((archive, key)) = archive {
             tracing::info!(archive = %archive.url(), "Archive open: every verified notification is written there.");
-            relay = relay.with_archive(archive);
+            relay = relay.with_archive(archive, key);
         }
         let Some(url) = routes_url else {
             return Ok(relay);
@@ -293,6 +332,7 @@ impl Relay {
             live: None,
             ledger: None,
             archive: None,
+            archive_key: None,
             clock,
             admission,
             metrics,
@@ -324,8 +364,16 @@ impl Relay {
 
     /// The same relay, writing every verified notification to `archive` as well; tests use it
     /// to inject a store.
-    pub fn with_archive(mut self, archive: Arc<dyn crate::archive::Archive>) -> Self {
-        self.archive = Some(crate::archive::ArchiveSink::destination(archive));
+    pub fn with_archive(
+        mut self,
+        archive: Arc<dyn crate::archive::Archive>,
+        key: crate::archive::ArchiveKey,
+    ) -> Self {
+        self.archive = Some(crate::archive::ArchiveSink::destination(
+            archive,
+            key.clone(),
+        ));
+        self.archive_key = Some(key);
         self
     }
 

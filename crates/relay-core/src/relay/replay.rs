@@ -163,6 +163,12 @@ pub enum ReplayError {
 }
 
 impl Relay {
+    /// The key the archive's records are sealed with, when the relay has an archive: what
+    /// opens a record before it is replayed ([`Record::open`](crate::archive::Record::open)).
+    pub fn archive_key(&self) -> Option<&crate::archive::ArchiveKey> {
+        self.archive_key.as_ref()
+    }
+
     /// The names of the destinations in effect: the sinks, then `split:<name>` per split.
     pub fn destination_names(&self) -> Vec<String> {
         let table = self.table.load();
