@@ -39,6 +39,11 @@ output "ledger_reader_policy_json" {
   value       = module.relay.ledger_reader_policy_json
 }
 
+output "archive_key_secret_arn" {
+  description = "The archive's key, a Secrets Manager secret: RELAY_ARCHIVE_KEY_SECRET_ARN for relay replay."
+  value       = module.relay.archive_key_secret_arn
+}
+
 output "archive_url" {
   description = "The archive (s3://<bucket>/<prefix>): RELAY_ARCHIVE_URL for relay replay."
   value       = module.relay.archive_url

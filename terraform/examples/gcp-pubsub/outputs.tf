@@ -64,6 +64,11 @@ output "ledger_url" {
   value       = module.relay.ledger_url
 }
 
+output "archive_key_secret" {
+  description = "The archive's key, a Secret Manager secret: RELAY_ARCHIVE_KEY for relay replay is its latest version."
+  value       = module.relay.archive_key_secret
+}
+
 output "archive_url" {
   description = "The archive (gs://<bucket>/<prefix>): RELAY_ARCHIVE_URL for relay replay."
   value       = module.relay.archive_url
