@@ -89,6 +89,7 @@ fn record(payload: String, at: SystemTime) -> Record {
             "query": {},
             "headers": {"content-type": ["application/json"]},
         }),
+        dropped_headers: vec!["authorization".to_owned()],
         payload,
     }
 }

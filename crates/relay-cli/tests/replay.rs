@@ -480,6 +480,7 @@ fn archived(payload: &str, at: SystemTime) -> relay_core::archive::Record {
             ),
         ],
         request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
+        dropped_headers: Vec::new(),
         payload: bytes::Bytes::from(payload.to_owned()),
     }
 }

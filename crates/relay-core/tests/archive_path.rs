@@ -294,3 +294,41 @@ fn a_sink_named_like_the_archive_is_refused() {
     assert!(refused.contains("RELAY_ARCHIVE_URL"), "{refused}");
     assert!(refused.contains("rename the sink"), "{refused}");
 }
+
+/// A record keeps the request headers a route names, so that a replay matches as the live
+/// request did, and drops the others a sender added.
+#[tokio::test]
+async fn a_record_keeps_the_headers_routes_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("relay.toml");
+    std::fs::write(
+        &routes,
+        "[sinks.file]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"tenant\"\nto = [\"file\"]\nmatch = { \"$request\" = { headers = { x-tenant = [\"a\"] } } }\n",
+    )
+    .unwrap();
+    let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
+    let sink = RecordingSink::new("memory");
+    let relay = relay(
+        config(&[
+            ("RELAY_HMAC_SECRET", SECRET),
+            ("RELAY_CONFIG", routes.to_str().unwrap()),
+        ]),
+        &[("file", Arc::clone(&sink) as Arc<dyn Sink>)],
+        capture_clock(),
+    )
+    .with_archive(Arc::clone(&archive), relay_testkit::archive::key());
+    let mut request = capture::request(NAMES[0]);
+    for (name, value) in [("x-tenant", "a"), ("x-other", "b"), ("x-api-key", "k")] {
+        request.headers_mut().insert(name, value.parse().unwrap());
+    }
+    let outcome = relay.accept(request).await;
+    assert_eq!(outcome.status, 202, "{}", body(&outcome));
+    assert_eq!(sink.messages().len(), 1, "the route took it");
+    let records = records(archive.as_ref()).await;
+    let headers = records[0].request["headers"].as_object().unwrap();
+    assert_eq!(headers["x-tenant"], serde_json::json!(["a"]));
+    for dropped in ["x-other", "x-api-key", "authorization"] {
+        assert!(headers.get(dropped).is_none(), "{dropped} kept");
+        assert!(records[0].dropped_headers.iter().any(|h| h == dropped), "{dropped}");
+    }
+}

@@ -549,6 +549,15 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     let bytes = archive.get(&keys[0]).await.unwrap().unwrap();
     let record = Record::open(&relay_testkit::archive::key(), &bytes).unwrap();
     assert_eq!(record.attribute("relay.source"), Some("github"));
+    // Whoever reads the archive cannot send the push again: its signature is not kept.
+    let headers = record.request["headers"].as_object().unwrap();
+    assert!(headers.get("x-hub-signature-256").is_none(), "{headers:?}");
+    assert!(headers.get("x-github-event").is_some(), "{headers:?}");
+    assert!(
+        record.dropped_headers.iter().any(|h| h == "x-hub-signature-256"),
+        "{:?}",
+        record.dropped_headers
+    );
 
     let plan = ReplayPlan {
         to: ReplayTo::Routes,

@@ -257,6 +257,7 @@ pub fn fresh_record(name: &str, payload: &'static str) -> Record {
         dedup_key: dedup_key.clone(),
         attributes: vec![("relay.dedup_key".into(), dedup_key)],
         request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
+        dropped_headers: Vec::new(),
         payload: Bytes::from_static(payload.as_bytes()),
     }
 }

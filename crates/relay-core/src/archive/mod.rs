@@ -40,7 +40,7 @@ use futures_util::future::join_all;
 pub use dir::DirArchive;
 #[cfg(feature = "gcs")]
 pub use gcs::GcsArchive;
-pub use record::{FORMAT, Record, RecordError};
+pub use record::{FORMAT, KEPT_HEADERS, Record, RecordError, is_secret_header};
 #[cfg(feature = "s3")]
 pub use s3::S3Archive;
 pub use seal::{ArchiveKey, MIN_KEY_BYTES};

@@ -10,6 +10,7 @@
 //! `payload` is the payload text as a JSON string, so `jq -j .payload` gives back the bytes the
 //! sender sent; a payload that is not UTF-8 is kept as `payload_base64` instead.
 
+use std::collections::BTreeSet;
 use std::time::SystemTime;
 
 use base64::Engine as _;
@@ -24,6 +25,60 @@ use crate::sink::{Attributes, Message};
 /// The `format` of every record this relay writes.
 pub const FORMAT: &str = "dss-relay-archive/1";
 
+/// The request headers a record keeps, besides those a route names: what describes a request
+/// without granting anything (the DSS's, each sender's event and delivery headers, the trace
+/// context). Every other header is dropped, and named in `dropped_headers`.
+pub const KEPT_HEADERS: &[&str] = &[
+    "accept",
+    "accept-encoding",
+    "content-digest",
+    "content-encoding",
+    "content-length",
+    "content-type",
+    "date",
+    "digest",
+    "host",
+    "traceparent",
+    "tracestate",
+    "user-agent",
+    "webhook-id",
+    "webhook-timestamp",
+    "x-amzn-trace-id",
+    "x-cloud-trace-context",
+    "x-github-delivery",
+    "x-github-event",
+    "x-github-hook-id",
+    "x-github-hook-installation-target-id",
+    "x-github-hook-installation-target-type",
+    "x-shopify-api-version",
+    "x-shopify-event-id",
+    "x-shopify-shop-domain",
+    "x-shopify-topic",
+    "x-shopify-triggered-at",
+    "x-shopify-webhook-id",
+    "x-slack-request-timestamp",
+    "x-slack-retry-num",
+    "x-slack-retry-reason",
+];
+
+/// True for a header that may carry a credential or a signature: never kept, even when a
+/// route names it.
+pub fn is_secret_header(name: &str) -> bool {
+    const WORDS: [&str; 9] = [
+        "auth",
+        "cookie",
+        "sig",
+        "hmac",
+        "token",
+        "secret",
+        "key",
+        "password",
+        "credential",
+    ];
+    let name = name.to_ascii_lowercase();
+    WORDS.iter().any(|word| name.contains(word))
+}
+
 /// One verified notification, as archived.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -33,8 +88,10 @@ pub struct Record {
     pub dedup_key: String,
     /// The relay's attributes, in order.
     pub attributes: Vec<(String, String)>,
-    /// The request's path, query and headers, as routes see `$request`.
+    /// The request's path, query and kept headers, as routes see `$request`.
     pub request: Value,
+    /// The names of the request headers not kept, in order.
+    pub dropped_headers: Vec<String>,
     /// The payload bytes exactly as received.
     pub payload: Bytes,
 }
@@ -71,6 +128,8 @@ struct Document {
     #[serde(default)]
     request: Value,
     #[serde(default)]
+    dropped_headers: Vec<String>,
+    #[serde(default)]
     payload: Option<String>,
     #[serde(default)]
     payload_base64: Option<String>,
@@ -78,11 +137,21 @@ struct Document {
 
 impl Record {
     /// The record of `message` (unshaped: every relay attribute) and its request document,
-    /// without the request's `Authorization`: whoever reads the archive cannot send the signed
-    /// request again (the keyId stays, as the attribute `relay.key_id`).
-    pub fn of(message: &Message, mut request: Value) -> Self {
+    /// keeping only the headers of [`KEPT_HEADERS`] and those routes name (`named`), and never
+    /// one that may carry a credential or a signature ([`is_secret_header`]): whoever reads the
+    /// archive cannot send the signed request again (the keyId stays, as the attribute
+    /// `relay.key_id`).
+    pub fn of(message: &Message, mut request: Value, named: &BTreeSet<String>) -> Self {
+        let mut dropped_headers = Vec::new();
         if let Some(headers) = request.get_mut("headers").and_then(Value::as_object_mut) {
-            headers.remove("authorization");
+            headers.retain(|name, _| {
+                let kept = !is_secret_header(name)
+                    && (KEPT_HEADERS.contains(&name.as_str()) || named.contains(name));
+                if !kept {
+                    dropped_headers.push(name.clone());
+                }
+                kept
+            });
         }
         Self {
             received_at: message.received_at,
@@ -93,6 +162,7 @@ impl Record {
                 .map(|(name, value)| (name.to_owned(), value.to_owned()))
                 .collect(),
             request,
+            dropped_headers,
             payload: message.payload.clone(),
         }
     }
@@ -127,6 +197,8 @@ impl Record {
             dedup_key: &'a str,
             attributes: InOrder<'a>,
             request: &'a Value,
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            dropped_headers: &'a [String],
             #[serde(skip_serializing_if = "Option::is_none")]
             payload: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -142,6 +214,7 @@ impl Record {
             dedup_key: &self.dedup_key,
             attributes: InOrder(&self.attributes),
             request: &self.request,
+            dropped_headers: &self.dropped_headers,
             payload,
             payload_base64,
         };
@@ -179,6 +252,7 @@ impl Record {
             dedup_key: document.dedup_key,
             attributes,
             request: document.request,
+            dropped_headers: document.dropped_headers,
             payload,
         })
     }
@@ -216,6 +290,7 @@ mod tests {
                 ("dss.bundle_uuid".into(), "b".into()),
             ],
             request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
+            dropped_headers: Vec::new(),
             payload: Bytes::from_static(payload),
         }
     }
@@ -248,5 +323,69 @@ mod tests {
         assert!(matches!(Record::from_bytes(other), Err(RecordError::Format(f)) if f == "x/2"));
         let both = br#"{"format":"dss-relay-archive/1","received_at":"2025-12-02T07:00:00Z","dedup_key":"k","payload":"{}","payload_base64":"e30="}"#;
         assert!(Record::from_bytes(both).is_err());
+    }
+
+    /// What every sender signs with, and every header that carries a credential, is never
+    /// kept, even when a route names it; descriptive headers and those routes name are.
+    #[test]
+    fn records_keep_no_signature_and_no_credential() {
+        let secrets = [
+            "authorization",
+            "proxy-authorization",
+            "cookie",
+            "x-api-key",
+            "x-amz-security-token",
+            "x-hub-signature",
+            "x-hub-signature-256",
+            "x-shopify-hmac-sha256",
+            "stripe-signature",
+            "x-slack-signature",
+            "webhook-signature",
+            "signature",
+            "signature-input",
+            "x-sig",
+        ];
+        let mut headers = serde_json::Map::new();
+        for name in secrets
+            .iter()
+            .chain(&["content-type", "x-github-event", "x-forwarded-for", "x-tenant"])
+        {
+            headers.insert((*name).to_owned(), serde_json::json!(["v"]));
+        }
+        let request = serde_json::json!({"path": "/", "query": {}, "headers": headers});
+        let message = Message {
+            payload: Bytes::from_static(b"{}"),
+            attributes: Attributes::default(),
+            dedup_key: "k".into(),
+            group_id: None,
+            dedup_id: None,
+            ordering_key: None,
+            received_at: SystemTime::UNIX_EPOCH,
+        };
+        // A route names x-tenant, and (wrongly) x-api-key.
+        let named: BTreeSet<String> = ["x-tenant".to_owned(), "x-api-key".to_owned()].into();
+        let record = Record::of(&message, request, &named);
+        let kept: Vec<&String> = record.request["headers"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(kept, ["content-type", "x-github-event", "x-tenant"]);
+        let mut dropped = record.dropped_headers.clone();
+        dropped.sort();
+        let mut expected: Vec<String> = secrets.iter().map(|s| (*s).to_owned()).collect();
+        expected.push("x-forwarded-for".into());
+        expected.sort();
+        assert_eq!(dropped, expected);
+        let back = Record::from_bytes(&record.to_bytes()).unwrap();
+        assert_eq!(back.dropped_headers, record.dropped_headers);
+        let text = String::from_utf8(record.to_bytes()).unwrap();
+        for secret in secrets {
+            assert!(
+                !text.contains(&format!("\"{secret}\":[")),
+                "{secret} kept: {text}"
+            );
+        }
+        assert!(KEPT_HEADERS.iter().all(|h| !is_secret_header(h)));
     }
 }

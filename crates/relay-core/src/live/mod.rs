@@ -341,6 +341,9 @@ pub struct RoutingTable {
     /// The splits, earliest registered first.
     pub splits: Vec<ActiveSplit>,
     uses_request: bool,
+    /// The request headers routes and splits name: what archive records keep besides
+    /// [`KEPT_HEADERS`](crate::archive::KEPT_HEADERS).
+    request_headers: std::collections::BTreeSet<String>,
 }
 
 /// Where one notification goes. Why each route decided as it did is
@@ -371,13 +374,24 @@ impl RoutingTable {
             .collect::<Result<Vec<_>, _>>()?;
         let uses_request =
             routes.router.uses_request() || routes.splits.iter().any(|s| s.pattern.uses_request());
+        let mut request_headers = std::collections::BTreeSet::new();
+        let patterns = routes.router.routes().iter().map(|r| &r.pattern);
+        for pattern in patterns.chain(routes.splits.iter().map(|s| &s.pattern)) {
+            pattern.request_headers(&mut request_headers);
+        }
         Ok(Self {
             version,
             router: routes.router,
             destinations,
             splits: routes.splits,
             uses_request,
+            request_headers,
         })
+    }
+
+    /// The request headers a route or a split names.
+    pub fn request_headers(&self) -> &std::collections::BTreeSet<String> {
+        &self.request_headers
     }
 
     /// True when a route or a split matches on `$request`, so the caller builds it.

@@ -545,7 +545,7 @@ impl Relay {
         }
         if let Some(archive) = &self.archive {
             // The routing is done with the request document: the record takes it.
-            let record = crate::archive::Record::of(&base, request);
+            let record = crate::archive::Record::of(&base, request, table.request_headers());
             planned.push((archive, record.message()));
         }
         // A filtered notification is recorded only when RELAY_LEDGER_RECORD_FILTERED is on
