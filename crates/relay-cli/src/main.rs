@@ -289,6 +289,14 @@ fn print_sources(config: &Config) {
             source.scheme.as_str(),
             source.dedup
         );
+        let unsigned = source.scheme.unsigned_headers(&source.spec);
+        if !unsigned.is_empty() {
+            println!(
+                "  {:<width$}  not signed: {} (attributes only: never the dedup key)",
+                "",
+                unsigned.join(", ")
+            );
+        }
         if !source.has_timestamp() {
             let guard = match config.ledger {
                 Some(_) => "the ledger's dedup key keeps it from being published twice",

@@ -1054,7 +1054,7 @@ fn check_prints_the_sources_and_which_sign_no_timestamp() {
     };
     assert!(
         line("github").contains(
-            "on /github; keys from CLI_SOURCE_SECRET; no signed timestamp; one event = delivery-id"
+            "on /github; keys from CLI_SOURCE_SECRET; no signed timestamp; one event = body"
         ),
         "{stdout}"
     );
@@ -1063,6 +1063,10 @@ fn check_prints_the_sources_and_which_sign_no_timestamp() {
         "{stdout}"
     );
     assert!(line("dss").contains("the relay's keys"), "{stdout}");
+    assert!(
+        stdout.contains("not signed: x-github-delivery, x-github-event (attributes only"),
+        "{stdout}"
+    );
     // GitHub and Shopify sign no timestamp; with no ledger a captured request is published again.
     let warnings: Vec<&str> = stdout
         .lines()

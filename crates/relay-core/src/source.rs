@@ -118,15 +118,67 @@ impl SchemeName {
     }
 
     /// The rule a source of this scheme identifies its events by unless it names one: the
-    /// DSS's fields, the delivery id the scheme signs or sends, Stripe's event `id`, else the
-    /// body's SHA-256.
+    /// DSS's fields, the delivery id where the scheme signs it, Stripe's event `id`, else the
+    /// body's SHA-256. Never anything unsigned: a capture sent again with a new unsigned id
+    /// must be the same event.
     fn default_dedup(self, options: &SourceSpec) -> DedupRule {
         match self {
             Self::Dss => DedupRule::Dss,
-            Self::GitHub | Self::Shopify | Self::StandardWebhooks => DedupRule::DeliveryId,
-            Self::Hmac if options.id_header.is_some() => DedupRule::DeliveryId,
+            Self::StandardWebhooks => DedupRule::DeliveryId,
+            Self::Hmac if self.signs_delivery_id(options) => DedupRule::DeliveryId,
             Self::Stripe => DedupRule::Field(vec!["id".into()]),
-            Self::Rfc9421 | Self::Slack | Self::Hmac => DedupRule::Body,
+            Self::GitHub | Self::Shopify | Self::Rfc9421 | Self::Slack | Self::Hmac => {
+                DedupRule::Body
+            }
+        }
+    }
+
+    /// The request headers the scheme always signs, lowercase: what a dedup key may be read
+    /// from besides the body. GitHub and Shopify sign the body alone; an RFC 9421 signature
+    /// covers what each request lists, so none is known in advance.
+    pub fn signed_headers(self, options: &SourceSpec) -> Vec<String> {
+        match self {
+            Self::StandardWebhooks => vec!["webhook-id".into(), "webhook-timestamp".into()],
+            Self::Slack => vec!["x-slack-request-timestamp".into()],
+            Self::Hmac => options
+                .hmac_config(Duration::ZERO)
+                .map(|c| c.signed_headers())
+                .unwrap_or_default(),
+            Self::Dss | Self::Rfc9421 | Self::GitHub | Self::Shopify | Self::Stripe => {
+                Vec::new()
+            }
+        }
+    }
+
+    /// The headers a source of this scheme reads that its sender does not sign: the delivery
+    /// id and event type GitHub and Shopify send beside their body's signature, a generic
+    /// HMAC source's `id_header` and `event_type_header` outside its template. They become
+    /// attributes, and never the dedup key.
+    pub fn unsigned_headers(self, options: &SourceSpec) -> Vec<String> {
+        let signed = self.signed_headers(options);
+        let read: Vec<String> = match self {
+            Self::GitHub => vec!["x-github-delivery".into(), "x-github-event".into()],
+            Self::Shopify => vec!["x-shopify-webhook-id".into(), "x-shopify-topic".into()],
+            Self::Hmac => options.id_header.iter().cloned().collect(),
+            _ => Vec::new(),
+        };
+        read.into_iter()
+            .chain(options.event_type_header.iter().cloned())
+            .map(|h| h.to_ascii_lowercase())
+            .filter(|h| !signed.contains(h))
+            .collect()
+    }
+
+    /// Whether the delivery id is signed: Standard Webhooks' `webhook-id`, a generic HMAC
+    /// template's `{id}`; not GitHub's or Shopify's.
+    fn signs_delivery_id(self, options: &SourceSpec) -> bool {
+        match self {
+            Self::StandardWebhooks => true,
+            Self::Hmac => options.id_header.as_deref().is_some_and(|h| {
+                self.signed_headers(options)
+                    .contains(&h.to_ascii_lowercase())
+            }),
+            _ => false,
         }
     }
 
@@ -429,6 +481,28 @@ impl SourceConfig {
                     match scheme {
                         SchemeName::Hmac => "; set id_header",
                         _ => "",
+                    }
+                ));
+                DedupRule::Body
+            }
+            Some(Ok(DedupRule::DeliveryId)) if !scheme.signs_delivery_id(spec) => {
+                problems.push(format!(
+                    "source {name:?}: dedup_key = \"delivery-id\", but the {scheme} scheme does not sign its delivery id, so a captured request sent again with a new id would be published again; leave dedup_key unset (the body's SHA-256){}",
+                    match scheme {
+                        SchemeName::Hmac => ", or sign {id} in the template",
+                        _ => "",
+                    }
+                ));
+                DedupRule::Body
+            }
+            Some(Ok(DedupRule::Header(header)))
+                if !scheme.signed_headers(spec).contains(&header.as_str().to_owned()) =>
+            {
+                problems.push(format!(
+                    "source {name:?}: dedup_key = \"header:{header}\", but the {scheme} scheme does not sign that header, so a captured request sent again with a new value would be published again; use \"body\" or a signed field{}",
+                    match scheme {
+                        SchemeName::Hmac => format!(", or sign {{header:{header}}} in the template"),
+                        _ => String::new(),
                     }
                 ));
                 DedupRule::Body

@@ -12,6 +12,7 @@ use relay_core::schemes::standard_webhooks::StandardWebhooks;
 use relay_core::schemes::{Scheme, SigningKey};
 use relay_core::verify::Secret;
 use relay_core::{Relay, Sink};
+use sha2::Digest as _;
 use relay_testkit::capture;
 use relay_testkit::config::ConfigFile;
 use relay_testkit::sinks::{RecordingSink, relay};
@@ -385,23 +386,21 @@ async fn each_source_has_its_own_dedup_key_in_the_ledger() {
     let (relay, sinks, _file) = relay_with_sources();
     let relay = relay.with_ledger(Arc::new(ledger));
 
-    let first = relay.accept(push("same-id")).await;
+    let first = relay.accept(push("d-1")).await;
     assert_eq!(answer(&first), (202, String::new()));
-    // GitHub's redelivery carries the same X-GitHub-Delivery: nothing is published again.
-    let again = relay.accept(push("same-id")).await;
-    let body: serde_json::Value = serde_json::from_slice(&again.body).unwrap();
-    assert_eq!(body["status"], "duplicate", "{body}");
-    // Another source's event with the same id is another event.
-    let outcome = relay.accept(invoice("/billing", "same-id")).await;
-    let other: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
-    assert_eq!(other["status"], "published", "{other}");
-    assert_ne!(body["dedup_key"], other["dedup_key"]);
-    assert_eq!(
-        body["dedup_key"].as_str(),
-        Some(relay_core::notification::source_dedup_key("github", "same-id").as_str())
+    // GitHub does not sign X-GitHub-Delivery: a push is known by its body, so the capture sent
+    // again with new delivery ids, or none, is the same event, and nothing is published again.
+    let github_key = relay_core::notification::source_dedup_key(
+        "github",
+        &hex::encode(sha2::Sha256::digest(PUSH.as_bytes())),
     );
-    // A delivery without its id cannot be told from its retries: refused, not published.
-    let request = signed(
+    for delivery in ["d-2", "d-3", "d-4"] {
+        let again = relay.accept(push(delivery)).await;
+        let body: serde_json::Value = serde_json::from_slice(&again.body).unwrap();
+        assert_eq!(body["status"], "duplicate", "{delivery}: {body}");
+        assert_eq!(body["dedup_key"].as_str(), Some(github_key.as_str()));
+    }
+    let unlabelled = signed(
         "/github",
         "application/json",
         PUSH,
@@ -410,11 +409,66 @@ async fn each_source_has_its_own_dedup_key_in_the_ledger() {
         None,
         &[],
     );
+    let body: serde_json::Value =
+        serde_json::from_slice(&relay.accept(unlabelled).await.body).unwrap();
+    assert_eq!(body["status"], "duplicate", "{body}");
+    // Standard Webhooks signs webhook-id: the billing source's events are known by it, and
+    // another source's event with the same id is another event.
+    let outcome = relay.accept(invoice("/billing", "same-id")).await;
+    let other: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
+    assert_eq!(other["status"], "published", "{other}");
     assert_eq!(
-        answer(&relay.accept(request).await),
-        (400, "missing_dedup_key".to_owned())
+        other["dedup_key"].as_str(),
+        Some(relay_core::notification::source_dedup_key("billing", "same-id").as_str())
     );
+    let again = relay.accept(invoice("/billing", "same-id")).await;
+    let body: serde_json::Value = serde_json::from_slice(&again.body).unwrap();
+    assert_eq!(body["status"], "duplicate", "{body}");
     assert_eq!(sinks.counts(), [0, 1, 1, 0]);
+}
+
+/// Shopify, and a generic HMAC source whose template does not sign its `id_header`: a captured
+/// request sent again with new, unsigned delivery ids publishes nothing new with the ledger,
+/// and the id stays an attribute.
+#[tokio::test]
+async fn a_capture_sent_again_with_new_unsigned_ids_is_a_duplicate() {
+    use relay_core::schemes::hmac::{GenericHmac, HmacConfig};
+    use relay_core::schemes::shopify::Shopify;
+    let file = ConfigFile::new(
+        "[sources.shop]\nscheme = \"shopify\"\npaths = [\"/shop\"]\nsecret_env = \"S\"\n\n[sources.generic]\nscheme = \"hmac\"\npaths = [\"/hmac\"]\nsecret_env = \"S\"\nid_header = \"x-delivery\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+    );
+    let config = file.load(&[("S", GITHUB_SECRET)]).unwrap_or_else(|e| panic!("{e}"));
+    let out = RecordingSink::new("out");
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = relay_core::ledger::SqliteLedger::open(&dir.path().join("ledger.sqlite")).unwrap();
+    let relay = relay(config, &[("out", Arc::clone(&out) as Arc<dyn Sink>)], capture_clock())
+        .with_ledger(Arc::new(ledger));
+    let generic = GenericHmac::new(HmacConfig::body_only("x-signature")).unwrap();
+    for (path, scheme, id_header) in [
+        ("/shop", &Shopify as &dyn Scheme, "x-shopify-webhook-id"),
+        ("/hmac", &generic as &dyn Scheme, "x-delivery"),
+    ] {
+        let before = out.messages().len();
+        for (i, id) in ["first", "new-1", "new-2", "new-3"].into_iter().enumerate() {
+            let request = signed(
+                path,
+                "application/json",
+                INVOICE,
+                scheme,
+                GITHUB_SECRET,
+                None,
+                &[(id_header, id)],
+            );
+            let body: serde_json::Value =
+                serde_json::from_slice(&relay.accept(request).await.body).unwrap();
+            let expected = if i == 0 { "published" } else { "duplicate" };
+            assert_eq!(body["status"], expected, "{path} {id}: {body}");
+        }
+        let messages = out.messages();
+        assert_eq!(messages.len(), before + 1, "{path}: published once");
+        let message = messages.last().unwrap();
+        assert_eq!(message.attributes.get("relay.delivery_id"), Some("first"), "{path}");
+    }
 }
 
 #[tokio::test]
@@ -465,6 +519,20 @@ fn a_source_that_cannot_work_is_refused_at_start() {
         (
             "[sources.s]\nscheme = \"stripe\"\nsecret_env = \"SET\"\nprefix = \"sha256=\"\n",
             "does not read prefix",
+        ),
+        // A dedup key from what the sender does not sign: a capture with a new value would be
+        // published again.
+        (
+            "[sources.gh]\nscheme = \"github\"\nsecret_env = \"SET\"\ndedup_key = \"delivery-id\"\n",
+            "the github scheme does not sign its delivery id",
+        ),
+        (
+            "[sources.s]\nscheme = \"shopify\"\nsecret_env = \"SET\"\ndedup_key = \"header:x-shopify-webhook-id\"\n",
+            "does not sign that header",
+        ),
+        (
+            "[sources.s]\nscheme = \"hmac\"\nsecret_env = \"SET\"\nid_header = \"x-id\"\ndedup_key = \"delivery-id\"\n",
+            "or sign {id} in the template",
         ),
         (
             "[sources.s]\nscheme = \"hmac\"\nsecret_env = \"SET\"\ntemplate = \"{timestamp}.{body}\"\n",

@@ -98,6 +98,23 @@ pub struct HmacConfig {
 }
 
 impl HmacConfig {
+    /// The headers whose values the template signs, lowercase: the id's and the timestamp's
+    /// when `{id}` and `{timestamp}` are in it, and each `{header:<name>}`. Empty for a
+    /// template that does not parse (refused elsewhere).
+    pub fn signed_headers(&self) -> Vec<String> {
+        let parts = parse_template(&self.template).unwrap_or_default();
+        let lower = |h: &Option<String>| h.as_deref().map(str::to_ascii_lowercase);
+        parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Id => lower(&self.id_header),
+                Part::Timestamp => lower(&self.timestamp_header),
+                Part::Header(name) => Some(name.to_ascii_lowercase()),
+                Part::Text(_) | Part::Body => None,
+            })
+            .collect()
+    }
+
     /// A configuration signing only the raw body, hex-encoded, without a prefix or timestamp.
     pub fn body_only(header: impl Into<String>) -> Self {
         Self {
