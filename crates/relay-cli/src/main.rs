@@ -13,6 +13,7 @@ mod send;
 mod split;
 mod split_queue;
 mod split_topic;
+mod terminal;
 mod trace;
 
 use std::path::PathBuf;

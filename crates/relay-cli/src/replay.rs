@@ -8,15 +8,17 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt as _;
-use relay_core::archive::{Archive, Record, RecordError, hours};
+use relay_core::archive::{Archive, ArchiveError, Record, RecordError, hours, record_limit};
 use relay_core::relay::{ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection};
 use relay_core::route::Pattern;
 use relay_core::{Config, Relay};
+
+use crate::terminal::safe;
 use sha2::{Digest as _, Sha256};
 use tokio::sync::Mutex;
 
@@ -67,9 +69,17 @@ pub(crate) struct ReplayArgs {
     config: Option<String>,
 }
 
+/// The slowest and the fastest `--rate`: one notification every 100 s, 100,000 a second.
+const RATES: std::ops::RangeInclusive<f64> = 0.01..=100_000.0;
+
 fn parse_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        Ok(rate) if RATES.contains(&rate) => Ok(rate),
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Err(format!(
+            "{text}: expected between {} and {} notifications per second",
+            RATES.start(),
+            RATES.end()
+        )),
         _ => Err(format!(
             "expected a positive number of notifications per second, got {text:?}"
         )),
@@ -88,6 +98,32 @@ fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, String> {
     })?;
     now.checked_sub(ago)
         .ok_or_else(|| format!("{text:?} ago is before 1970"))
+}
+
+/// Refuses a window that reaches further back than the archive keeps records, or into the
+/// future: its hours would be listed one by one, and hold nothing.
+pub(crate) fn check_window(
+    config: &Config,
+    since: SystemTime,
+    until: SystemTime,
+    now: SystemTime,
+) -> Result<(), String> {
+    let Some(archive) = &config.archive else {
+        return Ok(());
+    };
+    let days = archive.retention.as_secs() / 86_400;
+    // An hour's grace either way: the hour a record was written in is listed whole.
+    let hour = Duration::from_secs(3600);
+    let oldest = now.checked_sub(archive.retention + hour).unwrap_or(UNIX_EPOCH);
+    if since < oldest {
+        return Err(format!(
+            "--since reaches further back than the archive keeps records ({days} days, RELAY_ARCHIVE_RETENTION_DAYS): use --since {days}d or later"
+        ));
+    }
+    if until > now + hour {
+        return Err("--until is in the future: nothing is archived there yet".into());
+    }
+    Ok(())
 }
 
 /// What one replay does, however it was asked for.
@@ -143,7 +179,7 @@ pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
             }
         }
         Err(message) => {
-            eprintln!("relay replay: {message}");
+            eprintln!("relay replay: {}", safe(&message));
             ExitCode::from(2)
         }
     }
@@ -161,6 +197,7 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
     if until < since {
         return Err("--until is before --since".into());
     }
+    check_window(&config, since, until, now)?;
     let pattern = match &args.pattern {
         Some(text) => Some(compile(text)?),
         None => None,
@@ -323,7 +360,7 @@ enum Result1 {
     Outside,
     Replayed(String, Replayed),
     Failed(String, String),
-    Refused(String, RecordError),
+    Refused(String, String),
 }
 
 impl Summary {
@@ -332,11 +369,11 @@ impl Summary {
             Result1::Gone => self.gone += 1,
             Result1::Outside => self.outside += 1,
             Result1::Failed(key, error) => {
-                eprintln!("relay replay: {key}: {error}");
+                eprintln!("relay replay: {}: {}", safe(&key), safe(&error));
                 self.failed += 1;
             }
             Result1::Refused(key, error) => {
-                eprintln!("relay replay: {key}: not sent: {error}");
+                eprintln!("relay replay: {}: not sent: {}", safe(&key), safe(&error));
                 self.refused += 1;
             }
             Result1::Replayed(key, replayed) => match replayed {
@@ -364,7 +401,10 @@ impl Summary {
                     }
                 }
                 Replayed::Busy { .. } => {
-                    eprintln!("relay replay: {key}: still being delivered by another attempt");
+                    eprintln!(
+                        "relay replay: {}: still being delivered by another attempt",
+                        safe(&key)
+                    );
                     self.failed += 1;
                 }
                 Replayed::Failed { sink, retryable } => {
@@ -373,7 +413,7 @@ impl Summary {
                     } else {
                         "refused it"
                     };
-                    eprintln!("relay replay: {key}: {sink} {how}");
+                    eprintln!("relay replay: {}: {} {how}", safe(&key), safe(&sink));
                     self.failed += 1;
                 }
             },
@@ -390,18 +430,22 @@ async fn one(
     limiter: &Limiter,
     key: String,
 ) -> Result1 {
-    let bytes = match read(archive, &key).await {
+    let limit = record_limit(relay.config().max_body_bytes);
+    let bytes = match read(archive, &key, limit).await {
         Ok(Some(bytes)) => bytes,
         // Expired by the bucket's lifecycle since it was listed.
         Ok(None) => return Result1::Gone,
-        Err(e) => return Result1::Failed(key, e),
+        Err(e @ ArchiveError::TooLarge { .. }) => return Result1::Refused(key, e.to_string()),
+        Err(e) => return Result1::Failed(key, e.to_string()),
     };
     let sealed_with = relay
         .archive_key()
         .expect("a relay with an archive has its key");
     let record = match Record::open(sealed_with, &bytes) {
         Ok(record) => record,
-        Err(e @ (RecordError::Unsealed | RecordError::Forged)) => return Result1::Refused(key, e),
+        Err(e @ (RecordError::Unsealed | RecordError::Forged)) => {
+            return Result1::Refused(key, e.to_string());
+        }
         Err(e) => return Result1::Failed(key, e.to_string()),
     };
     if record.received_at < job.since
@@ -432,19 +476,23 @@ async fn one(
     }
 }
 
-/// One object, with a few tries while the store is unavailable.
-async fn read(archive: &dyn Archive, key: &str) -> Result<Option<bytes::Bytes>, String> {
+/// One object of at most `limit` bytes, with a few tries while the store is unavailable.
+async fn read(
+    archive: &dyn Archive,
+    key: &str,
+    limit: usize,
+) -> Result<Option<bytes::Bytes>, ArchiveError> {
     let mut backoff = Duration::from_millis(200);
     for _ in 0..3 {
-        match archive.get(key).await {
-            Err(relay_core::archive::ArchiveError::Unavailable(_)) => {
+        match archive.read(key, limit).await {
+            Err(ArchiveError::Unavailable(_)) => {
                 tokio::time::sleep(backoff).await;
                 backoff *= 2;
             }
-            answer => return answer.map_err(|e| e.to_string()),
+            answer => return answer,
         }
     }
-    archive.get(key).await.map_err(|e| e.to_string())
+    archive.read(key, limit).await
 }
 
 /// At most `rate` starts per second, evenly spaced.
@@ -550,7 +598,7 @@ impl Progress {
 
 fn print_summary(summary: &Summary, dry_run: bool) {
     for line in &summary.lines {
-        println!("{line}");
+        println!("{}", safe(line));
     }
     let verb = if dry_run { "would send" } else { "sent" };
     println!(
@@ -568,12 +616,12 @@ fn print_summary(summary: &Summary, dry_run: bool) {
     );
     if summary.refused > 0 {
         println!(
-            "  {} refused: objects in the archive that are not records sealed with its key (RELAY_ARCHIVE_KEY), never sent",
+            "  {} refused: objects in the archive that are not records sealed with its key (RELAY_ARCHIVE_KEY), or larger than any record, never sent",
             summary.refused
         );
     }
     for (destination, count) in &summary.sent {
-        println!("  {destination}: {count} {verb}");
+        println!("  {}: {count} {verb}", safe(destination));
     }
     if summary.left > 0 {
         println!(

@@ -172,15 +172,18 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
             serde_json::to_string_pretty(&all).expect("JSON values serialize")
         );
     } else if entries.is_empty() {
-        eprintln!("relay trace: nothing in {url} for {}", describe(&lookup));
+        eprintln!(
+            "relay trace: nothing in {url} for {}",
+            crate::terminal::safe(&describe(&lookup))
+        );
     } else {
         for (i, (entry, archive)) in entries.iter().zip(&archived).enumerate() {
             if i > 0 {
                 println!();
             }
-            print!("{}", to_table(entry, now, &names));
+            print!("{}", crate::terminal::safe(&to_table(entry, now, &names)));
             if let Some(archive) = archive {
-                println!("{}", archive.line());
+                println!("{}", crate::terminal::safe(&archive.line()));
             }
         }
     }
@@ -261,7 +264,12 @@ async fn archived(args: &TraceArgs, entries: &[Entry]) -> Vec<Option<Archived>> 
             continue;
         };
         let present = match &archive {
-            Some(archive) => archive.get(&key).await.ok().map(|o| o.is_some()),
+            // Present or not is all this reads: a record of any size will do.
+            Some(archive) => match archive.read(&key, 0).await {
+                Ok(found) => Some(found.is_some()),
+                Err(relay_core::archive::ArchiveError::TooLarge { .. }) => Some(true),
+                Err(_) => None,
+            },
             None => None,
         };
         let prefix = url.as_ref().map_or_else(String::new, |u| {

@@ -1122,3 +1122,35 @@ fn trace_reads_a_ledger_without_creating_or_sweeping_it() {
         );
     }
 }
+
+/// A signed field holding terminal escapes (a window title, a screen clear) is printed escaped
+/// by `relay trace`; `--json` keeps it as JSON escapes it.
+#[test]
+fn trace_prints_no_raw_terminal_escape() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let mut identity = relay_testkit::ledger::fresh_identity();
+    identity.subscription_id = "sub\u{1b}]0;owned\u{7}\u{1b}[2J".into();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let ledger = relay_core::ledger::SqliteLedger::open(&path).unwrap();
+        let attempt = relay_testkit::ledger::attempt(1_600_000_000_000, &["file:-"]);
+        relay_testkit::ledger::claim(&ledger, &identity, &attempt).await;
+    });
+    for json in [false, true] {
+        let mut cmd = relay_cmd();
+        cmd.args(["trace", &identity.bundle_uuid, "--ledger", path.to_str().unwrap()]);
+        if json {
+            cmd.arg("--json");
+        }
+        let shown = succeeded(&cmd.output().unwrap());
+        assert!(
+            !shown.contains(['\u{1b}', '\u{7}']),
+            "a raw control character: {shown:?}"
+        );
+        let expected = match json {
+            false => "sub\\u{1b}]0;owned\\u{7}\\u{1b}[2J",
+            true => "sub\\u001b]0;owned\\u0007\\u001b[2J",
+        };
+        assert!(shown.contains(expected), "{shown}");
+    }
+}

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use relay_core::archive::{Archive, DirArchive};
 use relay_core::ledger::{Ledger, SqliteLedger};
@@ -624,4 +624,68 @@ async fn records_the_archive_key_did_not_seal_are_refused() {
             "{run}: {sent:?}"
         );
     }
+}
+
+/// Hostile arguments fail cleanly, exit 2, before anything is listed: a rate of 1e-300 (and
+/// 1e300), a window from 1970 to 9999, one reaching a century back, one past the archive's
+/// retention; a window inside the retention is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
+    let mut deployment = Deployment::new(&[]);
+    deployment
+        .vars
+        .push(("RELAY_FILE_SINK", deployment.path("out.jsonl").to_str().unwrap().to_owned()));
+    deployment
+        .vars
+        .push(("RELAY_ARCHIVE_RETENTION_DAYS", "7".to_owned()));
+    let cases: [(&[&str], &str); 6] = [
+        (&["--since", "1h", "--rate", "1e-300"], "expected between 0.01 and 100000"),
+        (&["--since", "1h", "--rate", "1e300"], "expected between 0.01 and 100000"),
+        (&["--since", "1h", "--rate", "NaN"], "a positive number"),
+        (
+            &["--since", "1970-01-01T00:00:00Z", "--until", "9999-12-31T23:59:59Z"],
+            "further back than the archive keeps records (7 days",
+        ),
+        (&["--since", "100y"], "use --since 7d or later"),
+        (&["--since", "8d"], "further back than the archive keeps records"),
+    ];
+    for (args, expected) in cases {
+        let started = Instant::now();
+        let out = output(deployment.cmd(&[&["replay"], args].concat())).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{args:?}: slow");
+    }
+    let out = output(deployment.cmd(&["replay", "--since", "6d", "--dry-run"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// An object larger than any record the relay writes (here, with 1 KiB bodies: 6 KiB escaped
+/// and 256 KiB for the rest) is refused as it is read, never loaded whole, and named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
+    let mut deployment = Deployment::new(&[]);
+    deployment
+        .vars
+        .push(("RELAY_FILE_SINK", deployment.path("out.jsonl").to_str().unwrap().to_owned()));
+    deployment
+        .vars
+        .push(("RELAY_MAX_BODY_BYTES", "1024".to_owned()));
+    let archive = DirArchive::open(&deployment.path("archive")).unwrap();
+    let at = SystemTime::now() - Duration::from_secs(600);
+    let record = archived(&notification("huge"), at);
+    let key = format!("{}.huge", relay_core::archive::object_key(at, &record.dedup_key));
+    archive
+        .put(&key, bytes::Bytes::from(vec![b' '; 8 * 1024 * 1024]))
+        .await
+        .unwrap();
+    let out = output(deployment.cmd(&["replay", "--since", "1h"])).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("1 refused"), "{stdout}");
+    assert!(
+        stderr.contains(&format!("{key}: not sent: {key}: larger than 268288 bytes")),
+        "{stderr}"
+    );
 }

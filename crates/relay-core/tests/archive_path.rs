@@ -61,8 +61,8 @@ impl Archive for SwitchArchive {
     async fn list(&self, folder: &str) -> Result<Vec<String>, ArchiveError> {
         self.folder.list(folder).await
     }
-    async fn get(&self, key: &str) -> Result<Option<Bytes>, ArchiveError> {
-        self.folder.get(key).await
+    async fn read(&self, key: &str, limit: usize) -> Result<Option<Bytes>, ArchiveError> {
+        self.folder.read(key, limit).await
     }
 }
 

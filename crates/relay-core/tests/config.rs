@@ -314,6 +314,7 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
             "s3://relay-archive/dss/",
         ),
         ("archive_key", r#""a key of sixteen bytes or more""#, "****"),
+        ("archive_retention_days", "90", "90"),
         (
             "archive_key_secret_arn",
             r#""arn:aws:secretsmanager:us-east-1:1:secret:a""#,

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures_util::StreamExt as _;
 use futures_util::future::join_all;
 use relay_core::archive::{
-    Archive, ArchiveKey, ArchiveSink, Record, Written, hour_prefix, object_key,
+    Archive, ArchiveError, ArchiveKey, ArchiveSink, Record, Written, hour_prefix, object_key,
 };
 use relay_core::ledger::attempt_id;
 
@@ -69,7 +69,8 @@ pub async fn listed(archive: &dyn Archive, folder: &str) -> Vec<String> {
 /// - a listing of an hour's folder gives exactly the keys under it, relative to the prefix,
 ///   not those of the next hour or of another day at the same hour;
 /// - a get of a missing key is `Ok(None)`;
-/// - a body of a few hundred KB, not UTF-8, round-trips byte for byte;
+/// - a body of a few hundred KB, not UTF-8, round-trips byte for byte, and a read limited below
+///   its size is refused ([`ArchiveError::TooLarge`]);
 /// - of [`RACING_WRITERS`] concurrent puts of one key, exactly one creates it, and its body is
 ///   the one kept.
 pub async fn conformance(archive: &dyn Archive) {
@@ -146,6 +147,14 @@ pub async fn conformance(archive: &dyn Archive) {
         back == large,
         "{url}: the large body came back as {} other bytes",
         back.len()
+    );
+    // A read with a limit takes the body at the limit, and refuses it one byte below.
+    let at_limit = archive.read(&large_key, large.len()).await.unwrap();
+    assert_eq!(at_limit.as_ref(), Some(&large), "{url}: read at the limit");
+    let below = archive.read(&large_key, large.len() - 1).await;
+    assert!(
+        matches!(below, Err(ArchiveError::TooLarge { .. })),
+        "{url}: a read below the object's size: {below:?}"
     );
 
     // Racing writers: exactly one creates, and its body is the one kept.

@@ -57,6 +57,7 @@ locals {
     var.archive_enabled ? {
       RELAY_ARCHIVE_URL            = local.archive_url
       RELAY_ARCHIVE_KEY_SECRET_ARN = aws_secretsmanager_secret.archive_key[0].arn
+      RELAY_ARCHIVE_RETENTION_DAYS = tostring(var.archive_retention_days)
     } : {},
   )
 

@@ -167,7 +167,8 @@ resource "google_cloud_run_v2_service" "this" {
       # Manager, never as a plain value.
       dynamic "env" {
         for_each = var.archive_enabled ? {
-          RELAY_ARCHIVE_URL = local.archive_url
+          RELAY_ARCHIVE_URL            = local.archive_url
+          RELAY_ARCHIVE_RETENTION_DAYS = tostring(var.archive_retention_days)
         } : {}
         content {
           name  = env.key

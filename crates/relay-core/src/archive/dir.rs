@@ -105,9 +105,24 @@ impl Archive for DirArchive {
         .map_err(|e| ArchiveError::Unavailable(e.to_string()))?
     }
 
-    async fn get(&self, key: &str) -> Result<Option<Bytes>, ArchiveError> {
+    async fn read(&self, key: &str, limit: usize) -> Result<Option<Bytes>, ArchiveError> {
+        use tokio::io::AsyncReadExt as _;
         let path = self.path(key)?;
-        match tokio::fs::read(&path).await {
+        let read = async {
+            let file = tokio::fs::File::open(&path).await?;
+            if file.metadata().await?.is_dir() {
+                return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
+            }
+            let mut bytes = Vec::new();
+            let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+            file.take(cap).read_to_end(&mut bytes).await?;
+            Ok(bytes)
+        };
+        match read.await {
+            Ok(bytes) if bytes.len() > limit => Err(ArchiveError::TooLarge {
+                key: key.to_owned(),
+                limit,
+            }),
             Ok(bytes) => Ok(Some(Bytes::from(bytes))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             // Not a record, and no retry makes it one.

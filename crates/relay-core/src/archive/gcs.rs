@@ -176,7 +176,7 @@ impl Archive for GcsArchive {
         }
     }
 
-    async fn get(&self, key: &str) -> Result<Option<Bytes>, ArchiveError> {
+    async fn read(&self, key: &str, limit: usize) -> Result<Option<Bytes>, ArchiveError> {
         let read = self
             .storage
             .read_object(self.bucket_name(), format!("{}{key}", self.prefix))
@@ -189,7 +189,7 @@ impl Archive for GcsArchive {
         };
         let mut bytes = Vec::new();
         while let Some(chunk) = response.next().await {
-            bytes.extend_from_slice(&chunk.map_err(|e| self.failure(&e))?);
+            super::take_chunk(&mut bytes, &chunk.map_err(|e| self.failure(&e))?, key, limit)?;
         }
         Ok(Some(Bytes::from(bytes)))
     }

@@ -208,6 +208,38 @@ pub enum ArchiveError {
     /// The store cannot be opened (a build without its feature, a client that cannot be built).
     #[error("{0}")]
     Open(String),
+    /// The object is larger than any record the reader could have written.
+    #[error("{key}: larger than {limit} bytes, the largest record a relay writes: not a record")]
+    TooLarge {
+        /// The object's key.
+        key: String,
+        /// The limit it passed.
+        limit: usize,
+    },
+}
+
+/// The largest record a relay whose bodies are at most `max_body_bytes` writes: the payload
+/// escaped as a JSON string (at most six bytes for one), and room for the rest.
+pub fn record_limit(max_body_bytes: usize) -> usize {
+    max_body_bytes.saturating_mul(6).saturating_add(256 * 1024)
+}
+
+/// `bytes` with `chunk` added, unless that passes `limit`.
+#[cfg(any(feature = "s3", feature = "gcs"))]
+fn take_chunk(
+    bytes: &mut Vec<u8>,
+    chunk: &[u8],
+    key: &str,
+    limit: usize,
+) -> Result<(), ArchiveError> {
+    if bytes.len().saturating_add(chunk.len()) > limit {
+        return Err(ArchiveError::TooLarge {
+            key: key.to_owned(),
+            limit,
+        });
+    }
+    bytes.extend_from_slice(chunk);
+    Ok(())
 }
 
 /// A store of records, keyed under its prefix. Every key it takes and gives is relative to the
@@ -220,8 +252,14 @@ pub trait Archive: Send + Sync + fmt::Debug {
     async fn put(&self, key: &str, body: Bytes) -> Result<Written, ArchiveError>;
     /// The keys under `folder` (an hour's, `YYYY/MM/DD/HH/`), in no particular order.
     async fn list(&self, folder: &str) -> Result<Vec<String>, ArchiveError>;
-    /// The object `key`; `None` when there is none.
-    async fn get(&self, key: &str) -> Result<Option<Bytes>, ArchiveError>;
+    /// The object `key`, read as it streams in and refused ([`ArchiveError::TooLarge`]) as
+    /// soon as it passes `limit` bytes; `None` when there is none.
+    async fn read(&self, key: &str, limit: usize) -> Result<Option<Bytes>, ArchiveError>;
+    /// The object `key` whatever its size; `None` when there is none. For tests and tools that
+    /// wrote it themselves: the relay and `relay replay` [`read`](Self::read) with a limit.
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, ArchiveError> {
+        self.read(key, usize::MAX).await
+    }
     /// Opens the store's connection before the first write (one call that writes nothing; any
     /// answer will do); nothing to open by default.
     async fn warm(&self) -> Result<(), ArchiveError> {
@@ -320,7 +358,9 @@ impl ArchiveSink {
         if self.archive.put(key, sealed.clone()).await? == Written::Created {
             return Ok(true);
         }
-        let found = match self.archive.get(key).await {
+        // This notification's earlier record is about as large as this one.
+        let limit = sealed.len().saturating_mul(2).saturating_add(64 * 1024);
+        let found = match self.archive.read(key, limit).await {
             Ok(Some(found)) => found,
             Err(e @ ArchiveError::Unavailable(_)) => return Err(e),
             // Gone since (a dangling link), a folder, an object that cannot be read.

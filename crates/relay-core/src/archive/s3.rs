@@ -106,7 +106,7 @@ impl Archive for S3Archive {
         Ok(keys)
     }
 
-    async fn get(&self, key: &str) -> Result<Option<Bytes>, ArchiveError> {
+    async fn read(&self, key: &str, limit: usize) -> Result<Option<Bytes>, ArchiveError> {
         let got = self
             .client
             .get_object()
@@ -119,10 +119,21 @@ impl Archive for S3Archive {
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
             Err(e) => return Err(self.failure(&e)),
         };
-        let bytes =
-            object.body.collect().await.map_err(|e| {
+        let length = object.content_length().map_or(0, |n| n.max(0) as u64);
+        if length > u64::try_from(limit).unwrap_or(u64::MAX) {
+            return Err(ArchiveError::TooLarge {
+                key: key.to_owned(),
+                limit,
+            });
+        }
+        let mut body = object.body;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| {
                 ArchiveError::Unavailable(format!("s3://{}/{key}: {e}", self.bucket))
             })?;
-        Ok(Some(bytes.into_bytes()))
+            super::take_chunk(&mut bytes, &chunk, key, limit)?;
+        }
+        Ok(Some(Bytes::from(bytes)))
     }
 }

@@ -49,6 +49,8 @@ pub struct ArchiveConfig {
     pub url: ArchiveUrl,
     /// Where the key its records are sealed with comes from.
     pub key: ArchiveKeySource,
+    /// How long it keeps a record.
+    pub retention: Duration,
 }
 
 /// Where the archive's key comes from.
@@ -97,7 +99,13 @@ impl ArchiveConfig {
                 return Err(("RELAY_ARCHIVE_KEY", format!("is not set: {KEY_RULE}")));
             }
         };
-        Ok(Some(Self { url, key }))
+        let days = settings.archive_retention_days.map_or(30, |d| d.0);
+        let retention = Duration::from_secs(u64::try_from(days).unwrap_or(u64::MAX).saturating_mul(86_400));
+        Ok(Some(Self {
+            url,
+            key,
+            retention,
+        }))
     }
 }
 

@@ -155,6 +155,8 @@ settings! {
     archive_key: Secret = "RELAY_ARCHIVE_KEY", file, default "";
     /// An AWS Secrets Manager secret read once at start whose `SecretString` is the archive's key, instead of `RELAY_ARCHIVE_KEY`.
     archive_key_secret_arn: SecretArn = "RELAY_ARCHIVE_KEY_SECRET_ARN", file, default "";
+    /// How long the archive keeps a record (its bucket's lifecycle; both modules set it from `archive_retention_days`): `relay replay` refuses a window that reaches further back, rather than list hours that hold nothing.
+    archive_retention_days: Count = "RELAY_ARCHIVE_RETENTION_DAYS", file, default "30";
     /// Open each destination's connection (and the ledger's and the archive's) at start, with one call that publishes and writes nothing (a queue's or topic's attributes, the table's description, the bucket's head), so the first notification does not pay for the TLS handshake; any answer, a refusal included, leaves the connection open.
     warm_connections: Flag = "RELAY_WARM_CONNECTIONS", file, default "true";
     /// relay-gcf: the address to listen on.
