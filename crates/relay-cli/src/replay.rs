@@ -114,7 +114,9 @@ pub(crate) fn check_window(
     let days = archive.retention.as_secs() / 86_400;
     // An hour's grace either way: the hour a record was written in is listed whole.
     let hour = Duration::from_secs(3600);
-    let oldest = now.checked_sub(archive.retention + hour).unwrap_or(UNIX_EPOCH);
+    let oldest = now
+        .checked_sub(archive.retention + hour)
+        .unwrap_or(UNIX_EPOCH);
     if since < oldest {
         return Err(format!(
             "--since reaches further back than the archive keeps records ({days} days, RELAY_ARCHIVE_RETENTION_DAYS): use --since {days}d or later"

@@ -472,9 +472,8 @@ async fn backfill(args: &StartArgs, pattern: &Value, window: Duration) -> Result
     .map_err(|e| format!("--backfill needs the relay's configuration: {e}"))?;
     let now = SystemTime::now();
     let since = now.checked_sub(window).unwrap_or(UNIX_EPOCH);
-    crate::replay::check_window(&config, since, now, now).map_err(|e| {
-        format!("--backfill {}: {e}", humantime::format_duration(window))
-    })?;
+    crate::replay::check_window(&config, since, now, now)
+        .map_err(|e| format!("--backfill {}: {e}", humantime::format_duration(window)))?;
     let wait = config.routes_refresh + Duration::from_secs(1);
     println!(
         "backfill: waiting {} for the relays to take the split",

@@ -1138,7 +1138,12 @@ fn trace_prints_no_raw_terminal_escape() {
     });
     for json in [false, true] {
         let mut cmd = relay_cmd();
-        cmd.args(["trace", &identity.bundle_uuid, "--ledger", path.to_str().unwrap()]);
+        cmd.args([
+            "trace",
+            &identity.bundle_uuid,
+            "--ledger",
+            path.to_str().unwrap(),
+        ]);
         if json {
             cmd.arg("--json");
         }

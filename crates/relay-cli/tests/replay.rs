@@ -632,22 +632,37 @@ async fn records_the_archive_key_did_not_seal_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
     let mut deployment = Deployment::new(&[]);
-    deployment
-        .vars
-        .push(("RELAY_FILE_SINK", deployment.path("out.jsonl").to_str().unwrap().to_owned()));
+    deployment.vars.push((
+        "RELAY_FILE_SINK",
+        deployment.path("out.jsonl").to_str().unwrap().to_owned(),
+    ));
     deployment
         .vars
         .push(("RELAY_ARCHIVE_RETENTION_DAYS", "7".to_owned()));
     let cases: [(&[&str], &str); 6] = [
-        (&["--since", "1h", "--rate", "1e-300"], "expected between 0.01 and 100000"),
-        (&["--since", "1h", "--rate", "1e300"], "expected between 0.01 and 100000"),
+        (
+            &["--since", "1h", "--rate", "1e-300"],
+            "expected between 0.01 and 100000",
+        ),
+        (
+            &["--since", "1h", "--rate", "1e300"],
+            "expected between 0.01 and 100000",
+        ),
         (&["--since", "1h", "--rate", "NaN"], "a positive number"),
         (
-            &["--since", "1970-01-01T00:00:00Z", "--until", "9999-12-31T23:59:59Z"],
+            &[
+                "--since",
+                "1970-01-01T00:00:00Z",
+                "--until",
+                "9999-12-31T23:59:59Z",
+            ],
             "further back than the archive keeps records (7 days",
         ),
         (&["--since", "100y"], "use --since 7d or later"),
-        (&["--since", "8d"], "further back than the archive keeps records"),
+        (
+            &["--since", "8d"],
+            "further back than the archive keeps records",
+        ),
     ];
     for (args, expected) in cases {
         let started = Instant::now();
@@ -655,7 +670,10 @@ async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
-        assert!(started.elapsed() < Duration::from_secs(10), "{args:?}: slow");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{args:?}: slow"
+        );
     }
     let out = output(deployment.cmd(&["replay", "--since", "6d", "--dry-run"])).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -666,16 +684,20 @@ async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
     let mut deployment = Deployment::new(&[]);
-    deployment
-        .vars
-        .push(("RELAY_FILE_SINK", deployment.path("out.jsonl").to_str().unwrap().to_owned()));
+    deployment.vars.push((
+        "RELAY_FILE_SINK",
+        deployment.path("out.jsonl").to_str().unwrap().to_owned(),
+    ));
     deployment
         .vars
         .push(("RELAY_MAX_BODY_BYTES", "1024".to_owned()));
     let archive = DirArchive::open(&deployment.path("archive")).unwrap();
     let at = SystemTime::now() - Duration::from_secs(600);
     let record = archived(&notification("huge"), at);
-    let key = format!("{}.huge", relay_core::archive::object_key(at, &record.dedup_key));
+    let key = format!(
+        "{}.huge",
+        relay_core::archive::object_key(at, &record.dedup_key)
+    );
     archive
         .put(&key, bytes::Bytes::from(vec![b' '; 8 * 1024 * 1024]))
         .await

@@ -144,9 +144,7 @@ impl SchemeName {
                 .hmac_config(Duration::ZERO)
                 .map(|c| c.signed_headers())
                 .unwrap_or_default(),
-            Self::Dss | Self::Rfc9421 | Self::GitHub | Self::Shopify | Self::Stripe => {
-                Vec::new()
-            }
+            Self::Dss | Self::Rfc9421 | Self::GitHub | Self::Shopify | Self::Stripe => Vec::new(),
         }
     }
 
@@ -496,7 +494,9 @@ impl SourceConfig {
                 DedupRule::Body
             }
             Some(Ok(DedupRule::Header(header)))
-                if !scheme.signed_headers(spec).contains(&header.as_str().to_owned()) =>
+                if !scheme
+                    .signed_headers(spec)
+                    .contains(&header.as_str().to_owned()) =>
             {
                 problems.push(format!(
                     "source {name:?}: dedup_key = \"header:{header}\", but the {scheme} scheme does not sign that header, so a captured request sent again with a new value would be published again; use \"body\" or a signed field{}",

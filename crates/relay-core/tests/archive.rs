@@ -58,7 +58,7 @@ async fn a_planted_object_never_counts_as_a_record_in_a_folder() {
         .await
         .unwrap();
     a_planted_object_is_not_a_record(&archive, "a link to another record", |key| async move {
-        std::os::unix::fs::symlink(root.join(&elsewhere), at(&key)).unwrap();
+        std::os::unix::fs::symlink(root.join(elsewhere), at(&key)).unwrap();
     })
     .await;
 }

@@ -329,6 +329,9 @@ async fn a_record_keeps_the_headers_routes_name() {
     assert_eq!(headers["x-tenant"], serde_json::json!(["a"]));
     for dropped in ["x-other", "x-api-key", "authorization"] {
         assert!(headers.get(dropped).is_none(), "{dropped} kept");
-        assert!(records[0].dropped_headers.iter().any(|h| h == dropped), "{dropped}");
+        assert!(
+            records[0].dropped_headers.iter().any(|h| h == dropped),
+            "{dropped}"
+        );
     }
 }

@@ -1282,7 +1282,12 @@ fn source_rows() -> Vec<SourceRow> {
         SourceRow {
             body: "{\"type\": \"invoice.paid\"}",
             status: S::BAD_REQUEST,
-            ..row("stripe: no event id", "/stripe", |_| {}, "missing_dedup_key")
+            ..row(
+                "stripe: no event id",
+                "/stripe",
+                |_| {},
+                "missing_dedup_key",
+            )
         },
         SourceRow {
             body: "{\"id\": ",

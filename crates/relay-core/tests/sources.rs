@@ -12,11 +12,11 @@ use relay_core::schemes::standard_webhooks::StandardWebhooks;
 use relay_core::schemes::{Scheme, SigningKey};
 use relay_core::verify::Secret;
 use relay_core::{Relay, Sink};
-use sha2::Digest as _;
 use relay_testkit::capture;
 use relay_testkit::config::ConfigFile;
 use relay_testkit::sinks::{RecordingSink, relay};
 use relay_testkit::{capture_clock, status_and_code};
+use sha2::Digest as _;
 
 const GITHUB_SECRET: &str = "It's a Secret to Everybody";
 /// A Standard Webhooks secret: `whsec_` and the base64 of the key.
@@ -437,12 +437,18 @@ async fn a_capture_sent_again_with_new_unsigned_ids_is_a_duplicate() {
     let file = ConfigFile::new(
         "[sources.shop]\nscheme = \"shopify\"\npaths = [\"/shop\"]\nsecret_env = \"S\"\n\n[sources.generic]\nscheme = \"hmac\"\npaths = [\"/hmac\"]\nsecret_env = \"S\"\nid_header = \"x-delivery\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
     );
-    let config = file.load(&[("S", GITHUB_SECRET)]).unwrap_or_else(|e| panic!("{e}"));
+    let config = file
+        .load(&[("S", GITHUB_SECRET)])
+        .unwrap_or_else(|e| panic!("{e}"));
     let out = RecordingSink::new("out");
     let dir = tempfile::tempdir().unwrap();
     let ledger = relay_core::ledger::SqliteLedger::open(&dir.path().join("ledger.sqlite")).unwrap();
-    let relay = relay(config, &[("out", Arc::clone(&out) as Arc<dyn Sink>)], capture_clock())
-        .with_ledger(Arc::new(ledger));
+    let relay = relay(
+        config,
+        &[("out", Arc::clone(&out) as Arc<dyn Sink>)],
+        capture_clock(),
+    )
+    .with_ledger(Arc::new(ledger));
     let generic = GenericHmac::new(HmacConfig::body_only("x-signature")).unwrap();
     for (path, scheme, id_header) in [
         ("/shop", &Shopify as &dyn Scheme, "x-shopify-webhook-id"),
@@ -467,7 +473,11 @@ async fn a_capture_sent_again_with_new_unsigned_ids_is_a_duplicate() {
         let messages = out.messages();
         assert_eq!(messages.len(), before + 1, "{path}: published once");
         let message = messages.last().unwrap();
-        assert_eq!(message.attributes.get("relay.delivery_id"), Some("first"), "{path}");
+        assert_eq!(
+            message.attributes.get("relay.delivery_id"),
+            Some("first"),
+            "{path}"
+        );
     }
 }
 
@@ -622,7 +632,10 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     assert!(headers.get("x-hub-signature-256").is_none(), "{headers:?}");
     assert!(headers.get("x-github-event").is_some(), "{headers:?}");
     assert!(
-        record.dropped_headers.iter().any(|h| h == "x-hub-signature-256"),
+        record
+            .dropped_headers
+            .iter()
+            .any(|h| h == "x-hub-signature-256"),
         "{:?}",
         record.dropped_headers
     );

@@ -189,7 +189,12 @@ impl Archive for GcsArchive {
         };
         let mut bytes = Vec::new();
         while let Some(chunk) = response.next().await {
-            super::take_chunk(&mut bytes, &chunk.map_err(|e| self.failure(&e))?, key, limit)?;
+            super::take_chunk(
+                &mut bytes,
+                &chunk.map_err(|e| self.failure(&e))?,
+                key,
+                limit,
+            )?;
         }
         Ok(Some(Bytes::from(bytes)))
     }

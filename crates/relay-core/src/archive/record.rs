@@ -346,10 +346,12 @@ mod tests {
             "x-sig",
         ];
         let mut headers = serde_json::Map::new();
-        for name in secrets
-            .iter()
-            .chain(&["content-type", "x-github-event", "x-forwarded-for", "x-tenant"])
-        {
+        for name in secrets.iter().chain(&[
+            "content-type",
+            "x-github-event",
+            "x-forwarded-for",
+            "x-tenant",
+        ]) {
             headers.insert((*name).to_owned(), serde_json::json!(["v"]));
         }
         let request = serde_json::json!({"path": "/", "query": {}, "headers": headers});

@@ -100,7 +100,11 @@ impl ArchiveConfig {
             }
         };
         let days = settings.archive_retention_days.map_or(30, |d| d.0);
-        let retention = Duration::from_secs(u64::try_from(days).unwrap_or(u64::MAX).saturating_mul(86_400));
+        let retention = Duration::from_secs(
+            u64::try_from(days)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(86_400),
+        );
         Ok(Some(Self {
             url,
             key,
