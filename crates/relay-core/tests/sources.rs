@@ -811,3 +811,58 @@ async fn a_sources_keys_may_come_from_a_file() {
         assert!(!errors.contains(GITHUB_SECRET), "{errors}");
     }
 }
+
+/// The `{id}.{body}` shift: a captured request (id `d-9`, body `{"order":1,"amount":1.5}`) sent
+/// again with the boundary moved into the body (id `d-9.{"order":1,"amount":1`, body `5}`) signs
+/// the same bytes; the id holds the template's separator, and the request is refused 401.
+#[tokio::test]
+async fn a_signed_value_holding_its_separator_is_refused() {
+    use relay_core::schemes::hmac::{GenericHmac, HmacConfig};
+    let file = ConfigFile::new(
+        "[sources.generic]\nscheme = \"hmac\"\npaths = [\"/hmac\"]\nsecret_env = \"S\"\ntemplate = \"{id}.{body}\"\nid_header = \"x-id\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+    );
+    let config = file
+        .load(&[("S", GITHUB_SECRET)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = RecordingSink::new("out");
+    let relay = relay(
+        config,
+        &[("out", Arc::clone(&out) as Arc<dyn Sink>)],
+        capture_clock(),
+    );
+    let mut scheme = HmacConfig::body_only("x-signature");
+    scheme.template = "{id}.{body}".into();
+    scheme.id_header = Some("x-id".into());
+    let scheme = GenericHmac::new(scheme).unwrap();
+    let body = r#"{"order":1,"amount":1.5}"#;
+    let captured = signed(
+        "/hmac",
+        "application/json",
+        body,
+        &scheme,
+        GITHUB_SECRET,
+        Some("d-9"),
+        &[],
+    );
+    let signature = captured.headers()["x-signature"].clone();
+    assert_eq!(answer(&relay.accept(captured).await), (202, String::new()));
+
+    let shifted = Request::post("/hmac")
+        .header("content-type", "text/plain")
+        .header("x-signature", signature)
+        .header("x-id", r#"d-9.{"order":1,"amount":1"#)
+        .body(Bytes::from_static(b"5}"))
+        .unwrap();
+    assert_eq!(
+        answer(&relay.accept(shifted).await),
+        (401, "ambiguous_signed_value".to_owned())
+    );
+    assert_eq!(out.messages().len(), 1, "only the captured request");
+
+    // A template whose body is not last is refused at start.
+    let file = ConfigFile::new(
+        "[sources.generic]\nscheme = \"hmac\"\nsecret_env = \"S\"\ntemplate = \"{body}.{timestamp}\"\ntimestamp_header = \"x-ts\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+    );
+    let refused = file.load(&[("S", GITHUB_SECRET)]).unwrap_err().to_string();
+    assert!(refused.contains("must end with {body}"), "{refused}");
+}

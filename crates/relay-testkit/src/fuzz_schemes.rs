@@ -29,7 +29,8 @@ pub use hmac_template::hmac_template;
 /// The codes [`Scheme::verify`] may answer (`wrong_key_type` and `unsignable` are a signer's).
 const VERIFY_CODES: &str = "missing_signature missing_signed_header malformed_signature \
     duplicate_header invalid_header invalid_timestamp stale_timestamp future_timestamp \
-    bad_signature unsupported_algorithm incomplete_signed_headers digest_mismatch";
+    bad_signature unsupported_algorithm incomplete_signed_headers digest_mismatch \
+    ambiguous_signed_value";
 
 /// A secret no sender signs with, configured first (`old`), as during a rotation.
 const OLD: &str = "not the sender's secret";

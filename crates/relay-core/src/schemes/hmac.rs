@@ -76,6 +76,12 @@ pub enum ConfigError {
     /// the same signature.
     #[error("the template has {{{0}}} and {{{1}}} side by side; put a separator between them")]
     Adjacent(String, String),
+    /// `{body}` is not the template's end: the body could end in the text that follows it, and
+    /// the boundary would shift.
+    #[error(
+        "the template must end with {{body}}, after the other placeholders and their separators"
+    )]
+    BodyNotLast,
 }
 
 /// What a generic HMAC scheme is configured with.
@@ -215,10 +221,19 @@ impl GenericHmac {
         {
             return Err(ConfigError::Adjacent(pair[0].name(), pair[1].name()));
         }
+        // Body last, and each other value followed by a separator it is checked not to hold
+        // (`content`): the signed content then splits into its values one way only.
+        if parts.last() != Some(&Part::Body)
+            || parts.iter().filter(|p| **p == Part::Body).count() > 1
+        {
+            return Err(ConfigError::BodyNotLast);
+        }
         Ok(Self { config, parts })
     }
 
-    /// The signed content, with the values each placeholder takes.
+    /// The signed content, with the values each placeholder takes. A value that holds the
+    /// separator after it is refused: with it, another split of the same bytes (a longer id,
+    /// a shorter body) would verify too.
     fn content(
         &self,
         body: &[u8],
@@ -227,14 +242,27 @@ impl GenericHmac {
         other: &dyn Fn(&str) -> Result<String, SchemeError>,
     ) -> Result<Vec<u8>, SchemeError> {
         let mut out = Vec::with_capacity(body.len() + 64);
-        for part in &self.parts {
-            match part {
-                Part::Text(t) => out.extend_from_slice(t.as_bytes()),
-                Part::Body => out.extend_from_slice(body),
-                Part::Timestamp => out.extend_from_slice(ts.unwrap_or_default().as_bytes()),
-                Part::Id => out.extend_from_slice(id.unwrap_or_default().as_bytes()),
-                Part::Header(h) => out.extend_from_slice(other(h)?.as_bytes()),
+        for (i, part) in self.parts.iter().enumerate() {
+            let value = match part {
+                Part::Text(t) => {
+                    out.extend_from_slice(t.as_bytes());
+                    continue;
+                }
+                Part::Body => {
+                    out.extend_from_slice(body);
+                    continue;
+                }
+                Part::Timestamp => ts.unwrap_or_default().to_owned(),
+                Part::Id => id.unwrap_or_default().to_owned(),
+                Part::Header(h) => other(h)?,
+            };
+            // `new` keeps a text between any two placeholders, and the body last.
+            if let Some(Part::Text(separator)) = self.parts.get(i + 1)
+                && value.contains(separator.as_str())
+            {
+                return Err(SchemeError::AmbiguousValue(part.name()));
             }
+            out.extend_from_slice(value.as_bytes());
         }
         Ok(out)
     }

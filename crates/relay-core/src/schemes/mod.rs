@@ -241,6 +241,10 @@ pub enum SchemeError {
     /// [`Scheme::sign`] cannot make the headers (a missing id, a value not fit for a header).
     #[error("cannot sign: {0}")]
     Unsignable(&'static str),
+    /// A signed value holds the separator that follows it in the template, so the signed
+    /// content could be split another way.
+    #[error("the signed value {{{0}}} holds the separator that follows it in the template")]
+    AmbiguousValue(String),
 }
 
 impl SchemeError {
@@ -261,6 +265,7 @@ impl SchemeError {
             Self::DigestMismatch => "digest_mismatch",
             Self::WrongKeyType => "wrong_key_type",
             Self::Unsignable(_) => "unsignable",
+            Self::AmbiguousValue(_) => "ambiguous_signed_value",
         }
     }
 }

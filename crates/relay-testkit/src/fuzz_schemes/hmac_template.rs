@@ -103,7 +103,33 @@ fn expected_config(config: &HmacConfig) -> Result<(), ConfigError> {
             named(&w[1]).expect("a placeholder"),
         ));
     }
+    // The body once, and last: nothing after it can move the boundary.
+    let bodies = pieces.iter().filter(|p| **p == Piece::Body).count();
+    if pieces.last() != Some(&Piece::Body) || bodies > 1 {
+        return Err(ConfigError::BodyNotLast);
+    }
     Ok(())
+}
+
+/// True when a placeholder's value holds the literal text that follows it in the template:
+/// the content could then be split another way, and the scheme refuses it.
+fn ambiguous(pieces: &[Piece<'_>], ts: &str, id: &str, header: &dyn Fn(&str) -> String) -> bool {
+    pieces.iter().enumerate().any(|(i, piece)| {
+        let value = match piece {
+            Piece::Text(_) | Piece::Body => return false,
+            Piece::Timestamp => ts.to_owned(),
+            Piece::Id => id.to_owned(),
+            Piece::Header(name) => header(name),
+        };
+        let separator: String = pieces[i + 1..]
+            .iter()
+            .map_while(|p| match p {
+                Piece::Text(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        !separator.is_empty() && value.contains(&separator)
+    })
 }
 
 /// The content a template signs, with each placeholder's value.
@@ -186,7 +212,9 @@ pub(super) fn check_hmac_template(data: &[u8]) -> bool {
     match scheme.sign(body, &hmac_key(&key("slack")), now, Some(DELIVERY)) {
         Err(error) => {
             let unfit = HeaderValue::from_bytes(prefix.as_bytes()).is_err();
-            assert!(signs_a_header || unfit, "cannot sign: {error}");
+            let ts = SLACK_NOW.to_string();
+            let shifts = ambiguous(&pieces, &ts, DELIVERY, &|_| String::new());
+            assert!(signs_a_header || unfit || shifts, "cannot sign: {error}");
         }
         Ok(own) => {
             assert!(!signs_a_header, "signed a template with {{header:…}}");
@@ -214,6 +242,16 @@ pub(super) fn check_hmac_template(data: &[u8]) -> bool {
     let ts = ts.map(|h| one(&headers, h).expect("an accepted timestamp"));
     let id = config.id_header.as_deref().and_then(|h| one(&headers, h));
     let header = |name: &str| one(&headers, name).expect("a signed header").to_owned();
+    assert!(
+        !ambiguous(
+            &pieces,
+            ts.unwrap_or_default(),
+            id.unwrap_or_default(),
+            &header
+        ),
+        "accepted a value holding its separator, for {}",
+        config.template
+    );
     let content = expand(
         &pieces,
         body,
