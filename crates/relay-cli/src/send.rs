@@ -16,10 +16,11 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     if let Some(sender) = Sender::of(args)? {
         let mut headers = vec![("Content-Type".to_owned(), args.content_type.clone())];
-        if !args.unsigned {
-            headers.extend(sender.sign(args, &payload)?);
-        }
         headers.extend(args.headers.iter().cloned());
+        if !args.unsigned {
+            let signed = sender.sign(args, &headers, &payload)?;
+            headers.extend(signed);
+        }
         return deliver(args, &headers, &payload);
     }
     let (content_type, body) = match args.encoding {
@@ -175,8 +176,14 @@ impl Sender {
         }))
     }
 
-    /// The headers that sign `body` now.
-    fn sign(&self, args: &SendArgs, body: &[u8]) -> Result<Vec<(String, String)>, String> {
+    /// The headers that sign the request now: its method, URL, `headers` and `body`, where
+    /// the scheme signs more than the body.
+    fn sign(
+        &self,
+        args: &SendArgs,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Vec<(String, String)>, String> {
         let text = secret_text(args, self.secret_env.as_deref())?;
         let key = signing_key(&text, args.key_id.as_deref())?;
         let id = match (&args.id, self.sends_id) {
@@ -184,9 +191,31 @@ impl Sender {
             (None, true) => Some(random_boundary()?),
             (None, false) => None,
         };
+        let uri: http::Uri = args
+            .url
+            .parse()
+            .map_err(|e| format!("--url {}: {e}", args.url))?;
+        let method = match args.method {
+            crate::HttpMethod::Post => http::Method::POST,
+            crate::HttpMethod::Put => http::Method::PUT,
+        };
+        let mut sent = http::HeaderMap::new();
+        for (name, value) in headers {
+            let name = http::HeaderName::try_from(name.as_str())
+                .map_err(|_| format!("{name:?} is not a header name"))?;
+            let value = http::HeaderValue::try_from(value.as_str())
+                .map_err(|_| format!("{name}: not a header value"))?;
+            sent.append(name, value);
+        }
+        let request = relay_core::schemes::SignedRequest {
+            method: &method,
+            uri: &uri,
+            headers: &sent,
+            body,
+        };
         let headers = self
             .scheme
-            .sign(body, &key, SystemTime::now(), id.as_deref())
+            .sign_request(&request, &key, SystemTime::now(), id.as_deref())
             .map_err(|e| format!("{}: {e}", self.name))?;
         Ok(headers
             .into_iter()

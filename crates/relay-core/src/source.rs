@@ -97,11 +97,23 @@ impl SchemeName {
         let window = options.window()?;
         Ok(Some(match self {
             Self::Dss => return Ok(None),
-            Self::Rfc9421 => Box::new(schemes::rfc9421::Rfc9421 {
-                window,
-                require_content_digest: true,
-                label: options.label.clone(),
-            }),
+            Self::Rfc9421 => {
+                let required = match &options.required_components {
+                    Some(required) => {
+                        schemes::rfc9421::check_required(required)
+                            .map_err(|e| format!("required_components: {e}"))?;
+                        required.clone()
+                    }
+                    None => schemes::rfc9421::DEFAULT_REQUIRED
+                        .map(str::to_owned)
+                        .to_vec(),
+                };
+                Box::new(schemes::rfc9421::Rfc9421 {
+                    window,
+                    required,
+                    label: options.label.clone(),
+                })
+            }
             Self::StandardWebhooks => {
                 Box::new(schemes::standard_webhooks::StandardWebhooks { window })
             }
@@ -314,6 +326,9 @@ pub struct SourceSpec {
     pub event_type_header: Option<String>,
     /// `rfc9421`: verify only the signature with this label.
     pub label: Option<String>,
+    /// `rfc9421`: the components a signature must cover (default `["@method", "@path",
+    /// "content-digest"]`; `["content-digest"]` signs the body alone).
+    pub required_components: Option<Vec<String>>,
 }
 
 /// The options only the generic HMAC scheme reads, for the check that a source sets none it
@@ -379,6 +394,9 @@ impl SourceSpec {
         };
         if scheme != SchemeName::Rfc9421 && self.label.is_some() {
             unused.push("label");
+        }
+        if scheme != SchemeName::Rfc9421 && self.required_components.is_some() {
+            unused.push("required_components");
         }
         if scheme == SchemeName::Dss {
             if self.dedup_key.is_some() {

@@ -1500,7 +1500,15 @@ fn source_request(row: &SourceRow) -> http::Request<Bytes> {
         secret: Secret::new(secret).into(),
     };
     let mut headers = HeaderMap::new();
-    for (name, value) in scheme.sign(row.body.as_bytes(), &key, at, id).unwrap() {
+    let target = http::Uri::from_static(row.path);
+    let unsigned = HeaderMap::new();
+    let to_sign = relay_core::schemes::SignedRequest {
+        method: &http::Method::POST,
+        uri: &target,
+        headers: &unsigned,
+        body: row.body.as_bytes(),
+    };
+    for (name, value) in scheme.sign_request(&to_sign, &key, at, id).unwrap() {
         headers.insert(name, value);
     }
     match row.path {

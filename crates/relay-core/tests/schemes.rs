@@ -111,11 +111,21 @@ const STALE: Duration = Duration::from_secs(301);
 fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
     let body = br#"{"event":"ping"}"#;
     let now = at(1_700_000_000);
+    let (method, uri) = (Method::POST, Uri::from_static("/hook"));
+    let unsigned = HeaderMap::new();
+    let to_sign = SignedRequest {
+        method: &method,
+        uri: &uri,
+        headers: &unsigned,
+        body,
+    };
     let mut headers = HeaderMap::new();
-    for (name, value) in scheme.sign(body, &key, now, Some("delivery-1")).unwrap() {
+    for (name, value) in scheme
+        .sign_request(&to_sign, &key, now, Some("delivery-1"))
+        .unwrap()
+    {
         headers.insert(name, value);
     }
-    let (method, uri) = (Method::POST, Uri::from_static("/hook"));
     let request = |body: &'static [u8]| SignedRequest {
         method: &method,
         uri: &uri,
@@ -421,11 +431,11 @@ fn rfc_shared_secret(f: &Fixture) -> HmacKey {
     )
 }
 
-/// The Appendix B vectors do not cover `content-digest`, so they verify only with that
-/// requirement off.
+/// The Appendix B vectors do not cover `content-digest`, so they verify only with no
+/// component required.
 fn rfc_vectors_scheme() -> Rfc9421 {
     Rfc9421 {
-        require_content_digest: false,
+        required: Vec::new(),
         ..Rfc9421::default()
     }
 }
@@ -451,10 +461,19 @@ fn rfc9421_verifies_appendix_b_2_5_hmac_sha256() {
         f.check(&scheme, &elsewhere, f.now),
         Err(SchemeError::BadSignature)
     );
-    // By default the body must be covered through content-digest.
+    // By default the method, the path and the body (through content-digest) must be
+    // covered: B.2.5 covers none of them.
     assert_eq!(
         f.check(&Rfc9421::default(), &secrets, f.now),
-        Err(SchemeError::IncompleteCoverage("content-digest"))
+        Err(SchemeError::IncompleteCoverage("@method".into()))
+    );
+    let digest_only = Rfc9421 {
+        required: vec!["content-digest".into()],
+        ..Rfc9421::default()
+    };
+    assert_eq!(
+        f.check(&digest_only, &secrets, f.now),
+        Err(SchemeError::IncompleteCoverage("content-digest".into()))
     );
 }
 
@@ -507,14 +526,21 @@ fn rfc9421_covers_the_body_through_content_digest() {
     let secrets = Secrets::new().with_hmac_id("test-shared-secret", rfc_shared_secret(&f));
     round_trip(&Rfc9421::default(), hkey.clone(), &secrets);
     let body = b"{}";
+    let (method, uri) = (Method::POST, Uri::from_static("/"));
+    let unsigned = HeaderMap::new();
+    let to_sign = SignedRequest {
+        method: &method,
+        uri: &uri,
+        headers: &unsigned,
+        body,
+    };
     let mut headers = HeaderMap::new();
     for (n, v) in Rfc9421::default()
-        .sign(body, &hkey, at(1_000), None)
+        .sign_request(&to_sign, &hkey, at(1_000), None)
         .unwrap()
     {
         headers.insert(n, v);
     }
-    let (method, uri) = (Method::POST, Uri::from_static("/"));
     let request = |body: &'static [u8]| SignedRequest {
         method: &method,
         uri: &uri,

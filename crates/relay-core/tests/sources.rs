@@ -137,8 +137,16 @@ fn signed(
     id: Option<&str>,
     extra: &[(&str, &str)],
 ) -> Request<Bytes> {
+    let target: http::Uri = path.parse().unwrap();
+    let unsigned = http::HeaderMap::new();
+    let to_sign = relay_core::schemes::SignedRequest {
+        method: &http::Method::POST,
+        uri: &target,
+        headers: &unsigned,
+        body: body.as_bytes(),
+    };
     let headers = scheme
-        .sign(body.as_bytes(), &hmac_key(secret), capture::time(), id)
+        .sign_request(&to_sign, &hmac_key(secret), capture::time(), id)
         .unwrap();
     let mut builder = Request::post(path).header("content-type", content_type);
     for (name, value) in headers {
@@ -865,4 +873,93 @@ async fn a_signed_value_holding_its_separator_is_refused() {
     );
     let refused = file.load(&[("S", GITHUB_SECRET)]).unwrap_err().to_string();
     assert!(refused.contains("must end with {body}"), "{refused}");
+}
+
+/// Two RFC 9421 sources on two paths with one key: a request signed for the first, sent to the
+/// second, is refused where the signature must cover `@method` and `@path` (the default), and
+/// taken where a source requires `content-digest` alone (the explicit old behaviour). A
+/// signature that covers only `content-digest` is refused by the default.
+#[tokio::test]
+async fn a_request_signed_for_one_rfc9421_source_is_refused_by_another() {
+    use relay_core::schemes::rfc9421::Rfc9421;
+    let sources = |required: &str| {
+        format!(
+            "[sources.a]\nscheme = \"rfc9421\"\npaths = [\"/a\"]\nsecret_env = \"K\"\n{required}\n[sources.b]\nscheme = \"rfc9421\"\npaths = [\"/b\"]\nsecret_env = \"K\"\n{required}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n"
+        )
+    };
+    let keys = r#"{"k1": "one key for two sources"}"#;
+    let signer = SigningKey::Hmac {
+        key_id: Some("k1".into()),
+        secret: Secret::new("one key for two sources").into(),
+    };
+    let request = |signed_for: &str, sent_to: &str, scheme: &Rfc9421| {
+        let target: http::Uri = signed_for.parse().unwrap();
+        let unsigned = http::HeaderMap::new();
+        let to_sign = relay_core::schemes::SignedRequest {
+            method: &http::Method::POST,
+            uri: &target,
+            headers: &unsigned,
+            body: INVOICE.as_bytes(),
+        };
+        let mut builder = Request::post(sent_to).header("content-type", "application/json");
+        for (name, value) in scheme
+            .sign_request(&to_sign, &signer, capture::time(), None)
+            .unwrap()
+        {
+            builder = builder.header(name, value);
+        }
+        builder
+            .body(Bytes::from_static(INVOICE.as_bytes()))
+            .unwrap()
+    };
+    let start = |required: &str| {
+        let config = ConfigFile::new(&sources(required))
+            .load(&[("K", keys)])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let out = RecordingSink::new("out");
+        (
+            relay(
+                config,
+                &[("out", Arc::clone(&out) as Arc<dyn Sink>)],
+                capture_clock(),
+            ),
+            out,
+        )
+    };
+
+    let (strict, out) = start("");
+    let default = Rfc9421::default();
+    assert_eq!(
+        answer(&strict.accept(request("/a", "/a", &default)).await),
+        (202, String::new())
+    );
+    assert_eq!(
+        answer(&strict.accept(request("/a", "/b", &default)).await),
+        (401, "bad_signature".to_owned())
+    );
+    let digest_only = Rfc9421 {
+        required: vec!["content-digest".into()],
+        ..Rfc9421::default()
+    };
+    assert_eq!(
+        answer(&strict.accept(request("/a", "/b", &digest_only)).await),
+        (401, "incomplete_signed_headers".to_owned())
+    );
+    assert_eq!(out.messages().len(), 1);
+
+    let (loose, out) = start("required_components = [\"content-digest\"]\n");
+    assert_eq!(
+        answer(&loose.accept(request("/a", "/b", &digest_only)).await),
+        (202, String::new())
+    );
+    assert_eq!(out.messages().len(), 1, "the old behaviour, asked for");
+
+    let refused = ConfigFile::new(&sources("required_components = [\"@path\"]\n"))
+        .load(&[("K", keys)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("must include \"content-digest\""),
+        "{refused}"
+    );
 }

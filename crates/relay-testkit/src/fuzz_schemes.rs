@@ -373,10 +373,12 @@ fn check_standard_webhooks(data: &[u8]) -> bool {
     true
 }
 
-/// RFC 9421 (`Signature-Input`, `Signature`, `Content-Digest`), with `content-digest` required
-/// (the default) and not (as for Appendix B's vectors): whatever the first accepts the second
-/// does, and it covers `content-digest` and refuses a changed body; an accepted request proves
-/// a configured key id or the `keyid` it names, and no delivery id or event.
+/// RFC 9421 (`Signature-Input`, `Signature`, `Content-Digest`), with the default required
+/// components (`@method`, `@path`, `content-digest`), with `content-digest` alone, and with none
+/// (as for Appendix B's vectors): whatever one accepts the looser ones do, and what requires
+/// components covers them and refuses a changed body; the relay's own signatures of a request
+/// verify under the default; an accepted request proves a configured key id or the `keyid` it
+/// names, and no delivery id or event.
 pub fn rfc9421(data: &[u8]) {
     check_rfc9421(data);
 }
@@ -391,9 +393,13 @@ fn check_rfc9421(data: &[u8]) -> bool {
         .with_hmac_id("test-shared-secret", shared.clone())
         .with_ed25519_id("test-key-ed25519", ed25519.verifying_key())
         .with_hmac(Secret::new(ANY_ID_SECRET));
-    let required = Rfc9421::default();
+    let default = Rfc9421::default();
+    let required = Rfc9421 {
+        required: vec!["content-digest".into()],
+        ..Rfc9421::default()
+    };
     let optional = Rfc9421 {
-        require_content_digest: false,
+        required: Vec::new(),
         ..Rfc9421::default()
     };
     let signers = [
@@ -413,8 +419,29 @@ fn check_rfc9421(data: &[u8]) -> bool {
         let own = required.sign(body, signer, now, None);
         let own = round_trip(&required, own, &secrets, body, now, id);
         assert_eq!(own["content-digest"], content_digest(body));
+        let uri = http::Uri::from_static(TARGET);
+        let request = SignedRequest {
+            method: &http::Method::POST,
+            uri: &uri,
+            headers: &HeaderMap::new(),
+            body,
+        };
+        let own = default.sign_request(&request, signer, now, None);
+        round_trip(&default, own, &secrets, body, now, id);
     }
+    let strictest = checked(&default, &headers, body, &secrets, now, true);
     let strict = checked(&required, &headers, body, &secrets, now, true);
+    if strictest.is_some() {
+        assert!(
+            strict.is_some(),
+            "accepted only with @method and @path required"
+        );
+        let input = one(&headers, "signature-input").expect("an accepted Signature-Input");
+        assert!(
+            input.contains("\"@method\"") && input.contains("\"@path\""),
+            "{input}"
+        );
+    }
     let loose = checked(&optional, &headers, body, &secrets, now, false);
     let input = one(&headers, "signature-input");
     if strict.is_some() {

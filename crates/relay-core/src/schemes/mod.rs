@@ -50,6 +50,18 @@ pub trait Scheme: Send + Sync + std::fmt::Debug {
         at: SystemTime,
         id: Option<&str>,
     ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError>;
+    /// The headers a sender would add to `request` (its method, target, headers and body, as
+    /// they will be sent), signed with `key` at `at`: what a scheme that signs more than the
+    /// body (RFC 9421's `@method` and `@path`) needs; the others sign the body alone.
+    fn sign_request(
+        &self,
+        request: &SignedRequest<'_>,
+        key: &SigningKey,
+        at: SystemTime,
+        id: Option<&str>,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
+        self.sign(request.body, key, at, id)
+    }
 }
 
 /// What a verified request proved, beyond its signature.
@@ -229,9 +241,10 @@ pub enum SchemeError {
     /// An algorithm the scheme does not accept.
     #[error("unsupported signature algorithm")]
     UnsupportedAlgorithm,
-    /// The signature does not cover what the scheme requires (RFC 9421: `content-digest`).
+    /// The signature does not cover what the source requires (RFC 9421: its
+    /// `required_components`, `content-digest` always among them).
     #[error("the signature must cover {0}")]
-    IncompleteCoverage(&'static str),
+    IncompleteCoverage(String),
     /// `Content-Digest` does not match the body received.
     #[error("the Content-Digest header does not match the body")]
     DigestMismatch,

@@ -4,9 +4,11 @@
 //! `Signature-Input` and `Signature` are Structured Field dictionaries (parsed with `sfv`). The
 //! components accepted are the derived `@method`, `@authority`, `@path`, `@query` and
 //! `@request-target`, and header fields by name, without component parameters. `created` is
-//! required and checked within the window; `expires`, when present, must not have passed. By
-//! default the signature must cover `content-digest`, which is recomputed over the body; an
-//! unknown `keyid` answers as a bad signature does.
+//! required and checked within the window; `expires`, when present, must not have passed. The
+//! signature must cover the source's required components (by default `@method`, `@path` and
+//! `content-digest`, so that a request signed for one path is not taken on another), and
+//! `content-digest` is recomputed over the body; an unknown `keyid` answers as a bad signature
+//! does.
 
 use std::time::{Duration, SystemTime};
 
@@ -28,14 +30,17 @@ const MAX_SIGNATURES: usize = 4;
 /// More covered components than any sender needs are refused.
 const MAX_COMPONENTS: usize = 32;
 
+/// The components a signature must cover unless the source says otherwise.
+pub const DEFAULT_REQUIRED: [&str; 3] = ["@method", "@path", CONTENT_DIGEST];
+
 /// RFC 9421 with RFC 9530 `Content-Digest`.
 #[derive(Debug, Clone)]
 pub struct Rfc9421 {
     /// Largest accepted distance between `created` and now.
     pub window: Duration,
-    /// Refuse a signature that does not cover `content-digest` (on by default: otherwise the
-    /// body is not signed).
-    pub require_content_digest: bool,
+    /// The components a signature must cover, in the order [`sign`](Scheme::sign_request)
+    /// covers them; empty accepts any coverage (tests of other rules only).
+    pub required: Vec<String>,
     /// Verify only the signature with this label; any label when none.
     pub label: Option<String>,
 }
@@ -44,10 +49,40 @@ impl Default for Rfc9421 {
     fn default() -> Self {
         Self {
             window: DEFAULT_WINDOW,
-            require_content_digest: true,
+            required: DEFAULT_REQUIRED.map(str::to_owned).to_vec(),
             label: None,
         }
     }
+}
+
+/// Checks a source's `required_components`: known derived components or lower-case header
+/// names, each once, `content-digest` among them (else the body is not signed).
+pub fn check_required(required: &[String]) -> Result<(), String> {
+    const DERIVED: [&str; 5] = [
+        "@method",
+        "@authority",
+        "@path",
+        "@query",
+        "@request-target",
+    ];
+    for (i, name) in required.iter().enumerate() {
+        let known = DERIVED.contains(&name.as_str())
+            || (!name.starts_with('@')
+                && HeaderName::try_from(name.as_str()).is_ok_and(|h| h.as_str() == name));
+        if !known {
+            return Err(format!(
+                "{name:?} is not a component: {} or a lower-case header name",
+                DERIVED.join(", ")
+            ));
+        }
+        if required[..i].contains(name) {
+            return Err(format!("{name:?} is listed twice"));
+        }
+    }
+    if !required.iter().any(|n| n == CONTENT_DIGEST) {
+        return Err("must include \"content-digest\": without it the body is not signed".into());
+    }
+    Ok(())
 }
 
 /// The `Content-Digest` value RFC 9530 gives a body, with `sha-256`.
@@ -243,8 +278,8 @@ impl Rfc9421 {
         let p = params(list)?;
         let names = components(list)?;
         let covers_digest = names.contains(&CONTENT_DIGEST);
-        if self.require_content_digest && !covers_digest {
-            return Err(SchemeError::IncompleteCoverage("content-digest"));
+        if let Some(missing) = self.required.iter().find(|r| !names.contains(&r.as_str())) {
+            return Err(SchemeError::IncompleteCoverage(missing.clone()));
         }
         let signed_at = check_timestamp(&p.created.to_string(), now, self.window)?;
         if let Some(expires) = p.expires
@@ -340,11 +375,37 @@ impl Scheme for Rfc9421 {
         true
     }
 
-    /// Signs `content-digest` only (the body), as `sig1`, with `created`, `keyid` when the key
-    /// has one, and `alg`.
+    /// Signs the body alone: RFC 9421 signs the request's method and path too, which
+    /// [`sign_request`](Scheme::sign_request) knows; this covers only what needs no request
+    /// (the headers of `required`, `content-digest` among them).
     fn sign(
         &self,
         body: &[u8],
+        key: &SigningKey,
+        at: SystemTime,
+        id: Option<&str>,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
+        if self.required.iter().any(|r| r.starts_with('@')) {
+            return Err(SchemeError::Unsignable(
+                "RFC 9421 covers the request's method and path: sign the request",
+            ));
+        }
+        let uri = http::Uri::from_static("/");
+        let request = SignedRequest {
+            method: &http::Method::POST,
+            uri: &uri,
+            headers: &http::HeaderMap::new(),
+            body,
+        };
+        self.sign_request(&request, key, at, id)
+    }
+
+    /// Signs `request` as `sig1`, covering the source's required components (or
+    /// `content-digest` alone when none are), with `created`, `keyid` when the key has one, and
+    /// `alg`; adds `Content-Digest`.
+    fn sign_request(
+        &self,
+        request: &SignedRequest<'_>,
         key: &SigningKey,
         at: SystemTime,
         _id: Option<&str>,
@@ -353,8 +414,27 @@ impl Scheme for Rfc9421 {
             SigningKey::Hmac { key_id, .. } => (key_id, "hmac-sha256"),
             SigningKey::Ed25519 { key_id, .. } => (key_id, "ed25519"),
         };
-        let created = unix_secs(at);
-        let mut params = format!("(\"content-digest\");created={created}");
+        let digest = content_digest(request.body);
+        let mut headers = request.headers.clone();
+        headers.insert(
+            HeaderName::from_static(CONTENT_DIGEST),
+            HeaderValue::from_str(&digest).map_err(|_| SchemeError::Unsignable("the digest"))?,
+        );
+        let with_digest = SignedRequest {
+            headers: &headers,
+            ..*request
+        };
+        let covered: Vec<&str> = match self.required.is_empty() {
+            true => vec![CONTENT_DIGEST],
+            false => self.required.iter().map(String::as_str).collect(),
+        };
+        let mut base = String::new();
+        for name in &covered {
+            let value = component(&with_digest, name)?;
+            base.push_str(&format!("\"{name}\": {value}\n"));
+        }
+        let quoted: Vec<String> = covered.iter().map(|n| format!("\"{n}\"")).collect();
+        let mut params = format!("({});created={}", quoted.join(" "), unix_secs(at));
         if let Some(id) = key_id {
             if !id
                 .bytes()
@@ -365,8 +445,7 @@ impl Scheme for Rfc9421 {
             params.push_str(&format!(";keyid=\"{id}\""));
         }
         params.push_str(&format!(";alg=\"{alg}\""));
-        let digest = content_digest(body);
-        let base = format!("\"content-digest\": {digest}\n\"@signature-params\": {params}");
+        base.push_str(&format!("\"@signature-params\": {params}"));
         let signature = match key {
             SigningKey::Hmac { secret, .. } => {
                 hmac_sha256(secret.expose(), &[base.as_bytes()]).to_vec()
