@@ -75,6 +75,9 @@ pub(crate) struct StartArgs {
     /// Deliver to the routes as well, not instead.
     #[arg(long)]
     copy: bool,
+    /// Let --match read $request (the path, the query, the headers), which no sender signs.
+    #[arg(long)]
+    accept_unsigned: bool,
     /// Your SQS queue.
     #[arg(long, group = "destination")]
     queue_url: Option<String>,
@@ -361,6 +364,7 @@ fn split_of(
         registered_at: to_the_second(now),
         expires_at: expiry(now, args.ttl)?,
         created: false,
+        accept_unsigned: args.accept_unsigned,
     })
 }
 

@@ -62,6 +62,8 @@ fn routes(heavy: bool) -> Vec<RouteSpec> {
             to: vec![format!("sink-{}", i % 4)],
             stop: false,
             fallback: false,
+            // Two of the patterns read $request.
+            accept_unsigned: true,
         })
         .collect()
 }
@@ -99,6 +101,7 @@ fn jmespath_routes() -> Vec<RouteSpec> {
             to: vec![format!("sink-{}", i % 4)],
             stop: false,
             fallback: false,
+            accept_unsigned: false,
         })
         .collect()
 }
@@ -177,6 +180,7 @@ fn allowlist(c: &mut Criterion) {
         to: vec!["sink-0".into()],
         stop: false,
         fallback: false,
+        accept_unsigned: false,
     };
     let router = Router::compile(&[route], vec!["sink-0".into()]).unwrap();
     let notification = Notification::parse(Bytes::from_static(CREATE.as_bytes())).unwrap();

@@ -303,7 +303,7 @@ async fn a_record_keeps_the_headers_routes_name() {
     let routes = dir.path().join("relay.toml");
     std::fs::write(
         &routes,
-        "[sinks.file]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"tenant\"\nto = [\"file\"]\nmatch = { \"$request\" = { headers = { x-tenant = [\"a\"] } } }\n",
+        "[sinks.file]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"tenant\"\nto = [\"file\"]\nmatch = { \"$request\" = { headers = { x-tenant = [\"a\"] } } }\naccept_unsigned = true\n",
     )
     .unwrap();
     let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());

@@ -963,3 +963,26 @@ async fn a_request_signed_for_one_rfc9421_source_is_refused_by_another() {
         "{refused}"
     );
 }
+
+/// A route on `X-GitHub-Event`, which GitHub does not sign, is refused at start without the
+/// opt-in: the push body sent with `X-GitHub-Event: release` would take the releases route.
+#[test]
+fn a_route_on_an_unsigned_header_needs_the_opt_in() {
+    let config = |opt_in: &str| {
+        format!(
+            "[sources.github]\nscheme = \"github\"\npaths = [\"/github\"]\nsecret_env = \"S\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"releases\"\nmatch = {{ \"$request\" = {{ headers = {{ x-github-event = [\"release\"] }} }} }}\nto = [\"out\"]\n{opt_in}"
+        )
+    };
+    let refused = ConfigFile::new(&config(""))
+        .load(&[("S", GITHUB_SECRET)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("route \"releases\", match: matches on $request"),
+        "{refused}"
+    );
+    assert!(refused.contains("add accept_unsigned = true"), "{refused}");
+    ConfigFile::new(&config("accept_unsigned = true\n"))
+        .load(&[("S", GITHUB_SECRET)])
+        .unwrap_or_else(|e| panic!("{e}"));
+}

@@ -441,6 +441,7 @@ pub fn deployed_routes(file_routes: &[RouteSpec], sinks: &[SinkConfig]) -> Vec<R
         to: sinks.iter().map(|s| s.name.clone()).collect(),
         stop: false,
         fallback: false,
+        accept_unsigned: false,
     }]
 }
 

@@ -87,6 +87,9 @@ pub struct SplitSpec {
     /// Its destination was created for it, and goes with it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub created: bool,
+    /// Match on `$request`, which no sender signs ([`crate::route::UNSIGNED_REQUEST`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_unsigned: bool,
 }
 
 /// The longest split name.
@@ -117,6 +120,9 @@ impl SplitSpec {
         }
         let pattern = Pattern::compile(&self.pattern)
             .map_err(|e| fail(format!("{}: {}", e.at, e.message)))?;
+        if pattern.uses_request() && !self.accept_unsigned {
+            return Err(fail(format!("match {}", crate::route::UNSIGNED_REQUEST)));
+        }
         if matches_anything(&pattern) {
             return Err(fail(
                 "its match takes every notification; a split takes a slice of a shared stream, so give it a condition that some notifications fail".into(),

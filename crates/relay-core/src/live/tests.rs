@@ -427,3 +427,27 @@ fn the_relay_takes_the_max_ttl_from_its_configuration() {
     let errors = crate::Config::from_vars(zero).unwrap_err().to_string();
     assert!(errors.contains("RELAY_SPLIT_MAX_TTL_SECS"), "{errors}");
 }
+
+/// A stored route or split that matches on `$request` (never signed) is refused unless it says
+/// `accept_unsigned = true`; with it, it is taken.
+#[test]
+fn stored_routes_and_splits_on_the_request_need_the_opt_in() {
+    let route = r#"
+[[routes]]
+name = "by-header"
+match = { "$request" = { headers = { x-github-event = ["release"] } } }
+to = ["main"]
+"#;
+    let error = merge_error(route);
+    assert!(error.contains("which no sender signs"), "{error}");
+    assert!(error.contains("accept_unsigned = true"), "{error}");
+    let with = route.replace("to = [\"main\"]", "to = [\"main\"]\naccept_unsigned = true");
+    deployed().merge(&stored(&with)).unwrap();
+
+    let pattern = r#"{ "$request" = { query = { replica = ["aws"] } } }"#;
+    let from = r#"{ match = { bundle_uuid = [{ prefix = "aa" }] } }"#;
+    assert_eve_split_refused(from, pattern, "which no sender signs");
+    let split = eve_split_replacing(from, pattern)
+        .replace("registered_at", "accept_unsigned = true\nregistered_at");
+    deployed().merge(&stored(&split)).unwrap();
+}

@@ -81,7 +81,14 @@ pub struct RouteSpec {
     /// See [`Route::fallback`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fallback: bool,
+    /// Match on `$request` (the path, the query, the headers), which no sender signs: see
+    /// [`UNSIGNED_REQUEST`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_unsigned: bool,
 }
+
+/// Why a route or a split that matches on `$request` must say `accept_unsigned = true`.
+pub const UNSIGNED_REQUEST: &str = "matches on $request (the path, the query or the headers), which no sender signs: whoever holds a captured request can change them and send it down this route; add accept_unsigned = true to route on them all the same";
 
 /// Why routes could not be compiled. `route` names the route, `field` the part at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -177,6 +184,9 @@ impl Router {
                     .unwrap_or(&Value::Object(Default::default())),
             )
             .map_err(|e| fail(&spec.name, &e.at, e.message))?;
+            if pattern.uses_request() && !spec.accept_unsigned {
+                return Err(fail(&spec.name, "match", UNSIGNED_REQUEST.into()));
+            }
             let cover = routes
                 .iter()
                 .find(|r| r.stop && !r.fallback && covers(r, spec));
@@ -333,6 +343,8 @@ mod tests {
             to: to.iter().map(|s| (*s).to_owned()).collect(),
             stop,
             fallback,
+            // The tests of $request routes opt in as their users must.
+            accept_unsigned: true,
         }
     }
 
