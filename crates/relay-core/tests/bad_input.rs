@@ -1171,6 +1171,13 @@ template = "{timestamp}.{body}"
 timestamp_header = "x-timestamp"
 id_header = "x-delivery"
 
+[sources.generic_id]
+scheme = "hmac"
+paths = ["/hmac-id"]
+secret_env = "SOURCE_SECRET"
+template = "{id}.{body}"
+id_header = "x-delivery"
+
 [sinks.out]
 type = "file"
 path = "-"
@@ -1447,6 +1454,13 @@ fn source_rows() -> Vec<SourceRow> {
             },
             "missing_signed_header",
         ),
+        // `{id}.{body}`: an id holding the separator could move the boundary into the body.
+        row(
+            "hmac: an id holding the template's separator",
+            "/hmac-id",
+            |h| set(h, "x-delivery", "d-1.{\"order\""),
+            "ambiguous_signed_value",
+        ),
     ]
 }
 
@@ -1488,6 +1502,13 @@ fn source_request(row: &SourceRow) -> http::Request<Bytes> {
             config.prefix = Some("sha256=".into());
             config.template = "{timestamp}.{body}".into();
             config.timestamp_header = Some("x-timestamp".into());
+            config.id_header = Some("x-delivery".into());
+            let scheme = relay_core::schemes::hmac::GenericHmac::new(config).unwrap();
+            (Box::new(scheme), SOURCE_SECRET, Some("d-1"))
+        }
+        "/hmac-id" => {
+            let mut config = relay_core::schemes::hmac::HmacConfig::body_only("x-signature");
+            config.template = "{id}.{body}".into();
             config.id_header = Some("x-delivery".into());
             let scheme = relay_core::schemes::hmac::GenericHmac::new(config).unwrap();
             (Box::new(scheme), SOURCE_SECRET, Some("d-1"))
@@ -1560,7 +1581,7 @@ async fn every_source_rejection_gets_its_documented_status_and_code() {
     );
     // Each scheme's request as signed is accepted: the rows fail for what they change.
     for path in [
-        "/github", "/shopify", "/stripe", "/slack", "/sw", "/rfc9421", "/hmac",
+        "/github", "/shopify", "/stripe", "/slack", "/sw", "/rfc9421", "/hmac", "/hmac-id",
     ] {
         let row = SourceRow {
             name: "as signed",
@@ -1574,7 +1595,7 @@ async fn every_source_rejection_gets_its_documented_status_and_code() {
         };
         assert_accepted(&relay.accept(source_request(&row)).await);
     }
-    assert_eq!(sink.messages().len(), 7);
+    assert_eq!(sink.messages().len(), 8);
     let rows = source_rows();
     for row in &rows {
         let outcome = relay.accept(source_request(row)).await;
@@ -1589,7 +1610,7 @@ async fn every_source_rejection_gets_its_documented_status_and_code() {
     }
     assert_eq!(
         sink.messages().len(),
-        7,
+        8,
         "no rejected input reached the sink"
     );
 }

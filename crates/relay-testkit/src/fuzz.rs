@@ -172,3 +172,77 @@ pub fn config_file(data: &[u8]) {
         }
     }
 }
+
+/// An archive record of a request: header lines (`name: value`), a blank line, the body. What
+/// the record keeps holds no header that may carry a credential or a signature, only headers of
+/// the allow-list or one a route names (`x-route-named`); kept and dropped name every header;
+/// sealed, the record opens to itself, and no byte of it can change unnoticed.
+pub fn archive_record(data: &[u8]) {
+    use relay_core::archive::{KEPT_HEADERS, Record, is_secret_header};
+    let split = data.windows(2).position(|w| w == b"\n\n");
+    let (head, body) = match split {
+        Some(at) => (&data[..at], &data[at + 2..]),
+        None => (data, &b""[..]),
+    };
+    let mut headers = http::HeaderMap::new();
+    for line in head.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(&line[..colon]),
+            http::HeaderValue::from_bytes(line[colon + 1..].trim_ascii()),
+        ) else {
+            continue;
+        };
+        headers.append(name, value);
+    }
+    let request = relay_core::route::request_document("/", None, &headers);
+    let all: std::collections::BTreeSet<String> = request["headers"]
+        .as_object()
+        .expect("headers")
+        .keys()
+        .cloned()
+        .collect();
+    let message = relay_core::Message {
+        payload: Bytes::copy_from_slice(body),
+        attributes: Default::default(),
+        dedup_key: "fuzz".into(),
+        group_id: None,
+        dedup_id: None,
+        ordering_key: None,
+        received_at: std::time::SystemTime::UNIX_EPOCH,
+    };
+    let named = std::collections::BTreeSet::from(["x-route-named".to_owned()]);
+    let record = Record::of(&message, request, &named);
+    let kept: std::collections::BTreeSet<String> = record.request["headers"]
+        .as_object()
+        .expect("headers")
+        .keys()
+        .cloned()
+        .collect();
+    for name in &kept {
+        assert!(!is_secret_header(name), "kept {name}");
+        assert!(
+            KEPT_HEADERS.contains(&name.as_str()) || named.contains(name),
+            "kept {name}, neither allowed nor named"
+        );
+    }
+    let dropped: std::collections::BTreeSet<String> =
+        record.dropped_headers.iter().cloned().collect();
+    assert_eq!(
+        kept.union(&dropped).cloned().collect::<Vec<_>>(),
+        all.iter().cloned().collect::<Vec<_>>()
+    );
+    assert!(kept.is_disjoint(&dropped));
+    let key = crate::archive::key();
+    let sealed = key.seal(&record.to_bytes());
+    assert_eq!(Record::open(&key, &sealed).expect("its own seal"), record);
+    let at = data.iter().map(|&b| usize::from(b)).sum::<usize>() % sealed.len();
+    let mut changed = sealed.clone();
+    changed[at] ^= 0x20;
+    assert!(
+        Record::open(&key, &changed).is_err(),
+        "byte {at} changed unnoticed"
+    );
+}

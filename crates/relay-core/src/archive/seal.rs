@@ -83,6 +83,13 @@ impl ArchiveKey {
             None if head == b"{\"mac\":\"" => &b"{"[..],
             None => return Err(unsealed()),
         };
+        // Lower-case digits, as written: a record is its bytes, and no other spelling opens.
+        if !tag
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+        {
+            return Err(unsealed());
+        }
         let tag = hex::decode(tag).map_err(|_| unsealed())?;
         let mut document = Vec::with_capacity(head.len() + 1);
         document.extend_from_slice(head);
@@ -129,13 +136,16 @@ mod tests {
     fn a_changed_byte_or_a_missing_seal_is_refused() {
         let k = key("0123456789abcdef");
         let sealed = k.seal(br#"{"dedup_key":"k1","payload":"x"}"#);
-        for i in 0..sealed.len() {
-            let mut changed = sealed.clone();
-            changed[i] ^= 0x01;
-            assert!(
-                k.open(&changed).is_err(),
-                "byte {i} changed and still opened"
-            );
+        // 0x20 turns a hex digit upper-case: another spelling of the same MAC is no seal either.
+        for bit in [0x01, 0x20] {
+            for i in 0..sealed.len() {
+                let mut changed = sealed.clone();
+                changed[i] ^= bit;
+                assert!(
+                    k.open(&changed).is_err(),
+                    "byte {i} ^ {bit:#x} still opened"
+                );
+            }
         }
         for unsealed in [
             &br#"{"dedup_key":"k1","payload":"x"}"#[..],
