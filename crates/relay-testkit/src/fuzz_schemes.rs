@@ -13,7 +13,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use relay_core::schemes::github::GitHub;
-use relay_core::schemes::rfc9421::{Rfc9421, content_digest};
 use relay_core::schemes::shopify::Shopify;
 use relay_core::schemes::slack::Slack;
 use relay_core::schemes::standard_webhooks::{StandardWebhooks, secret_bytes};
@@ -24,7 +23,9 @@ use relay_core::schemes::{
 use relay_core::verify::{Secret, SignedRequest};
 
 mod hmac_template;
+mod rfc9421;
 pub use hmac_template::hmac_template;
+pub use rfc9421::rfc9421;
 
 /// The codes [`Scheme::verify`] may answer (`wrong_key_type` and `unsignable` are a signer's).
 const VERIFY_CODES: &str = "missing_signature missing_signed_header malformed_signature \
@@ -373,101 +374,6 @@ fn check_standard_webhooks(data: &[u8]) -> bool {
     true
 }
 
-/// RFC 9421 (`Signature-Input`, `Signature`, `Content-Digest`), with the default required
-/// components (`@method`, `@path`, `content-digest`), with `content-digest` alone, and with none
-/// (as for Appendix B's vectors): whatever one accepts the looser ones do, and what requires
-/// components covers them and refuses a changed body; the relay's own signatures of a request
-/// verify under the default; an accepted request proves a configured key id or the `keyid` it
-/// names, and no delivery id or event.
-pub fn rfc9421(data: &[u8]) {
-    check_rfc9421(data);
-}
-
-fn check_rfc9421(data: &[u8]) -> bool {
-    let (headers, body) = split(data);
-    let now = at(RFC9421_NOW);
-    let shared = HmacKey::from_bytes(RFC9421_SHARED_SECRET);
-    let ed25519 = Ed25519SigningKey::from_bytes(&ED25519_TEST_KEY);
-    let secrets = Secrets::new()
-        .with_hmac_id("old", Secret::new(OLD))
-        .with_hmac_id("test-shared-secret", shared.clone())
-        .with_ed25519_id("test-key-ed25519", ed25519.verifying_key())
-        .with_hmac(Secret::new(ANY_ID_SECRET));
-    let default = Rfc9421::default();
-    let required = Rfc9421 {
-        required: vec!["content-digest".into()],
-        ..Rfc9421::default()
-    };
-    let optional = Rfc9421 {
-        required: Vec::new(),
-        ..Rfc9421::default()
-    };
-    let signers = [
-        SigningKey::Hmac {
-            key_id: Some("test-shared-secret".into()),
-            secret: shared,
-        },
-        SigningKey::Ed25519 {
-            key_id: Some("test-key-ed25519".into()),
-            key: ed25519,
-        },
-    ];
-    for (signer, id) in signers
-        .iter()
-        .zip(["test-shared-secret", "test-key-ed25519"])
-    {
-        let own = required.sign(body, signer, now, None);
-        let own = round_trip(&required, own, &secrets, body, now, id);
-        assert_eq!(own["content-digest"], content_digest(body));
-        let uri = http::Uri::from_static(TARGET);
-        let request = SignedRequest {
-            method: &http::Method::POST,
-            uri: &uri,
-            headers: &HeaderMap::new(),
-            body,
-        };
-        let own = default.sign_request(&request, signer, now, None);
-        round_trip(&default, own, &secrets, body, now, id);
-    }
-    let strictest = checked(&default, &headers, body, &secrets, now, true);
-    let strict = checked(&required, &headers, body, &secrets, now, true);
-    if strictest.is_some() {
-        assert!(
-            strict.is_some(),
-            "accepted only with @method and @path required"
-        );
-        let input = one(&headers, "signature-input").expect("an accepted Signature-Input");
-        assert!(
-            input.contains("\"@method\"") && input.contains("\"@path\""),
-            "{input}"
-        );
-    }
-    let loose = checked(&optional, &headers, body, &secrets, now, false);
-    let input = one(&headers, "signature-input");
-    if strict.is_some() {
-        assert!(
-            loose.is_some(),
-            "accepted only when content-digest is required"
-        );
-        let input = input.expect("an accepted Signature-Input");
-        assert!(input.contains("\"content-digest\""), "{input}");
-    }
-    let Some(proof) = strict.or(loose) else {
-        return false;
-    };
-    let input = input.expect("an accepted Signature-Input");
-    match proof.key_id.as_deref() {
-        None | Some("test-shared-secret" | "test-key-ed25519") => {}
-        Some(named) => {
-            let quoted = named.replace('\\', "\\\\").replace('"', "\\\"");
-            let keyid = format!("keyid=\"{quoted}\"");
-            assert!(input.contains(&keyid), "proves {named:?}: {input}");
-        }
-    }
-    assert_eq!((proof.delivery_id, proof.event_type), (None, None));
-    true
-}
-
 /// GitHub's `X-Hub-Signature-256` and Shopify's `X-Shopify-Hmac-Sha256`: accepted only with the
 /// key's HMAC of the body (`sha256=` and hex in any case; base64), proving the key `current`
 /// and the delivery id and event type headers as sent.
@@ -531,7 +437,7 @@ mod tests {
     const CHECKS: [(&str, Check); 6] = [
         ("stripe_signature", super::check_stripe),
         ("standard_webhooks", super::check_standard_webhooks),
-        ("rfc9421", super::check_rfc9421),
+        ("rfc9421", super::rfc9421::check_rfc9421),
         ("slack", super::check_slack),
         ("body_hmac", super::check_body_hmac),
         ("hmac_template", super::hmac_template::check_hmac_template),

@@ -12,7 +12,8 @@
 //! one; the ledger records what they did. The answer is 202 only when every routed sink (and the
 //! archive) acknowledged, now or in an earlier attempt. [`live`] keeps the routing table up to
 //! date with the stored routes; [`log`] writes the request's one line; [`replay`] sends an
-//! archived notification again along the same path, from the routing on.
+//! archived notification again along the same path, from the routing on; [`start`] builds a
+//! relay from its configuration, once.
 
 mod attempt;
 mod ledger;
@@ -20,6 +21,7 @@ mod live;
 mod log;
 mod publish;
 mod replay;
+mod start;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -39,18 +41,19 @@ use self::publish::Traffic;
 pub use self::replay::{
     REPLAYED, ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection,
 };
+pub use self::start::StartError;
 use crate::admission::{Admission, BodyLimits, declared_length};
-use crate::config::{Config, ConfigErrors, MetricsFormat};
+use crate::config::{Config, MetricsFormat};
 use crate::error::Error;
+use crate::live::RoutingTable;
 use crate::live::refresh::LiveRoutes;
-use crate::live::{RoutingTable, StoreError};
 use crate::metrics::{self, Metrics};
 use crate::notification::Notification;
 use crate::outcome::Outcome;
 use crate::route::{Input, request_document};
-use crate::sink::{BuildError, Destination, Message, Sink, SinkConfig};
+use crate::sink::{Destination, Message, Sink, SinkConfig};
 use crate::source::Sources;
-use crate::verify::{Clock, Policy, SystemClock};
+use crate::verify::{Clock, Policy};
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
 pub const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
@@ -78,207 +81,7 @@ pub struct Relay {
     metrics: Metrics,
 }
 
-/// Why the relay could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The configuration is refused: every problem, each naming its variable.
-    #[error(transparent)]
-    Config(#[from] ConfigErrors),
-    /// A sink could not be built: a file that cannot be opened, a client without credentials,
-    /// a destination this build leaves out.
-    #[error("sink {sink:?}: {error}")]
-    Sink {
-        /// The sink's name.
-        sink: String,
-        /// What went wrong.
-        error: BuildError,
-    },
-    /// The HMAC keys could not be read from `RELAY_HMAC_KEYS_SECRET_ARN`.
-    #[error("RELAY_HMAC_KEYS_SECRET_ARN: {0}")]
-    Secret(String),
-    /// The archive's key could not be read from `RELAY_ARCHIVE_KEY_SECRET_ARN`, or is too short.
-    #[error("RELAY_ARCHIVE_KEY_SECRET_ARN: {0}")]
-    ArchiveKey(String),
-    /// A source's keys could not be read from its `secret_arn`.
-    #[error("RELAY_CONFIG: source {name:?}: {error}")]
-    SourceKeys {
-        /// The source's name.
-        name: String,
-        /// What went wrong.
-        error: String,
-    },
-    /// The stored routes' store cannot be used.
-    #[error("RELAY_ROUTES_URL: {0}")]
-    Routes(#[source] StoreError),
-    /// The delivery ledger cannot be opened.
-    #[error("RELAY_LEDGER_URL: {0}")]
-    Ledger(#[source] crate::ledger::LedgerError),
-    /// The archive cannot be opened.
-    #[error("RELAY_ARCHIVE_URL: {0}")]
-    Archive(#[source] crate::archive::ArchiveError),
-}
-
-/// The archive's key: as configured, or read from Secrets Manager.
-async fn archive_key(
-    source: &crate::config::ArchiveKeySource,
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
-) -> Result<crate::archive::ArchiveKey, StartError> {
-    let arn = match source {
-        crate::config::ArchiveKeySource::Given(key) => return Ok(key.clone()),
-        crate::config::ArchiveKeySource::SecretArn(arn) => arn,
-    };
-    #[cfg(feature = "secrets")]
-    {
-        let sdk = aws.expect("loaded for the secret");
-        let fail = |e: String| StartError::ArchiveKey(format!("{arn}: {e}"));
-        let text = crate::secrets::load_text(sdk, arn).await.map_err(fail)?;
-        crate::config::archive_key(&crate::verify::Secret::new(text)).map_err(fail)
-    }
-    #[cfg(not(feature = "secrets"))]
-    {
-        #[cfg(feature = "aws")]
-        let _ = aws;
-        Err(StartError::ArchiveKey(format!(
-            "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
-        )))
-    }
-}
-
 impl Relay {
-    /// Builds every sink the configuration names (opening files, building each SDK client
-    /// once) and reads the keys from Secrets Manager when configured.
-    pub async fn from_config(config: Config) -> Result<Self, StartError> {
-        #[cfg(feature = "aws")]
-        let aws = match config.keys_secret_arn.is_some()
-            || config.sources.iter().any(|s| s.secret_arn.is_some())
-            || config.sinks.iter().any(|s| s.target.uses_aws())
-            || config
-                .ledger
-                .as_ref()
-                .is_some_and(|l| matches!(l.url, crate::ledger::LedgerUrl::DynamoDb { .. }))
-            || config.archive.as_ref().is_some_and(|a| {
-                matches!(a.url, crate::archive::ArchiveUrl::S3 { .. })
-                    || matches!(a.key, crate::config::ArchiveKeySource::SecretArn(_))
-            }) {
-            true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
-            false => None,
-        };
-        #[cfg(feature = "secrets")]
-        let mut config = config;
-        if let Some(arn) = config.keys_secret_arn.clone() {
-            #[cfg(feature = "secrets")]
-            {
-                let sdk = aws.as_ref().expect("loaded for the secret");
-                let (named, any) = crate::secrets::load_keys(sdk, &arn)
-                    .await
-                    .map_err(StartError::Secret)?;
-                tracing::info!(
-                    named_keys = named.len(),
-                    catch_all = any.is_some(),
-                    "HMAC keys read from Secrets Manager."
-                );
-                config.keys.extend(named, any);
-            }
-            #[cfg(not(feature = "secrets"))]
-            return Err(StartError::Secret(format!(
-                "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
-            )));
-        }
-        #[cfg(feature = "secrets")]
-        for source in config.sources.iter_mut() {
-            let Some(arn) = source.secret_arn.clone() else {
-                continue;
-            };
-            let sdk = aws.as_ref().expect("loaded for the secret");
-            let fail = |e: String| StartError::SourceKeys {
-                name: source.name.clone(),
-                error: format!("{arn}: {e}"),
-            };
-            let text = crate::secrets::load_text(sdk, &arn).await.map_err(fail)?;
-            source.keys = Some(crate::source::read_keys(source.scheme, &text).map_err(fail)?);
-            tracing::info!(source = %source.name, "A source's keys read from Secrets Manager.");
-        }
-        #[cfg(not(feature = "secrets"))]
-        if let Some(source) = config.sources.iter().find(|s| s.secret_arn.is_some()) {
-            return Err(StartError::SourceKeys {
-                name: source.name.clone(),
-                error:
-                    "its secret_arn is set, but this build leaves out the cargo feature \"secrets\""
-                        .into(),
-            });
-        }
-        let ledger = match &config.ledger {
-            Some(settings) => Some(Recorder {
-                store: crate::ledger::open(
-                    &settings.url,
-                    #[cfg(feature = "aws")]
-                    aws.as_ref(),
-                )
-                .await
-                .map_err(StartError::Ledger)?,
-                config: settings.clone(),
-            }),
-            None => None,
-        };
-        let archive = match &config.archive {
-            Some(settings) => Some((
-                crate::archive::open(
-                    &settings.url,
-                    #[cfg(feature = "aws")]
-                    aws.as_ref(),
-                )
-                .await
-                .map_err(StartError::Archive)?,
-                archive_key(
-                    &settings.key,
-                    #[cfg(feature = "aws")]
-                    aws.as_ref(),
-                )
-                .await?,
-            )),
-            None => None,
-        };
-        // One way to build a sink: the deployed ones now, those stored routes add later.
-        #[cfg(feature = "aws")]
-        let factory = live::sink_factory(aws, config.sink_timeout, config.batch_wait);
-        #[cfg(not(feature = "aws"))]
-        let factory = live::sink_factory();
-        let mut sinks = Vec::with_capacity(config.sinks.len());
-        for sink in &config.sinks {
-            let fail = |error| StartError::Sink {
-                sink: sink.name.clone(),
-                error,
-            };
-            sinks.push(factory(sink.clone()).await.map_err(fail)?);
-        }
-        let (routes_url, routes_max_bytes) = (config.routes_url.clone(), config.routes_max_bytes);
-        let mut sinks = sinks.into_iter();
-        let mut relay = Self::with_sinks(
-            config,
-            |_| sinks.next().expect("one per sink"),
-            Arc::new(SystemClock),
-        );
-        if let Some(recorder) = ledger {
-            tracing::info!(ledger = %recorder.config.url, key = %recorder.config.key, retention_secs = recorder.config.retention.as_secs(), "Delivery ledger open.");
-            relay.ledger = Some(recorder);
-        }
-        if let Some((archive, key)) = archive {
-            tracing::info!(archive = %archive.url(), "Archive open: every verified notification is written there.");
-            relay = relay.with_archive(archive, key);
-        }
-        let Some(url) = routes_url else {
-            return Ok(relay);
-        };
-        let store = crate::live::store::open(&url, routes_max_bytes)
-            .await
-            .map_err(StartError::Routes)?;
-        let relay = relay.with_live_routes(store, factory);
-        // At start, a store that cannot be read or a refused document leaves the deployed
-        // routes in effect; both are logged, and the next refresh tries again.
-        relay.refresh().await;
-        Ok(relay)
-    }
-
     /// A relay with the configured routes and shaping, whose sinks come from `sink` instead of
     /// being built; tests use it to inject sinks and a fixed clock.
     pub fn with_sinks(

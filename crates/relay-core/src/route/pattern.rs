@@ -123,37 +123,6 @@ impl Pattern {
             .find(|c| !c.holds(input))
             .map(ToString::to_string)
     }
-
-    /// Adds to `names` every request header a condition names (`$request.headers.<name>`):
-    /// what an archive record keeps so that a replay matches as the live request did.
-    pub(crate) fn request_headers(&self, names: &mut std::collections::BTreeSet<String>) {
-        for condition in &self.conditions {
-            match condition {
-                Condition::Field { path, .. } => {
-                    if let [request, headers, name, ..] = path.as_slice()
-                        && request == REQUEST
-                        && headers == "headers"
-                    {
-                        names.insert(name.to_ascii_lowercase());
-                    }
-                }
-                Condition::Or(alternatives) => {
-                    alternatives.iter().for_each(|p| p.request_headers(names));
-                }
-                Condition::Jmes { .. } => {}
-            }
-        }
-    }
-
-    /// True when some condition reads `$request`, so the router builds it only when needed.
-    pub(crate) fn uses_request(&self) -> bool {
-        self.conditions.iter().any(|c| match c {
-            Condition::Field { path, .. } | Condition::Jmes { path, .. } => {
-                path.first().is_some_and(|p| p == REQUEST)
-            }
-            Condition::Or(alternatives) => alternatives.iter().any(Pattern::uses_request),
-        })
-    }
 }
 
 /// The field under which patterns see the request.

@@ -4,11 +4,9 @@
 //! twice publishes nothing the second time, and an interrupted one run again goes on where it
 //! stopped.
 
-use std::collections::BTreeMap;
-use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -18,9 +16,16 @@ use relay_core::relay::{ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replaye
 use relay_core::route::Pattern;
 use relay_core::{Config, Relay};
 
-use crate::terminal::safe;
 use sha2::{Digest as _, Sha256};
-use tokio::sync::Mutex;
+
+use crate::terminal::safe;
+
+mod pace;
+mod summary;
+
+use self::pace::{Limiter, Progress};
+pub(crate) use self::summary::Summary;
+use self::summary::{Result1, print_summary};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReplayArgs {
@@ -136,26 +141,6 @@ pub(crate) struct Job {
     pub(crate) plan: ReplayPlan,
     pub(crate) rate: Option<f64>,
     pub(crate) concurrency: usize,
-}
-
-/// What a replay did, in counts.
-#[derive(Debug, Default)]
-pub(crate) struct Summary {
-    pub(crate) listed: usize,
-    pub(crate) outside: usize,
-    pub(crate) filtered: usize,
-    pub(crate) done: usize,
-    pub(crate) failed: usize,
-    /// Objects that are not records sealed with the archive's key: never sent.
-    pub(crate) refused: usize,
-    pub(crate) gone: usize,
-    /// Notifications sent (or, in a dry run, that would be), per destination.
-    pub(crate) sent: BTreeMap<String, usize>,
-    pub(crate) notifications_sent: usize,
-    /// Dry runs: one line per notification that would be sent.
-    pub(crate) lines: Vec<String>,
-    /// Interrupted: the keys not started.
-    pub(crate) left: usize,
 }
 
 /// Runs `relay replay`: 0 when every selected notification was sent or had been, 1 when some
@@ -356,73 +341,6 @@ async fn stop_on_signal(stopping: Arc<AtomicBool>) {
     stopping.store(true, Ordering::SeqCst);
 }
 
-/// What became of one key.
-enum Result1 {
-    Gone,
-    Outside,
-    Replayed(String, Replayed),
-    Failed(String, String),
-    Refused(String, String),
-}
-
-impl Summary {
-    fn add(&mut self, result: Result1) {
-        match result {
-            Result1::Gone => self.gone += 1,
-            Result1::Outside => self.outside += 1,
-            Result1::Failed(key, error) => {
-                eprintln!("relay replay: {}: {}", safe(&key), safe(&error));
-                self.failed += 1;
-            }
-            Result1::Refused(key, error) => {
-                eprintln!("relay replay: {}: not sent: {}", safe(&key), safe(&error));
-                self.refused += 1;
-            }
-            Result1::Replayed(key, replayed) => match replayed {
-                Replayed::Filtered => self.filtered += 1,
-                Replayed::Done { .. } => self.done += 1,
-                Replayed::WouldSend { to, done } => {
-                    if to.is_empty() {
-                        self.done += 1;
-                        return;
-                    }
-                    self.notifications_sent += 1;
-                    let mut line = format!("would send {key} to {}", to.join(", "));
-                    if !done.is_empty() {
-                        line.push_str(&format!(" (done: {})", done.join(", ")));
-                    }
-                    self.lines.push(line);
-                    for name in to {
-                        *self.sent.entry(name).or_default() += 1;
-                    }
-                }
-                Replayed::Sent { to, .. } => {
-                    self.notifications_sent += 1;
-                    for (name, _) in to {
-                        *self.sent.entry(name).or_default() += 1;
-                    }
-                }
-                Replayed::Busy { .. } => {
-                    eprintln!(
-                        "relay replay: {}: still being delivered by another attempt",
-                        safe(&key)
-                    );
-                    self.failed += 1;
-                }
-                Replayed::Failed { sink, retryable } => {
-                    let how = if retryable {
-                        "unavailable"
-                    } else {
-                        "refused it"
-                    };
-                    eprintln!("relay replay: {}: {} {how}", safe(&key), safe(&sink));
-                    self.failed += 1;
-                }
-            },
-        }
-    }
-}
-
 /// Reads, selects and replays one archived key, retrying what another attempt holds and what
 /// a destination refused for now.
 async fn one(
@@ -495,140 +413,4 @@ async fn read(
         }
     }
     archive.read(key, limit).await
-}
-
-/// At most `rate` starts per second, evenly spaced.
-struct Limiter {
-    interval: Option<Duration>,
-    next: Mutex<Instant>,
-}
-
-impl Limiter {
-    fn new(rate: Option<f64>) -> Self {
-        Self {
-            interval: rate.map(|r| Duration::from_secs_f64(1.0 / r)),
-            next: Mutex::new(Instant::now()),
-        }
-    }
-
-    async fn wait(&self) {
-        let Some(interval) = self.interval else {
-            return;
-        };
-        let at = {
-            let mut next = self.next.lock().await;
-            let at = (*next).max(Instant::now());
-            *next = at + interval;
-            at
-        };
-        tokio::time::sleep_until(at.into()).await;
-    }
-}
-
-/// A bar with the rate and the time left on a terminal; a plain line a second otherwise.
-struct Progress {
-    bar: Option<indicatif::ProgressBar>,
-    total: u64,
-    done: std::sync::atomic::AtomicU64,
-    started: Instant,
-    last_line: std::sync::Mutex<Instant>,
-    /// `sent`, or `to send` in a dry run.
-    verb: &'static str,
-}
-
-impl Progress {
-    fn new(total: u64, dry_run: bool) -> Self {
-        let verb = if dry_run { "to send" } else { "sent" };
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new(total);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(&format!(
-                    "{{bar:40}} {{pos}}/{{len}} read, {{msg}} {verb}, {{per_sec}}, {{eta}} left"
-                ))
-                .expect("a valid template"),
-            );
-            bar
-        });
-        let started = Instant::now();
-        Self {
-            bar,
-            total,
-            done: 0.into(),
-            started,
-            last_line: std::sync::Mutex::new(started),
-            verb,
-        }
-    }
-
-    fn tick(&self, sent: usize) {
-        let done = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if let Some(bar) = &self.bar {
-            bar.set_message(sent.to_string());
-            bar.set_position(done);
-            return;
-        }
-        let mut last = self.last_line.lock().expect("never poisoned");
-        if last.elapsed() >= Duration::from_secs(1) {
-            *last = Instant::now();
-            eprintln!("{}", self.line(done, sent));
-        }
-    }
-
-    fn finish(&self, sent: usize) {
-        let done = self.done.load(std::sync::atomic::Ordering::Relaxed);
-        match &self.bar {
-            Some(bar) => bar.finish_and_clear(),
-            None => eprintln!("{}", self.line(done, sent)),
-        }
-    }
-
-    fn line(&self, done: u64, sent: usize) -> String {
-        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
-        let rate = done as f64 / secs;
-        let left = match rate > 0.0 {
-            true => Duration::from_secs_f64((self.total - done) as f64 / rate),
-            false => Duration::ZERO,
-        };
-        format!(
-            "replay: {done}/{} read, {sent} {}, {rate:.0}/s, {} left",
-            self.total,
-            self.verb,
-            humantime::format_duration(Duration::from_secs(left.as_secs_f64().ceil() as u64))
-        )
-    }
-}
-
-fn print_summary(summary: &Summary, dry_run: bool) {
-    for line in &summary.lines {
-        println!("{}", safe(line));
-    }
-    let verb = if dry_run { "would send" } else { "sent" };
-    println!(
-        "{} archived in the window: {} {verb}, {} delivered before, {} filtered by the routes in effect, {} not selected, {} failed{}",
-        summary.listed,
-        summary.notifications_sent,
-        summary.done,
-        summary.filtered,
-        summary.outside,
-        summary.failed,
-        match summary.gone {
-            0 => String::new(),
-            n => format!(", {n} expired while listed"),
-        }
-    );
-    if summary.refused > 0 {
-        println!(
-            "  {} refused: objects in the archive that are not records sealed with its key (RELAY_ARCHIVE_KEY), or larger than any record, never sent",
-            summary.refused
-        );
-    }
-    for (destination, count) in &summary.sent {
-        println!("  {}: {count} {verb}", safe(destination));
-    }
-    if summary.left > 0 {
-        println!(
-            "interrupted with {} not started: run the same command again to continue",
-            summary.left
-        );
-    }
 }
