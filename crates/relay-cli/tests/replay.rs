@@ -599,7 +599,7 @@ async fn records_the_archive_key_did_not_seal_are_refused() {
     for run in ["first", "second"] {
         let out = output(deployment.cmd(&["replay", "--since", "1h"])).await;
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-        assert_eq!(out.status.code(), Some(1), "{run}: {stdout}{stderr}");
+        assert_eq!(out.status.code(), Some(2), "{run}: {stdout}{stderr}");
         assert!(stdout.contains("2 refused"), "{run}: {stdout}");
         assert!(
             stderr.contains(&format!("{forged_key}: not sent: its seal does not match")),
@@ -680,7 +680,8 @@ async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
 }
 
 /// An object larger than any record the relay writes (here, with 1 KiB bodies: 6 KiB escaped
-/// and 256 KiB for the rest) is refused as it is read, never loaded whole, and named.
+/// and 256 KiB for the rest) is refused as it is read, never loaded whole, and named; the run
+/// exits 2, as running it again would not send it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
     let mut deployment = Deployment::new(&[]);
@@ -704,7 +705,7 @@ async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
         .unwrap();
     let out = output(deployment.cmd(&["replay", "--since", "1h"])).await;
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     assert!(stdout.contains("1 refused"), "{stdout}");
     assert!(
         stderr.contains(&format!("{key}: not sent: {key}: larger than 268288 bytes")),

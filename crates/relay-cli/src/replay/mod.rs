@@ -144,7 +144,8 @@ pub(crate) struct Job {
 }
 
 /// Runs `relay replay`: 0 when every selected notification was sent or had been, 1 when some
-/// failed, 2 when nothing could start.
+/// failed (the same command sends them later), 2 when nothing could start or the archive holds
+/// objects that are not its records.
 pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -160,9 +161,11 @@ pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
     match runtime.block_on(replay(args)) {
         Ok(summary) => {
             print_summary(&summary, args.dry_run);
-            match (summary.failed + summary.refused, summary.left) {
-                (0, 0) => ExitCode::SUCCESS,
-                _ => ExitCode::FAILURE,
+            // Objects that are no records will not be sent by running again: an operator acts.
+            match (summary.refused, summary.failed, summary.left) {
+                (0, 0, 0) => ExitCode::SUCCESS,
+                (0, _, _) => ExitCode::FAILURE,
+                _ => ExitCode::from(2),
             }
         }
         Err(message) => {
