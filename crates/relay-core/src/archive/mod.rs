@@ -363,8 +363,15 @@ impl ArchiveSink {
         let found = match self.archive.read(key, limit).await {
             Ok(Some(found)) => found,
             Err(e @ ArchiveError::Unavailable(_)) => return Err(e),
-            // Gone since (a dangling link), a folder, an object that cannot be read.
-            Ok(None) | Err(_) => return Ok(false),
+            // Gone since (a dangling link), a folder, larger than this notification's record.
+            Ok(None) | Err(ArchiveError::Corrupt { .. } | ArchiveError::TooLarge { .. }) => {
+                return Ok(false);
+            }
+            // Most likely a missing read grant: said, since it costs the retries in this hour.
+            Err(e) => {
+                tracing::warn!(key, error = %e, "The object at a notification's archive key cannot be read back, so it is not counted as its record; the relay needs read access to the archive's prefix.");
+                return Ok(false);
+            }
         };
         let ours = Record::from_bytes(document).map_err(|error| ArchiveError::Corrupt {
             key: key.to_owned(),
