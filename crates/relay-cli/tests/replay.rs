@@ -67,6 +67,20 @@ impl Deployment {
         Self { dir, vars }
     }
 
+    /// A deployment whose one sink is the file `out.jsonl` in its folder, with `extra`; the
+    /// file's path.
+    fn with_file_sink(extra: &[(&'static str, &str)]) -> (Self, std::path::PathBuf) {
+        let mut deployment = Self::new(&[]);
+        let sink = deployment.path("out.jsonl");
+        deployment
+            .vars
+            .push(("RELAY_FILE_SINK", sink.to_str().unwrap().to_owned()));
+        for (name, value) in extra {
+            deployment.vars.push((*name, (*value).to_owned()));
+        }
+        (deployment, sink)
+    }
+
     fn config(&self) -> Config {
         Config::from_vars(|n| {
             self.vars
@@ -487,12 +501,7 @@ fn archived(payload: &str, at: SystemTime) -> relay_core::archive::Record {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_replay_run_again_continues_where_it_stopped() {
-    let deployment = Deployment::new(&[]);
-    let sink = deployment.path("out.jsonl");
-    let mut deployment = deployment;
-    deployment
-        .vars
-        .push(("RELAY_FILE_SINK", sink.to_str().unwrap().to_owned()));
+    let (deployment, sink) = Deployment::with_file_sink(&[]);
     let archive = DirArchive::open(&deployment.path("archive")).unwrap();
     const N: usize = 300;
     let at = SystemTime::now() - Duration::from_secs(600);
@@ -568,11 +577,7 @@ async fn an_interrupted_replay_run_again_continues_where_it_stopped() {
 /// named; the real record is sent once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_the_archive_key_did_not_seal_are_refused() {
-    let mut deployment = Deployment::new(&[]);
-    let sink = deployment.path("out.jsonl");
-    deployment
-        .vars
-        .push(("RELAY_FILE_SINK", sink.to_str().unwrap().to_owned()));
+    let (deployment, sink) = Deployment::with_file_sink(&[]);
     let archive = DirArchive::open(&deployment.path("archive")).unwrap();
     let at = SystemTime::now() - Duration::from_secs(600);
     let real = archived(&notification("real"), at);
@@ -631,14 +636,7 @@ async fn records_the_archive_key_did_not_seal_are_refused() {
 /// retention; a window inside the retention is taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
-    let mut deployment = Deployment::new(&[]);
-    deployment.vars.push((
-        "RELAY_FILE_SINK",
-        deployment.path("out.jsonl").to_str().unwrap().to_owned(),
-    ));
-    deployment
-        .vars
-        .push(("RELAY_ARCHIVE_RETENTION_DAYS", "7".to_owned()));
+    let (deployment, _) = Deployment::with_file_sink(&[("RELAY_ARCHIVE_RETENTION_DAYS", "7")]);
     let cases: [(&[&str], &str); 6] = [
         (
             &["--since", "1h", "--rate", "1e-300"],
@@ -684,14 +682,7 @@ async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
 /// exits 2, as running it again would not send it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
-    let mut deployment = Deployment::new(&[]);
-    deployment.vars.push((
-        "RELAY_FILE_SINK",
-        deployment.path("out.jsonl").to_str().unwrap().to_owned(),
-    ));
-    deployment
-        .vars
-        .push(("RELAY_MAX_BODY_BYTES", "1024".to_owned()));
+    let (deployment, _) = Deployment::with_file_sink(&[("RELAY_MAX_BODY_BYTES", "1024")]);
     let archive = DirArchive::open(&deployment.path("archive")).unwrap();
     let at = SystemTime::now() - Duration::from_secs(600);
     let record = archived(&notification("huge"), at);

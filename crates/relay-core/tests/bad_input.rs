@@ -1521,17 +1521,14 @@ fn source_request(row: &SourceRow) -> http::Request<Bytes> {
         secret: Secret::new(secret).into(),
     };
     let mut headers = HeaderMap::new();
-    let target = http::Uri::from_static(row.path);
-    let unsigned = HeaderMap::new();
-    let to_sign = relay_core::schemes::SignedRequest {
-        method: &http::Method::POST,
-        uri: &target,
-        headers: &unsigned,
-        body: row.body.as_bytes(),
-    };
-    for (name, value) in scheme.sign_request(&to_sign, &key, at, id).unwrap() {
-        headers.insert(name, value);
-    }
+    headers.extend(relay_testkit::requests::scheme_headers(
+        scheme.as_ref(),
+        row.path,
+        row.body.as_bytes(),
+        &key,
+        at,
+        id,
+    ));
     match row.path {
         "/github" | "/gitlab" => set(&mut headers, "x-github-delivery", "d-1"),
         "/shopify" => set(&mut headers, "x-shopify-webhook-id", "d-1"),

@@ -112,20 +112,14 @@ fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
     let body = br#"{"event":"ping"}"#;
     let now = at(1_700_000_000);
     let (method, uri) = (Method::POST, Uri::from_static("/hook"));
-    let unsigned = HeaderMap::new();
-    let to_sign = SignedRequest {
-        method: &method,
-        uri: &uri,
-        headers: &unsigned,
+    let headers = relay_testkit::requests::scheme_headers(
+        scheme,
+        "/hook",
         body,
-    };
-    let mut headers = HeaderMap::new();
-    for (name, value) in scheme
-        .sign_request(&to_sign, &key, now, Some("delivery-1"))
-        .unwrap()
-    {
-        headers.insert(name, value);
-    }
+        &key,
+        now,
+        Some("delivery-1"),
+    );
     let request = |body: &'static [u8]| SignedRequest {
         method: &method,
         uri: &uri,
@@ -527,20 +521,14 @@ fn rfc9421_covers_the_body_through_content_digest() {
     round_trip(&Rfc9421::default(), hkey.clone(), &secrets);
     let body = b"{}";
     let (method, uri) = (Method::POST, Uri::from_static("/"));
-    let unsigned = HeaderMap::new();
-    let to_sign = SignedRequest {
-        method: &method,
-        uri: &uri,
-        headers: &unsigned,
+    let headers = relay_testkit::requests::scheme_headers(
+        &Rfc9421::default(),
+        "/",
         body,
-    };
-    let mut headers = HeaderMap::new();
-    for (n, v) in Rfc9421::default()
-        .sign_request(&to_sign, &hkey, at(1_000), None)
-        .unwrap()
-    {
-        headers.insert(n, v);
-    }
+        &hkey,
+        at(1_000),
+        None,
+    );
     let request = |body: &'static [u8]| SignedRequest {
         method: &method,
         uri: &uri,

@@ -137,19 +137,16 @@ fn signed(
     id: Option<&str>,
     extra: &[(&str, &str)],
 ) -> Request<Bytes> {
-    let target: http::Uri = path.parse().unwrap();
-    let unsigned = http::HeaderMap::new();
-    let to_sign = relay_core::schemes::SignedRequest {
-        method: &http::Method::POST,
-        uri: &target,
-        headers: &unsigned,
-        body: body.as_bytes(),
-    };
-    let headers = scheme
-        .sign_request(&to_sign, &hmac_key(secret), capture::time(), id)
-        .unwrap();
+    let headers = relay_testkit::requests::scheme_headers(
+        scheme,
+        path,
+        body.as_bytes(),
+        &hmac_key(secret),
+        capture::time(),
+        id,
+    );
     let mut builder = Request::post(path).header("content-type", content_type);
-    for (name, value) in headers {
+    for (name, value) in &headers {
         builder = builder.header(name, value);
     }
     for (name, value) in extra {
@@ -893,19 +890,16 @@ async fn a_request_signed_for_one_rfc9421_source_is_refused_by_another() {
         secret: Secret::new("one key for two sources").into(),
     };
     let request = |signed_for: &str, sent_to: &str, scheme: &Rfc9421| {
-        let target: http::Uri = signed_for.parse().unwrap();
-        let unsigned = http::HeaderMap::new();
-        let to_sign = relay_core::schemes::SignedRequest {
-            method: &http::Method::POST,
-            uri: &target,
-            headers: &unsigned,
-            body: INVOICE.as_bytes(),
-        };
+        let headers = relay_testkit::requests::scheme_headers(
+            scheme,
+            signed_for,
+            INVOICE.as_bytes(),
+            &signer,
+            capture::time(),
+            None,
+        );
         let mut builder = Request::post(sent_to).header("content-type", "application/json");
-        for (name, value) in scheme
-            .sign_request(&to_sign, &signer, capture::time(), None)
-            .unwrap()
-        {
+        for (name, value) in &headers {
             builder = builder.header(name, value);
         }
         builder

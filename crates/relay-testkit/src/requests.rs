@@ -93,3 +93,28 @@ pub fn status_and_code(outcome: &Outcome) -> (u16, String) {
         .to_owned();
     (outcome.status.as_u16(), code)
 }
+
+/// The headers `scheme` adds to a `POST` of `body` to `target` (a path, with a query if any),
+/// signed with `key` at `at`, as a sender sends it.
+pub fn scheme_headers(
+    scheme: &dyn relay_core::schemes::Scheme,
+    target: &str,
+    body: &[u8],
+    key: &relay_core::schemes::SigningKey,
+    at: std::time::SystemTime,
+    id: Option<&str>,
+) -> http::HeaderMap {
+    let uri: http::Uri = target.parse().expect("a request target");
+    let unsigned = http::HeaderMap::new();
+    let request = relay_core::schemes::SignedRequest {
+        method: &http::Method::POST,
+        uri: &uri,
+        headers: &unsigned,
+        body,
+    };
+    scheme
+        .sign_request(&request, key, at, id)
+        .expect("the scheme signs it")
+        .into_iter()
+        .collect()
+}
