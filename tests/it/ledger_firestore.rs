@@ -19,16 +19,16 @@ use crate::common::unique;
 
 const DATABASE: &str = "(default)";
 
-fn emulator_host() -> String {
+pub(crate) fn emulator_host() -> String {
     std::env::var("FIRESTORE_EMULATOR_HOST").expect("source infra/local/env.sh")
 }
 
-fn project() -> String {
+pub(crate) fn project() -> String {
     std::env::var("PUBSUB_PROJECT_ID").unwrap_or_else(|_| "test-project".into())
 }
 
 /// A collection no other test uses, and its `firestore://` URL.
-fn collection() -> (String, LedgerUrl) {
+pub(crate) fn collection() -> (String, LedgerUrl) {
     let name = unique("ledger");
     let url = format!("firestore://{}/{DATABASE}/{name}", project())
         .parse()
@@ -202,7 +202,7 @@ fn document_name(collection: &str, key: &str) -> String {
 }
 
 /// One call to the emulator's REST API, outside the store; it must succeed.
-async fn raw(method: &str, suffix: &str, body: &serde_json::Value) {
+pub(crate) async fn raw(method: &str, suffix: &str, body: &serde_json::Value) {
     let client: Client<HttpConnector, http_body_util::Full<bytes::Bytes>> =
         Client::builder(TokioExecutor::new()).build_http();
     let url = format!(

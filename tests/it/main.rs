@@ -12,6 +12,7 @@ mod lambda;
 mod ledger_dynamodb;
 mod ledger_firestore;
 mod ledger_relays;
+mod ledger_upgrade;
 mod pubsub;
 mod routes;
 mod routing;

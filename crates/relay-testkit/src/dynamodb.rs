@@ -11,8 +11,8 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
+    KeyType, Projection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 
 /// The index `relay trace` queries by bundle uuid.
@@ -71,6 +71,65 @@ pub async fn create_ledger_table(sdk: &SdkConfig, name: &str) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("turn on TTL on {name}: {e:?}"));
+}
+
+/// Puts `items`, in DynamoDB's JSON form (what `aws dynamodb scan` prints: `{"S": …}`,
+/// `{"N": …}`, `{"M": …}`, `{"L": …}`, `{"BOOL": …}`, `{"NULL": true}`, `{"SS": …}`), into
+/// `table` as they are. Panics on anything else: this is test setup.
+pub async fn put_items(sdk: &SdkConfig, table: &str, items: &serde_json::Value) {
+    let client = Client::new(sdk);
+    for item in items.as_array().expect("an array of items") {
+        let item = item.as_object().expect("an item is an object");
+        let item = item
+            .iter()
+            .map(|(k, v)| (k.clone(), attribute(v)))
+            .collect();
+        client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("put an item in {table}: {e:?}"));
+    }
+}
+
+fn attribute(value: &serde_json::Value) -> AttributeValue {
+    let (kind, inner) = value
+        .as_object()
+        .and_then(|o| o.iter().next())
+        .expect("an attribute is {TYPE: value}");
+    let text = || inner.as_str().expect("a string").to_owned();
+    let texts = || {
+        let all = inner.as_array().expect("a list");
+        all.iter()
+            .map(|s| s.as_str().expect("a string").to_owned())
+            .collect()
+    };
+    match kind.as_str() {
+        "S" => AttributeValue::S(text()),
+        "N" => AttributeValue::N(text()),
+        "BOOL" => AttributeValue::Bool(inner.as_bool().expect("a boolean")),
+        "NULL" => AttributeValue::Null(true),
+        "SS" => AttributeValue::Ss(texts()),
+        "M" => AttributeValue::M(
+            inner
+                .as_object()
+                .expect("a map")
+                .iter()
+                .map(|(k, v)| (k.clone(), attribute(v)))
+                .collect(),
+        ),
+        "L" => AttributeValue::L(
+            inner
+                .as_array()
+                .expect("a list")
+                .iter()
+                .map(attribute)
+                .collect(),
+        ),
+        other => panic!("an attribute type these items do not use: {other}"),
+    }
 }
 
 /// The requests a [`counting_client`] sent, by operation (`UpdateItem`, `PutItem`, …), SDK

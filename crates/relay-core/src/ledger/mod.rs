@@ -221,7 +221,6 @@ pub trait Ledger: Send + Sync + fmt::Debug {
     }
 }
 
-/// Opens the ledger at `url`. `aws` is the AWS configuration loaded at start, for DynamoDB.
 /// Opens the ledger at `url` to read it only (`relay trace`): an SQLite file read-only and never
 /// created or swept; the cloud stores as [`open`] opens them, which writes nothing.
 pub async fn open_read_only(url: &LedgerUrl) -> Result<Arc<dyn Ledger>, LedgerError> {
@@ -240,6 +239,7 @@ pub async fn open_read_only(url: &LedgerUrl) -> Result<Arc<dyn Ledger>, LedgerEr
 }
 
 /// Opens the ledger at `url`, creating an SQLite file (and its folders) when it is missing.
+/// `aws` is the AWS configuration loaded at start, for DynamoDB.
 pub async fn open(
     url: &LedgerUrl,
     #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
