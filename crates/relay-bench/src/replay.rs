@@ -91,6 +91,7 @@ fn record(payload: String, at: SystemTime) -> Record {
         }),
         dropped_headers: vec!["authorization".to_owned()],
         payload,
+        refused: None,
     }
 }
 

@@ -492,6 +492,7 @@ async fn backfill(args: &StartArgs, pattern: &Value, window: Duration) -> Result
             pattern: Some(crate::replay::compile(&pattern.to_string())?),
             ..Default::default()
         },
+        refused: false,
         plan: relay_core::relay::ReplayPlan {
             to: relay_core::relay::ReplayTo::Destination(format!("split:{}", args.name)),
             record: relay_core::relay::ReplayRecord::Undelivered,

@@ -496,6 +496,7 @@ fn archived(payload: &str, at: SystemTime) -> relay_core::archive::Record {
         request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
         dropped_headers: Vec::new(),
         payload: bytes::Bytes::from(payload.to_owned()),
+        refused: None,
     }
 }
 
@@ -702,4 +703,121 @@ async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
         stderr.contains(&format!("{key}: not sent: {key}: larger than 268288 bytes")),
         "{stderr}"
     );
+}
+
+/// A multipart subscription whose field the relay is configured to read under another name:
+/// each attempt verifies and is refused 400 `missing_payload_field`, and is kept as refused
+/// (one record per notification, whatever the retries). Before the configuration is fixed,
+/// `relay replay --refused` says it is still refused and a plain replay leaves it alone; once it
+/// is, the dry run lists it, the run delivers each notification once, byte for byte, and a
+/// second run sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verified_request_refused_on_arrival_is_sent_once_the_configuration_takes_it() {
+    let (mut deployment, sink) = Deployment::with_file_sink(&[("RELAY_PAYLOAD_FIELD", "body")]);
+    let lines = Arc::new(relay_testkit::metrics::Lines::default());
+    let relay = Relay::from_config(deployment.config())
+        .await
+        .unwrap()
+        .with_metrics(Arc::clone(&lines) as _);
+    let payloads: Vec<String> = (0..3).map(|i| notification(&format!("form-{i}"))).collect();
+    for _attempt in 0..3 {
+        let signer = Signer {
+            key_id: "dss".into(),
+            secret: SECRET.into(),
+            at: SystemTime::now(),
+        };
+        for payload in &payloads {
+            let outcome = relay.accept(signer.multipart(payload)).await;
+            assert_eq!(
+                status_and_code(&outcome),
+                (400, "missing_payload_field".to_owned())
+            );
+        }
+    }
+    assert_eq!(lines.sum("VerifiedRefused", &[]), 9.0);
+    drop(relay);
+    assert_eq!(delivered(&sink), [""; 0], "nothing delivered");
+    let archive = DirArchive::open(&deployment.path("archive")).unwrap();
+    let now = SystemTime::now();
+    let mut keys = Vec::new();
+    for hour in relay_core::archive::hours(now - Duration::from_secs(60), now) {
+        keys.extend(archive.list(&hour).await.unwrap());
+    }
+    assert_eq!(keys.len(), 3, "one record per notification: {keys:?}");
+    for key in &keys {
+        let bytes = archive.read(key, 1 << 20).await.unwrap().unwrap();
+        let record =
+            relay_core::archive::Record::open(&relay_testkit::archive::key(), &bytes).unwrap();
+        let refused = record.refused.as_ref().expect("recorded as refused");
+        assert_eq!(
+            (refused.status, refused.code.as_str()),
+            (400, "missing_payload_field")
+        );
+        assert!(
+            record
+                .dedup_key
+                .starts_with(relay_core::archive::REFUSED_PREFIX)
+        );
+        assert_eq!(record.attribute("relay.key_id"), Some("dss"));
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("Signature"),
+            "no signature kept"
+        );
+    }
+
+    let still = output(deployment.cmd(&["replay", "--refused", "--since", "1h"])).await;
+    let (stdout, stderr) = (text(&still.stdout), text(&still.stderr));
+    assert_eq!(still.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(
+        stderr
+            .matches("still refused (missing_payload_field)")
+            .count(),
+        3,
+        "{stderr}"
+    );
+    let plain = output(deployment.cmd(&["replay", "--since", "1h"])).await;
+    let stdout = text(&plain.stdout);
+    assert_eq!(plain.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("3 refused on arrival"), "{stdout}");
+    assert_eq!(
+        delivered(&sink),
+        [""; 0],
+        "a plain replay sends none of them"
+    );
+
+    // The configuration fixed: the field the subscription uses.
+    deployment
+        .vars
+        .retain(|(name, _)| *name != "RELAY_PAYLOAD_FIELD");
+    let dry = output(deployment.cmd(&["replay", "--refused", "--since", "1h", "--dry-run"])).await;
+    let stdout = text(&dry.stdout);
+    assert_eq!(dry.status.code(), Some(0), "{stdout}{}", text(&dry.stderr));
+    let would = |l: &&str| l.starts_with("would send") && l.contains("/refused-");
+    assert_eq!(stdout.lines().filter(would).count(), 3, "{stdout}");
+    assert_eq!(delivered(&sink), [""; 0], "a dry run sends nothing");
+    for run in ["first", "second"] {
+        let out = output(deployment.cmd(&["replay", "--refused", "--since", "1h"])).await;
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{run}: {stdout}{}",
+            text(&out.stderr)
+        );
+        let mut sent = delivered(&sink);
+        sent.sort();
+        let mut want = payloads.clone();
+        want.sort();
+        assert_eq!(sent, want, "{run}: each once, byte for byte");
+    }
+}
+
+/// The payloads the file sink at `path` holds, in order.
+fn delivered(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let payload = |line: &str| {
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        line["payload"].as_str().unwrap().to_owned()
+    };
+    text.lines().map(payload).collect()
 }

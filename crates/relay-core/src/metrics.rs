@@ -194,6 +194,21 @@ impl Metrics {
         );
     }
 
+    /// A request that verified and was then refused (400 or 415), and whether it was kept in
+    /// the archive: `VerifiedRefused` (count) by `Relay`, with `Code` and `Kept` as properties.
+    /// Only a holder of the key can send one, so one is worth an alarm.
+    pub fn verified_refused(&self, code: &str, kept: bool) {
+        self.emit(
+            &[&["Relay"]],
+            &[("VerifiedRefused", "Count")],
+            &[
+                ("Code", Field::Text(code)),
+                ("Kept", Field::Text(if kept { "true" } else { "false" })),
+                ("VerifiedRefused", Field::Count(1)),
+            ],
+        );
+    }
+
     /// A destination whose acknowledgement an earlier release recorded under its old name
     /// (`sqs:<queue>`): `carried`, the name stood for this destination alone and the
     /// acknowledgement now counts under its resource; `ambiguous`, the name stands for several

@@ -335,3 +335,60 @@ async fn a_record_keeps_the_headers_routes_name() {
         );
     }
 }
+
+/// A request that verifies and is then refused (here 400 `invalid_json`) is kept as refused
+/// before the answer: while the archive cannot take it the answer is 503, so the sender retries;
+/// then the refusal, with one record whatever the retries. An unverified request is never kept,
+/// and without an archive the refusal is answered as before. Each is counted.
+#[tokio::test]
+async fn a_verified_request_refused_is_kept_before_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = Arc::new(SwitchArchive {
+        folder: DirArchive::open(&dir.path().join("archive")).unwrap(),
+        failing: AtomicU8::new(1),
+    });
+    let vars = [("RELAY_HMAC_SECRET", SECRET), ("RELAY_FILE_SINK", "-")];
+    let lines = Arc::new(Lines::default());
+    let kept_by = relay(config(&vars), &[], capture_clock())
+        .with_archive(Arc::clone(&archive) as _, relay_testkit::archive::key())
+        .with_metrics(Arc::clone(&lines) as _);
+    let body = r#"{"transaction_id": "t-1", "subscription_id": "#;
+    let signed = || relay_testkit::requests::Signer::capture("dss").json(body);
+
+    let unavailable = kept_by.accept(signed()).await;
+    assert_eq!(
+        status_and_code(&unavailable),
+        (503, "sink_unavailable".into())
+    );
+    archive.failing.store(0, Ordering::SeqCst);
+    for _retry in 0..2 {
+        let refused = kept_by.accept(signed()).await;
+        assert_eq!(status_and_code(&refused), (400, "invalid_json".into()));
+    }
+    let mut forged = signed();
+    *forged.body_mut() = Bytes::from_static(b"{\"transaction_id\": ");
+    assert_eq!(status_and_code(&kept_by.accept(forged).await).0, 401);
+
+    let kept = records(archive.as_ref()).await;
+    assert_eq!(
+        kept.len(),
+        1,
+        "one record, and none of the unverified request"
+    );
+    let refused = kept[0].refused.as_ref().expect("kept as refused");
+    assert_eq!(
+        (refused.status, refused.code.as_str()),
+        (400, "invalid_json")
+    );
+    assert_eq!(kept[0].payload, body.as_bytes(), "the body as it came");
+    assert_eq!(kept[0].attribute("relay.key_id"), Some("dss"));
+    assert_eq!(lines.sum("VerifiedRefused", &[("Kept", "false")]), 1.0);
+    assert_eq!(lines.sum("VerifiedRefused", &[("Kept", "true")]), 2.0);
+    let codes = lines.sum("VerifiedRefused", &[("Code", "invalid_json")]);
+    assert_eq!(codes, 3.0);
+
+    let without = relay(config(&vars), &[], capture_clock()).with_metrics(Arc::clone(&lines) as _);
+    let refused = without.accept(signed()).await;
+    assert_eq!(status_and_code(&refused), (400, "invalid_json".into()));
+    assert_eq!(lines.sum("VerifiedRefused", &[("Kept", "false")]), 2.0);
+}

@@ -268,6 +268,7 @@ pub fn fresh_record(name: &str, payload: &'static str) -> Record {
         request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
         dropped_headers: Vec::new(),
         payload: Bytes::from_static(payload.as_bytes()),
+        refused: None,
     }
 }
 

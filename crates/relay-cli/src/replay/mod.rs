@@ -53,6 +53,11 @@ pub(crate) struct ReplayArgs {
     /// again either.
     #[arg(long)]
     undelivered: bool,
+    /// Only the requests that verified and were then refused (400 or 415) on arrival, opened
+    /// again with the configuration in effect: each is sent once it takes them, completing its
+    /// live entry, so a second run sends nothing.
+    #[arg(long, conflicts_with_all = ["undelivered", "again", "bundle", "subscription", "event_type", "pattern"])]
+    refused: bool,
     /// Send every selected notification to this destination (a sink name, or a split's name)
     /// instead of where the routes in effect send it.
     #[arg(long, value_name = "DESTINATION")]
@@ -138,6 +143,8 @@ pub(crate) struct Job {
     pub(crate) since: SystemTime,
     pub(crate) until: SystemTime,
     pub(crate) selection: Selection,
+    /// Only the records of requests refused on arrival (and only those).
+    pub(crate) refused: bool,
     pub(crate) plan: ReplayPlan,
     pub(crate) rate: Option<f64>,
     pub(crate) concurrency: usize,
@@ -192,7 +199,11 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
         Some(text) => Some(compile(text)?),
         None => None,
     };
-    let record = match (args.undelivered, args.again, config.ledger.is_some()) {
+    let record = match (
+        args.undelivered || args.refused,
+        args.again,
+        config.ledger.is_some(),
+    ) {
         (true, _, _) => ReplayRecord::Undelivered,
         (false, true, false) => ReplayRecord::Unrecorded,
         (false, true, true) => ReplayRecord::Run(fresh_run_id()?),
@@ -210,6 +221,7 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
             event_type: args.event_type.clone(),
             pattern,
         },
+        refused: args.refused,
         plan: ReplayPlan {
             to: args
                 .to
@@ -371,11 +383,15 @@ async fn one(
         }
         Err(e) => return Result1::Failed(key, e.to_string()),
     };
-    if record.received_at < job.since
-        || record.received_at > job.until
-        || !job.selection.takes(&record)
-    {
+    if record.received_at < job.since || record.received_at > job.until {
         return Result1::Outside;
+    }
+    match (record.refused.is_some(), job.refused) {
+        (true, false) => return Result1::RefusedOnArrival,
+        (false, true) => return Result1::Outside,
+        (true, true) => {}
+        (false, false) if !job.selection.takes(&record) => return Result1::Outside,
+        (false, false) => {}
     }
     limiter.wait().await;
     let mut backoff = Duration::from_millis(500);

@@ -17,6 +17,8 @@ pub(crate) struct Summary {
     /// Objects that are not records sealed with the archive's key: never sent.
     pub(crate) refused: usize,
     pub(crate) gone: usize,
+    /// Records of requests refused on arrival, left to `--refused`.
+    pub(crate) refused_on_arrival: usize,
     /// Notifications sent (or, in a dry run, that would be), per destination.
     pub(crate) sent: BTreeMap<String, usize>,
     pub(crate) notifications_sent: usize,
@@ -33,6 +35,7 @@ pub(super) enum Result1 {
     Replayed(String, Replayed),
     Failed(String, String),
     Refused(String, String),
+    RefusedOnArrival,
 }
 
 impl Summary {
@@ -40,6 +43,7 @@ impl Summary {
         match result {
             Result1::Gone => self.gone += 1,
             Result1::Outside => self.outside += 1,
+            Result1::RefusedOnArrival => self.refused_on_arrival += 1,
             Result1::Failed(key, error) => {
                 eprintln!("relay replay: {}: {}", safe(&key), safe(&error));
                 self.failed += 1;
@@ -115,6 +119,12 @@ pub(super) fn print_summary(summary: &Summary, dry_run: bool) {
         println!(
             "  {} refused: objects in the archive that are not records sealed with its key (RELAY_ARCHIVE_KEY), or larger than any record, never sent",
             summary.refused
+        );
+    }
+    if summary.refused_on_arrival > 0 {
+        println!(
+            "  {} refused on arrival (verified, then answered 400 or 415): relay replay --refused sends them once the configuration takes them",
+            summary.refused_on_arrival
         );
     }
     for (destination, count) in &summary.sent {

@@ -40,7 +40,9 @@ use futures_util::future::join_all;
 pub use dir::DirArchive;
 #[cfg(feature = "gcs")]
 pub use gcs::GcsArchive;
-pub use record::{FORMAT, KEPT_HEADERS, Record, RecordError, is_secret_header};
+pub use record::{
+    FORMAT, KEPT_HEADERS, REFUSED_PREFIX, Record, RecordError, Refused, is_secret_header,
+};
 #[cfg(feature = "s3")]
 pub use s3::S3Archive;
 pub use seal::{ArchiveKey, MIN_KEY_BYTES};

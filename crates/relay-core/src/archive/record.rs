@@ -9,6 +9,10 @@
 //!
 //! `payload` is the payload text as a JSON string, so `jq -j .payload` gives back the bytes the
 //! sender sent; a payload that is not UTF-8 is kept as `payload_base64` instead.
+//!
+//! A request that verified and was then refused is recorded too ([`Record::refused`]): its
+//! whole body as `payload`, under the key `refused-<SHA-256 of the body>`, with
+//! `"refused": {"status": 400, "code": "missing_payload_field", "message": "…"}`.
 
 use std::collections::BTreeSet;
 use std::time::SystemTime;
@@ -18,6 +22,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
 
 use super::ArchiveKey;
 use crate::sink::{Attributes, Message};
@@ -79,6 +84,24 @@ pub fn is_secret_header(name: &str) -> bool {
     WORDS.iter().any(|word| name.contains(word))
 }
 
+/// Keeps the headers of [`KEPT_HEADERS`] and those routes name (`named`) in `request`, never one
+/// that may carry a credential or a signature ([`is_secret_header`]); the names of those
+/// dropped, in order.
+fn keep_headers(request: &mut Value, named: &BTreeSet<String>) -> Vec<String> {
+    let mut dropped = Vec::new();
+    if let Some(headers) = request.get_mut("headers").and_then(Value::as_object_mut) {
+        headers.retain(|name, _| {
+            let kept = !is_secret_header(name)
+                && (KEPT_HEADERS.contains(&name.as_str()) || named.contains(name));
+            if !kept {
+                dropped.push(name.clone());
+            }
+            kept
+        });
+    }
+    dropped
+}
+
 /// One verified notification, as archived.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -92,9 +115,26 @@ pub struct Record {
     pub request: Value,
     /// The names of the request headers not kept, in order.
     pub dropped_headers: Vec<String>,
-    /// The payload bytes exactly as received.
+    /// The payload bytes exactly as received (of a refused request, its whole body).
     pub payload: Bytes,
+    /// Set when the request verified and was then refused: what it was answered.
+    pub refused: Option<Refused>,
 }
+
+/// What a verified request was answered when it was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    /// The status: 400 or 415.
+    pub status: u16,
+    /// The error code.
+    pub code: String,
+    /// The error message.
+    pub message: String,
+}
+
+/// The prefix of a refused request's dedup key (and object name): `refused-<SHA-256 of the
+/// body>`, so that the sender's retries of it find one record.
+pub const REFUSED_PREFIX: &str = "refused-";
 
 /// Why an object is not a record.
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +173,8 @@ struct Document {
     payload: Option<String>,
     #[serde(default)]
     payload_base64: Option<String>,
+    #[serde(default)]
+    refused: Option<Refused>,
 }
 
 impl Record {
@@ -142,17 +184,7 @@ impl Record {
     /// archive cannot send the signed request again (the keyId stays, as the attribute
     /// `relay.key_id`).
     pub fn of(message: &Message, mut request: Value, named: &BTreeSet<String>) -> Self {
-        let mut dropped_headers = Vec::new();
-        if let Some(headers) = request.get_mut("headers").and_then(Value::as_object_mut) {
-            headers.retain(|name, _| {
-                let kept = !is_secret_header(name)
-                    && (KEPT_HEADERS.contains(&name.as_str()) || named.contains(name));
-                if !kept {
-                    dropped_headers.push(name.clone());
-                }
-                kept
-            });
-        }
+        let dropped_headers = keep_headers(&mut request, named);
         Self {
             received_at: message.received_at,
             dedup_key: message.dedup_key.clone(),
@@ -164,6 +196,30 @@ impl Record {
             request,
             dropped_headers,
             payload: message.payload.clone(),
+            refused: None,
+        }
+    }
+
+    /// The record of a request that verified and was then `refused`: its whole `body`, the
+    /// `attributes` its signature proved, and its request document with the headers kept as
+    /// [`of`](Self::of) keeps them (`Content-Type` among them: a multipart body's boundary).
+    pub fn refused(
+        received_at: SystemTime,
+        body: Bytes,
+        attributes: Vec<(String, String)>,
+        mut request: Value,
+        named: &BTreeSet<String>,
+        refused: Refused,
+    ) -> Self {
+        let dropped_headers = keep_headers(&mut request, named);
+        Self {
+            received_at,
+            dedup_key: format!("{REFUSED_PREFIX}{}", hex::encode(Sha256::digest(&body))),
+            attributes,
+            request,
+            dropped_headers,
+            payload: body,
+            refused: Some(refused),
         }
     }
 
@@ -203,6 +259,8 @@ impl Record {
             payload: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
             payload_base64: Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            refused: Option<&'a Refused>,
         }
         let (payload, payload_base64) = match std::str::from_utf8(&self.payload) {
             Ok(text) => (Some(text), None),
@@ -217,6 +275,7 @@ impl Record {
             dropped_headers: &self.dropped_headers,
             payload,
             payload_base64,
+            refused: self.refused.as_ref(),
         };
         serde_json::to_vec(&document).expect("a record always serializes")
     }
@@ -254,6 +313,7 @@ impl Record {
             request: document.request,
             dropped_headers: document.dropped_headers,
             payload,
+            refused: document.refused,
         })
     }
 
@@ -292,6 +352,7 @@ mod tests {
             request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
             dropped_headers: Vec::new(),
             payload: Bytes::from_static(payload),
+            refused: None,
         }
     }
 

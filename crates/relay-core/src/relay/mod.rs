@@ -20,6 +20,7 @@ mod ledger;
 mod live;
 mod log;
 mod publish;
+mod refused;
 mod replay;
 mod start;
 
@@ -52,7 +53,7 @@ use crate::notification::Notification;
 use crate::outcome::Outcome;
 use crate::route::{Input, request_document};
 use crate::sink::{Destination, Message, Sink, SinkConfig};
-use crate::source::Sources;
+use crate::source::{Opened, Sources};
 use crate::verify::{Clock, Policy};
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
@@ -321,9 +322,22 @@ impl Relay {
             .sources
             .for_path(parts.uri.path())
             .ok_or(Error::UnknownPath)?;
-        let notification = source
-            .open(parts, body, &self.config.payload_field, self.clock.as_ref())
-            .await?;
+        let opened = source
+            .open(
+                parts,
+                body.clone(),
+                &self.config.payload_field,
+                self.clock.as_ref(),
+            )
+            .await;
+        let notification = match opened {
+            Ok(notification) => notification,
+            Err(Opened::Unverified(error)) => return Err(error),
+            Err(Opened::Refused(refusal)) => {
+                let kept = self.keep_refused(parts, body, source, refusal, received_at);
+                return Err(kept.await);
+            }
+        };
         fields.notification(&notification);
 
         let table = self.table.load_full();

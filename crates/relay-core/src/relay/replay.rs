@@ -160,6 +160,12 @@ pub enum ReplayError {
     /// A destination's message could not be made (a template, the size limit).
     #[error("{0}")]
     Shape(Error),
+    /// A refused request's record is refused again by the configuration in effect.
+    #[error("still refused ({code}): {0}", code = .0.code())]
+    Refused(Error),
+    /// A refused request's record does not make a request.
+    #[error("the archived request is malformed: {0}")]
+    Malformed(String),
 }
 
 impl Relay {
@@ -181,7 +187,14 @@ impl Relay {
         record: &Record,
         plan: &ReplayPlan,
     ) -> Result<Replayed, ReplayError> {
-        let notification = reopen(record)?;
+        let (notification, base) = match record.refused {
+            Some(_) => self.reopen_refused(record).await?,
+            None => {
+                let notification = reopen(record)?;
+                let base = message_of(record, &notification);
+                (notification, base)
+            }
+        };
         let table = self.table.load_full();
         let now = self.clock.now();
         let (indexes, split) = match &plan.to {
@@ -202,7 +215,6 @@ impl Relay {
         if indexes.is_empty() {
             return Ok(Replayed::Filtered);
         }
-        let base = message_of(record, &notification);
         let mut planned = Vec::with_capacity(indexes.len());
         for &i in &indexes {
             let destination = &table.destinations[i];

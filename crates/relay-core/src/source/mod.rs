@@ -19,7 +19,10 @@
 //! secret_env = "GITHUB_WEBHOOK_SECRET"
 //! ```
 
+mod open;
 mod signed;
+
+pub(crate) use open::{Opened, Refusal, document};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,20 +30,11 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use bytes::Bytes;
-use http::request::Parts;
 use serde::Deserialize;
-use serde_json::{Map, Value};
-use sha2::{Digest as _, Sha256};
 
-use crate::error::Error;
-use crate::intake::extract_payload;
-use crate::notification::{Event, Notification, PayloadError, Verified};
 use crate::schemes::hmac::{Encoding, GenericHmac, HmacConfig};
-use crate::schemes::{
-    self, DEFAULT_WINDOW, Ed25519VerifyingKey, Proof, Scheme, Secrets, SignedRequest,
-};
-use crate::verify::{self, Clock, KeyRing, Policy, Secret};
+use crate::schemes::{self, DEFAULT_WINDOW, Ed25519VerifyingKey, Scheme, Secrets};
+use crate::verify::{KeyRing, Policy, Secret};
 
 /// The signature schemes a source can use, by the names its `scheme` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -741,139 +735,4 @@ impl Sources {
             .find(|s| s.paths.iter().any(|p| p == path))
             .or_else(|| self.list.iter().find(|s| s.paths.is_empty()))
     }
-}
-
-impl Source {
-    /// The source's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Verifies a request with this source's scheme and keys, and opens it: the DSS's payload
-    /// parsed as a notification, another source's body as its event. Nothing here allocates a
-    /// copy of the body.
-    pub(crate) async fn open(
-        &self,
-        parts: &Parts,
-        body: Bytes,
-        payload_field: &str,
-        clock: &dyn Clock,
-    ) -> Result<Notification<Verified>, Error> {
-        let signed = SignedRequest {
-            method: &parts.method,
-            uri: &parts.uri,
-            headers: &parts.headers,
-            body: &body,
-        };
-        match &self.check {
-            Check::Dss { keys, policy } => {
-                let proof = verify::verify(signed, keys, policy, clock)?;
-                let payload = extract_payload(&parts.headers, body, payload_field).await?;
-                let notification = Notification::parse(payload)?;
-                let notification = match self.configured {
-                    true => notification.through(Arc::clone(&self.name)),
-                    false => notification,
-                };
-                Ok(notification.into_verified(proof))
-            }
-            Check::Scheme { scheme, secrets } => {
-                let proof = scheme.verify(&signed, secrets, clock.now())?;
-                let document = document(&parts.headers, &body)?;
-                let event = self.event(parts, body, document, &proof)?;
-                Ok(Notification::event(
-                    event,
-                    Verified::signed(proof.key_id.as_deref()),
-                ))
-            }
-        }
-    }
-
-    /// The event of a verified request: its type and delivery id, and its id by the source's
-    /// dedup rule.
-    fn event(
-        &self,
-        parts: &Parts,
-        payload: Bytes,
-        document: Value,
-        proof: &Proof,
-    ) -> Result<Event, Error> {
-        let missing = |what: String| Error::Payload(PayloadError::MissingDedupKey(what));
-        let event_id = match &self.dedup {
-            // A DSS source never comes here (its notification is parsed); its rule would be the
-            // body's bytes.
-            DedupRule::Dss | DedupRule::Body => hex::encode(Sha256::digest(&payload)),
-            DedupRule::DeliveryId => proof
-                .delivery_id
-                .clone()
-                .ok_or_else(|| missing("delivery id".into()))?,
-            DedupRule::Header(name) => schemes::header(&parts.headers, name.as_str())?
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned)
-                .ok_or_else(|| missing(format!("{name} header")))?,
-            DedupRule::Field(path) => field_text(&document, path)
-                .ok_or_else(|| missing(format!("field {}", path.join("."))))?,
-        };
-        let event_type = match (&self.event_type_header, &self.event_type_field) {
-            (Some(header), _) => {
-                schemes::header(&parts.headers, header.as_str())?.map(str::to_owned)
-            }
-            (None, Some(path)) => field_text(&document, path),
-            (None, None) => None,
-        }
-        .or_else(|| proof.event_type.clone());
-        Ok(Event {
-            payload,
-            document,
-            source: Arc::clone(&self.name),
-            event_type,
-            delivery_id: proof.delivery_id.clone(),
-            event_id,
-        })
-    }
-}
-
-/// A field's value as text: a string as it is, a number or boolean as JSON writes it; absent
-/// for other values and empty strings.
-fn field_text(document: &Value, path: &[String]) -> Option<String> {
-    let value = path
-        .iter()
-        .try_fold(document, |value, name| value.get(name.as_str()))?;
-    match value {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-/// What routes read of another source's body: its JSON (any `application/json` or `+json`
-/// type), its form fields as an object of strings (a repeated name: a list), or an empty object
-/// for any other body. A JSON body that does not parse is refused (400 `invalid_json`).
-pub(crate) fn document(headers: &http::HeaderMap, body: &[u8]) -> Result<Value, PayloadError> {
-    let media = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|t| t.parse::<mime::Mime>().ok());
-    let Some(media) = media else {
-        return Ok(Value::Object(Map::new()));
-    };
-    let json = media.subtype() == mime::JSON || media.suffix() == Some(mime::JSON);
-    if json {
-        return serde_json::from_slice(body).map_err(|e| PayloadError::InvalidJson(e.to_string()));
-    }
-    if media.essence_str() == mime::APPLICATION_WWW_FORM_URLENCODED.essence_str() {
-        let mut fields = Map::new();
-        for (name, value) in form_urlencoded::parse(body) {
-            let value = Value::String(value.into_owned());
-            match fields.get_mut(name.as_ref()) {
-                None => {
-                    fields.insert(name.into_owned(), value);
-                }
-                Some(Value::Array(values)) => values.push(value),
-                Some(first) => *first = Value::Array(vec![first.take(), value]),
-            }
-        }
-        return Ok(Value::Object(fields));
-    }
-    Ok(Value::Object(Map::new()))
 }
