@@ -865,7 +865,7 @@ fn undelivered_notifications_alarm_with_what_to_do() {
     );
     assert_alarm_local_is_the_relay(&aws);
     let description = source(alarm, "alarm_description").unwrap_or_default();
-    assert_tells_what_to_do("aws-relay", &description);
+    assert_tells_what_to_do("aws-relay", &description, UNDELIVERED_SAYS);
 
     let gcp = model::module("gcp-relay");
     let metric = gcp.resource("google_logging_metric", "undelivered").body();
@@ -915,7 +915,73 @@ fn undelivered_notifications_alarm_with_what_to_do() {
     );
     let documentation = only_block(policy, "documentation", "gcp-relay: the undelivered alert");
     let content = source(documentation, "content").unwrap_or_default();
-    assert_tells_what_to_do("gcp-relay", &content);
+    assert_tells_what_to_do("gcp-relay", &content, UNDELIVERED_SAYS);
+}
+
+/// Each relay module alarms on one request refused after its signature verified (the relay's
+/// `VerifiedRefused` lines: only a key holder sends one), whatever the ledger and the archive,
+/// and says what to do: `relay trace --refused`, fix the configuration, `relay replay
+/// --refused`.
+#[test]
+fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
+    let aws = model::module("aws-relay");
+    let alarm = aws
+        .resource("aws_cloudwatch_metric_alarm", "verified_refused")
+        .body();
+    for (key, value) in [
+        ("count", "var.alarms_enabled ? 1 : 0"),
+        ("namespace", "\"DssRelay\""),
+        ("metric_name", "\"VerifiedRefused\""),
+        ("dimensions", "{ Relay = local.alarm_relay }"),
+        ("statistic", "\"Sum\""),
+        ("evaluation_periods", "1"),
+        ("datapoints_to_alarm", "1"),
+        ("threshold", "1"),
+        ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
+        ("treat_missing_data", "\"notBreaching\""),
+        ("alarm_actions", "var.alarm_actions"),
+    ] {
+        assert_eq!(
+            source(alarm, key),
+            Some(value.to_owned()),
+            "aws-relay: aws_cloudwatch_metric_alarm.verified_refused.{key}"
+        );
+    }
+    let description = source(alarm, "alarm_description").unwrap_or_default();
+    assert_tells_what_to_do("aws-relay", &description, REFUSED_SAYS);
+
+    let gcp = model::module("gcp-relay");
+    let metric = gcp
+        .resource("google_logging_metric", "verified_refused")
+        .body();
+    assert_eq!(source(metric, "count"), None, "gcp-relay: always counted");
+    assert_eq!(
+        source(metric, "filter").as_deref(),
+        Some("\"${local.metric_lines} AND jsonPayload.VerifiedRefused:*\"")
+    );
+    let policy = gcp
+        .resource("google_monitoring_alert_policy", "verified_refused")
+        .body();
+    let conditions = only_block(policy, "conditions", "gcp-relay: the refused alert");
+    let threshold = only_block(
+        conditions,
+        "condition_threshold",
+        "gcp-relay: the condition",
+    );
+    let filter = source(threshold, "filter").unwrap_or_default();
+    assert!(
+        filter.contains("google_logging_metric.verified_refused.name"),
+        "gcp-relay: the alert reads the refused metric: {filter}"
+    );
+    assert_eq!(source(threshold, "threshold_value").as_deref(), Some("0"));
+    assert_eq!(
+        source(threshold, "comparison").as_deref(),
+        Some("\"COMPARISON_GT\""),
+        "gcp-relay: one line opens an incident"
+    );
+    let documentation = only_block(policy, "documentation", "gcp-relay: the refused alert");
+    let content = source(documentation, "content").unwrap_or_default();
+    assert_tells_what_to_do("gcp-relay", &content, REFUSED_SAYS);
 }
 
 ////////////////////////////////////////////////////////////////////////////////////////////////
@@ -1135,18 +1201,29 @@ fn assert_alarm_local_is_the_relay(config: &Config) {
 }
 
 /// What the operator must read in an alarm on undelivered notifications.
-fn assert_tells_what_to_do(module: &str, text: &str) {
+const UNDELIVERED_SAYS: &[&str] = &[
+    "more than an hour ago",
+    "not acknowledged",
+    "relay trace",
+    "fix that destination",
+    "relay replay --undelivered --since",
+];
+
+/// What the operator must read in an alarm on verified requests refused.
+const REFUSED_SAYS: &[&str] = &[
+    "signature verified",
+    "relay trace --refused",
+    "fix the configuration",
+    "relay replay --refused --since",
+];
+
+/// Holds `text`, one of `module`'s alarm texts, to say each of `needed`.
+fn assert_tells_what_to_do(module: &str, text: &str, needed: &[&str]) {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    for needed in [
-        "more than an hour ago",
-        "not acknowledged",
-        "relay trace",
-        "fix that destination",
-        "relay replay --undelivered --since",
-    ] {
+    for needed in needed {
         assert!(
             flat.contains(needed),
-            "{module}: the undelivered alarm's text does not say {needed:?}: {flat}"
+            "{module}: the alarm's text does not say {needed:?}: {flat}"
         );
     }
 }

@@ -11,7 +11,7 @@ use relay_core::ledger::{Delivery, Entry, LedgerUrl, Lookup, Verdict, epoch_ms};
 use serde_json::{Value, json};
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["bundle_uuid", "key"])))]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["bundle_uuid", "key", "refused"])))]
 pub(crate) struct TraceArgs {
     /// The bundle whose notifications to show (every version, event and subscription unless
     /// narrowed below).
@@ -29,6 +29,14 @@ pub(crate) struct TraceArgs {
     /// RELAY_LEDGER_KEY=bundle_event, the bundle-and-event key).
     #[arg(long, conflicts_with = "bundle_uuid")]
     key: Option<String>,
+    /// The requests that verified and were then refused (400 or 415), from the archive
+    /// (RELAY_ARCHIVE_URL) rather than the ledger: what `relay replay --refused` would send.
+    #[arg(long, conflicts_with_all = ["bundle_uuid", "key", "ledger"])]
+    refused: bool,
+    /// With --refused: the start of the window, a time (2026-12-01T08:00:00Z) or a duration ago
+    /// (default: 24h).
+    #[arg(long, value_name = "TIME_OR_AGO")]
+    since: Option<String>,
     /// The ledger, instead of the RELAY_LEDGER_URL the relay's configuration gives.
     #[arg(long, value_name = "URL")]
     ledger: Option<String>,
@@ -127,6 +135,13 @@ fn ledger_url(args: &TraceArgs) -> Result<LedgerUrl, String> {
 }
 
 async fn trace(args: &TraceArgs) -> Result<bool, String> {
+    if args.since.is_some() && !args.refused {
+        return Err("--since reads the archive's refused requests: pass it with --refused".into());
+    }
+    if args.refused {
+        let since = args.since.as_deref().unwrap_or("24h");
+        return crate::refused::trace(args.config.as_deref(), since, args.json).await;
+    }
     let url = ledger_url(args)?;
     let ledger = relay_core::ledger::open_read_only(&url)
         .await

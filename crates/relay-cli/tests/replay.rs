@@ -765,6 +765,33 @@ async fn a_verified_request_refused_on_arrival_is_sent_once_the_configuration_ta
         );
     }
 
+    let traced = output(deployment.cmd(&["trace", "--refused", "--since", "1h", "--json"])).await;
+    assert_eq!(traced.status.code(), Some(0), "{}", text(&traced.stderr));
+    let traced: Vec<serde_json::Value> = serde_json::from_slice(&traced.stdout).unwrap();
+    assert_eq!(traced.len(), 3);
+    for one in &traced {
+        assert_eq!(
+            (&one["status"], &one["code"]),
+            (&400.into(), &"missing_payload_field".into())
+        );
+        assert!(
+            one["content_type"]
+                .as_str()
+                .unwrap()
+                .starts_with("multipart/form-data"),
+            "{one}"
+        );
+    }
+    let table = output(deployment.cmd(&["trace", "--refused"])).await;
+    let stdout = text(&table.stdout);
+    assert_eq!(
+        stdout
+            .matches("400 missing_payload_field  source dss  key dss")
+            .count(),
+        3,
+        "{stdout}"
+    );
+
     let still = output(deployment.cmd(&["replay", "--refused", "--since", "1h"])).await;
     let (stdout, stderr) = (text(&still.stdout), text(&still.stderr));
     assert_eq!(still.status.code(), Some(1), "{stdout}{stderr}");

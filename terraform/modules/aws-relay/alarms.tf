@@ -281,3 +281,29 @@ resource "aws_cloudwatch_metric_alarm" "undelivered" {
 
   tags = var.tags
 }
+
+# VerifiedRefused: a request whose signature verified and that the relay then refused (400 or
+# 415: a subscription registered with another payload field, a body the configuration does not
+# read). Only a holder of the key can send one, so one datapoint alarms. With the archive the
+# request is kept, and `relay replay --refused` sends it once the configuration takes it.
+resource "aws_cloudwatch_metric_alarm" "verified_refused" {
+  count = var.alarms_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-verified-refused"
+  alarm_description = "The ${var.name} relay refused at least one request (400 or 415) whose signature verified (DssRelay metric VerifiedRefused, Relay = ${var.name}; each line of the log group ${aws_cloudwatch_log_group.this.name} says its Code): only a holder of the key sends one, so the sender's requests do not match this configuration (a subscription's payload form field, RELAY_PAYLOAD_FIELD, a source's dedup or event fields), and every retry will be refused the same way. With the archive each is kept as refused: list them with `relay trace --refused --since <when>` (archive_url, archive_reader_policy_json), fix the configuration, then send them with `relay replay --refused --since <when>`; a second run sends nothing."
+  alarm_actions     = var.alarm_actions
+  ok_actions        = var.alarm_actions
+
+  namespace           = "DssRelay"
+  metric_name         = "VerifiedRefused"
+  dimensions          = { Relay = local.alarm_relay }
+  statistic           = "Sum"
+  period              = 300
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
+  evaluation_periods  = 1
+  datapoints_to_alarm = 1
+  treat_missing_data  = "notBreaching"
+
+  tags = var.tags
+}

@@ -562,3 +562,82 @@ resource "google_monitoring_alert_policy" "undelivered" {
     EOT
   }
 }
+
+################################################################################
+# Alert: a request that verified and was then refused
+################################################################################
+
+# The relay prints, for each request whose signature verified and that it then refused (400 or
+# 415):
+#
+#   {"Relay":…,"Code":"missing_payload_field","Kept":"true","VerifiedRefused":1,…}
+#
+# Only a holder of the key sends one, so one line opens an incident. With the archive the request
+# is kept, and `relay replay --refused` sends it once the configuration takes it.
+resource "google_logging_metric" "verified_refused" {
+  project     = var.project_id
+  name        = "${var.name}/verified-refused"
+  description = "Requests the ${var.name} relay refused (400 or 415) after their signature verified."
+  filter      = "${local.metric_lines} AND jsonPayload.VerifiedRefused:*"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "${var.name}: verified, then refused"
+  }
+}
+
+resource "google_monitoring_alert_policy" "verified_refused" {
+  project               = var.project_id
+  display_name          = "${var.name}: a verified request was refused"
+  combiner              = "OR"
+  enabled               = var.alerts_enabled
+  notification_channels = var.alert_notification_channels
+  severity              = "ERROR"
+  user_labels           = var.labels
+
+  conditions {
+    display_name = "verified requests refused, any in five minutes"
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "resource.type = \"cloud_run_revision\"",
+        "metric.type = \"logging.googleapis.com/user/${google_logging_metric.verified_refused.name}\"",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "${var.name}: a verified request was refused"
+    content   = <<-EOT
+      The Cloud Run service **${var.name}** (project ${var.project_id}) refused at least one
+      request (400 or 415) whose signature verified
+      (logging.googleapis.com/user/${var.name}/verified-refused; each line says its Code). Only
+      a holder of the key sends one, so the sender's requests do not match this configuration (a
+      subscription's payload form field, RELAY_PAYLOAD_FIELD, a source's dedup or event fields),
+      and every retry will be refused the same way.
+
+      **What to do.** With the archive each is kept as refused: list them with `relay trace
+      --refused --since <when>` (the archive_url output; archive_readers may read it), fix the
+      configuration, then send them with `relay replay --refused --since <when>`. A second run
+      sends nothing.
+    EOT
+  }
+}

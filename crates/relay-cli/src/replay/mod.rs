@@ -97,7 +97,7 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 }
 
 /// A time, or a duration before `now`.
-fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, String> {
+pub(crate) fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, String> {
     if let Ok(at) = humantime::parse_rfc3339_weak(text) {
         return Ok(at);
     }

@@ -42,7 +42,7 @@ use self::publish::Traffic;
 pub use self::replay::{
     REPLAYED, ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection,
 };
-pub use self::start::StartError;
+pub use self::start::{StartError, open_archive};
 use crate::admission::{Admission, BodyLimits, declared_length};
 use crate::config::{Config, MetricsFormat};
 use crate::error::Error;

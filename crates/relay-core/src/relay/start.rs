@@ -77,6 +77,45 @@ async fn archive_key(
     }
 }
 
+/// The archive `settings` name, and the key its records are sealed with (read from Secrets
+/// Manager where configured so): what a relay writes to, and what `relay replay` and `relay
+/// trace --refused` read. `aws`: the AWS configuration loaded at start, else one is loaded here
+/// where needed.
+pub async fn open_archive(
+    settings: &crate::config::ArchiveConfig,
+    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+) -> Result<
+    (
+        std::sync::Arc<dyn crate::archive::Archive>,
+        crate::archive::ArchiveKey,
+    ),
+    StartError,
+> {
+    #[cfg(feature = "aws")]
+    let loaded = match (aws, &settings.key) {
+        (None, crate::config::ArchiveKeySource::SecretArn(_)) => {
+            Some(crate::sink::load_aws_config(std::time::Duration::from_secs(5)).await)
+        }
+        _ => None,
+    };
+    #[cfg(feature = "aws")]
+    let aws = aws.or(loaded.as_ref());
+    let archive = crate::archive::open(
+        &settings.url,
+        #[cfg(feature = "aws")]
+        aws,
+    )
+    .await
+    .map_err(StartError::Archive)?;
+    let key = archive_key(
+        &settings.key,
+        #[cfg(feature = "aws")]
+        aws,
+    )
+    .await?;
+    Ok((archive, key))
+}
+
 impl Relay {
     /// Builds every sink the configuration names (opening files, building each SDK client
     /// once) and reads the keys from Secrets Manager when configured.
@@ -154,21 +193,14 @@ impl Relay {
             None => None,
         };
         let archive = match &config.archive {
-            Some(settings) => Some((
-                crate::archive::open(
-                    &settings.url,
-                    #[cfg(feature = "aws")]
-                    aws.as_ref(),
-                )
-                .await
-                .map_err(StartError::Archive)?,
-                archive_key(
-                    &settings.key,
+            Some(settings) => Some(
+                open_archive(
+                    settings,
                     #[cfg(feature = "aws")]
                     aws.as_ref(),
                 )
                 .await?,
-            )),
+            ),
             None => None,
         };
         // One way to build a sink: the deployed ones now, those stored routes add later.

@@ -1,0 +1,107 @@
+//! `relay trace --refused`: the requests that verified and were then refused (400 or 415), as
+//! the archive keeps them: when, from which source and key, what they were answered, and the
+//! record's key. `relay replay --refused` sends them once the configuration takes them.
+
+use std::time::SystemTime;
+
+use relay_core::Config;
+use relay_core::archive::{Archive, ArchiveKey, REFUSED_PREFIX, Record, hours, record_limit};
+use serde_json::{Value, json};
+
+use crate::terminal::safe;
+
+/// Lists the refused records received since `since` (a time or a duration ago): true when
+/// there is at least one.
+pub(crate) async fn trace(config: Option<&str>, since: &str, json: bool) -> Result<bool, String> {
+    let config = Config::from_vars(crate::env_with_config(config)).map_err(|e| e.to_string())?;
+    let settings = config.archive.as_ref().ok_or(
+        "no archive is configured: set RELAY_ARCHIVE_URL and RELAY_ARCHIVE_KEY (or [relay] archive_url and archive_key) as the relays have them",
+    )?;
+    let now = SystemTime::now();
+    let since = crate::replay::parse_time(since, now).map_err(|e| format!("--since: {e}"))?;
+    crate::replay::check_window(&config, since, now, now)?;
+    let (archive, key) = relay_core::relay::open_archive(settings, None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let limit = record_limit(config.max_body_bytes);
+    let mut found = Vec::new();
+    for hour in hours(since, now) {
+        let listed = archive.list(&hour).await.map_err(|e| e.to_string())?;
+        for name in listed {
+            let refused = name
+                .rsplit('/')
+                .next()
+                .is_some_and(|n| n.starts_with(REFUSED_PREFIX));
+            if refused && let Some(record) = read(archive.as_ref(), &key, &name, limit).await {
+                found.push((name, record));
+            }
+        }
+    }
+    found.retain(|(_, record)| record.received_at >= since);
+    found.sort_by_key(|(_, record)| record.received_at);
+    if json {
+        let all: Vec<Value> = found.iter().map(|(name, r)| to_json(name, r)).collect();
+        let text = serde_json::to_string_pretty(&all).expect("JSON values serialize");
+        println!("{text}");
+    } else if found.is_empty() {
+        eprintln!("relay trace: no request was refused after verifying since then");
+    } else {
+        for (name, record) in &found {
+            println!("{}", safe(&line(name, record)));
+        }
+        println!(
+            "{} refused after verifying: relay replay --refused --since … sends them once the configuration takes them",
+            found.len()
+        );
+    }
+    Ok(!found.is_empty())
+}
+
+/// The record at `name`, when it is one sealed with `key`; what else is there is said and left.
+async fn read(archive: &dyn Archive, key: &ArchiveKey, name: &str, limit: usize) -> Option<Record> {
+    let bytes = match archive.read(name, limit).await {
+        Ok(bytes) => bytes?,
+        Err(e) => {
+            eprintln!("relay trace: {}: {}", safe(name), safe(&e.to_string()));
+            return None;
+        }
+    };
+    match Record::open(key, &bytes) {
+        Ok(record) if record.refused.is_some() => Some(record),
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!("relay trace: {}: not shown: {e}", safe(name));
+            None
+        }
+    }
+}
+
+fn line(name: &str, record: &Record) -> String {
+    let refused = record.refused.as_ref().expect("read keeps refused records");
+    format!(
+        "{}  {} {}  source {}  key {}  {} bytes  {}\n    {}",
+        humantime::format_rfc3339_seconds(record.received_at),
+        refused.status,
+        refused.code,
+        record.attribute("relay.source").unwrap_or("-"),
+        record.attribute("relay.key_id").unwrap_or("-"),
+        record.payload.len(),
+        name,
+        refused.message,
+    )
+}
+
+fn to_json(name: &str, record: &Record) -> Value {
+    let refused = record.refused.as_ref().expect("read keeps refused records");
+    json!({
+        "key": name,
+        "received_at": humantime::format_rfc3339_millis(record.received_at).to_string(),
+        "status": refused.status,
+        "code": refused.code,
+        "message": refused.message,
+        "source": record.attribute("relay.source"),
+        "key_id": record.attribute("relay.key_id"),
+        "bytes": record.payload.len(),
+        "content_type": record.request["headers"]["content-type"][0],
+    })
+}
