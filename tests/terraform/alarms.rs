@@ -115,6 +115,23 @@ const NEEDS_OPERATOR: [(u16, &str); 4] = [
     (401, "bad_signature"),
 ];
 
+/// Refused after the signature verified (400 and 415, decided by `source/open.rs`): only a key
+/// holder sends one, so one alarms (the relay's `VerifiedRefused` lines).
+const VERIFIED_REFUSED: [(u16, &str); 12] = [
+    (415, "missing_content_type"),
+    (415, "unsupported_media_type"),
+    (400, "duplicate_header"),
+    (400, "invalid_multipart"),
+    (400, "missing_payload_field"),
+    (400, "duplicate_payload_field"),
+    (400, "empty_payload"),
+    (400, "invalid_json"),
+    (400, "not_an_object"),
+    (400, "missing_field"),
+    (400, "invalid_field"),
+    (400, "missing_dedup_key"),
+];
+
 /// 503s: the DSS's retries may get through; alarmed on when sustained.
 const UNAVAILABLE: [(u16, &str); 4] = [
     (503, "sink_unavailable"),
@@ -153,6 +170,10 @@ enum Counts {
     Code(u16, String),
     /// By code alone (GCP's `code` label).
     AnyStatus(String),
+    /// `Answers` by `Status` alone, every code of it.
+    Status(u16),
+    /// The relay's `VerifiedRefused` lines: one per answer of [`VERIFIED_REFUSED`].
+    VerifiedRefused,
     /// A status class (`Url4xxCount`, `Url5xxCount`, `response_code_class`): 4 or 5.
     Class(u16),
     /// Every non-2xx answer.
@@ -167,6 +188,8 @@ impl Counts {
         match self {
             Counts::Code(status, code) => answer.status == *status && answer.code == code,
             Counts::AnyStatus(code) => answer.code == code,
+            Counts::Status(status) => answer.status == *status,
+            Counts::VerifiedRefused => VERIFIED_REFUSED.contains(&(answer.status, answer.code)),
             Counts::Class(class) => answer.status / 100 == *class,
             Counts::Non2xx => answer.status / 100 != 2,
             Counts::Platform(_) => false,
@@ -286,6 +309,7 @@ impl Alarm {
         self.counts.iter().any(|c| match c {
             Counts::Code(s, c) => *s == status && c == code,
             Counts::AnyStatus(c) => c == code,
+            Counts::VerifiedRefused => VERIFIED_REFUSED.iter().any(|v| *v == (status, code)),
             other => other.matches(&answer),
         })
     }
@@ -336,6 +360,7 @@ fn cloudwatch_counts(body: &Body, what: &str) -> Counts {
             let status = literal("Status").map(|s| s.parse::<u16>().expect("a status"));
             match (status, literal("Code"), literal("Class")) {
                 (Some(status), Some(code), None) => Counts::Code(status, code),
+                (Some(status), None, None) => Counts::Status(status),
                 (None, None, Some(class)) => {
                     Counts::Class(class[..1].parse().expect("a status class"))
                 }
@@ -343,6 +368,13 @@ fn cloudwatch_counts(body: &Body, what: &str) -> Counts {
                     panic!("{what}: Answers by {other:?} is not a dimension set the relay writes")
                 }
             }
+        }
+        ("DssRelay", "VerifiedRefused") => {
+            assert!(
+                dimensions.contains_key("Relay"),
+                "{what}: VerifiedRefused without the Relay dimension counts every relay"
+            );
+            Counts::VerifiedRefused
         }
         ("AWS/Lambda", "Url4xxCount") => Counts::Class(4),
         ("AWS/Lambda", "Url5xxCount") => Counts::Class(5),
@@ -471,9 +503,20 @@ fn monitoring_counts(filter: &str, what: &str) -> Vec<Counts> {
         }
         return codes.into_iter().map(Counts::Platform).collect();
     }
+    if filter.contains("google_logging_metric.verified_refused.name") {
+        return vec![Counts::VerifiedRefused];
+    }
     if filter.contains("/answers") || filter.contains("google_logging_metric.answers.name") {
         let codes = filter_values(filter, "metric.labels.code");
-        assert!(!codes.is_empty(), "{what}: answers of which code?");
+        if codes.is_empty() {
+            let statuses = filter_values(filter, "metric.labels.status");
+            assert!(
+                !statuses.is_empty(),
+                "{what}: answers of which code or status?"
+            );
+            let status = |s: String| Counts::Status(s.parse().expect("a status"));
+            return statuses.into_iter().map(status).collect();
+        }
         return codes.into_iter().map(Counts::AnyStatus).collect();
     }
     vec![Counts::Platform(filter.to_owned())]
@@ -668,7 +711,13 @@ fn sustained_503s_alarm_apart_and_lone_refusals_do_not_page() {
                 alarm.name
             );
         }
-        for (status, code) in [(401, "bad_signature"), (503, "sink_unavailable")] {
+        let lone = [
+            (401, "bad_signature"),
+            (401, "unknown_key_id"),
+            (401, "stale_date"),
+            (503, "sink_unavailable"),
+        ];
+        for (status, code) in lone {
             let lone = [Answer {
                 at: 600,
                 status,
@@ -872,3 +921,114 @@ resource "google_monitoring_alert_policy" "non_2xx" {
   }
 }
 "#;
+
+/// The alarm each answer code of docs/http.md raises, by resource name (the same in both
+/// modules), or why it raises none.
+fn expected_alarm(status: u16, code: &str) -> Result<&'static str, &'static str> {
+    if status == 401 {
+        return Ok("bad_signature");
+    }
+    if VERIFIED_REFUSED.contains(&(status, code)) {
+        return Ok("verified_refused");
+    }
+    match (status, code) {
+        (502, "sink_failed") | (413, "message_too_large") => Ok("needs_operator"),
+        (503, "sink_unavailable" | "ledger_unavailable" | "overloaded" | "deadline_passed") => {
+            Ok("unavailable")
+        }
+        (503, "in_progress") => Err(
+            "another attempt of the same notification holds a destination: that attempt's answer is alarmed",
+        ),
+        (404, "not_found" | "unknown_path") | (405, "method_not_allowed") => {
+            Err("no notification: crawlers and scanners")
+        }
+        (413, "body_too_large") => {
+            Err("decided before the signature is checked: anyone can send one")
+        }
+        (400, "unreadable_body") | (408, "request_timeout") => {
+            Err("the sender went away or sent too slowly: retried whole, by the sender")
+        }
+        _ => panic!("{status} {code}: classify it here (an alarm, or why none)"),
+    }
+}
+
+/// Every (status, code) docs/http.md lists: its table's codes with their status, and the
+/// signature codes of the paragraphs under it (all 401).
+fn documented_codes() -> Vec<(u16, String)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/http.md");
+    let text = std::fs::read_to_string(path).expect("docs/http.md");
+    let ticked = |text: &str| -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut codes = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with("| ")) {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        let Some(status) = cells.get(1).and_then(|c| {
+            c.split(|ch: char| !ch.is_ascii_digit())
+                .find(|n| n.len() == 3)
+                .and_then(|n| n.parse::<u16>().ok())
+        }) else {
+            continue;
+        };
+        let last = cells.last().unwrap_or(&"");
+        for code in ticked(last) {
+            codes.push((status, code));
+        }
+    }
+    let snake =
+        |t: &String| t.contains('_') && t.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    for paragraph in text.split("\n\n") {
+        if paragraph.starts_with("Signature codes (all 401)")
+            || paragraph.starts_with("Other sources' signature codes (all 401")
+        {
+            codes.extend(
+                ticked(paragraph)
+                    .into_iter()
+                    .filter(snake)
+                    .map(|c| (401, c)),
+            );
+        }
+    }
+    codes.sort();
+    codes.dedup();
+    codes
+}
+
+/// Every answer code docs/http.md lists either raises its alarm in both modules, the one named
+/// for it, when every attempt of a single notification gets it (under both DSS schedules), or
+/// is named here with the reason it raises none.
+#[test]
+fn every_documented_code_has_its_alarm_or_a_reason_for_none() {
+    let codes = documented_codes();
+    assert!(codes.len() > 40, "docs/http.md's codes: {codes:?}");
+    for must in [
+        "missing_payload_field",
+        "stale_date",
+        "unknown_key_id",
+        "sink_failed",
+    ] {
+        assert!(codes.iter().any(|(_, c)| c == must), "{must} in {codes:?}");
+    }
+    for (module, alarms) in relay_alarms() {
+        for (status, code) in &codes {
+            let Ok(expected) = expected_alarm(*status, code) else {
+                continue;
+            };
+            let code: &'static str = Box::leak(code.clone().into_boxed_str());
+            for schedule in [Schedule::V1, Schedule::V2] {
+                let answers = failing_once(schedule, JITTER_SECS, *status, code);
+                let fired = fires(&alarms, *status, code, &answers);
+                let name = fired.as_ref().map(|(_, name)| name.as_str()).unwrap_or("");
+                assert!(
+                    name.ends_with(&format!(".{expected}")),
+                    "{module}: {status} {code} on every attempt of one notification \
+                     ({schedule:?}) fires {fired:?}, expected {expected}"
+                );
+            }
+        }
+    }
+}

@@ -934,7 +934,7 @@ fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
         ("metric_name", "\"VerifiedRefused\""),
         ("dimensions", "{ Relay = local.alarm_relay }"),
         ("statistic", "\"Sum\""),
-        ("evaluation_periods", "1"),
+        ("evaluation_periods", "local.alarm_window_minutes"),
         ("datapoints_to_alarm", "1"),
         ("threshold", "1"),
         ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),

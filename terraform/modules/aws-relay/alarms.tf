@@ -28,12 +28,13 @@ locals {
   alarm_relay = aws_lambda_function.this.function_name
 }
 
-# Answers an operator must act on: the DSS's retries will fail the same way.
+# Answers an operator must act on: the DSS's retries will fail the same way, and no one without
+# the key can cause them (a verified request refused has its own alarm, verified_refused).
 resource "aws_cloudwatch_metric_alarm" "needs_operator" {
   count = var.alarms_enabled ? 1 : 0
 
   alarm_name        = "${var.name}-answers-need-operator"
-  alarm_description = "The ${var.name} relay refused a DSS notification in a way its retries cannot fix (at least one answer in the last ${local.alarm_window_minutes} minutes). Check first which code, in the DssRelay metric Answers by Relay, Status and Code (Relay = ${var.name}): 502 sink_failed, the queue or topic refuses the message (the role's sqs:SendMessage/sns:Publish, a deleted queue or topic, its KMS key; the log group ${aws_cloudwatch_log_group.this.name} has the sink's error); 401 unknown_key_id, the subscription signs with an hmac_key_id the relay's secret does not hold (register the subscription again, or add the key); 413 message_too_large, a notification too big for the sink (a large attachment). The DSS keeps retrying for days (v2: 3 days), then drops the notification."
+  alarm_description = "The ${var.name} relay refused a DSS notification in a way its retries cannot fix (at least one answer in the last ${local.alarm_window_minutes} minutes). Check first which code, in the DssRelay metric Answers by Relay, Status and Code (Relay = ${var.name}): 502 sink_failed, the queue or topic refuses the message (the role's sqs:SendMessage/sns:Publish, a deleted queue or topic, its KMS key; the log group ${aws_cloudwatch_log_group.this.name} has the sink's error); 413 message_too_large, a notification too big for the sink (a large attachment). The DSS keeps retrying for days (v2: 3 days), then drops the notification."
   alarm_actions     = var.alarm_actions
   ok_actions        = var.alarm_actions
 
@@ -46,7 +47,7 @@ resource "aws_cloudwatch_metric_alarm" "needs_operator" {
 
   metric_query {
     id          = "needs_operator"
-    expression  = "FILL(sink_failed, 0) + FILL(unknown_key_id, 0) + FILL(message_too_large, 0)"
+    expression  = "FILL(sink_failed, 0) + FILL(message_too_large, 0)"
     label       = "Answers an operator must act on, per minute"
     return_data = true
   }
@@ -57,17 +58,6 @@ resource "aws_cloudwatch_metric_alarm" "needs_operator" {
       namespace   = "DssRelay"
       metric_name = "Answers"
       dimensions  = { Relay = local.alarm_relay, Status = "502", Code = "sink_failed" }
-      period      = 60
-      stat        = "Sum"
-    }
-  }
-
-  metric_query {
-    id = "unknown_key_id"
-    metric {
-      namespace   = "DssRelay"
-      metric_name = "Answers"
-      dimensions  = { Relay = local.alarm_relay, Status = "401", Code = "unknown_key_id" }
       period      = 60
       stat        = "Sum"
     }
@@ -87,20 +77,21 @@ resource "aws_cloudwatch_metric_alarm" "needs_operator" {
   tags = var.tags
 }
 
-# Bad signatures: the DSS signing with another secret, or a scanner of the public URL sending
-# garbage. The DSS retries, so its bad signatures come back in another minute of the window
-# (v1 after 1 min, v2 after 15); a scanner's one-off request does not.
+# Signature problems, every 401: the DSS signing with another secret or key id, its clock off,
+# a subscription registered without a key, or a scanner of the public URL sending garbage. Anyone
+# can send these, so one is no page; the DSS retries, so its come back in another minute of the
+# window (v1 after 1 min, v2 after 15), and a scanner's one-off request does not.
 resource "aws_cloudwatch_metric_alarm" "bad_signature" {
   count = var.alarms_enabled ? 1 : 0
 
   alarm_name        = "${var.name}-bad-signatures"
-  alarm_description = "The ${var.name} relay answered 401 bad_signature in at least ${var.alarm_bad_signature_minutes} of the last ${local.alarm_window_minutes} minutes. Check first whether the requests come from the DSS: the log group ${aws_cloudwatch_log_group.this.name} has each refused request's keyId and User-Agent (python-requests from the DSS). If they do, the subscription's hmac_secret_key differs from the relay's secret (hmac_secret_version raised without registering the subscription again) or the DSS's clock is off; the DSS keeps retrying, and drops the notification after its last attempt. If they are scanners of the public URL, raise alarm_bad_signature_minutes."
+  alarm_description = "The ${var.name} relay answered 401 (a signature problem) in at least ${var.alarm_bad_signature_minutes} of the last ${local.alarm_window_minutes} minutes. Check first which code (DssRelay metric Answers by Relay, Status and Code, Relay = ${var.name}) and whether the requests come from the DSS: the log group ${aws_cloudwatch_log_group.this.name} has each refused request's keyId and User-Agent (python-requests from the DSS). bad_signature: the subscription's hmac_secret_key differs from the relay's secret (hmac_secret_version raised without registering the subscription again); unknown_key_id: it signs with an hmac_key_id the secret does not hold (register again, or add the key); missing_authorization: the subscription was registered without an HMAC key; stale_date or future_date: the DSS's clock, or the relay's, is off by more than RELAY_MAX_CLOCK_SKEW_SECS; digest_mismatch, invalid_date, unsupported_algorithm, unsupported_digest, incomplete_signed_headers: the request was changed on the way or is not the DSS's. The DSS keeps retrying, and drops the notification after its last attempt. If they are scanners of the public URL, raise alarm_bad_signature_minutes."
   alarm_actions     = var.alarm_actions
   ok_actions        = var.alarm_actions
 
   namespace           = "DssRelay"
   metric_name         = "Answers"
-  dimensions          = { Relay = local.alarm_relay, Status = "401", Code = "bad_signature" }
+  dimensions          = { Relay = local.alarm_relay, Status = "401" }
   statistic           = "Sum"
   period              = 60
   comparison_operator = "GreaterThanOrEqualToThreshold"
@@ -290,7 +281,7 @@ resource "aws_cloudwatch_metric_alarm" "verified_refused" {
   count = var.alarms_enabled ? 1 : 0
 
   alarm_name        = "${var.name}-verified-refused"
-  alarm_description = "The ${var.name} relay refused at least one request (400 or 415) whose signature verified (DssRelay metric VerifiedRefused, Relay = ${var.name}; each line of the log group ${aws_cloudwatch_log_group.this.name} says its Code): only a holder of the key sends one, so the sender's requests do not match this configuration (a subscription's payload form field, RELAY_PAYLOAD_FIELD, a source's dedup or event fields), and every retry will be refused the same way. With the archive each is kept as refused: list them with `relay trace --refused --since <when>` (archive_url, archive_reader_policy_json), fix the configuration, then send them with `relay replay --refused --since <when>`; a second run sends nothing."
+  alarm_description = "The ${var.name} relay refused at least one request (400 or 415) whose signature verified, in the last ${local.alarm_window_minutes} minutes (DssRelay metric VerifiedRefused, Relay = ${var.name}; each line of the log group ${aws_cloudwatch_log_group.this.name} says its Code): only a holder of the key sends one, so the sender's requests do not match this configuration (a subscription's payload form field, RELAY_PAYLOAD_FIELD, a source's dedup or event fields), and every retry will be refused the same way. With the archive each is kept as refused: list them with `relay trace --refused --since <when>` (archive_url, archive_reader_policy_json), fix the configuration, then send them with `relay replay --refused --since <when>`; a second run sends nothing."
   alarm_actions     = var.alarm_actions
   ok_actions        = var.alarm_actions
 
@@ -298,10 +289,10 @@ resource "aws_cloudwatch_metric_alarm" "verified_refused" {
   metric_name         = "VerifiedRefused"
   dimensions          = { Relay = local.alarm_relay }
   statistic           = "Sum"
-  period              = 300
+  period              = 60
   comparison_operator = "GreaterThanOrEqualToThreshold"
   threshold           = 1
-  evaluation_periods  = 1
+  evaluation_periods  = local.alarm_window_minutes
   datapoints_to_alarm = 1
   treat_missing_data  = "notBreaching"
 

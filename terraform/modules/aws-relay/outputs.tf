@@ -97,7 +97,7 @@ output "dlq_url" {
 ################################################################################
 
 output "alarm_arns" {
-  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters, undelivered); absent when not created."
+  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters, undelivered, verified_refused); absent when not created."
   value = merge(
     { for alarm in aws_cloudwatch_metric_alarm.needs_operator : "needs_operator" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.bad_signature : "bad_signature" => alarm.arn },
@@ -106,6 +106,7 @@ output "alarm_arns" {
     { for alarm in aws_cloudwatch_metric_alarm.throttles : "throttles" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.dead_letters : "dead_letters" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.undelivered : "undelivered" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.verified_refused : "verified_refused" => alarm.arn },
   )
 }
 

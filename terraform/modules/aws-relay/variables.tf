@@ -349,7 +349,7 @@ variable "alarm_actions" {
 }
 
 variable "alarm_bad_signature_minutes" {
-  description = "Minutes, among the alarms' last 30, with at least one 401 bad_signature answer before the <name>-bad-signatures alarm fires. The default, 2, catches the DSS retrying a notification signed with another secret (v1 after 1 minute, v2 after 15) and lets a scanner's one-off request pass; raise it if scanners of the public URL page you."
+  description = "Minutes, among the alarms' last 30, with at least one 401 answer (a signature problem: bad_signature, unknown_key_id, stale_date, …) before the <name>-bad-signatures alarm fires. The default, 2, catches the DSS retrying a notification signed with another secret (v1 after 1 minute, v2 after 15) and lets a scanner's one-off request pass; raise it if scanners of the public URL page you."
   type        = number
   default     = 2
 

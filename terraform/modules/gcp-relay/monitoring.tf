@@ -205,10 +205,10 @@ resource "google_monitoring_alert_policy" "needs_operator" {
   user_labels           = var.labels
 
   conditions {
-    display_name = "sink_failed, unknown_key_id or message_too_large answers"
+    display_name = "sink_failed or message_too_large answers"
 
     condition_threshold {
-      filter          = "${local.answers_metric} AND metric.labels.code = one_of(\"sink_failed\", \"unknown_key_id\", \"message_too_large\")"
+      filter          = "${local.answers_metric} AND metric.labels.code = one_of(\"sink_failed\", \"message_too_large\")"
       comparison      = "COMPARISON_GT"
       threshold_value = 0
       duration        = "0s"
@@ -243,8 +243,6 @@ resource "google_monitoring_alert_policy" "needs_operator" {
       - **502 sink_failed**: the topic refuses the message: the relay's service account may not
         publish to it, the topic is gone, or the Pub/Sub API is disabled. The relay's error line
         names the sink.
-      - **401 unknown_key_id**: the subscription signs with an hmac_key_id the relay's
-        RELAY_HMAC_KEYS secret does not hold: register the subscription again, or add the key.
       - **413 message_too_large**: a notification too big for the sink (a large attachment).
 
       Logs Explorer: `resource.type="cloud_run_revision" resource.labels.service_name="${var.name}" (jsonPayload.Class="4xx" OR jsonPayload.Class="5xx" OR jsonPayload.level="WARN" OR jsonPayload.level="ERROR")`.
@@ -262,10 +260,10 @@ resource "google_monitoring_alert_policy" "bad_signature" {
   user_labels           = var.labels
 
   conditions {
-    display_name = "bad_signature answers, more than bad_signature_threshold in 30 minutes"
+    display_name = "401 answers (signature problems), more than bad_signature_threshold in 30 minutes"
 
     condition_threshold {
-      filter          = "${local.answers_metric} AND metric.labels.code = \"bad_signature\""
+      filter          = "${local.answers_metric} AND metric.labels.status = \"401\""
       comparison      = "COMPARISON_GT"
       threshold_value = var.bad_signature_threshold
       duration        = "0s"
@@ -286,17 +284,28 @@ resource "google_monitoring_alert_policy" "bad_signature" {
 
   documentation {
     mime_type = "text/markdown"
-    subject   = "${var.name}: requests with bad signatures"
+    subject   = "${var.name}: requests with signature problems"
     content   = <<-EOT
-      The Cloud Run service **${var.name}** (project ${var.project_id}) answered 401
-      bad_signature more than ${var.bad_signature_threshold} time(s) in the last 30 minutes.
+      The Cloud Run service **${var.name}** (project ${var.project_id}) answered 401 (a
+      signature problem) more than ${var.bad_signature_threshold} time(s) in the last 30 minutes.
 
-      **Check first** whether they come from the DSS: the relay's warning for each refused
-      request has its keyId; the request logs have the User-Agent (python-requests from the DSS).
-      If they do, the subscription's hmac_secret_key differs from the relay's secret
-      (hmac_secret_version raised without registering the subscription again), or the DSS's
-      clock is off; the DSS keeps retrying, then drops the notification. If they are scanners of
-      the public URL, raise bad_signature_threshold.
+      **Check first** which code (logging.googleapis.com/user/${var.name}/answers by code) and
+      whether they come from the DSS: the relay's warning for each refused request has its
+      keyId; the request logs have the User-Agent (python-requests from the DSS).
+
+      - **bad_signature**: the subscription's hmac_secret_key differs from the relay's secret
+        (hmac_secret_version raised without registering the subscription again).
+      - **unknown_key_id**: it signs with an hmac_key_id the relay's RELAY_HMAC_KEYS secret does
+        not hold: register the subscription again, or add the key.
+      - **missing_authorization**: the subscription was registered without an HMAC key.
+      - **stale_date**, **future_date**: the DSS's clock, or the relay's, is off by more than
+        RELAY_MAX_CLOCK_SKEW_SECS.
+      - **digest_mismatch**, **invalid_date**, **unsupported_algorithm**,
+        **unsupported_digest**, **incomplete_signed_headers**: the request was changed on the
+        way, or is not the DSS's.
+
+      The DSS keeps retrying, then drops the notification. If they are scanners of the public
+      URL, raise bad_signature_threshold.
     EOT
   }
 }
@@ -598,7 +607,7 @@ resource "google_monitoring_alert_policy" "verified_refused" {
   user_labels           = var.labels
 
   conditions {
-    display_name = "verified requests refused, any in five minutes"
+    display_name = "verified requests refused, any in 30 minutes"
 
     condition_threshold {
       filter = join(" AND ", [
@@ -610,7 +619,7 @@ resource "google_monitoring_alert_policy" "verified_refused" {
       duration        = "0s"
 
       aggregations {
-        alignment_period     = "300s"
+        alignment_period     = local.alert_window
         per_series_aligner   = "ALIGN_SUM"
         cross_series_reducer = "REDUCE_SUM"
       }

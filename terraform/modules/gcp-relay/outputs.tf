@@ -77,14 +77,15 @@ output "metric_names" {
 }
 
 output "alert_policy_names" {
-  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, dead_letters (null without dead_letter_subscriptions) and undelivered (null without ledger_enabled)."
+  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, dead_letters (null without dead_letter_subscriptions), undelivered (null without ledger_enabled) and verified_refused."
   value = {
-    needs_operator  = google_monitoring_alert_policy.needs_operator.name
-    bad_signature   = google_monitoring_alert_policy.bad_signature.name
-    unavailable     = google_monitoring_alert_policy.unavailable.name
-    platform_errors = google_monitoring_alert_policy.platform_errors.name
-    dead_letters    = one(google_monitoring_alert_policy.dead_letters[*].name)
-    undelivered     = one(google_monitoring_alert_policy.undelivered[*].name)
+    needs_operator   = google_monitoring_alert_policy.needs_operator.name
+    bad_signature    = google_monitoring_alert_policy.bad_signature.name
+    unavailable      = google_monitoring_alert_policy.unavailable.name
+    platform_errors  = google_monitoring_alert_policy.platform_errors.name
+    dead_letters     = one(google_monitoring_alert_policy.dead_letters[*].name)
+    undelivered      = one(google_monitoring_alert_policy.undelivered[*].name)
+    verified_refused = google_monitoring_alert_policy.verified_refused.name
   }
 }
 

@@ -312,7 +312,7 @@ variable "alert_notification_channels" {
 }
 
 variable "bad_signature_threshold" {
-  description = "401 bad_signature answers within 30 minutes above which the bad_signature alert opens an incident. The default, 1, catches the DSS retrying a notification signed with another secret (two attempts in the window: v1 after 1 minute, v2 after 15) and lets a scanner's one-off request pass; raise it if scanners of the public URL page you."
+  description = "401 answers (signature problems: bad_signature, unknown_key_id, stale_date, …) within 30 minutes above which the bad_signature alert opens an incident. The default, 1, catches the DSS retrying a notification signed with another secret (two attempts in the window: v1 after 1 minute, v2 after 15) and lets a scanner's one-off request pass; raise it if scanners of the public URL page you."
   type        = number
   default     = 1
 
