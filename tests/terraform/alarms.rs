@@ -309,7 +309,7 @@ impl Alarm {
         self.counts.iter().any(|c| match c {
             Counts::Code(s, c) => *s == status && c == code,
             Counts::AnyStatus(c) => c == code,
-            Counts::VerifiedRefused => VERIFIED_REFUSED.iter().any(|v| *v == (status, code)),
+            Counts::VerifiedRefused => VERIFIED_REFUSED.contains(&(status, code)),
             other => other.matches(&answer),
         })
     }
