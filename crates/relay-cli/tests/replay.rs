@@ -802,6 +802,9 @@ async fn a_verified_request_refused_on_arrival_is_sent_once_the_configuration_ta
         3,
         "{stderr}"
     );
+    let no_window = output(deployment.cmd(&["replay"])).await;
+    assert_eq!(no_window.status.code(), Some(2));
+    assert!(text(&no_window.stderr).contains("--since is required"));
     let plain = output(deployment.cmd(&["replay", "--since", "1h"])).await;
     let stdout = text(&plain.stdout);
     assert_eq!(plain.status.code(), Some(0), "{stdout}");
@@ -822,8 +825,12 @@ async fn a_verified_request_refused_on_arrival_is_sent_once_the_configuration_ta
     let would = |l: &&str| l.starts_with("would send") && l.contains("/refused-");
     assert_eq!(stdout.lines().filter(would).count(), 3, "{stdout}");
     assert_eq!(delivered(&sink), [""; 0], "a dry run sends nothing");
-    for run in ["first", "second"] {
-        let out = output(deployment.cmd(&["replay", "--refused", "--since", "1h"])).await;
+    // The second run without --since: as far back as the ledger keeps entries.
+    for (run, args) in [
+        ("first", &["replay", "--refused", "--since", "1h"][..]),
+        ("second", &["replay", "--refused"][..]),
+    ] {
+        let out = output(deployment.cmd(args)).await;
         let stdout = text(&out.stdout);
         assert_eq!(
             out.status.code(),

@@ -30,9 +30,10 @@ use self::summary::{Result1, print_summary};
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReplayArgs {
     /// Start of the window, by receipt time: a time (2026-12-01T08:00:00Z) or a duration ago
-    /// (90m, 24h, 7d).
+    /// (90m, 24h, 7d). Required, except with --undelivered and --refused: then as far back as
+    /// the ledger keeps entries (and the archive records).
     #[arg(long, value_name = "TIME_OR_AGO")]
-    since: String,
+    since: Option<String>,
     /// End of the window, the same way (default: now).
     #[arg(long, value_name = "TIME_OR_AGO")]
     until: Option<String>,
@@ -186,7 +187,19 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
     let config = Config::from_vars(crate::env_with_config(args.config.as_deref()))
         .map_err(|e| e.to_string())?;
     let now = SystemTime::now();
-    let since = parse_time(&args.since, now).map_err(|e| format!("--since: {e}"))?;
+    let since = match (&args.since, &config.ledger) {
+        (Some(text), _) => parse_time(text, now).map_err(|e| format!("--since: {e}"))?,
+        (None, Some(ledger)) if args.undelivered || args.refused => {
+            let kept = config
+                .archive
+                .as_ref()
+                .map_or(ledger.retention, |a| a.retention.min(ledger.retention));
+            now.checked_sub(kept).unwrap_or(UNIX_EPOCH)
+        }
+        (None, _) => {
+            return Err("--since is required (with --undelivered or --refused and a ledger, it defaults to the ledger's retention)".into());
+        }
+    };
     let until = match &args.until {
         Some(text) => parse_time(text, now).map_err(|e| format!("--until: {e}"))?,
         None => now,
@@ -246,7 +259,7 @@ pub(crate) fn compile(text: &str) -> Result<Pattern, String> {
 /// The run's id: the same for the same command, so that running it again continues it.
 fn run_id(args: &ReplayArgs) -> String {
     let parts = [
-        Some(args.since.as_str()),
+        args.since.as_deref(),
         args.until.as_deref(),
         args.bundle.as_deref(),
         args.subscription.as_deref(),
