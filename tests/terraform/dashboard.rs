@@ -938,8 +938,9 @@ fn quoted_after(filter: &str, key: &str) -> Option<String> {
 /// labels, and whether it is a distribution.
 fn logs_metric(config: &Config, rest: &str) -> Option<(String, Vec<String>, bool)> {
     let inner = rest.strip_prefix("${")?.strip_suffix('}')?;
+    // A counted metric's name, "" when it is not created: `join('',X[*].name)`.
     let inner = inner
-        .strip_prefix("one(")
+        .strip_prefix("join('',")
         .and_then(|i| i.strip_suffix(')'))
         .unwrap_or(inner);
     let reference = inner.strip_prefix("google_logging_metric.")?;
@@ -1014,4 +1015,25 @@ fn logs_metric_problems(config: &Config, name: &str, fields: &[BTreeSet<String>]
         }
     }
     problems
+}
+
+/// A counted resource's attribute read into a string template with `one(…)` is null when the
+/// resource is not created, and Terraform refuses to interpolate a null: the module cannot be
+/// planned with its toggle off (gcp-relay's dashboard with `ledger_enabled = false` was). Each
+/// such read is behind a conditional on its line, or written `join("", …)`.
+#[test]
+fn no_template_interpolates_a_resource_that_may_not_exist() {
+    let mut problems = Vec::new();
+    for config in model::modules().iter().chain(&model::examples()) {
+        for file in config.files.keys() {
+            let text = std::fs::read_to_string(config.dir.join(file)).expect("a .tf file");
+            for (n, line) in text.lines().enumerate() {
+                if line.contains("${one(") && !line.contains(" ? ") {
+                    let name = &config.name;
+                    problems.push(format!("{name}/{file}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
 }

@@ -200,7 +200,7 @@ locals {
             plotType = "LINE"
             timeSeriesQuery = {
               timeSeriesFilter = {
-                filter = "metric.type=\"logging.googleapis.com/user/${one(google_logging_metric.duplicates[*].name)}\" resource.type=\"cloud_run_revision\""
+                filter = "metric.type=\"logging.googleapis.com/user/${join("", google_logging_metric.duplicates[*].name)}\" resource.type=\"cloud_run_revision\""
                 aggregation = {
                   alignmentPeriod    = local.dashboard_alignment
                   perSeriesAligner   = "ALIGN_SUM"
@@ -221,7 +221,7 @@ locals {
             plotType = "LINE"
             timeSeriesQuery = {
               timeSeriesFilter = {
-                filter = "metric.type=\"logging.googleapis.com/user/${one(google_logging_metric.ledger_latency[*].name)}\" resource.type=\"cloud_run_revision\""
+                filter = "metric.type=\"logging.googleapis.com/user/${join("", google_logging_metric.ledger_latency[*].name)}\" resource.type=\"cloud_run_revision\""
                 aggregation = {
                   alignmentPeriod    = local.dashboard_alignment
                   perSeriesAligner   = "ALIGN_DELTA"
