@@ -119,7 +119,7 @@ lambda-check: ## Check the built zips (glibc at most 2.34, instruction set, size
 	@ls -l $(foreach a,$(LAMBDA_ARCHS),$(LAMBDA_DIR)/$(a)/relay-lambda/bootstrap.zip) $(LAMBDA_DIR)/relay-lambda/bootstrap.zip
 	@echo "lambda: deploy $(LAMBDA_DIR)/relay-lambda/bootstrap.zip ($(LAMBDA_ARCH)), or the other one with lambda_zip_path"
 
-tf-check: ## terraform fmt -check, validate of the AWS modules and examples against the cached provider, checkov (offline)
+tf-check: ## terraform fmt -check, validate of the AWS modules and examples and a plan of aws-relay with every toggle off and on (mocked provider), against the cached provider, checkov (offline)
 	infra/local/tf-check.sh
 	$(CARGO) test --workspace --all-features --test terraform
 

@@ -8,7 +8,9 @@
 #      hashicorp/aws 5.100.0; nothing else is installed), in a temporary copy of terraform/ with
 #      an overlay for what 5.100.0 and the offline machine lack (below); plus a probe that calls
 #      aws-relay with a one-letter split_prefix, which validate must refuse, next to a good one,
-#      which it must accept. Skipped with a message where terraform or that provider is absent.
+#      which it must accept; and `terraform test` of aws-relay (tests/toggles.tftest.hcl: a plan
+#      with every toggle off and one with every toggle on, against a mocked provider). Skipped
+#      with a message where terraform or that provider is absent.
 #      The GCP configurations are not validated: no Google provider is cached;
 #   3. checkov over terraform/ (--skip-download: no platform calls), which fails on any failed
 #      check. Every skip is inline in the resource it concerns, with its reason.
@@ -170,6 +172,18 @@ PY
       echo "tf-check: terraform validate terraform/$dir: ok"
     fi
   done
+  # aws-relay planned with every toggle off and on, against a mocked provider.
+  if [ "$validate_failed" -eq 0 ]; then
+    # The plan hashes the package; any bytes will do.
+    printf 'placeholder' >"$work/terraform/modules/aws-relay/tests/bootstrap.zip"
+    if terraform -chdir="$work/terraform/modules/aws-relay" test -no-color >"$work/test.log" 2>&1; then
+      echo "tf-check: terraform test terraform/modules/aws-relay (every toggle off, every toggle on): ok"
+    else
+      cat "$work/test.log" >&2
+      echo "tf-check: terraform test failed in terraform/modules/aws-relay" >&2
+      validate_failed=1
+    fi
+  fi
   if [ "$validate_failed" -ne 0 ]; then
     exit 1
   fi
