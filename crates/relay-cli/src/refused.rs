@@ -13,7 +13,7 @@ use crate::terminal::safe;
 /// Lists the refused records received since `since` (a time or a duration ago): true when
 /// there is at least one.
 pub(crate) async fn trace(config: Option<&str>, since: &str, json: bool) -> Result<bool, String> {
-    let config = Config::from_vars(crate::env_with_config(config)).map_err(|e| e.to_string())?;
+    let config = Config::for_replay(crate::env_with_config(config)).map_err(|e| e.to_string())?;
     let settings = config.archive.as_ref().ok_or(
         "no archive is configured: set RELAY_ARCHIVE_URL and RELAY_ARCHIVE_KEY (or [relay] archive_url and archive_key) as the relays have them",
     )?;

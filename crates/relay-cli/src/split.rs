@@ -469,7 +469,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
 async fn backfill(args: &StartArgs, pattern: &Value, window: Duration) -> Result<(), String> {
     let routes = args.store.url().to_string();
     let env = crate::env_with_config(args.store.config());
-    let config = relay_core::Config::from_vars(|name| match name {
+    let config = relay_core::Config::for_replay(|name| match name {
         "RELAY_ROUTES_URL" => Some(routes.clone()),
         other => env(other),
     })

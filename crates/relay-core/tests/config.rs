@@ -47,6 +47,55 @@ fn fails_closed_without_keys() {
     assert!(c.allow_unsigned && c.keys.is_empty());
 }
 
+/// `relay replay` reads the relay's configuration without its keys: no HMAC key, a source
+/// whose secret variable is not set, and secret ARNs neither needed nor kept to be fetched.
+#[test]
+fn a_replay_reads_the_configuration_without_its_keys() {
+    let file = ConfigFile::new(
+        r#"
+[sources.dss]
+scheme = "dss"
+paths = ["/dss"]
+
+[sources.github]
+scheme = "github"
+paths = ["/github"]
+secret_env = "GITHUB_WEBHOOK_SECRET"
+
+[sources.shop]
+scheme = "shopify"
+paths = ["/shop"]
+secret_arn = "arn:aws:secretsmanager:us-east-1:111111111111:secret:shop"
+"#,
+    );
+    let pairs = [
+        ("RELAY_FILE_SINK", "-"),
+        (
+            "RELAY_HMAC_KEYS_SECRET_ARN",
+            "arn:aws:secretsmanager:us-east-1:111111111111:secret:dss",
+        ),
+    ];
+    let errors = file.load(&pairs[..1]).unwrap_err();
+    assert!(vars_of(&errors).contains(&"RELAY_HMAC_KEYS"), "{errors}");
+    assert!(
+        errors.to_string().contains("GITHUB_WEBHOOK_SECRET"),
+        "{errors}"
+    );
+
+    let mut all = vec![("RELAY_CONFIG", file.path.as_str())];
+    all.extend_from_slice(&pairs);
+    let replay = Config::for_replay(relay_testkit::config::vars(&all)).expect("no key needed");
+    assert!(replay.keys.is_empty() && replay.keys_secret_arn.is_none());
+    assert!(!replay.allow_unsigned, "the relay's policy is unchanged");
+    assert_eq!(replay.sources.len(), 3);
+    assert!(
+        replay
+            .sources
+            .iter()
+            .all(|s| s.keys.is_none() && s.secret_arn.is_none())
+    );
+}
+
 #[test]
 fn reports_every_bad_variable_by_name_without_echoing_secrets() {
     let err = config_errors(&[

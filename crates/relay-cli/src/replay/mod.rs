@@ -184,7 +184,7 @@ pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
 }
 
 async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
-    let config = Config::from_vars(crate::env_with_config(args.config.as_deref()))
+    let config = Config::for_replay(crate::env_with_config(args.config.as_deref()))
         .map_err(|e| e.to_string())?;
     let now = SystemTime::now();
     let since = match (&args.since, &config.ledger) {

@@ -169,6 +169,20 @@ impl Config {
 
     /// Reads variables through `var`, so tests and tools need not touch the process environment.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
+        Self::read(var, true)
+    }
+
+    /// The configuration `relay replay` runs with: the relay's, read as [`from_vars`] reads it,
+    /// but without its keys. A replay verifies nothing, so no HMAC key, source secret or secret
+    /// ARN is needed, read or fetched; its relay never answers a request.
+    ///
+    /// [`from_vars`]: Self::from_vars
+    pub fn for_replay(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
+        Self::read(var, false)
+    }
+
+    /// `read_keys`: a relay's configuration (true), or a replay's (false).
+    fn read(var: impl Fn(&str) -> Option<String>, read_keys: bool) -> Result<Self, ConfigErrors> {
         let (vars, errors) = Settings::from_vars(&var);
         let mut errors: Vec<ConfigError> = errors
             .into_iter()
@@ -211,16 +225,20 @@ impl Config {
             LogFormat::Text
         });
 
-        let keys = KeyRing::new(
-            settings.hmac_keys.clone().unwrap_or_default().0,
-            settings.hmac_secret.clone(),
-        );
+        let keys = match read_keys {
+            true => KeyRing::new(
+                settings.hmac_keys.clone().unwrap_or_default().0,
+                settings.hmac_secret.clone(),
+            ),
+            false => KeyRing::default(),
+        };
         let keys_secret_arn = settings
             .hmac_keys_secret_arn
             .as_ref()
+            .filter(|_| read_keys)
             .map(|a| a.to_string());
         let allow_unsigned = settings.allow_unsigned.is_some_and(|f| f.0);
-        let sources = sources(&file.sources, &var, &mut fail, &in_file);
+        let sources = sources(&file.sources, &var, read_keys, &mut fail, &in_file);
         // The relay's keys are needed by the DSS alone, or by a DSS source without its own.
         let relay_keys_used = file.sources.is_empty()
             || sources.iter().any(|s| {
@@ -228,7 +246,12 @@ impl Config {
                     && s.keys.is_none()
                     && s.secret_arn.is_none()
             });
-        if relay_keys_used && keys.is_empty() && keys_secret_arn.is_none() && !allow_unsigned {
+        if read_keys
+            && relay_keys_used
+            && keys.is_empty()
+            && keys_secret_arn.is_none()
+            && !allow_unsigned
+        {
             fail(
                 "RELAY_HMAC_KEYS",
                 "no HMAC key is configured: set RELAY_HMAC_KEYS, RELAY_HMAC_SECRET or RELAY_HMAC_KEYS_SECRET_ARN (or, to accept unsigned notifications, RELAY_ALLOW_UNSIGNED=true)".into(),
@@ -411,12 +434,13 @@ impl Config {
 fn sources(
     specs: &std::collections::BTreeMap<String, crate::source::SourceSpec>,
     var: &dyn Fn(&str) -> Option<String>,
+    read_keys: bool,
     fail: &mut impl FnMut(&'static str, String),
     in_file: &impl Fn(String) -> String,
 ) -> Vec<crate::source::SourceConfig> {
     let mut sources = Vec::new();
     for (name, spec) in specs {
-        match crate::source::SourceConfig::new(name, spec, var) {
+        match crate::source::SourceConfig::new(name, spec, var, read_keys) {
             Ok(source) => sources.push(source),
             Err(problems) => problems
                 .into_iter()

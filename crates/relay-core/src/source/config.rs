@@ -187,10 +187,13 @@ pub enum SourceKeys {
 impl SourceConfig {
     /// Checks one `[sources.<name>]` table, reading its secret through `var`; every problem is
     /// a message for the configuration's error list.
+    /// `read_keys`: whether its keys are read (a relay) or left out (`relay replay`, which verifies
+    /// nothing: a missing secret is then no problem).
     pub fn new(
         name: &str,
         spec: &SourceSpec,
         var: &dyn Fn(&str) -> Option<String>,
+        read_keys: bool,
     ) -> Result<Self, Vec<String>> {
         let mut problems = Vec::new();
         let scheme = spec.scheme.unwrap_or_else(|| {
@@ -292,51 +295,9 @@ impl SourceConfig {
                 None
             }
         };
-        let given = [
-            spec.secret_env.is_some(),
-            spec.secret_file.is_some(),
-            spec.secret_arn.is_some(),
-        ];
-        let keys = match (&spec.secret_env, &spec.secret_file) {
-            _ if given.iter().filter(|g| **g).count() > 1 => {
-                problems.push(format!(
-                    "source {name:?}: set one of secret_env, secret_file and secret_arn"
-                ));
-                None
-            }
-            (Some(env), _) => match var(env).filter(|v| !v.trim().is_empty()) {
-                None => {
-                    problems.push(format!(
-                        "source {name:?}: its secret_env {env} is not set (or empty)"
-                    ));
-                    None
-                }
-                Some(text) => keys_or_problem(&mut problems, name, env, scheme, &text),
-            },
-            (None, Some(path)) => match std::fs::read_to_string(path) {
-                Ok(text) if !text.trim().is_empty() => {
-                    keys_or_problem(&mut problems, name, path, scheme, &text)
-                }
-                Ok(_) => {
-                    problems.push(format!("source {name:?}: its secret_file {path} is empty"));
-                    None
-                }
-                Err(e) => {
-                    problems.push(format!(
-                        "source {name:?}: its secret_file {path} cannot be read: {}",
-                        e.kind()
-                    ));
-                    None
-                }
-            },
-            (None, None) => {
-                if scheme != SchemeName::Dss && spec.secret_arn.is_none() {
-                    problems.push(format!(
-                        "source {name:?}: set secret_env to the variable that holds its secret (or secret_file, or secret_arn)"
-                    ));
-                }
-                None
-            }
+        let keys = match read_keys {
+            true => source_keys(name, spec, scheme, var, &mut problems),
+            false => None,
         };
         let window = match scheme {
             SchemeName::Dss => spec
@@ -358,7 +319,7 @@ impl SourceConfig {
             event_type_field,
             event_type_header,
             secret_env: spec.secret_env.clone(),
-            secret_arn: spec.secret_arn.clone(),
+            secret_arn: spec.secret_arn.clone().filter(|_| read_keys),
             spec: spec.clone(),
         })
     }
@@ -374,6 +335,63 @@ impl SourceConfig {
 
     pub(super) fn scheme(&self) -> Option<Box<dyn Scheme>> {
         self.scheme.scheme(&self.spec).ok().flatten()
+    }
+}
+
+/// A source's keys, from its `secret_env` or `secret_file` (`secret_arn` is read at start);
+/// what is wrong with them in `problems`.
+fn source_keys(
+    name: &str,
+    spec: &SourceSpec,
+    scheme: SchemeName,
+    var: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<String>,
+) -> Option<SourceKeys> {
+    let given = [
+        spec.secret_env.is_some(),
+        spec.secret_file.is_some(),
+        spec.secret_arn.is_some(),
+    ];
+    match (&spec.secret_env, &spec.secret_file) {
+        _ if given.iter().filter(|g| **g).count() > 1 => {
+            problems.push(format!(
+                "source {name:?}: set one of secret_env, secret_file and secret_arn"
+            ));
+            None
+        }
+        (Some(env), _) => match var(env).filter(|v| !v.trim().is_empty()) {
+            None => {
+                problems.push(format!(
+                    "source {name:?}: its secret_env {env} is not set (or empty)"
+                ));
+                None
+            }
+            Some(text) => keys_or_problem(problems, name, env, scheme, &text),
+        },
+        (None, Some(path)) => match std::fs::read_to_string(path) {
+            Ok(text) if !text.trim().is_empty() => {
+                keys_or_problem(problems, name, path, scheme, &text)
+            }
+            Ok(_) => {
+                problems.push(format!("source {name:?}: its secret_file {path} is empty"));
+                None
+            }
+            Err(e) => {
+                problems.push(format!(
+                    "source {name:?}: its secret_file {path} cannot be read: {}",
+                    e.kind()
+                ));
+                None
+            }
+        },
+        (None, None) => {
+            if scheme != SchemeName::Dss && spec.secret_arn.is_none() {
+                problems.push(format!(
+                    "source {name:?}: set secret_env to the variable that holds its secret (or secret_file, or secret_arn)"
+                ));
+            }
+            None
+        }
     }
 }
 
