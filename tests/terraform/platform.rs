@@ -159,6 +159,12 @@ pub(crate) fn cloud_run_environment(config: &Config) -> Vec<EnvVar<'_>> {
                     config.name
                 );
                 let for_each = attr(dynamic.body(), "for_each").expect("dynamic env for_each");
+                if secret.is_none() {
+                    // Plain values: an object, possibly a local built with merge() of
+                    // conditional objects, as the Lambda's.
+                    object_entries(config, for_each, None, &mut out);
+                    continue;
+                }
                 let (gate, object) = match for_each {
                     Expression::Conditional(c) => (Some(c.cond_expr.to_string()), &c.true_expr),
                     other => (None, other),

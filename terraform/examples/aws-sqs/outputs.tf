@@ -68,3 +68,8 @@ output "archive_reader_policy_json" {
   description = "IAM policy for whoever runs relay replay: list and read the archive's prefix, read and write the ledger."
   value       = module.relay.archive_reader_policy_json
 }
+
+output "replay_environment" {
+  description = "The RELAY_* variables relay replay, relay trace and relay split start --backfill run with (the relay's own, without its keys)."
+  value       = module.relay.replay_environment
+}

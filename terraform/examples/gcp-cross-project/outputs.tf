@@ -38,3 +38,8 @@ output "archive_url" {
   description = "The archive (gs://<bucket>/<prefix>): RELAY_ARCHIVE_URL for relay replay."
   value       = module.relay.archive_url
 }
+
+output "replay_environment" {
+  description = "The RELAY_* variables relay replay, relay trace and relay split start --backfill run with (the relay's own, without its keys)."
+  value       = module.relay.replay_environment
+}

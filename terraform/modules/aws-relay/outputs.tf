@@ -185,6 +185,14 @@ output "ledger_reader_policy_json" {
 # Archive
 ################################################################################
 
+output "replay_environment" {
+  description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its destinations, ledger and archive, without the HMAC keys' secret (a replay verifies nothing) and without its log format. Export them before running the command; the archive's key is read from RELAY_ARCHIVE_KEY_SECRET_ARN, with archive_reader_policy_json's grant."
+  value = {
+    for name, value in local.environment : name => value
+    if !contains(["RELAY_HMAC_KEYS_SECRET_ARN", "RELAY_LOG_FORMAT"], name)
+  }
+}
+
 output "archive_url" {
   description = "RELAY_ARCHIVE_URL, s3://<bucket>/<prefix>: the archive the relay writes every verified notification to, and the RELAY_ARCHIVE_URL of `relay replay`; null without archive_enabled."
   value       = local.archive_url

@@ -9,6 +9,37 @@ locals {
   topic_id = var.create_topic ? google_pubsub_topic.this[0].id : var.existing_topic
 
   callback_url = "${trimsuffix(google_cloud_run_v2_service.this.uri, "/")}${var.callback_path}"
+
+  # Every plain RELAY_* variable the container gets. The HMAC keys and the archive's key are not
+  # among them: they come from Secret Manager (below).
+  environment = merge(
+    {
+      RELAY_PUBSUB_TOPIC        = local.topic_id
+      RELAY_PUBSUB_ORDERING     = tostring(var.pubsub_ordering)
+      RELAY_SINK_TIMEOUT_MS     = tostring(var.sink_timeout_ms)
+      RELAY_MAX_CLOCK_SKEW_SECS = tostring(var.max_clock_skew_secs)
+      RELAY_LOG_FORMAT          = var.log_format
+      # One JSON line on standard output per answer and per publish, which Cloud Logging
+      # parses into jsonPayload; the logs-based metrics in monitoring.tf read these lines.
+      RELAY_METRICS = "emf"
+    },
+    # The stored routes (routes.tf): read at start, then again at most every
+    # routes_refresh_secs.
+    var.routes_enabled ? {
+      RELAY_ROUTES_URL          = local.routes_url
+      RELAY_ROUTES_REFRESH_SECS = tostring(var.routes_refresh_secs)
+    } : {},
+    # The delivery ledger (ledger.tf).
+    var.ledger_enabled ? {
+      RELAY_LEDGER_URL            = local.ledger_url
+      RELAY_LEDGER_RETENTION_SECS = tostring(var.ledger_retention_secs)
+    } : {},
+    # The archive (archive.tf); its key is a secret.
+    var.archive_enabled ? {
+      RELAY_ARCHIVE_URL            = local.archive_url
+      RELAY_ARCHIVE_RETENTION_DAYS = tostring(var.archive_retention_days)
+    } : {},
+  )
 }
 
 ################################################################################
@@ -113,69 +144,16 @@ resource "google_cloud_run_v2_service" "this" {
         }
       }
 
-      env {
-        name  = "RELAY_PUBSUB_TOPIC"
-        value = local.topic_id
-      }
-
-      env {
-        name  = "RELAY_PUBSUB_ORDERING"
-        value = tostring(var.pubsub_ordering)
-      }
-
-      env {
-        name  = "RELAY_SINK_TIMEOUT_MS"
-        value = tostring(var.sink_timeout_ms)
-      }
-
-      env {
-        name  = "RELAY_MAX_CLOCK_SKEW_SECS"
-        value = tostring(var.max_clock_skew_secs)
-      }
-
-      env {
-        name  = "RELAY_LOG_FORMAT"
-        value = var.log_format
-      }
-
-      # The stored routes (routes.tf), only with routes_enabled: read at start, then again at
-      # most every routes_refresh_secs.
+      # Every plain RELAY_* variable (local.environment).
       dynamic "env" {
-        for_each = var.routes_enabled ? {
-          RELAY_ROUTES_URL          = local.routes_url
-          RELAY_ROUTES_REFRESH_SECS = tostring(var.routes_refresh_secs)
-        } : {}
+        for_each = local.environment
         content {
           name  = env.key
           value = env.value
         }
       }
 
-      # The delivery ledger (ledger.tf), only with ledger_enabled.
-      dynamic "env" {
-        for_each = var.ledger_enabled ? {
-          RELAY_LEDGER_URL            = local.ledger_url
-          RELAY_LEDGER_RETENTION_SECS = tostring(var.ledger_retention_secs)
-        } : {}
-        content {
-          name  = env.key
-          value = env.value
-        }
-      }
-
-      # The archive (archive.tf), only with archive_enabled: its URL, and its key from Secret
-      # Manager, never as a plain value.
-      dynamic "env" {
-        for_each = var.archive_enabled ? {
-          RELAY_ARCHIVE_URL            = local.archive_url
-          RELAY_ARCHIVE_RETENTION_DAYS = tostring(var.archive_retention_days)
-        } : {}
-        content {
-          name  = env.key
-          value = env.value
-        }
-      }
-
+      # The archive's key from Secret Manager, never as a plain value.
       dynamic "env" {
         for_each = var.archive_enabled ? {
           RELAY_ARCHIVE_KEY = google_secret_manager_secret_version.archive_key[0].version
@@ -189,13 +167,6 @@ resource "google_cloud_run_v2_service" "this" {
             }
           }
         }
-      }
-
-      # One JSON line on standard output per answer and per publish, which Cloud Logging parses
-      # into jsonPayload; the logs-based metrics in monitoring.tf are read from these lines.
-      env {
-        name  = "RELAY_METRICS"
-        value = "emf"
       }
 
       # GET on any path answers 200 {"status":"ok"} once the configuration is valid and the

@@ -150,6 +150,14 @@ output "ledger_collection" {
 # Archive
 ################################################################################
 
+output "replay_environment" {
+  description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its destination, ledger and archive, without its log format and metric lines. Export them before running the command, with RELAY_ARCHIVE_KEY the latest version of archive_key_secret; a replay verifies nothing, so it needs no HMAC key."
+  value = {
+    for name, value in local.environment : name => value
+    if !contains(["RELAY_LOG_FORMAT", "RELAY_METRICS"], name)
+  }
+}
+
 output "archive_url" {
   description = "RELAY_ARCHIVE_URL, gs://<bucket>/<prefix>: the archive the relay writes every verified notification to, and the RELAY_ARCHIVE_URL of `relay replay`; null without archive_enabled."
   value       = local.archive_url
