@@ -50,7 +50,9 @@ module "relay" {
 
   name            = "dss-relay-fifo"
   lambda_zip_path = var.lambda_zip_path # make lambda
-  callback_path   = "/?replica=aws"
+  # 200 by default; an account whose concurrency quota is under 300 needs less, or null.
+  reserved_concurrency = var.reserved_concurrency
+  callback_path        = "/?replica=aws"
 
   create_queue   = false
   existing_queue = { arn = aws_sqs_queue.subscriber.arn, url = aws_sqs_queue.subscriber.url }

@@ -10,6 +10,8 @@ module "relay" {
 
   name            = var.name
   lambda_zip_path = var.lambda_zip_path # make lambda
+  # 200 by default; an account whose concurrency quota is under 300 needs less, or null.
+  reserved_concurrency = var.reserved_concurrency
 
   # Consumers can tell replicas apart by the callback path (payloads carry no replica).
   callback_path = "/?replica=aws"

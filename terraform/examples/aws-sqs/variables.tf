@@ -27,3 +27,9 @@ variable "lambda_zip_path" {
   type        = string
   default     = "../../../target/lambda/relay-lambda/bootstrap.zip"
 }
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrent executions for the function (the aws-relay README, \"Reserved concurrency\"). The default, 200, needs an account concurrency quota of at least 300 (new accounts often have 10): lower it, or null to leave the function on the account's unreserved pool, where the quota is lower."
+  type        = number
+  default     = 200
+}
