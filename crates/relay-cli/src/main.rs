@@ -7,7 +7,7 @@ mod allowed;
 mod document;
 mod explain;
 mod naming;
-mod refused;
+
 mod replay;
 mod routes;
 mod send;

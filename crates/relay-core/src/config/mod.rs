@@ -10,6 +10,7 @@ mod file;
 mod memory;
 mod report;
 mod settings;
+mod sinks;
 mod values;
 
 use std::fmt;
@@ -21,11 +22,9 @@ pub use memory::{ArchiveConfig, ArchiveKeySource, LedgerConfig, archive_from_var
 pub use settings::{SETTINGS, Setting, Settings, markdown_table};
 pub use values::{HmacKeys, LogFormat, MetricsFormat, Show};
 
-use crate::live::{Routes, RoutesUrl, deployed_routes};
+use crate::live::{Routes, RoutesUrl};
 use crate::route::{RouteSpec, Router};
-use crate::sink::{
-    FileSinkConfig, PubSubConfig, Selection, SinkConfig, SnsConfig, SqsConfig, Target, Template,
-};
+use crate::sink::SinkConfig;
 use crate::verify::KeyRing;
 
 /// Default for `RELAY_PAYLOAD_FIELD`, the DSS default `payload_form_field`.
@@ -183,175 +182,34 @@ impl Config {
 
     /// `read_keys`: a relay's configuration (true), or a replay's (false).
     fn read(var: impl Fn(&str) -> Option<String>, read_keys: bool) -> Result<Self, ConfigErrors> {
-        let (vars, errors) = Settings::from_vars(&var);
-        let mut errors: Vec<ConfigError> = errors
-            .into_iter()
-            .map(|(var, message)| ConfigError { var, message })
-            .collect();
-        let config_file = vars.config.clone().filter(|p| !p.is_empty());
-        let file = match config_file.as_deref().map(FileConfig::load).transpose() {
-            Ok(file) => file.unwrap_or_default(),
-            Err(e) => {
-                errors.push(ConfigError {
-                    var: "RELAY_CONFIG",
-                    message: e.to_string(),
-                });
-                return Err(ConfigErrors(errors));
-            }
-        };
+        let (vars, file, config_file, mut errors) = load(&var)?;
         let mut fail =
             |var: &'static str, message: String| errors.push(ConfigError { var, message });
         let in_file =
             |message: String| format!("{}: {message}", config_file.as_deref().unwrap_or_default());
         // Variables override the file's [relay] settings.
         let mut settings = vars.clone().or(file.relay).or_defaults();
-        let on_lambda = var("AWS_LAMBDA_FUNCTION_NAME").is_some();
-        let on_platform = on_lambda || var("K_SERVICE").is_some();
-        let metrics_name = var("AWS_LAMBDA_FUNCTION_NAME")
-            .or_else(|| var("K_SERVICE"))
-            .unwrap_or_else(|| "relay".into());
-        let metrics = *settings.metrics.get_or_insert(if on_lambda {
-            MetricsFormat::Emf
-        } else {
-            MetricsFormat::Off
-        });
-        let batch_wait = settings
-            .batch_wait_ms
-            .get_or_insert(values::WaitMillis(if on_lambda { 0 } else { 1 }))
-            .0;
-        let log_format = *settings.log_format.get_or_insert(if on_platform {
-            LogFormat::Json
-        } else {
-            LogFormat::Text
-        });
-
-        let keys = match read_keys {
-            true => KeyRing::new(
-                settings.hmac_keys.clone().unwrap_or_default().0,
-                settings.hmac_secret.clone(),
-            ),
-            false => KeyRing::default(),
-        };
-        let keys_secret_arn = settings
-            .hmac_keys_secret_arn
-            .as_ref()
-            .filter(|_| read_keys)
-            .map(|a| a.to_string());
+        let (metrics, metrics_name, batch_wait, log_format) =
+            platform_defaults(&mut settings, &var);
+        let (keys, keys_secret_arn, sources) = keys_and_sources(
+            &settings,
+            &file.sources,
+            &var,
+            read_keys,
+            &mut fail,
+            &in_file,
+        );
         let allow_unsigned = settings.allow_unsigned.is_some_and(|f| f.0);
-        let sources = sources(&file.sources, &var, read_keys, &mut fail, &in_file);
-        // The relay's keys are needed by the DSS alone, or by a DSS source without its own.
-        let relay_keys_used = file.sources.is_empty()
-            || sources.iter().any(|s| {
-                s.scheme == crate::source::SchemeName::Dss
-                    && s.keys.is_none()
-                    && s.secret_arn.is_none()
-            });
-        if read_keys
-            && relay_keys_used
-            && keys.is_empty()
-            && keys_secret_arn.is_none()
-            && !allow_unsigned
-        {
-            fail(
-                "RELAY_HMAC_KEYS",
-                "no HMAC key is configured: set RELAY_HMAC_KEYS, RELAY_HMAC_SECRET or RELAY_HMAC_KEYS_SECRET_ARN (or, to accept unsigned notifications, RELAY_ALLOW_UNSIGNED=true)".into(),
-            );
-        }
 
-        let from_variables = sinks_from_variables(&vars.or_defaults());
-        let sinks_in_file = !file.sinks.is_empty();
-        let mut sinks = Vec::new();
-        if !sinks_in_file {
-            if !file.routes.is_empty() {
-                fail(
-                    "RELAY_CONFIG",
-                    in_file("it lists [[routes]] but no [sinks.<name>] for them to name".into()),
-                );
-            }
-            if from_variables.is_empty() {
-                fail(
-                    "RELAY_FILE_SINK",
-                    "no sink is configured: set RELAY_SQS_QUEUE_URL, RELAY_SNS_TOPIC_ARN, RELAY_PUBSUB_TOPIC or RELAY_FILE_SINK, or name sinks in RELAY_CONFIG".into(),
-                );
-            }
-            sinks = from_variables;
-        } else {
-            if !from_variables.is_empty() {
-                fail(
-                    "RELAY_CONFIG",
-                    in_file("it defines [sinks], and sink variables (RELAY_SQS_QUEUE_URL, RELAY_SNS_TOPIC_ARN, RELAY_PUBSUB_TOPIC, RELAY_FILE_SINK) are set too: name sinks in one place".into()),
-                );
-            }
-            for (name, spec) in &file.sinks {
-                let sink = spec.named(name);
-                match sink.target.shape(&sink.selection) {
-                    Ok(_) => sinks.push(sink),
-                    Err(e) => fail(
-                        "RELAY_CONFIG",
-                        in_file(format!("sink {:?}, {e}", sink.name)),
-                    ),
-                }
-            }
-        }
-        let emulator = var("PUBSUB_EMULATOR_HOST").filter(|h| !h.is_empty());
-        for sink in &mut sinks {
-            if let Target::PubSub(target) = &mut sink.target {
-                target.emulator_host.clone_from(&emulator);
-            }
-        }
-        if let Err(e) = crate::sink::check_resources(&sinks) {
-            fail("RELAY_CONFIG", in_file(e.to_string()));
-        }
-        let routes = deployed_routes(&file.routes, &sinks);
-        let names: Vec<String> = sinks.iter().map(|s| s.name.clone()).collect();
-        // Sinks from variables take every notification; sinks in the file take their routes.
-        let router = if sinks_in_file {
-            Router::compile(&file.routes, names)
-                .map_err(|e| fail("RELAY_CONFIG", in_file(e.to_string())))
-                .ok()
-        } else {
-            Some(Router::to_all(names))
-        };
+        let (sinks, routes, router) = sinks::read(
+            (&file.sinks, &file.routes),
+            &vars,
+            &var,
+            &mut fail,
+            &in_file,
+        );
 
-        if settings.routes_refresh_secs.is_some_and(|s| s.0 == 0) {
-            fail(
-                "RELAY_ROUTES_REFRESH_SECS",
-                "must be at least 1: every instance reads the stored routes this often".into(),
-            );
-        }
-        if settings.split_max_ttl_secs.is_some_and(|s| s.0 == 0) {
-            fail(
-                "RELAY_SPLIT_MAX_TTL_SECS",
-                "must be at least 1: a split lasts longer than zero".into(),
-            );
-        }
-        // An attempt's lease lasts at most the sink timeout plus the margin: an entry that
-        // expired sooner would let a second attempt publish while the first still does.
-        let lease_ms = settings.sink_timeout_ms.map_or(5_000, |m| m.0)
-            + crate::ledger::LEASE_MARGIN_MS.unsigned_abs();
-        if settings
-            .ledger_retention_secs
-            .is_some_and(|s| s.0.saturating_mul(1000) <= lease_ms)
-        {
-            fail(
-                "RELAY_LEDGER_RETENTION_SECS",
-                format!(
-                    "must be longer than an attempt's lease, the sink timeout (RELAY_SINK_TIMEOUT_MS) plus 2 s: over {} s; the DSS retries for up to 7 days, so keep 691200 (8 days) or more",
-                    lease_ms / 1000
-                ),
-            );
-        }
-        if settings.archive_url.is_some()
-            && sinks.iter().any(|s| s.name == crate::archive::SINK_NAME)
-        {
-            fail(
-                "RELAY_ARCHIVE_URL",
-                format!(
-                    "a sink is named {:?}, the archive's name among the destinations; rename the sink",
-                    crate::archive::SINK_NAME
-                ),
-            );
-        }
+        check_limits(&settings, &sinks, &mut fail);
         let archive = ArchiveConfig::from_settings(&settings).unwrap_or_else(|(var, message)| {
             fail(var, message);
             None
@@ -376,15 +234,7 @@ impl Config {
             metrics,
             metrics_name,
             listen: settings.listen.map(|l| l.0),
-            server: ServerLimits {
-                header_timeout: Duration::from_millis(
-                    settings.header_timeout_ms.map_or(0, |m| m.0),
-                ),
-                body_timeout: Duration::from_millis(settings.body_timeout_ms.map_or(0, |m| m.0)),
-                body_min_bytes_per_sec: settings.body_min_bytes_per_sec.map_or(1, |c| c.0),
-                max_concurrent_requests: settings.max_concurrent_requests.map_or(1, |c| c.0),
-                max_buffered_bytes: settings.max_buffered_bytes.map_or(0, |b| b.get()),
-            },
+            server: ServerLimits::of(&settings),
             sinks,
             router: router.expect("no routing error was reported"),
             routes,
@@ -402,7 +252,7 @@ impl Config {
             ledger: LedgerConfig::from_settings(&settings),
             archive,
             warm_connections: settings.warm_connections.is_none_or(|f| f.0),
-            pubsub_emulator: emulator,
+            pubsub_emulator: var("PUBSUB_EMULATOR_HOST").filter(|h| !h.is_empty()),
             config_file,
             settings,
         })
@@ -426,6 +276,161 @@ impl Config {
             .into_iter()
             .filter(|n| n.starts_with("RELAY_") && !SETTINGS.iter().any(|s| s.var == n))
             .collect()
+    }
+}
+
+/// The variables read through `var`, the `RELAY_CONFIG` file they name (parsed), its path, and
+/// the problems so far; a file that cannot be read or parsed ends the reading.
+fn load(
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Settings, FileConfig, Option<String>, Vec<ConfigError>), ConfigErrors> {
+    let (vars, errors) = Settings::from_vars(&var);
+    let mut errors: Vec<ConfigError> = errors
+        .into_iter()
+        .map(|(var, message)| ConfigError { var, message })
+        .collect();
+    let config_file = vars.config.clone().filter(|p| !p.is_empty());
+    match config_file.as_deref().map(FileConfig::load).transpose() {
+        Ok(file) => Ok((vars, file.unwrap_or_default(), config_file, errors)),
+        Err(e) => {
+            errors.push(ConfigError {
+                var: "RELAY_CONFIG",
+                message: e.to_string(),
+            });
+            Err(ConfigErrors(errors))
+        }
+    }
+}
+
+/// What depends on the platform the relay runs on (Lambda, Cloud Run, or neither), filled into
+/// `settings` where it leaves them unset: the metric lines and their name, the batcher's wait
+/// and the log format.
+fn platform_defaults(
+    settings: &mut Settings,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> (MetricsFormat, String, u64, LogFormat) {
+    let on_lambda = var("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    let on_platform = on_lambda || var("K_SERVICE").is_some();
+    let metrics_name = var("AWS_LAMBDA_FUNCTION_NAME")
+        .or_else(|| var("K_SERVICE"))
+        .unwrap_or_else(|| "relay".into());
+    let metrics = *settings.metrics.get_or_insert(if on_lambda {
+        MetricsFormat::Emf
+    } else {
+        MetricsFormat::Off
+    });
+    let batch_wait = settings
+        .batch_wait_ms
+        .get_or_insert(values::WaitMillis(if on_lambda { 0 } else { 1 }))
+        .0;
+    let log_format = *settings.log_format.get_or_insert(if on_platform {
+        LogFormat::Json
+    } else {
+        LogFormat::Text
+    });
+    (metrics, metrics_name, batch_wait, log_format)
+}
+
+/// The relay's keys, the secret that holds them, and the sources (`specs`, their secrets read
+/// through `var`); with `read_keys` false (a replay) no key is read and none is required.
+fn keys_and_sources(
+    settings: &Settings,
+    specs: &std::collections::BTreeMap<String, crate::source::SourceSpec>,
+    var: &dyn Fn(&str) -> Option<String>,
+    read_keys: bool,
+    fail: &mut impl FnMut(&'static str, String),
+    in_file: &impl Fn(String) -> String,
+) -> (KeyRing, Option<String>, Vec<crate::source::SourceConfig>) {
+    let keys = match read_keys {
+        true => KeyRing::new(
+            settings.hmac_keys.clone().unwrap_or_default().0,
+            settings.hmac_secret.clone(),
+        ),
+        false => KeyRing::default(),
+    };
+    let keys_secret_arn = settings
+        .hmac_keys_secret_arn
+        .as_ref()
+        .filter(|_| read_keys)
+        .map(|a| a.to_string());
+    let allow_unsigned = settings.allow_unsigned.is_some_and(|f| f.0);
+    let sources = sources(specs, var, read_keys, fail, in_file);
+    // The relay's keys are needed by the DSS alone, or by a DSS source without its own.
+    let relay_keys_used = specs.is_empty()
+        || sources.iter().any(|s| {
+            s.scheme == crate::source::SchemeName::Dss && s.keys.is_none() && s.secret_arn.is_none()
+        });
+    if read_keys
+        && relay_keys_used
+        && keys.is_empty()
+        && keys_secret_arn.is_none()
+        && !allow_unsigned
+    {
+        fail(
+            "RELAY_HMAC_KEYS",
+            "no HMAC key is configured: set RELAY_HMAC_KEYS, RELAY_HMAC_SECRET or RELAY_HMAC_KEYS_SECRET_ARN (or, to accept unsigned notifications, RELAY_ALLOW_UNSIGNED=true)".into(),
+        );
+    }
+    (keys, keys_secret_arn, sources)
+}
+
+/// The limits that depend on one another or on the sinks: refresh and split lifetimes of at
+/// least a second, a ledger retention longer than an attempt's lease, no sink named like the
+/// archive.
+fn check_limits(
+    settings: &Settings,
+    sinks: &[SinkConfig],
+    fail: &mut impl FnMut(&'static str, String),
+) {
+    if settings.routes_refresh_secs.is_some_and(|s| s.0 == 0) {
+        fail(
+            "RELAY_ROUTES_REFRESH_SECS",
+            "must be at least 1: every instance reads the stored routes this often".into(),
+        );
+    }
+    if settings.split_max_ttl_secs.is_some_and(|s| s.0 == 0) {
+        fail(
+            "RELAY_SPLIT_MAX_TTL_SECS",
+            "must be at least 1: a split lasts longer than zero".into(),
+        );
+    }
+    // An attempt's lease lasts at most the sink timeout plus the margin: an entry that
+    // expired sooner would let a second attempt publish while the first still does.
+    let lease_ms = settings.sink_timeout_ms.map_or(5_000, |m| m.0)
+        + crate::ledger::LEASE_MARGIN_MS.unsigned_abs();
+    if settings
+        .ledger_retention_secs
+        .is_some_and(|s| s.0.saturating_mul(1000) <= lease_ms)
+    {
+        fail(
+            "RELAY_LEDGER_RETENTION_SECS",
+            format!(
+                "must be longer than an attempt's lease, the sink timeout (RELAY_SINK_TIMEOUT_MS) plus 2 s: over {} s; the DSS retries for up to 7 days, so keep 691200 (8 days) or more",
+                lease_ms / 1000
+            ),
+        );
+    }
+    if settings.archive_url.is_some() && sinks.iter().any(|s| s.name == crate::archive::SINK_NAME) {
+        fail(
+            "RELAY_ARCHIVE_URL",
+            format!(
+                "a sink is named {:?}, the archive's name among the destinations; rename the sink",
+                crate::archive::SINK_NAME
+            ),
+        );
+    }
+}
+
+impl ServerLimits {
+    /// The limits `settings` (with their defaults) give.
+    fn of(settings: &Settings) -> Self {
+        Self {
+            header_timeout: Duration::from_millis(settings.header_timeout_ms.map_or(0, |m| m.0)),
+            body_timeout: Duration::from_millis(settings.body_timeout_ms.map_or(0, |m| m.0)),
+            body_min_bytes_per_sec: settings.body_min_bytes_per_sec.map_or(1, |c| c.0),
+            max_concurrent_requests: settings.max_concurrent_requests.map_or(1, |c| c.0),
+            max_buffered_bytes: settings.max_buffered_bytes.map_or(0, |b| b.get()),
+        }
     }
 }
 
@@ -476,41 +481,4 @@ fn sources(
         );
     }
     sources
-}
-
-/// The sinks the variables describe, named `file`, `sqs`, `sns` and `pubsub`.
-fn sinks_from_variables(vars: &Settings) -> Vec<SinkConfig> {
-    let mut targets = Vec::new();
-    if let Some(path) = &vars.file_sink {
-        targets.push(("file", Target::File(FileSinkConfig { path: path.clone() })));
-    }
-    if let Some(url) = &vars.sqs_queue_url {
-        let mut sqs = SqsConfig::new(url.clone());
-        sqs.max_message_bytes = vars.sqs_max_message_bytes.unwrap_or(sqs.max_message_bytes);
-        targets.push(("sqs", Target::Sqs(sqs)));
-    }
-    if let Some(arn) = &vars.sns_topic_arn {
-        let mut sns = SnsConfig::new(arn.clone());
-        sns.max_message_bytes = vars.sns_max_message_bytes.unwrap_or(sns.max_message_bytes);
-        targets.push(("sns", Target::Sns(sns)));
-    }
-    if let Some(topic) = &vars.pubsub_topic {
-        let mut pubsub = PubSubConfig::new(topic.clone());
-        pubsub.max_message_bytes = vars
-            .pubsub_max_message_bytes
-            .unwrap_or(pubsub.max_message_bytes);
-        if vars.pubsub_ordering.is_some_and(|f| f.0) {
-            pubsub.ordering_key =
-                Some(Template::parse("{match.bundle_uuid}").expect("a valid template"));
-        }
-        targets.push(("pubsub", Target::PubSub(pubsub)));
-    }
-    targets
-        .into_iter()
-        .map(|(name, target)| SinkConfig {
-            name: name.into(),
-            target,
-            selection: Selection::default(),
-        })
-        .collect()
 }

@@ -322,22 +322,7 @@ impl Relay {
             .sources
             .for_path(parts.uri.path())
             .ok_or(Error::UnknownPath)?;
-        let opened = source
-            .open(
-                parts,
-                body.clone(),
-                &self.config.payload_field,
-                self.clock.as_ref(),
-            )
-            .await;
-        let notification = match opened {
-            Ok(notification) => notification,
-            Err(Opened::Unverified(error)) => return Err(error),
-            Err(Opened::Refused(refusal)) => {
-                let kept = self.keep_refused(parts, body, source, refusal, received_at);
-                return Err(kept.await);
-            }
-        };
+        let notification = self.open(parts, body, source, received_at).await?;
         fields.notification(&notification);
 
         let table = self.table.load_full();
@@ -392,6 +377,30 @@ impl Relay {
             .await?;
         fields.duplicate = attempted.is_duplicate();
         self.delivered(&notification, &attempted, routes_version, filtered)
+    }
+}
+
+impl Relay {
+    /// The request verified by its source and opened; one refused after it verified is kept
+    /// ([`keep_refused`](Self::keep_refused)) before the refusal is answered.
+    async fn open(
+        &self,
+        parts: &Parts,
+        body: Bytes,
+        source: &crate::source::Source,
+        received_at: std::time::SystemTime,
+    ) -> Result<Notification<crate::notification::Verified>, Error> {
+        let payload_field = &self.config.payload_field;
+        let opened = source
+            .open(parts, body.clone(), payload_field, self.clock.as_ref())
+            .await;
+        match opened {
+            Ok(notification) => Ok(notification),
+            Err(Opened::Unverified(error)) => Err(error),
+            Err(Opened::Refused(refusal)) => Err(self
+                .keep_refused(parts, body, source, refusal, received_at)
+                .await),
+        }
     }
 }
 

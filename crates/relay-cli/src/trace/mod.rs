@@ -10,6 +10,11 @@ use relay_core::config::LedgerConfig;
 use relay_core::ledger::{Delivery, Entry, LedgerUrl, Lookup, Verdict, epoch_ms};
 use serde_json::{Value, json};
 
+mod archive;
+mod refused;
+
+use self::archive::archived;
+
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["bundle_uuid", "key", "refused"])))]
 pub(crate) struct TraceArgs {
@@ -140,7 +145,7 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
     }
     if args.refused {
         let since = args.since.as_deref().unwrap_or("24h");
-        return crate::refused::trace(args.config.as_deref(), since, args.json).await;
+        return refused::trace(args.config.as_deref(), since, args.json).await;
     }
     let url = ledger_url(args)?;
     let ledger = relay_core::ledger::open_read_only(&url)
@@ -232,74 +237,6 @@ impl Names {
             None => destination.to_owned(),
         }
     }
-}
-
-/// Where an entry's notification is in the archive, and whether it is there still.
-struct Archived {
-    /// `<archive URL><key>`.
-    url: String,
-    /// `Some(true)`: read back; `Some(false)`: gone (the bucket's lifecycle); `None`: not
-    /// checked (no RELAY_ARCHIVE_URL here, or it could not be read).
-    present: Option<bool>,
-}
-
-impl Archived {
-    fn line(&self) -> String {
-        match self.present {
-            Some(true) => format!("in the archive: {}", self.url),
-            Some(false) => format!("archived, since expired: {}", self.url),
-            None => format!("archived (not checked): {}", self.url),
-        }
-    }
-
-    fn to_json(&self) -> Value {
-        json!({"url": self.url, "present": self.present})
-    }
-}
-
-/// For each entry the archive acknowledged: where its object is, and whether it is still
-/// there, read with the archive RELAY_ARCHIVE_URL names (as `relay replay` reads it).
-async fn archived(args: &TraceArgs, entries: &[Entry]) -> Vec<Option<Archived>> {
-    let url = relay_core::config::archive_from_vars(crate::env_with_config(args.config.as_deref()))
-        .ok()
-        .flatten();
-    let archive = match &url {
-        Some(url) => relay_core::archive::open(url, None).await.ok(),
-        None => None,
-    };
-    let mut found = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let Some(key) = entry
-            .acks
-            .iter()
-            .find(|(destination, _)| relay_core::archive::is_archive(destination))
-            .and_then(|(_, ack)| ack.message_id.clone())
-        else {
-            found.push(None);
-            continue;
-        };
-        let present = match &archive {
-            // Present or not is all this reads: a record of any size will do.
-            Some(archive) => match archive.read(&key, 0).await {
-                Ok(found) => Some(found.is_some()),
-                Err(relay_core::archive::ArchiveError::TooLarge { .. }) => Some(true),
-                Err(_) => None,
-            },
-            None => None,
-        };
-        let prefix = url.as_ref().map_or_else(String::new, |u| {
-            let text = u.to_string();
-            match text.ends_with('/') {
-                true => text,
-                false => format!("{text}/"),
-            }
-        });
-        found.push(Some(Archived {
-            url: format!("{prefix}{key}"),
-            present,
-        }));
-    }
-    found
 }
 
 fn describe(lookup: &Lookup) -> String {
