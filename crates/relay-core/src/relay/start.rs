@@ -116,69 +116,91 @@ pub async fn open_archive(
     Ok((archive, key))
 }
 
+/// Whether starting reaches AWS: a secret to read, a destination, the ledger or the archive
+/// there.
+#[cfg(feature = "aws")]
+fn needs_aws(config: &Config) -> bool {
+    config.keys_secret_arn.is_some()
+        || config.sources.iter().any(|s| s.secret_arn.is_some())
+        || config.sinks.iter().any(|s| s.target.uses_aws())
+        || config
+            .ledger
+            .as_ref()
+            .is_some_and(|l| matches!(l.url, crate::ledger::LedgerUrl::DynamoDb { .. }))
+        || config.archive.as_ref().is_some_and(|a| {
+            matches!(a.url, crate::archive::ArchiveUrl::S3 { .. })
+                || matches!(a.key, crate::config::ArchiveKeySource::SecretArn(_))
+        })
+}
+
+/// The relay's HMAC keys and each source's keys, read from Secrets Manager where their ARNs are
+/// configured (`aws`: the configuration loaded for it).
+async fn read_secrets(
+    config: &mut Config,
+    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+) -> Result<(), StartError> {
+    if let Some(arn) = config.keys_secret_arn.clone() {
+        #[cfg(feature = "secrets")]
+        {
+            let sdk = aws.expect("loaded for the secret");
+            let (named, any) = crate::secrets::load_keys(sdk, &arn)
+                .await
+                .map_err(StartError::Secret)?;
+            tracing::info!(
+                named_keys = named.len(),
+                catch_all = any.is_some(),
+                "HMAC keys read from Secrets Manager."
+            );
+            config.keys.extend(named, any);
+        }
+        #[cfg(not(feature = "secrets"))]
+        return Err(StartError::Secret(format!(
+            "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
+        )));
+    }
+    #[cfg(feature = "secrets")]
+    for source in config.sources.iter_mut() {
+        let Some(arn) = source.secret_arn.clone() else {
+            continue;
+        };
+        let sdk = aws.expect("loaded for the secret");
+        let fail = |e: String| StartError::SourceKeys {
+            name: source.name.clone(),
+            error: format!("{arn}: {e}"),
+        };
+        let text = crate::secrets::load_text(sdk, &arn).await.map_err(fail)?;
+        source.keys = Some(crate::source::read_keys(source.scheme, &text).map_err(fail)?);
+        tracing::info!(source = %source.name, "A source's keys read from Secrets Manager.");
+    }
+    #[cfg(not(feature = "secrets"))]
+    if let Some(source) = config.sources.iter().find(|s| s.secret_arn.is_some()) {
+        return Err(StartError::SourceKeys {
+            name: source.name.clone(),
+            error: "its secret_arn is set, but this build leaves out the cargo feature \"secrets\""
+                .into(),
+        });
+    }
+    #[cfg(all(feature = "aws", not(feature = "secrets")))]
+    let _ = aws;
+    Ok(())
+}
+
 impl Relay {
     /// Builds every sink the configuration names (opening files, building each SDK client
     /// once) and reads the keys from Secrets Manager when configured.
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
         #[cfg(feature = "aws")]
-        let aws = match config.keys_secret_arn.is_some()
-            || config.sources.iter().any(|s| s.secret_arn.is_some())
-            || config.sinks.iter().any(|s| s.target.uses_aws())
-            || config
-                .ledger
-                .as_ref()
-                .is_some_and(|l| matches!(l.url, crate::ledger::LedgerUrl::DynamoDb { .. }))
-            || config.archive.as_ref().is_some_and(|a| {
-                matches!(a.url, crate::archive::ArchiveUrl::S3 { .. })
-                    || matches!(a.key, crate::config::ArchiveKeySource::SecretArn(_))
-            }) {
+        let aws = match needs_aws(&config) {
             true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
             false => None,
         };
-        #[cfg(feature = "secrets")]
         let mut config = config;
-        if let Some(arn) = config.keys_secret_arn.clone() {
-            #[cfg(feature = "secrets")]
-            {
-                let sdk = aws.as_ref().expect("loaded for the secret");
-                let (named, any) = crate::secrets::load_keys(sdk, &arn)
-                    .await
-                    .map_err(StartError::Secret)?;
-                tracing::info!(
-                    named_keys = named.len(),
-                    catch_all = any.is_some(),
-                    "HMAC keys read from Secrets Manager."
-                );
-                config.keys.extend(named, any);
-            }
-            #[cfg(not(feature = "secrets"))]
-            return Err(StartError::Secret(format!(
-                "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
-            )));
-        }
-        #[cfg(feature = "secrets")]
-        for source in config.sources.iter_mut() {
-            let Some(arn) = source.secret_arn.clone() else {
-                continue;
-            };
-            let sdk = aws.as_ref().expect("loaded for the secret");
-            let fail = |e: String| StartError::SourceKeys {
-                name: source.name.clone(),
-                error: format!("{arn}: {e}"),
-            };
-            let text = crate::secrets::load_text(sdk, &arn).await.map_err(fail)?;
-            source.keys = Some(crate::source::read_keys(source.scheme, &text).map_err(fail)?);
-            tracing::info!(source = %source.name, "A source's keys read from Secrets Manager.");
-        }
-        #[cfg(not(feature = "secrets"))]
-        if let Some(source) = config.sources.iter().find(|s| s.secret_arn.is_some()) {
-            return Err(StartError::SourceKeys {
-                name: source.name.clone(),
-                error:
-                    "its secret_arn is set, but this build leaves out the cargo feature \"secrets\""
-                        .into(),
-            });
-        }
+        read_secrets(
+            &mut config,
+            #[cfg(feature = "aws")]
+            aws.as_ref(),
+        )
+        .await?;
         let ledger = match &config.ledger {
             Some(settings) => Some(Recorder {
                 store: crate::ledger::open(

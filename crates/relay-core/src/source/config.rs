@@ -230,48 +230,7 @@ impl SourceConfig {
         if let Err(e) = scheme.scheme(spec) {
             problems.push(format!("source {name:?}: {e}"));
         }
-        let dedup = match spec.dedup_key.as_deref().map(str::parse::<DedupRule>) {
-            None => scheme.default_dedup(spec),
-            Some(Ok(DedupRule::DeliveryId)) if !scheme.has_delivery_id(spec) => {
-                problems.push(format!(
-                    "source {name:?}: dedup_key = \"delivery-id\", but the {scheme} scheme gives no delivery id{}",
-                    match scheme {
-                        SchemeName::Hmac => "; set id_header",
-                        _ => "",
-                    }
-                ));
-                DedupRule::Body
-            }
-            Some(Ok(DedupRule::DeliveryId)) if !scheme.signs_delivery_id(spec) => {
-                problems.push(format!(
-                    "source {name:?}: dedup_key = \"delivery-id\", but the {scheme} scheme does not sign its delivery id, so a captured request sent again with a new id would be published again; leave dedup_key unset (the body's SHA-256){}",
-                    match scheme {
-                        SchemeName::Hmac => ", or sign {id} in the template",
-                        _ => "",
-                    }
-                ));
-                DedupRule::Body
-            }
-            Some(Ok(DedupRule::Header(header)))
-                if !scheme
-                    .signed_headers(spec)
-                    .contains(&header.as_str().to_owned()) =>
-            {
-                problems.push(format!(
-                    "source {name:?}: dedup_key = \"header:{header}\", but the {scheme} scheme does not sign that header, so a captured request sent again with a new value would be published again; use \"body\" or a signed field{}",
-                    match scheme {
-                        SchemeName::Hmac => format!(", or sign {{header:{header}}} in the template"),
-                        _ => String::new(),
-                    }
-                ));
-                DedupRule::Body
-            }
-            Some(Ok(rule)) => rule,
-            Some(Err(e)) => {
-                problems.push(format!("source {name:?}: dedup_key {e}"));
-                DedupRule::Body
-            }
-        };
+        let dedup = dedup_rule(name, spec, scheme, &mut problems);
         let event_type_field = match spec
             .event_type_field
             .as_deref()
@@ -335,6 +294,59 @@ impl SourceConfig {
 
     pub(super) fn scheme(&self) -> Option<Box<dyn Scheme>> {
         self.scheme.scheme(&self.spec).ok().flatten()
+    }
+}
+
+/// A source's dedup rule: its `dedup_key`, or the scheme's default. A rule that reads what the
+/// scheme does not sign (or does not give) is a problem: a captured request sent again with a
+/// new value would be published again.
+fn dedup_rule(
+    name: &str,
+    spec: &SourceSpec,
+    scheme: SchemeName,
+    problems: &mut Vec<String>,
+) -> DedupRule {
+    match spec.dedup_key.as_deref().map(str::parse::<DedupRule>) {
+        None => scheme.default_dedup(spec),
+        Some(Ok(DedupRule::DeliveryId)) if !scheme.has_delivery_id(spec) => {
+            problems.push(format!(
+                "source {name:?}: dedup_key = \"delivery-id\", but the {scheme} scheme gives no delivery id{}",
+                match scheme {
+                    SchemeName::Hmac => "; set id_header",
+                    _ => "",
+                }
+            ));
+            DedupRule::Body
+        }
+        Some(Ok(DedupRule::DeliveryId)) if !scheme.signs_delivery_id(spec) => {
+            problems.push(format!(
+                "source {name:?}: dedup_key = \"delivery-id\", but the {scheme} scheme does not sign its delivery id, so a captured request sent again with a new id would be published again; leave dedup_key unset (the body's SHA-256){}",
+                match scheme {
+                    SchemeName::Hmac => ", or sign {id} in the template",
+                    _ => "",
+                }
+            ));
+            DedupRule::Body
+        }
+        Some(Ok(DedupRule::Header(header)))
+            if !scheme
+                .signed_headers(spec)
+                .contains(&header.as_str().to_owned()) =>
+        {
+            problems.push(format!(
+                "source {name:?}: dedup_key = \"header:{header}\", but the {scheme} scheme does not sign that header, so a captured request sent again with a new value would be published again; use \"body\" or a signed field{}",
+                match scheme {
+                    SchemeName::Hmac => format!(", or sign {{header:{header}}} in the template"),
+                    _ => String::new(),
+                }
+            ));
+            DedupRule::Body
+        }
+        Some(Ok(rule)) => rule,
+        Some(Err(e)) => {
+            problems.push(format!("source {name:?}: dedup_key {e}"));
+            DedupRule::Body
+        }
     }
 }
 
