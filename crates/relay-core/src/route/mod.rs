@@ -9,6 +9,7 @@ mod describe;
 mod exact;
 mod export;
 mod jmes;
+mod matcher;
 mod pattern;
 mod request;
 

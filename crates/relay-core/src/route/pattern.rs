@@ -10,14 +10,14 @@
 use std::cell::OnceCell;
 
 use jmespath::{Rcvar, Variable};
-use regex::Regex;
 use serde_json::Value;
 
 use super::exact::ExactSet;
 pub(super) use super::jmes::Jmes;
+pub(super) use super::matcher::{Cmp, Matcher, compile_matcher};
 
 /// The deepest nesting of groups and repetitions a `regex` condition may have.
-const REGEX_NEST_LIMIT: u32 = 32;
+pub(super) const REGEX_NEST_LIMIT: u32 = 32;
 
 /// A compiled pattern: every condition must hold.
 #[derive(Debug, Clone)]
@@ -43,31 +43,6 @@ pub(super) enum Condition {
     Jmes { path: Vec<String>, expr: Jmes },
 }
 
-#[derive(Debug, Clone)]
-pub(super) enum Matcher {
-    Exact(Value),
-    Prefix(String, bool),
-    Suffix(String, bool),
-    EqualsIgnoreCase(String),
-    AnythingBut(Vec<Value>, ExactSet),
-    AnythingButPrefix(String),
-    AnythingButSuffix(String),
-    Numeric(Vec<(Cmp, f64)>),
-    Exists(bool),
-    Wildcard(Regex),
-    Regex(Regex),
-    Jmes(Jmes),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Cmp {
-    Lt,
-    Le,
-    Eq,
-    Ge,
-    Gt,
-}
-
 /// Why a pattern could not be compiled; `at` is the dotted path of the offending part.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{at}: {message}")]
@@ -78,7 +53,7 @@ pub struct PatternError {
     pub message: String,
 }
 
-fn error(path: &[String], message: impl Into<String>) -> PatternError {
+pub(super) fn error(path: &[String], message: impl Into<String>) -> PatternError {
     let at = if path.is_empty() {
         "match".to_owned()
     } else {
@@ -255,149 +230,11 @@ fn compile_object(
     Ok(())
 }
 
-fn string(value: &Value, path: &[String], what: &str) -> Result<String, PatternError> {
+pub(super) fn string(value: &Value, path: &[String], what: &str) -> Result<String, PatternError> {
     value
         .as_str()
         .map(str::to_owned)
         .ok_or_else(|| error(path, format!("{what} takes a string")))
-}
-
-fn compile_matcher(value: &Value, path: &[String]) -> Result<Matcher, PatternError> {
-    let Value::Object(map) = value else {
-        return match value {
-            Value::Array(_) => Err(error(path, "a matcher cannot be a list")),
-            exact => Ok(Matcher::Exact(exact.clone())),
-        };
-    };
-    let mut entries = map.iter();
-    let (Some((op, arg)), None) = (entries.next(), entries.next()) else {
-        return Err(error(path, "an operator object has exactly one key"));
-    };
-    Ok(match op.as_str() {
-        "prefix" | "suffix" => {
-            let (text, ignore_case) = match arg {
-                Value::Object(inner) => match inner.get("equals-ignore-case") {
-                    // Lower-cased once here, not per notification.
-                    Some(v) if inner.len() == 1 => (string(v, path, op)?.to_lowercase(), true),
-                    _ => {
-                        return Err(error(
-                            path,
-                            format!("{op} takes a string or {{ equals-ignore-case = \"…\" }}"),
-                        ));
-                    }
-                },
-                other => (string(other, path, op)?, false),
-            };
-            if op == "prefix" {
-                Matcher::Prefix(text, ignore_case)
-            } else {
-                Matcher::Suffix(text, ignore_case)
-            }
-        }
-        "equals-ignore-case" => Matcher::EqualsIgnoreCase(string(arg, path, op)?.to_lowercase()),
-        "anything-but" => match arg {
-            Value::Object(inner) if inner.len() == 1 => match inner.iter().next() {
-                Some((k, v)) if k == "prefix" => {
-                    Matcher::AnythingButPrefix(string(v, path, "anything-but prefix")?)
-                }
-                Some((k, v)) if k == "suffix" => {
-                    Matcher::AnythingButSuffix(string(v, path, "anything-but suffix")?)
-                }
-                _ => {
-                    return Err(error(
-                        path,
-                        "anything-but takes values, a list, { prefix } or { suffix }",
-                    ));
-                }
-            },
-            Value::Object(_) => {
-                return Err(error(
-                    path,
-                    "anything-but takes values, a list, { prefix } or { suffix }",
-                ));
-            }
-            Value::Array(values) if values.iter().all(|v| !v.is_object() && !v.is_array()) => {
-                Matcher::AnythingBut(values.clone(), ExactSet::new(values))
-            }
-            Value::Array(_) => return Err(error(path, "anything-but lists only plain values")),
-            single => Matcher::AnythingBut(vec![single.clone()], ExactSet::new([single])),
-        },
-        "numeric" => Matcher::Numeric(compile_numeric(arg, path)?),
-        "exists" => match arg {
-            Value::Bool(b) => Matcher::Exists(*b),
-            _ => return Err(error(path, "exists takes true or false")),
-        },
-        "wildcard" => {
-            let text = string(arg, path, op)?;
-            let mut re = String::from("^");
-            let mut chars = text.chars().peekable();
-            while let Some(c) = chars.next() {
-                match c {
-                    '\\' if chars.peek() == Some(&'*') => {
-                        chars.next();
-                        re.push_str(r"\*");
-                    }
-                    '*' => re.push_str("(?s:.*)"),
-                    other => re.push_str(&regex::escape(&other.to_string())),
-                }
-            }
-            re.push('$');
-            Matcher::Wildcard(
-                Regex::new(&re).map_err(|e| error(path, format!("invalid wildcard: {e}")))?,
-            )
-        }
-        "regex" => {
-            let text = string(arg, path, op)?;
-            // A shallow nesting limit: deeply nested repetitions and groups (`a****…`) would
-            // otherwise recurse deep enough to overflow a thread's stack while compiling.
-            let compiled = regex::RegexBuilder::new(&text)
-                .nest_limit(REGEX_NEST_LIMIT)
-                .build();
-            Matcher::Regex(
-                compiled.map_err(|e| error(path, format!("invalid regex {text:?}: {e}")))?,
-            )
-        }
-        "jmespath" => {
-            Matcher::Jmes(Jmes::compile(&string(arg, path, op)?).map_err(|m| error(path, m))?)
-        }
-        other => {
-            return Err(error(
-                path,
-                format!(
-                    "unknown operator {other:?}; use prefix, suffix, equals-ignore-case, anything-but, numeric, exists, wildcard, regex or jmespath"
-                ),
-            ));
-        }
-    })
-}
-
-fn compile_numeric(arg: &Value, path: &[String]) -> Result<Vec<(Cmp, f64)>, PatternError> {
-    let bad = || {
-        error(
-            path,
-            "numeric takes [\"<op>\", number, …] with ops <, <=, =, >=, >",
-        )
-    };
-    let Value::Array(items) = arg else {
-        return Err(bad());
-    };
-    if items.is_empty() || items.len() % 2 != 0 || items.len() > 4 {
-        return Err(bad());
-    }
-    items
-        .chunks(2)
-        .map(|pair| {
-            let cmp = match pair[0].as_str() {
-                Some("<") => Cmp::Lt,
-                Some("<=") => Cmp::Le,
-                Some("=") => Cmp::Eq,
-                Some(">=") => Cmp::Ge,
-                Some(">") => Cmp::Gt,
-                _ => return Err(bad()),
-            };
-            Ok((cmp, pair[1].as_f64().ok_or_else(bad)?))
-        })
-        .collect()
 }
 
 /// The values at `path`: arrays anywhere along it offer each element.
@@ -454,51 +291,6 @@ impl Condition {
                     input.values_at(path).into_iter().any(|v| expr.truthy(v))
                 }
             }
-        }
-    }
-}
-
-fn same_number(a: &Value, b: &Value) -> bool {
-    matches!((a.as_f64(), b.as_f64()), (Some(x), Some(y)) if x == y)
-}
-
-impl Matcher {
-    fn matches(&self, value: &Value) -> bool {
-        let text = value.as_str();
-        match self {
-            Matcher::Exact(expected) => {
-                expected == value
-                    || (expected.is_number() && value.is_number() && same_number(expected, value))
-            }
-            Matcher::Prefix(p, false) => text.is_some_and(|t| t.starts_with(p.as_str())),
-            Matcher::Prefix(p, true) => {
-                text.is_some_and(|t| t.to_lowercase().starts_with(p.as_str()))
-            }
-            Matcher::Suffix(s, false) => text.is_some_and(|t| t.ends_with(s.as_str())),
-            Matcher::Suffix(s, true) => {
-                text.is_some_and(|t| t.to_lowercase().ends_with(s.as_str()))
-            }
-            Matcher::EqualsIgnoreCase(s) => text.is_some_and(|t| t.to_lowercase() == *s),
-            Matcher::AnythingBut(_, values) => !values.contains(value),
-            Matcher::AnythingButPrefix(p) => text.is_some_and(|t| !t.starts_with(p.as_str())),
-            Matcher::AnythingButSuffix(s) => text.is_some_and(|t| !t.ends_with(s.as_str())),
-            Matcher::Numeric(ranges) => {
-                value
-                    .as_f64()
-                    .filter(|_| value.is_number())
-                    .is_some_and(|n| {
-                        ranges.iter().all(|(cmp, bound)| match cmp {
-                            Cmp::Lt => n < *bound,
-                            Cmp::Le => n <= *bound,
-                            Cmp::Eq => n == *bound,
-                            Cmp::Ge => n >= *bound,
-                            Cmp::Gt => n > *bound,
-                        })
-                    })
-            }
-            Matcher::Exists(_) => true,
-            Matcher::Wildcard(re) | Matcher::Regex(re) => text.is_some_and(|t| re.is_match(t)),
-            Matcher::Jmes(expr) => expr.truthy(value),
         }
     }
 }
