@@ -7,13 +7,10 @@ mod allowed;
 mod document;
 mod explain;
 mod naming;
-
 mod replay;
 mod routes;
 mod send;
 mod split;
-mod split_queue;
-mod split_topic;
 mod terminal;
 mod trace;
 

@@ -13,7 +13,13 @@ use relay_core::sink::{
 use serde_json::Value;
 
 use crate::document::{self, IfUnparsable, StoreArgs};
-use crate::{split_queue, split_topic};
+mod backfill;
+mod create;
+mod queue;
+mod topic;
+
+use self::backfill::backfill;
+use self::create::{Created, delete_created};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum SplitCommand {
@@ -261,59 +267,6 @@ async fn remove_splits(
     .await
 }
 
-/// Deletes the queues and topics that `--create` made for `removed` splits, once they are out
-/// of the document (so no relay is left routing to a deleted destination).
-async fn delete_created(removed: &[SplitSpec]) -> Result<(), String> {
-    for split in removed.iter().filter(|s| s.created) {
-        match &split.to.target {
-            Target::Sqs(queue) => {
-                let url = queue.queue_url.as_str();
-                split_queue::delete(url).await?;
-                println!("deleted the queue {url}");
-            }
-            Target::PubSub(topic) => {
-                let topic = topic.topic.as_str();
-                split_topic::delete(topic).await?;
-                println!("deleted the topic {topic} and its subscription");
-            }
-            Target::File(_) | Target::Sns(_) => {}
-        }
-    }
-    Ok(())
-}
-
-/// What `--create` made for a split.
-enum Created {
-    /// An SQS queue, by URL.
-    Queue(String),
-    /// A Pub/Sub topic, by name, with a pull subscription of the same id.
-    Topic(String),
-}
-
-impl Created {
-    /// Deletes it again.
-    async fn delete(&self) -> Result<(), String> {
-        match self {
-            Self::Queue(url) => split_queue::delete(url).await,
-            Self::Topic(topic) => split_topic::delete(topic).await,
-        }
-    }
-
-    /// The split's destination.
-    fn target(&self) -> Result<Target, String> {
-        match self {
-            Self::Queue(url) => url
-                .parse()
-                .map(|url| Target::Sqs(SqsConfig::new(url)))
-                .map_err(|e| format!("the created queue {url}: {e}")),
-            Self::Topic(topic) => topic
-                .parse()
-                .map(|topic| Target::PubSub(PubSubConfig::new(topic)))
-                .map_err(|e| format!("the created topic {topic}: {e}")),
-        }
-    }
-}
-
 /// The destination `--queue-url`, `--topic-arn`, `--topic` or `--file` names, if one does.
 fn given_destination(args: &StartArgs) -> Result<Option<Target>, String> {
     let parsed = |flag: &str, e: relay_core::InvalidValue| format!("{flag}: {e}");
@@ -383,28 +336,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         .check(max)
         .map_err(|e| e.to_string())?;
     let given = given_destination(&args)?;
-    let created = match (args.create, &args.like) {
-        (true, Some(like)) if like.starts_with("projects/") => {
-            let Some(member) = &args.grant_to else {
-                return Err("--create on Pub/Sub needs --grant-to serviceAccount:<the relay's service account>: without the grant the relay cannot publish to the topic".into());
-            };
-            let topic = split_topic::create(like, &args.split_prefix, &args.name, member).await?;
-            println!(
-                "created the topic {topic} and its pull subscription {}",
-                split_topic::subscription_of(&topic)
-            );
-            Some(Created::Topic(topic))
-        }
-        (true, Some(like)) => {
-            let url = split_queue::create(like, &args.split_prefix, &args.name).await?;
-            println!("created the queue {url}");
-            Some(Created::Queue(url))
-        }
-        (true, None) => {
-            return Err("--create needs --like <the relay's queue URL or Pub/Sub topic>".into());
-        }
-        (false, _) => None,
-    };
+    let created = create::create(&args).await?;
     let target = match (&created, given) {
         (Some(created), _) => created.target(),
         (None, Some(given)) => Ok(given),
@@ -453,7 +385,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         ),
         Some(Created::Topic(topic)) => println!(
             "read it with: gcloud pubsub subscriptions pull {} --auto-ack --limit=10",
-            split_topic::subscription_of(topic)
+            topic::subscription_of(topic)
         ),
         None => {}
     }
@@ -461,65 +393,6 @@ async fn start(args: StartArgs) -> Result<(), String> {
         backfill(&args, &pattern, window).await?;
     }
     Ok(())
-}
-
-/// Waits for the relays to take the split (their routes refresh), then replays to it what it
-/// matches of the last `window`, completing the live ledger entries: what reaches the split
-/// live from now on is not sent twice.
-async fn backfill(args: &StartArgs, pattern: &Value, window: Duration) -> Result<(), String> {
-    let routes = args.store.url().to_string();
-    let env = crate::env_with_config(args.store.config());
-    let config = relay_core::Config::for_replay(|name| match name {
-        "RELAY_ROUTES_URL" => Some(routes.clone()),
-        other => env(other),
-    })
-    .map_err(|e| format!("--backfill needs the relay's configuration: {e}"))?;
-    let now = SystemTime::now();
-    let since = now.checked_sub(window).unwrap_or(UNIX_EPOCH);
-    crate::replay::check_window(&config, since, now, now)
-        .map_err(|e| format!("--backfill {}: {e}", humantime::format_duration(window)))?;
-    let wait = config.routes_refresh + Duration::from_secs(1);
-    println!(
-        "backfill: waiting {} for the relays to take the split",
-        humantime::format_duration(wait)
-    );
-    tokio::time::sleep(wait).await;
-    let until = SystemTime::now();
-    let job = crate::replay::Job {
-        since: until.checked_sub(window).unwrap_or(UNIX_EPOCH),
-        until,
-        selection: relay_core::relay::Selection {
-            pattern: Some(crate::replay::compile(&pattern.to_string())?),
-            ..Default::default()
-        },
-        refused: false,
-        plan: relay_core::relay::ReplayPlan {
-            to: relay_core::relay::ReplayTo::Destination(format!("split:{}", args.name)),
-            record: relay_core::relay::ReplayRecord::Undelivered,
-            dry_run: false,
-        },
-        rate: None,
-        concurrency: 32,
-    };
-    let summary = crate::replay::run_job(config, job)
-        .await
-        .map_err(|e| format!("backfill: {e}"))?;
-    println!(
-        "backfill: {} sent, {} delivered before, {} failed, {} refused (not sealed with RELAY_ARCHIVE_KEY), of {} archived since {}",
-        summary.notifications_sent,
-        summary.done,
-        summary.failed,
-        summary.refused,
-        summary.listed,
-        humantime::format_rfc3339_seconds(until.checked_sub(window).unwrap_or(UNIX_EPOCH))
-    );
-    match summary.failed {
-        0 => Ok(()),
-        n => Err(format!(
-            "backfill: {n} notifications were not sent; run `relay replay --undelivered --to {} --match '{pattern}' --since ...` to try again",
-            args.name
-        )),
-    }
 }
 
 async fn list(args: &StoreArgs, json: bool) -> Result<(), String> {
