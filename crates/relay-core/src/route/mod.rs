@@ -144,70 +144,8 @@ impl Router {
         let mut routes: Vec<Route> = Vec::with_capacity(specs.len());
         let mut used = vec![false; sink_names.len()];
         for spec in specs {
-            if spec.name.is_empty() {
-                return Err(fail("", "name", "every route needs a name".into()));
-            }
-            if routes.iter().any(|r| r.name == spec.name) {
-                return Err(fail(
-                    &spec.name,
-                    "name",
-                    "another route has this name".into(),
-                ));
-            }
-            if spec.to.is_empty() {
-                return Err(fail(&spec.name, "to", "name at least one sink".into()));
-            }
-            let mut to = Vec::new();
-            for name in &spec.to {
-                let &i = index.get(name.as_str()).ok_or_else(|| {
-                    let known: Vec<&str> = index.keys().copied().collect();
-                    fail(
-                        &spec.name,
-                        "to",
-                        format!("unknown sink {name:?}; sinks are {known:?}"),
-                    )
-                })?;
-                used[i] = true;
-                if !to.contains(&i) {
-                    to.push(i);
-                }
-            }
-            if spec.fallback && spec.pattern.is_some() {
-                return Err(fail(
-                    &spec.name,
-                    "match",
-                    "a fallback route takes what matched nothing; it has no match".into(),
-                ));
-            }
-            let pattern = Pattern::compile(
-                spec.pattern
-                    .as_ref()
-                    .unwrap_or(&Value::Object(Default::default())),
-            )
-            .map_err(|e| fail(&spec.name, &e.at, e.message))?;
-            if pattern.uses_request() && !spec.accept_unsigned {
-                return Err(fail(&spec.name, "match", UNSIGNED_REQUEST.into()));
-            }
-            let cover = routes
-                .iter()
-                .find(|r| r.stop && !r.fallback && covers(r, spec));
-            if let Some(cover) = cover.filter(|_| !spec.fallback) {
-                return Err(fail(
-                    &spec.name,
-                    "match",
-                    format!(
-                        "can never match: the earlier route {:?} has stop = true and matches everything this one does",
-                        cover.name
-                    ),
-                ));
-            }
-            routes.push(Route {
-                name: spec.name.clone(),
-                pattern,
-                to,
-                stop: spec.stop,
-                fallback: spec.fallback,
-            });
+            let route = compile_route(spec, &routes, &index, &mut used)?;
+            routes.push(route);
         }
         if let Some(i) = used.iter().position(|u| !u) {
             return Err(fail(
@@ -318,6 +256,85 @@ impl Router {
         }
         sinks
     }
+}
+
+/// One route checked against those before it (`earlier`) and the sinks (`index`, by name),
+/// marking the sinks it sends to in `used`.
+fn compile_route(
+    spec: &RouteSpec,
+    earlier: &[Route],
+    index: &BTreeMap<&str, usize>,
+    used: &mut [bool],
+) -> Result<Route, RouteError> {
+    let fail = |route: &str, field: &str, message: String| RouteError {
+        route: route.to_owned(),
+        field: field.to_owned(),
+        message,
+    };
+    if spec.name.is_empty() {
+        return Err(fail("", "name", "every route needs a name".into()));
+    }
+    if earlier.iter().any(|r| r.name == spec.name) {
+        return Err(fail(
+            &spec.name,
+            "name",
+            "another route has this name".into(),
+        ));
+    }
+    if spec.to.is_empty() {
+        return Err(fail(&spec.name, "to", "name at least one sink".into()));
+    }
+    let mut to = Vec::new();
+    for name in &spec.to {
+        let &i = index.get(name.as_str()).ok_or_else(|| {
+            let known: Vec<&str> = index.keys().copied().collect();
+            fail(
+                &spec.name,
+                "to",
+                format!("unknown sink {name:?}; sinks are {known:?}"),
+            )
+        })?;
+        used[i] = true;
+        if !to.contains(&i) {
+            to.push(i);
+        }
+    }
+    if spec.fallback && spec.pattern.is_some() {
+        return Err(fail(
+            &spec.name,
+            "match",
+            "a fallback route takes what matched nothing; it has no match".into(),
+        ));
+    }
+    let pattern = Pattern::compile(
+        spec.pattern
+            .as_ref()
+            .unwrap_or(&Value::Object(Default::default())),
+    )
+    .map_err(|e| fail(&spec.name, &e.at, e.message))?;
+    if pattern.uses_request() && !spec.accept_unsigned {
+        return Err(fail(&spec.name, "match", UNSIGNED_REQUEST.into()));
+    }
+    let cover = earlier
+        .iter()
+        .find(|r| r.stop && !r.fallback && covers(r, spec));
+    if let Some(cover) = cover.filter(|_| !spec.fallback) {
+        return Err(fail(
+            &spec.name,
+            "match",
+            format!(
+                "can never match: the earlier route {:?} has stop = true and matches everything this one does",
+                cover.name
+            ),
+        ));
+    }
+    Ok(Route {
+        name: spec.name.clone(),
+        pattern,
+        to,
+        stop: spec.stop,
+        fallback: spec.fallback,
+    })
 }
 
 /// Whether the earlier `stop` route `earlier` matches at least everything `spec` would: it has

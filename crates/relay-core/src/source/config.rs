@@ -231,29 +231,7 @@ impl SourceConfig {
             problems.push(format!("source {name:?}: {e}"));
         }
         let dedup = dedup_rule(name, spec, scheme, &mut problems);
-        let event_type_field = match spec
-            .event_type_field
-            .as_deref()
-            .or(scheme.default_event_type_field())
-            .map(field_path)
-            .transpose()
-        {
-            Ok(path) => path,
-            Err(e) => {
-                problems.push(format!("source {name:?}: event_type_field {e}"));
-                None
-            }
-        };
-        let event_type_header = match spec.event_type_header.as_deref().map(|h| {
-            http::HeaderName::try_from(h).map_err(|_| format!("{h:?} is not a header name"))
-        }) {
-            None => None,
-            Some(Ok(h)) => Some(h),
-            Some(Err(e)) => {
-                problems.push(format!("source {name:?}: event_type_header {e}"));
-                None
-            }
-        };
+        let (event_type_field, event_type_header) = event_type(name, spec, scheme, &mut problems);
         let keys = match read_keys {
             true => source_keys(name, spec, scheme, var, &mut problems),
             false => None,
@@ -295,6 +273,41 @@ impl SourceConfig {
     pub(super) fn scheme(&self) -> Option<Box<dyn Scheme>> {
         self.scheme.scheme(&self.spec).ok().flatten()
     }
+}
+
+/// Where a source's event type is read: a dotted field of its body (its `event_type_field`,
+/// or the scheme's), and a header (`event_type_header`).
+fn event_type(
+    name: &str,
+    spec: &SourceSpec,
+    scheme: SchemeName,
+    problems: &mut Vec<String>,
+) -> (Option<Vec<String>>, Option<http::HeaderName>) {
+    let event_type_field = match spec
+        .event_type_field
+        .as_deref()
+        .or(scheme.default_event_type_field())
+        .map(field_path)
+        .transpose()
+    {
+        Ok(path) => path,
+        Err(e) => {
+            problems.push(format!("source {name:?}: event_type_field {e}"));
+            None
+        }
+    };
+    let event_type_header =
+        match spec.event_type_header.as_deref().map(|h| {
+            http::HeaderName::try_from(h).map_err(|_| format!("{h:?} is not a header name"))
+        }) {
+            None => None,
+            Some(Ok(h)) => Some(h),
+            Some(Err(e)) => {
+                problems.push(format!("source {name:?}: event_type_header {e}"));
+                None
+            }
+        };
+    (event_type_field, event_type_header)
 }
 
 /// A source's dedup rule: its `dedup_key`, or the scheme's default. A rule that reads what the
