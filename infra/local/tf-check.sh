@@ -7,7 +7,8 @@
 #      AWS provider cached as a filesystem mirror ($TF_PLUGIN_MIRROR, by default /opt/tf-plugins,
 #      hashicorp/aws 5.100.0; nothing else is installed), in a temporary copy of terraform/ with
 #      an overlay for what 5.100.0 and the offline machine lack (below); plus a probe that calls
-#      aws-relay with a one-letter split_prefix, which validate must refuse, next to a good one,
+#      aws-relay with a one-letter split_prefix and an all-hyphens one, which validate must refuse,
+#      next to a good one,
 #      which it must accept; and `terraform test` of aws-relay (tests/toggles.tftest.hcl: a plan
 #      with every toggle off and one with every toggle on, against a mocked provider). Skipped
 #      with a message where terraform or that provider is absent.
@@ -101,6 +102,14 @@ module "short" {
   routes_enabled  = true
   split_prefix    = "d"
 }
+
+module "dashes" {
+  source          = "../../modules/aws-relay"
+  name            = "probe-dashes"
+  lambda_zip_path = "bootstrap.zip"
+  routes_enabled  = true
+  split_prefix    = "----"
+}
 EOF
   python3 - "$work/terraform" "$aws_version" <<'PY'
 import os
@@ -154,14 +163,15 @@ PY
     status=0
     terraform -chdir="$work/terraform/$dir" validate -no-color >"$work/validate.log" 2>&1 || status=$?
     if [ "$dir" = examples/tf-check-split-prefix ]; then
-      # Exactly one error, the short prefix's validation.
+      # Exactly two errors, the short prefix's and the all-hyphens prefix's validation.
       errors=$(grep -c '^Error: ' "$work/validate.log" || true)
-      if [ "$status" -ne 0 ] && [ "$errors" -eq 1 ] && grep -q 'split_prefix must be' "$work/validate.log" \
-        && grep -q 'module "short"\|module.short' "$work/validate.log"; then
-        echo "tf-check: terraform validate: split_prefix \"d\" refused, \"dss-relay-split-\" accepted: ok"
+      if [ "$status" -ne 0 ] && [ "$errors" -eq 2 ] && grep -q 'split_prefix must be' "$work/validate.log" \
+        && grep -q 'module "short"\|module.short' "$work/validate.log" \
+        && grep -q 'module "dashes"\|module.dashes' "$work/validate.log"; then
+        echo "tf-check: terraform validate: split_prefix \"d\" and \"----\" refused, \"dss-relay-split-\" accepted: ok"
       else
         cat "$work/validate.log" >&2
-        echo "tf-check: terraform validate should refuse split_prefix \"d\" only" >&2
+        echo "tf-check: terraform validate should refuse split_prefix \"d\" and \"----\" only" >&2
         validate_failed=1
       fi
     elif [ "$status" -ne 0 ]; then
