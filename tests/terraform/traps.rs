@@ -12,7 +12,7 @@ use crate::model::{self, attr, literal_string, literal_strings, nested};
 use crate::platform::policy_statements;
 
 /// Where `relay split` creates and deletes its queues.
-const SPLIT_QUEUE_SOURCE: &str = "crates/relay-cli/src/split_queue.rs";
+const SPLIT_QUEUE_SOURCE: &str = "crates/relay-cli/src/split/queue.rs";
 
 /// What a developer needs to read a split's queue (`aws sqs receive-message`, which the CLI
 /// prints), beyond what the CLI itself calls.

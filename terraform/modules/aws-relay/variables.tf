@@ -470,7 +470,7 @@ variable "split_prefix" {
   validation {
     # The role may send to every queue and topic named <split_prefix>*: at least 4 characters
     # ending in a hyphen keep that to the split destinations (a prefix "d" would grant "d*").
-    condition     = var.split_prefix == null || (can(regex("^[A-Za-z0-9][A-Za-z0-9_-]{2,58}-$", var.split_prefix)) && length(regexall("[A-Za-z0-9]", coalesce(var.split_prefix, "-"))) >= 3)
+    condition     = var.split_prefix == null || (can(regex("^[A-Za-z0-9_-]{3,59}-$", var.split_prefix)) && can(regex("^[A-Za-z0-9]", var.split_prefix)) && length(regexall("[A-Za-z0-9]", coalesce(var.split_prefix, "-"))) >= 3)
     error_message = "split_prefix must be null or 4-60 letters, digits, hyphens or underscores, starting with a letter or digit, holding at least three, and ending in a hyphen, such as \"dss-relay-split-\" (the role may send to every queue and topic whose name starts with it; SQS queue names are at most 80 characters, and the split's name and a suffix follow the prefix)."
   }
 }
