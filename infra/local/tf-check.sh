@@ -187,7 +187,7 @@ PY
     # The plan hashes the package; any bytes will do.
     printf 'placeholder' >"$work/terraform/modules/aws-relay/tests/bootstrap.zip"
     if terraform -chdir="$work/terraform/modules/aws-relay" test -no-color >"$work/test.log" 2>&1; then
-      echo "tf-check: terraform test terraform/modules/aws-relay (every toggle off, every toggle on): ok"
+      echo "tf-check: terraform test terraform/modules/aws-relay (every toggle off, every toggle on, extra_environment's refusals): ok"
     else
       cat "$work/test.log" >&2
       echo "tf-check: terraform test failed in terraform/modules/aws-relay" >&2

@@ -68,6 +68,9 @@ fn object_entries<'a>(
             object_entries(config, &c.false_expr, Some(format!("!({cond})")), out);
         }
         Expression::Parenthesis(inner) => object_entries(config, inner, gate, out),
+        // extra_environment: the operator's own RELAY_* settings, known only at plan (the
+        // module refuses its own names there, and secrets by validation).
+        _ if root_attribute(expr, "var").is_some() => {}
         _ => match root_attribute(expr, "local") {
             Some(name) => {
                 let locals = config.locals();

@@ -34,10 +34,12 @@ locals {
     ] : arn if arn != null
   ])
 
-  # Every RELAY_* variable the function gets. The HMAC keys and the archive's key are not among
-  # them: the function reads the secrets RELAY_HMAC_KEYS_SECRET_ARN and
-  # RELAY_ARCHIVE_KEY_SECRET_ARN name once, at start.
-  environment = merge(
+  # Every RELAY_* variable the function gets: the module's own, then extra_environment (which
+  # may not name one of the module's). The HMAC keys and the archive's key are not among them:
+  # the function reads the secrets RELAY_HMAC_KEYS_SECRET_ARN and RELAY_ARCHIVE_KEY_SECRET_ARN
+  # name once, at start.
+  environment = merge(local.module_environment, var.extra_environment)
+  module_environment = merge(
     {
       RELAY_HMAC_KEYS_SECRET_ARN = aws_secretsmanager_secret.hmac.arn
       RELAY_SINK_TIMEOUT_MS      = tostring(var.sink_timeout_ms)
@@ -207,6 +209,10 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = var.archive_enabled || (var.archive_bucket_name == null && var.archive_kms_key_arn == null && length(var.archive_readers) == 0)
       error_message = "archive_bucket_name, archive_kms_key_arn and archive_readers take effect only with archive_enabled = true; set it, or leave them unset."
+    }
+    precondition {
+      condition     = length(setintersection(keys(var.extra_environment), keys(local.module_environment))) == 0
+      error_message = "extra_environment names settings the module sets itself (${join(", ", setintersection(keys(var.extra_environment), keys(local.module_environment)))}): set them through the module's own inputs."
     }
     precondition {
       condition     = var.routes_bucket_kms_key_arn == null || var.routes_bucket != null

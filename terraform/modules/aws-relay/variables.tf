@@ -636,3 +636,14 @@ variable "archive_readers" {
     error_message = "archive_readers must be IAM role, user or account ARNs such as arn:aws:iam::123456789012:role/relay-operators."
   }
 }
+
+variable "extra_environment" {
+  description = "More RELAY_* settings for the relay, by name (docs/configuration.md lists every one), such as RELAY_MAX_BODY_BYTES, RELAY_LEDGER_KEY or RELAY_WARM_CONNECTIONS. Only RELAY_* names; none the module sets itself (it refuses them at plan), and no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY: the module keeps those in Secrets Manager). {} adds nothing."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for name in keys(var.extra_environment) : startswith(name, "RELAY_") && !contains(["RELAY_HMAC_KEYS", "RELAY_HMAC_SECRET", "RELAY_ARCHIVE_KEY"], name)])
+    error_message = "extra_environment takes RELAY_* settings only, and no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY)."
+  }
+}

@@ -10,9 +10,11 @@ locals {
 
   callback_url = "${trimsuffix(google_cloud_run_v2_service.this.uri, "/")}${var.callback_path}"
 
-  # Every plain RELAY_* variable the container gets. The HMAC keys and the archive's key are not
-  # among them: they come from Secret Manager (below).
-  environment = merge(
+  # Every plain RELAY_* variable the container gets: the module's own, then extra_environment
+  # (which may not name one of the module's). The HMAC keys and the archive's key are not among
+  # them: they come from Secret Manager (below).
+  environment = merge(local.module_environment, var.extra_environment)
+  module_environment = merge(
     {
       RELAY_PUBSUB_TOPIC        = local.topic_id
       RELAY_PUBSUB_ORDERING     = tostring(var.pubsub_ordering)
@@ -180,6 +182,10 @@ resource "google_cloud_run_v2_service" "this" {
   }
 
   lifecycle {
+    precondition {
+      condition     = length(setintersection(keys(var.extra_environment), keys(local.module_environment))) == 0
+      error_message = "extra_environment names settings the module sets itself (${join(", ", setintersection(keys(var.extra_environment), keys(local.module_environment)))}): set them through the module's own inputs."
+    }
     precondition {
       condition     = var.sink_timeout_ms < var.request_timeout_seconds * 1000
       error_message = "sink_timeout_ms must be below request_timeout_seconds * 1000: the relay must answer within its sink deadline."

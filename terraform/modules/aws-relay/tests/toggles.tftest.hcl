@@ -53,5 +53,33 @@ run "every_toggle_on" {
     archive_enabled               = true
     archive_readers               = ["arn:aws:iam::111111111111:role/reader"]
     route_writers                 = ["arn:aws:iam::111111111111:role/writer"]
+    extra_environment             = { RELAY_MAX_BODY_BYTES = "1048576", RELAY_WARM_CONNECTIONS = "false" }
   }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["RELAY_MAX_BODY_BYTES"] == "1048576"
+    error_message = "extra_environment reaches the function"
+  }
+}
+
+run "extra_environment_may_not_name_the_modules_own_settings" {
+  command = plan
+
+  variables {
+    create_queue      = true
+    extra_environment = { RELAY_SINK_TIMEOUT_MS = "1000" }
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "extra_environment_takes_no_secret" {
+  command = plan
+
+  variables {
+    create_queue      = true
+    extra_environment = { RELAY_HMAC_SECRET = "not here" }
+  }
+
+  expect_failures = [var.extra_environment]
 }
