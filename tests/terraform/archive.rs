@@ -398,6 +398,19 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
                 }
                 "s3:GetObject" => "[local.archive_objects_arn]",
                 "secretsmanager:GetSecretValue" => "aws_secretsmanager_secret.archive_key[*].arn",
+                "sqs:SendMessage" => {
+                    assert_gated(statement, "local.sqs_enabled", "local.queue_arn");
+                    "[statement.value]"
+                }
+                "sns:Publish" => {
+                    assert_gated(statement, "local.sns_enabled", "var.sns_topic_arn");
+                    "[statement.value]"
+                }
+                "kms:GenerateDataKey" | "kms:Decrypt"
+                    if statement.sid == "EncryptForDestination" =>
+                {
+                    "statement.value"
+                }
                 "kms:Decrypt" if statement.sid == "DecryptArchiveKey" => {
                     assert_gated(statement, "var.kms_key_arn != null", "var.kms_key_arn");
                     "[statement.value]"
@@ -436,6 +449,9 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
         "dynamodb:Query",
         "dynamodb:UpdateItem",
         "dynamodb:PutItem",
+        "sqs:SendMessage",
+        "sns:Publish",
+        "kms:GenerateDataKey",
     ]
     .map(str::to_owned)
     .into();

@@ -287,6 +287,39 @@ data "aws_iam_policy_document" "archive_readers" {
     }
   }
 
+  # A replay publishes to the relay's own destination, as the relay does (a split's or a stored
+  # sink's destination needs that destination's own grant).
+  dynamic "statement" {
+    for_each = local.sqs_enabled ? [local.queue_arn] : []
+    content {
+      sid       = "ReplayToQueue"
+      effect    = "Allow"
+      actions   = ["sqs:SendMessage"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.sns_enabled ? [var.sns_topic_arn] : []
+    content {
+      sid       = "ReplayToTopic"
+      effect    = "Allow"
+      actions   = ["sns:Publish"]
+      resources = [statement.value]
+    }
+  }
+
+  # An encrypted destination: its key, as the relay's role uses it.
+  dynamic "statement" {
+    for_each = length(local.destination_kms_key_arns) > 0 ? [local.destination_kms_key_arns] : []
+    content {
+      sid       = "EncryptForDestination"
+      effect    = "Allow"
+      actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+      resources = statement.value
+    }
+  }
+
   dynamic "statement" {
     for_each = var.ledger_enabled ? [local.ledger_table_arn] : []
     content {

@@ -22,6 +22,16 @@ locals {
   queue_arn = var.create_queue ? aws_sqs_queue.this[0].arn : try(var.existing_queue.arn, null)
   queue_url = var.create_queue ? aws_sqs_queue.this[0].url : try(var.existing_queue.url, null)
 
+  # The keys of the relay's own destination: a queue created here (kms_key_arn), an existing
+  # queue's, the SNS topic's. A replayer needs them as the relay does.
+  destination_kms_key_arns = distinct([
+    for arn in [
+      var.create_queue ? var.kms_key_arn : null,
+      try(var.existing_queue.kms_key_arn, null),
+      local.sns_enabled ? var.sns_topic_kms_key_arn : null,
+    ] : arn if arn != null
+  ])
+
   # Customer-managed keys the role must be able to use: the module's own key (secret, created
   # queue, log group, environment, created routes bucket, ledger table), the key of an existing queue, the key
   # of the SNS topic and the key of an existing routes bucket (routes.tf).
