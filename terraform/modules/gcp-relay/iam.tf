@@ -138,6 +138,17 @@ resource "google_storage_bucket_iam_member" "archive_readers" {
   member = each.value
 }
 
+# `relay replay` publishes to the relay's own topic, as the relay does: with create_topic, the
+# topic created here (an existing topic's owner grants it, as gcp-topic-grant does the relay's).
+resource "google_pubsub_topic_iam_member" "archive_readers" {
+  for_each = toset(var.archive_enabled && var.create_topic ? var.archive_readers : [])
+
+  project = var.project_id
+  topic   = google_pubsub_topic.this[0].name
+  role    = "roles/pubsub.publisher"
+  member  = each.value
+}
+
 ################################################################################
 # Delivery ledger (ledger.tf): the one Firestore database
 ################################################################################

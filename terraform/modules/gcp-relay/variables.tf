@@ -595,7 +595,7 @@ variable "archive_kms_key_name" {
 }
 
 variable "archive_readers" {
-  description = "Who replays from the archive with `relay replay`, as IAM members: \"user:<email>\", \"group:<email>\" or \"serviceAccount:<email>\". Each gets roles/storage.objectViewer (list and read) on the archive bucket; replaying also needs the ledger's and the destinations' own grants."
+  description = "Who replays from the archive with `relay replay`, as IAM members: \"user:<email>\", \"group:<email>\" or \"serviceAccount:<email>\". Each gets roles/storage.objectViewer (list and read) on the archive bucket, roles/secretmanager.secretAccessor on the archive's key and, with create_topic, roles/pubsub.publisher on the relay's topic; replaying also needs the ledger's grant, and a split's or an existing topic's own."
   type        = list(string)
   default     = []
 
