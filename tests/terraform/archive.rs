@@ -909,12 +909,7 @@ fn undelivered_notifications_alarm_with_what_to_do() {
         source(policy, "enabled").as_deref(),
         Some("var.alerts_enabled")
     );
-    let conditions = only_block(policy, "conditions", "gcp-relay: the undelivered alert");
-    let threshold = only_block(
-        conditions,
-        "condition_threshold",
-        "gcp-relay: the condition",
-    );
+    let threshold = only_threshold(policy, "gcp-relay: the undelivered alert");
     let filter = source(threshold, "filter").unwrap_or_default();
     assert!(
         filter.contains("google_logging_metric.undelivered[0].name"),
@@ -978,12 +973,7 @@ fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
     let policy = gcp
         .resource("google_monitoring_alert_policy", "verified_refused")
         .body();
-    let conditions = only_block(policy, "conditions", "gcp-relay: the refused alert");
-    let threshold = only_block(
-        conditions,
-        "condition_threshold",
-        "gcp-relay: the condition",
-    );
+    let threshold = only_threshold(policy, "gcp-relay: the refused alert");
     let filter = source(threshold, "filter").unwrap_or_default();
     assert!(
         filter.contains("google_logging_metric.verified_refused.name"),
@@ -1214,6 +1204,12 @@ fn assert_alarm_local_is_the_relay(config: &Config) {
         config.locals()["alarm_relay"].to_string(),
         "aws_lambda_function.this.function_name"
     );
+}
+
+/// The threshold of an alert policy's one condition.
+fn only_threshold<'a>(policy: &'a Body, what: &str) -> &'a Body {
+    let conditions = only_block(policy, "conditions", what);
+    only_block(conditions, "condition_threshold", what)
 }
 
 /// What the operator must read in an alarm on undelivered notifications.

@@ -538,18 +538,7 @@ async fn an_interrupted_replay_run_again_continues_where_it_stopped() {
         "{}",
         text(&first.stdout)
     );
-    let lines = || -> Vec<String> {
-        std::fs::read_to_string(&sink)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<serde_json::Value>(l).unwrap()["payload"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned()
-            })
-            .collect()
-    };
+    let lines = || delivered(&sink);
     let sent_before = lines().len();
     assert!(
         0 < sent_before && sent_before < N,
@@ -615,11 +604,7 @@ async fn records_the_archive_key_did_not_seal_are_refused() {
             stderr.contains(&format!("{unsealed_key}: not sent: not sealed")),
             "{run}: {stderr}"
         );
-        let sent: Vec<String> = std::fs::read_to_string(&sink)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["payload"].to_string())
-            .collect();
+        let sent = delivered(&sink);
         assert_eq!(
             sent.len(),
             1,
