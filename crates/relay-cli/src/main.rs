@@ -17,7 +17,7 @@ mod trace;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 use relay_core::Config;
 
 #[derive(Debug, Parser)]
@@ -164,7 +164,16 @@ fn parse_header(s: &str) -> Result<(String, String), String> {
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    if let Err(message) = fetch_config_file(&matches) {
+        eprintln!("relay: {message}");
+        return ExitCode::from(2);
+    }
+    match cli.command {
         Command::Check { config } => check(config),
         Command::Explain(args) => explain::run(&args),
         Command::Export(args) => explain::export(&args),
@@ -192,6 +201,34 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// Reads the configuration document from Secrets Manager, once, when the command's `--config`
+/// (or else `RELAY_CONFIG`) names a secret rather than a file, as the relays do at start.
+fn fetch_config_file(matches: &clap::ArgMatches) -> Result<(), String> {
+    let mut command = matches;
+    let given = loop {
+        if let Ok(Some(path)) = command.try_get_one::<String>("config") {
+            break Some(path.clone());
+        }
+        match command.subcommand() {
+            Some((_, inner)) => command = inner,
+            None => break None,
+        }
+    };
+    let value = given.or_else(|| std::env::var("RELAY_CONFIG").ok());
+    if !value
+        .as_deref()
+        .is_some_and(relay_core::config::is_secret_arn)
+    {
+        return Ok(());
+    }
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start: {e}"))?
+        .block_on(relay_core::bootstrap::fetch_config_file(value.as_deref()))
+        .map_err(|errors| errors.to_string())
 }
 
 /// The environment, with `RELAY_CONFIG` replaced by `config` when given.

@@ -195,6 +195,43 @@ fn check_prints_the_effective_configuration_with_secrets_masked() {
 }
 
 #[test]
+fn a_configuration_in_a_secret_is_read_before_any_command_and_its_failure_named() {
+    let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:relay-config-AbCdEf";
+    let aws = [
+        // Nothing listens on port 9: the read fails, and says so.
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ];
+    for config in [["--config", arn].as_slice(), &[]] {
+        let mut cmd = relay_cmd();
+        cmd.envs(aws)
+            .env("RELAY_CONFIG", arn)
+            .arg("check")
+            .args(config);
+        let stderr = failed(&cmd.output().unwrap(), 2);
+        assert!(
+            stderr.contains(&format!("RELAY_CONFIG: {arn}: cannot read the secret")),
+            "{stderr}"
+        );
+    }
+    // A file is read as a file, with no call to Secrets Manager.
+    let out = relay_cmd()
+        .envs(aws)
+        .env("RELAY_HMAC_SECRET", "s3cret")
+        .env("RELAY_FILE_SINK", "target/run/notifications.jsonl")
+        .args(["check", "--config", "no-such-relay.toml"])
+        .output()
+        .unwrap();
+    let stderr = failed(&out, 1);
+    assert!(
+        stderr.contains("cannot read no-such-relay.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn check_reports_bad_values_by_variable() {
     let out = relay_cmd()
         .env("RELAY_HMAC_SECRET", "s")

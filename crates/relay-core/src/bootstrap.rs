@@ -1,16 +1,21 @@
-//! One start for both binaries: the configuration from the environment, logging set up from
+//! One start for both binaries: the configuration from the environment (its file read from
+//! Secrets Manager first when `RELAY_CONFIG` names a secret), logging set up from
 //! that final configuration (so `log_format` in the file takes effect), a warning for every
 //! unknown `RELAY_*` variable, and every client built once and its connection opened, before the
 //! first request.
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError, ConfigErrors, is_secret_arn};
 use crate::relay::{Relay, StartError};
 use crate::telemetry;
 
 /// Reads the configuration, starts logging and builds the relay. The error is what the binary
 /// prints before it exits; it has been logged already.
 pub async fn start() -> Result<Relay, StartError> {
-    let config = match Config::from_env() {
+    let file = std::env::var("RELAY_CONFIG").ok();
+    let config = match fetch_config_file(file.as_deref())
+        .await
+        .and_then(|()| Config::from_env())
+    {
         Ok(config) => config,
         Err(errors) => {
             // No configuration to take the format from: the platform decides.
@@ -28,4 +33,32 @@ pub async fn start() -> Result<Relay, StartError> {
     })?;
     relay.warm().await;
     Ok(relay)
+}
+
+/// Reads the configuration document from its secret when `value` (what `RELAY_CONFIG` holds) is
+/// a Secrets Manager ARN, once; a path, or nothing, needs nothing read. A secret that cannot be
+/// read is refused as an unreadable file is, and the relay does not start.
+pub async fn fetch_config_file(value: Option<&str>) -> Result<(), ConfigErrors> {
+    let Some(arn) = value.filter(|v| is_secret_arn(v)) else {
+        return Ok(());
+    };
+    let document = read_secret(arn).await.map_err(|message| {
+        ConfigErrors(vec![ConfigError {
+            var: "RELAY_CONFIG",
+            message: format!("{arn}: {message}"),
+        }])
+    })?;
+    crate::config::keep_fetched_file(arn, document);
+    Ok(())
+}
+
+#[cfg(feature = "secrets")]
+async fn read_secret(arn: &str) -> Result<String, String> {
+    let sdk = crate::sink::load_aws_config(std::time::Duration::from_secs(10)).await;
+    crate::secrets::load_text(&sdk, arn).await
+}
+
+#[cfg(not(feature = "secrets"))]
+async fn read_secret(_arn: &str) -> Result<String, String> {
+    Err("a Secrets Manager secret, and this build reads none (the `secrets` feature)".into())
 }

@@ -52,11 +52,19 @@ pub struct FileConfig {
 
 impl FileConfig {
     /// Reads and parses the file at `path`.
+    /// A Secrets Manager secret's ARN instead of a path takes the document read from it at
+    /// start ([`fetch_config_file`](crate::bootstrap::fetch_config_file)).
     pub fn load(path: &str) -> Result<Self, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| FileError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = if super::remote::is_secret_arn(path) {
+            super::remote::fetched(path).ok_or_else(|| FileError::NotFetched {
+                arn: path.to_owned(),
+            })?
+        } else {
+            std::fs::read_to_string(path).map_err(|source| FileError::Read {
+                path: path.to_owned(),
+                source,
+            })?
+        };
         Self::parse(&text).map_err(|error| FileError::Parse {
             path: path.to_owned(),
             error,
@@ -79,6 +87,12 @@ pub enum FileError {
         path: String,
         /// Why.
         source: std::io::Error,
+    },
+    /// It names a Secrets Manager secret that was not read at start.
+    #[error("{arn}: a Secrets Manager secret not read at start")]
+    NotFetched {
+        /// The secret.
+        arn: String,
     },
     /// It does not parse.
     #[error("{path}:{error}")]

@@ -8,6 +8,7 @@
 
 mod file;
 mod memory;
+mod remote;
 mod report;
 mod settings;
 mod sinks;
@@ -19,6 +20,8 @@ use std::time::Duration;
 
 pub use file::{FileConfig, FileError};
 pub use memory::{ArchiveConfig, ArchiveKeySource, LedgerConfig, archive_from_vars, archive_key};
+pub use remote::is_secret_arn;
+pub(crate) use remote::keep as keep_fetched_file;
 pub use settings::{SETTINGS, Setting, Settings, markdown_table};
 pub use values::{HmacKeys, LogFormat, MetricsFormat, Show};
 

@@ -109,7 +109,7 @@ macro_rules! settings {
 }
 
 settings! {
-    /// The configuration file: `[relay]` settings, `[sinks.<name>]` and `[[routes]]`.
+    /// The configuration file: `[relay]` settings, `[sources.<name>]`, `[sinks.<name>]` and `[[routes]]`; or an AWS Secrets Manager secret's ARN holding it, read once at start (the aws-relay module's `relay_config`).
     config: String = "RELAY_CONFIG", var, default "";
     /// JSON object `{"<keyId>": "<secret>"}` (a table in the file); several keys allow rotation. Secrets are used as their UTF-8 bytes, never base64-decoded.
     hmac_keys: HmacKeys = "RELAY_HMAC_KEYS", file, default "";
