@@ -5,6 +5,7 @@
 
 mod allowed;
 mod document;
+mod events;
 mod explain;
 mod naming;
 mod replay;
@@ -57,6 +58,10 @@ enum Command {
     /// (RELAY_LEDGER_URL): every attempt, the routes version and split that decided it, each
     /// destination's message id, and the duplicates answered without publishing.
     Trace(trace::TraceArgs),
+    /// List the archived notifications of a window with where each stands now (delivered, in
+    /// progress, undelivered, refused on arrival, filtered), by destination and source, and
+    /// count them: what `relay replay` would find, before it sends.
+    Events(Box<events::EventsArgs>),
     /// Send archived notifications (RELAY_ARCHIVE_URL) again: to the routes in effect now, to
     /// one destination or a split; through the ledger, so running it twice sends nothing twice.
     Replay(Box<replay::ReplayArgs>),
@@ -180,6 +185,7 @@ fn main() -> ExitCode {
         Command::Routes { command } => routes::routes(command),
         Command::Split { command } => split::split(command),
         Command::Trace(args) => trace::run(&args),
+        Command::Events(args) => events::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Send(args) => match send::run(&args) {
             Ok(code) => code,

@@ -256,6 +256,82 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         "no plain lines on a terminal: {screen}"
     );
 
+    // relay events finds and counts them, by status and destination, before anything is sent.
+    let events = |args: &[&str]| {
+        let mut all = vec!["events", "--since", since.as_str()];
+        all.extend_from_slice(args);
+        deployment.cmd(&all)
+    };
+    let found = output(events(&["--status", "undelivered", "--count", "--json"])).await;
+    assert!(found.status.success(), "{}", text(&found.stderr));
+    let found: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert_eq!(found["count"], N);
+    assert_eq!(found["statuses"], serde_json::json!({"undelivered": N}));
+    assert_eq!(
+        found["destinations"],
+        serde_json::json!({"sqs": {"undelivered": N}})
+    );
+    assert!(found.get("events").is_none(), "--count lists none");
+    let one = output(events(&["--bundle", "bundle-0001", "--json"])).await;
+    let one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    let event = &one["events"][0];
+    assert_eq!(
+        (&event["status"], &event["destinations"], &event["source"]),
+        (
+            &serde_json::json!("undelivered"),
+            &serde_json::json!({"sqs": "undelivered"}),
+            &serde_json::json!("dss")
+        ),
+        "{one}"
+    );
+    assert_eq!(one["count"], 1);
+    let none = output(events(&["--status", "delivered"])).await;
+    assert_eq!(none.status.code(), Some(1), "nothing delivered yet");
+    assert!(text(&none.stdout).contains("0 notifications"));
+    let unknown = output(events(&["--destination", "nowhere"])).await;
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        text(&unknown.stderr)
+            .contains("--destination nowhere: no such destination; the routes in effect have sqs")
+    );
+
+    // On a terminal, a replay of more than 100 says how many, to where, and asks; "n" sends
+    // nothing.
+    let declined = {
+        let line = format!(
+            "{} replay --undelivered --since {since}",
+            env!("CARGO_BIN_EXE_relay")
+        );
+        let envs: Vec<(&str, String)> = deployment
+            .vars
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        tokio::task::spawn_blocking(move || {
+            let mut script = Command::new("script")
+                .args(["-qec", &line, "/dev/null"])
+                .envs(envs)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write as _;
+            script.stdin.take().unwrap().write_all(b"n\n").unwrap();
+            script.wait_with_output().unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    let screen = text(&declined.stdout);
+    assert!(
+        screen.contains(&format!(
+            "{N} notifications would be sent ({N} to sqs). Send them? [y/N]"
+        )) && screen.contains("not confirmed: nothing sent"),
+        "{screen}"
+    );
+    assert_eq!(declined.status.code(), Some(2), "{screen}");
+    assert_eq!(counts(&sqs).0, 0, "declined: nothing sent");
+
     // The replay delivers each notification once, and says how far it got.
     let replay = output(deployment.cmd(&["replay", "--undelivered", "--since", &since])).await;
     assert!(replay.status.success(), "{}", text(&replay.stderr));
@@ -273,6 +349,17 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         text(&replay.stderr)
     );
     assert_eq!(counts(&sqs), (N, 1, 1));
+
+    // And relay events counts them delivered.
+    let found = output(events(&["--count", "--json"])).await;
+    let found: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert_eq!(
+        (&found["statuses"], &found["destinations"]),
+        (
+            &serde_json::json!({"delivered": N}),
+            &serde_json::json!({"sqs": {"delivered": N}})
+        )
+    );
 
     // relay trace tells where the notification is in the archive, and that it is there.
     let trace = output(deployment.cmd(&["trace", "bundle-0001"])).await;
@@ -777,6 +864,27 @@ async fn a_verified_request_refused_on_arrival_is_sent_once_the_configuration_ta
         "{stdout}"
     );
 
+    let refused_count = |deployment: &Deployment| {
+        let cmd = deployment.cmd(&["events", "--status", "refused", "--count", "--json"]);
+        async move {
+            let out = output(cmd).await;
+            let found: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+            found["count"].clone()
+        }
+    };
+    assert_eq!(refused_count(&deployment).await, 3);
+    let listed = output(deployment.cmd(&["events"])).await;
+    let stdout = text(&listed.stdout);
+    assert_eq!(
+        stdout
+            .matches("refused on arrival: missing_payload_field")
+            .count(),
+        3,
+        "{stdout}"
+    );
+    assert!(stdout.contains("3 notifications: 3 refused"), "{stdout}");
+
     let still = output(deployment.cmd(&["replay", "--refused", "--since", "1h"])).await;
     let (stdout, stderr) = (text(&still.stdout), text(&still.stderr));
     assert_eq!(still.status.code(), Some(1), "{stdout}{stderr}");
@@ -830,6 +938,12 @@ async fn a_verified_request_refused_on_arrival_is_sent_once_the_configuration_ta
         want.sort();
         assert_eq!(sent, want, "{run}: each once, byte for byte");
     }
+    // Sent: refused no more, delivered.
+    assert_eq!(refused_count(&deployment).await, 0);
+    let found = output(deployment.cmd(&["events", "--status", "delivered", "--json"])).await;
+    let found: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert_eq!(found["count"], 3, "{found}");
+    assert_eq!(found["events"][0]["refused"], "missing_payload_field");
 }
 
 /// The payloads the file sink at `path` holds, in order.

@@ -329,3 +329,56 @@ async fn duplicates_and_ledger_calls_are_counted_in_the_metric_lines() {
     assert_eq!(lines.sum("Answers", &[("Code", "duplicate")]), 2.0);
     assert_eq!(lines.sum("Answers", &[("Code", "published")]), 1.0);
 }
+
+#[tokio::test]
+async fn an_archived_notification_stands_delivered_in_progress_or_undelivered_per_destination() {
+    use relay_core::archive::{Archive, DirArchive, Record, hours};
+    use relay_core::relay::Standing::{Delivered, InProgress, Undelivered};
+    let mut s = setup(&[]);
+    let archive: Arc<dyn Archive> =
+        Arc::new(DirArchive::open(&s._dir.path().join("archive")).unwrap());
+    s.relay = s
+        .relay
+        .with_archive(Arc::clone(&archive), relay_testkit::archive::key());
+    let payload = notification("sub-1", "bundle-5", "CREATE");
+    s.sqs.fail(true);
+    assert_eq!(status_and_code(&s.send(&payload).await).0, 503);
+    let now = relay_core::verify::Clock::now(s.clock.as_ref());
+    let hour = hours(now, now).pop().unwrap();
+    let key = archive.list(&hour).await.unwrap().pop().expect("archived");
+    let bytes = archive.read(&key, 1 << 20).await.unwrap().unwrap();
+    let record = Record::open(&relay_testkit::archive::key(), &bytes).unwrap();
+    let named = |file, sqs| vec![("file".to_owned(), file), ("sqs".to_owned(), sqs)];
+    assert_eq!(
+        s.relay.standing(&record).await.unwrap(),
+        named(Delivered, Undelivered)
+    );
+
+    // Another attempt holds the queue: in progress, until its lease ends.
+    let held = relay_testkit::ledger::attempt(epoch_ms(now), &[QUEUE_ARN]);
+    let identity = relay_core::ledger::Identity {
+        dedup_key: record.dedup_key.clone(),
+        subscription_id: "sub-1".into(),
+        bundle_uuid: "bundle-5".into(),
+        bundle_version: "2026-12-01T000000.000000Z".into(),
+        event_type: Some("CREATE".into()),
+    };
+    relay_testkit::ledger::claim(s.ledger.as_ref(), &identity, &held).await;
+    assert_eq!(
+        s.relay.standing(&record).await.unwrap(),
+        named(Delivered, InProgress)
+    );
+    s.clock.set(now + Duration::from_millis(7_001));
+    assert_eq!(
+        s.relay.standing(&record).await.unwrap(),
+        named(Delivered, Undelivered)
+    );
+
+    // The queue takes the retry: delivered everywhere.
+    s.sqs.fail(false);
+    assert_eq!(body(&s.send(&payload).await)["status"], "published");
+    assert_eq!(
+        s.relay.standing(&record).await.unwrap(),
+        named(Delivered, Delivered)
+    );
+}

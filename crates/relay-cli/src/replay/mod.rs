@@ -4,6 +4,7 @@
 //! twice publishes nothing the second time, and an interrupted one run again goes on where it
 //! stopped.
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -75,10 +76,17 @@ pub(crate) struct ReplayArgs {
     /// Notifications in flight at once.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1024))]
     concurrency: u16,
+    /// Send without asking: on a terminal, a replay that would send more than
+    /// 100 notifications first says how many, to where, and asks.
+    #[arg(long, short = 'y')]
+    yes: bool,
     /// The configuration file (instead of RELAY_CONFIG).
     #[arg(long)]
     config: Option<String>,
 }
+
+/// The most notifications a replay on a terminal sends without asking first.
+const CONFIRM_ABOVE: usize = 100;
 
 /// The slowest and the fastest `--rate`: one notification every 100 s, 100,000 a second.
 const RATES: std::ops::RangeInclusive<f64> = 0.01..=100_000.0;
@@ -140,6 +148,7 @@ pub(crate) fn check_window(
 }
 
 /// What one replay does, however it was asked for.
+#[derive(Clone)]
 pub(crate) struct Job {
     pub(crate) since: SystemTime,
     pub(crate) until: SystemTime,
@@ -187,15 +196,9 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
     let config = Config::for_replay(crate::env_with_config(args.config.as_deref()))
         .map_err(|e| e.to_string())?;
     let now = SystemTime::now();
-    let since = match (&args.since, &config.ledger) {
+    let since = match (&args.since, kept_since(&config, now)) {
         (Some(text), _) => parse_time(text, now).map_err(|e| format!("--since: {e}"))?,
-        (None, Some(ledger)) if args.undelivered || args.refused => {
-            let kept = config
-                .archive
-                .as_ref()
-                .map_or(ledger.retention, |a| a.retention.min(ledger.retention));
-            now.checked_sub(kept).unwrap_or(UNIX_EPOCH)
-        }
+        (None, Some(since)) if args.undelivered || args.refused => since,
         (None, _) => {
             return Err("--since is required (with --undelivered or --refused and a ledger, it defaults to the ledger's retention)".into());
         }
@@ -246,7 +249,69 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
         rate: args.rate,
         concurrency: usize::from(args.concurrency),
     };
+    let asks = !args.yes && !args.dry_run && std::io::stdin().is_terminal();
+    if asks && !confirmed(&config, &job).await? {
+        return Err("not confirmed: nothing sent".into());
+    }
     run_job(config, job).await
+}
+
+/// Whether to go on: a dry run of `job` counts what it would send, and above
+/// [`CONFIRM_ABOVE`] notifications the operator is asked.
+async fn confirmed(config: &Config, job: &Job) -> Result<bool, String> {
+    let mut preview = job.clone();
+    preview.plan.dry_run = true;
+    preview.rate = None;
+    let summary = run_job(config.clone(), preview).await?;
+    if summary.notifications_sent <= CONFIRM_ABOVE {
+        return Ok(true);
+    }
+    let to: Vec<String> = summary
+        .sent
+        .iter()
+        .map(|(name, n)| format!("{n} to {}", safe(name)))
+        .collect();
+    eprint!(
+        "relay replay: {} notifications would be sent ({}). Send them? [y/N] ",
+        summary.notifications_sent,
+        to.join(", ")
+    );
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| format!("cannot read the answer: {e}"))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
+}
+
+/// The oldest receipt time the ledger still knows the standing of (and the archive holds):
+/// where a window starts when none is given; none without a ledger.
+pub(crate) fn kept_since(config: &Config, now: SystemTime) -> Option<SystemTime> {
+    let ledger = config.ledger.as_ref()?;
+    let kept = config
+        .archive
+        .as_ref()
+        .map_or(ledger.retention, |a| a.retention.min(ledger.retention));
+    Some(now.checked_sub(kept).unwrap_or(UNIX_EPOCH))
+}
+
+/// The names of the objects archived in the hours from `since` to `until`, in order.
+pub(crate) async fn list(
+    archive: &dyn Archive,
+    url: &str,
+    since: SystemTime,
+    until: SystemTime,
+) -> Result<Vec<String>, String> {
+    let mut keys = Vec::new();
+    for hour in hours(since, until) {
+        keys.extend(
+            archive
+                .list(&hour)
+                .await
+                .map_err(|e| format!("{url}: {e}"))?,
+        );
+    }
+    keys.sort();
+    Ok(keys)
 }
 
 /// A route pattern from its JSON text.
@@ -310,16 +375,13 @@ pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, String>
             ));
         }
     }
-    let mut keys = Vec::new();
-    for hour in hours(job.since, job.until) {
-        keys.extend(
-            archive
-                .list(&hour)
-                .await
-                .map_err(|e| format!("{archive_url}: {e}"))?,
-        );
-    }
-    keys.sort();
+    let keys = list(
+        archive.as_ref(),
+        &archive_url.to_string(),
+        job.since,
+        job.until,
+    )
+    .await?;
     let mut summary = Summary {
         listed: keys.len(),
         ..Summary::default()
@@ -429,7 +491,7 @@ async fn one(
 }
 
 /// One object of at most `limit` bytes, with a few tries while the store is unavailable.
-async fn read(
+pub(crate) async fn read(
     archive: &dyn Archive,
     key: &str,
     limit: usize,

@@ -63,7 +63,7 @@ impl Attempted<'_> {
 }
 
 /// An acknowledgement found for a destination before publishing.
-struct Found {
+pub(super) struct Found {
     ack: Ack,
     /// The earlier release's name it was recorded under, when it was.
     carried_from: Option<String>,
@@ -134,7 +134,7 @@ impl Relay {
     /// `destination`'s acknowledgement among an entry's `acks`: under its resource, else under
     /// an earlier release's name for it (its sink's name) when that name stands for no other
     /// destination in effect.
-    fn acknowledged(
+    pub(super) fn acknowledged(
         &self,
         table: &RoutingTable,
         destination: &Destination,

@@ -22,6 +22,7 @@ mod log;
 mod publish;
 mod refused;
 mod replay;
+mod standing;
 mod start;
 
 use std::sync::Arc;
@@ -42,6 +43,7 @@ use self::publish::Traffic;
 pub use self::replay::{
     REPLAYED, ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection,
 };
+pub use self::standing::Standing;
 pub use self::start::{StartError, open_archive};
 use crate::admission::{Admission, BodyLimits, declared_length};
 use crate::config::{Config, MetricsFormat};

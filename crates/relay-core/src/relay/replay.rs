@@ -9,6 +9,7 @@
 //! so a destination that had acknowledged (a consumer that lost the message since) gets it
 //! again, once per run.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -20,7 +21,6 @@ use super::ledger::Routing;
 use super::publish::Traffic;
 use crate::archive::Record;
 use crate::error::Error;
-use crate::ledger::Lookup;
 use crate::live::RoutingTable;
 use crate::notification::{Notification, PayloadError, Verified};
 use crate::route::{Input, Pattern};
@@ -187,39 +187,16 @@ impl Relay {
         record: &Record,
         plan: &ReplayPlan,
     ) -> Result<Replayed, ReplayError> {
-        let (notification, base) = match record.refused {
-            Some(_) => self.reopen_refused(record).await?,
-            None => {
-                let notification = reopen(record)?;
-                let base = message_of(record, &notification);
-                (notification, base)
-            }
-        };
-        let table = self.table.load_full();
-        let now = self.clock.now();
-        let (indexes, split) = match &plan.to {
-            ReplayTo::Routes => {
-                let input = Input::new(notification.document(), &record.request)
-                    .from(notification.source());
-                let decision = table.decide(&input, now);
-                (decision.destinations, decision.split)
-            }
-            ReplayTo::Destination(name) => {
-                let wanted = |n: &str| table.destinations.iter().position(|d| d.name == n);
-                let index = wanted(name)
-                    .or_else(|| wanted(&format!("split:{name}")))
-                    .ok_or_else(|| ReplayError::UnknownDestination(name.clone()))?;
-                (vec![index], None)
-            }
-        };
-        if indexes.is_empty() {
+        let routed = self.route_record(record, &plan.to).await?;
+        if routed.indexes.is_empty() {
             return Ok(Replayed::Filtered);
         }
-        let mut planned = Vec::with_capacity(indexes.len());
-        for &i in &indexes {
+        let table = &routed.table;
+        let mut planned = Vec::with_capacity(routed.indexes.len());
+        for &i in &routed.indexes {
             let destination = &table.destinations[i];
-            let mut message =
-                super::shape(destination, &base, &notification).map_err(ReplayError::Shape)?;
+            let mut message = super::shape(destination, &routed.base, &routed.notification)
+                .map_err(ReplayError::Shape)?;
             destination.shape.mark(&mut message, REPLAYED, "true");
             planned.push((destination, message));
         }
@@ -233,18 +210,19 @@ impl Relay {
         }
         if plan.dry_run {
             return self
-                .would_send(&notification, &table, &planned, run, record)
+                .would_send(&routed.notification, table, &planned, run, record)
                 .await;
         }
+        let now = self.clock.now();
         let attempted = self
             .attempt(Attempt {
-                notification: &notification,
-                table: &table,
+                notification: &routed.notification,
+                table,
                 planned,
                 routing: Routing {
                     destinations: &[],
                     routes_version: table.version.as_ref().map(|v| v.0.as_str()),
-                    split: split.as_deref(),
+                    split: routed.split.as_deref(),
                     run,
                 },
                 received_at: now,
@@ -260,6 +238,46 @@ impl Relay {
             }),
             Err(e) => Err(ReplayError::Ledger(e.to_string())),
         }
+    }
+
+    /// `record` opened again (a refused request through the configuration in effect) and
+    /// routed by the routes in effect now, or to the one destination `to` names.
+    pub(super) async fn route_record(
+        &self,
+        record: &Record,
+        to: &ReplayTo,
+    ) -> Result<Routed, ReplayError> {
+        let (notification, base) = match record.refused {
+            Some(_) => self.reopen_refused(record).await?,
+            None => {
+                let notification = reopen(record)?;
+                let base = message_of(record, &notification);
+                (notification, base)
+            }
+        };
+        let table = self.table.load_full();
+        let (indexes, split) = match to {
+            ReplayTo::Routes => {
+                let input = Input::new(notification.document(), &record.request)
+                    .from(notification.source());
+                let decision = table.decide(&input, self.clock.now());
+                (decision.destinations, decision.split)
+            }
+            ReplayTo::Destination(name) => {
+                let wanted = |n: &str| table.destinations.iter().position(|d| d.name == n);
+                let index = wanted(name)
+                    .or_else(|| wanted(&format!("split:{name}")))
+                    .ok_or_else(|| ReplayError::UnknownDestination(name.clone()))?;
+                (vec![index], None)
+            }
+        };
+        Ok(Routed {
+            notification,
+            base,
+            table,
+            indexes,
+            split,
+        })
     }
 
     /// A dry run: where each destination stands in the ledger (its live entries, unexpired),
@@ -280,16 +298,10 @@ impl Relay {
                 done: Vec::new(),
             });
         };
-        let key = self.ledger_key(notification, run);
-        let entries = recorder
-            .store
-            .find(&Lookup::Key(key))
-            .await
-            .map_err(|e| ReplayError::Ledger(e.to_string()))?;
-        let now_ms = crate::ledger::epoch_ms(self.clock.now());
-        let acks = entries
+        let acks = self
+            .live_entries(recorder, notification, run)
+            .await?
             .into_iter()
-            .filter(|e| !e.is_expired(now_ms))
             .flat_map(|e| e.acks)
             .collect();
         let (to, done) = self.still_to_do(table, &destinations, &acks);
@@ -298,6 +310,16 @@ impl Relay {
             done: names(done),
         })
     }
+}
+
+/// An archived notification opened again and routed: the destinations it goes to, by their
+/// index in the routing table they were decided by.
+pub(super) struct Routed {
+    pub(super) notification: Notification<Verified>,
+    base: Message,
+    pub(super) table: Arc<RoutingTable>,
+    pub(super) indexes: Vec<usize>,
+    split: Option<String>,
 }
 
 /// The unshaped message of an archived notification: its bytes and the attributes it was
