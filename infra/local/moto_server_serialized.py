@@ -9,6 +9,10 @@ stored routes' tests (two `relay split` writers lose no update) rely on the atom
 runs moto_server's main, with the same arguments, after wrapping DynamoDB's handler and S3's
 object writes (PUT, POST and DELETE on a key) in one lock each. Reads, and every other service,
 run concurrently, as before.
+
+SQS: moto keeps a queue's RedriveAllowPolicy when it is set but never returns it, so Terraform's
+aws_sqs_queue_redrive_allow_policy waits for it forever; GetQueueAttributes returns it here, as
+SQS does, which lets the aws-relay module (its dead-letter queue) apply to moto whole.
 """
 
 import sys
@@ -17,6 +21,7 @@ import threading
 from moto.dynamodb.responses import DynamoHandler
 from moto.s3.responses import S3Response
 from moto.server import main
+from moto.sqs.models import Queue
 
 _dynamodb = threading.Lock()
 _call_action = DynamoHandler.call_action
@@ -38,6 +43,21 @@ def _s3_writes_one_at_a_time(self, request, full_url):
     return _key_response(self, request, full_url)
 
 
+Queue.redrive_allow_policy = None
+# Asking for it by name is valid (the names are checked against these lists).
+Queue.KMS_ATTRIBUTES = Queue.KMS_ATTRIBUTES + ["RedriveAllowPolicy"]
+_queue_attributes = Queue.attributes.fget
+
+
+def _with_redrive_allow_policy(self):
+    result = _queue_attributes(self)
+    result.pop("RedriveAllowPolicy", None)
+    if self.redrive_allow_policy:
+        result["RedriveAllowPolicy"] = self.redrive_allow_policy
+    return result
+
+
+Queue.attributes = property(_with_redrive_allow_policy)
 DynamoHandler.call_action = _dynamodb_one_at_a_time
 S3Response._key_response = _s3_writes_one_at_a_time
 
