@@ -16,14 +16,9 @@
 #   3. checkov over terraform/ (--skip-download: no platform calls), which fails on any failed
 #      check. Every skip is inline in the resource it concerns, with its reason.
 #
-# The overlay (applied to the copy only; each rule says when it matched nothing, so that a stale
-# rule shows):
-#   - every hashicorp/aws constraint becomes "5.100.0" (the configurations require >= 6.29.0);
-#   - arguments newer than 5.100.0 are dropped: aws_lambda_permission's invoked_via_function_url
-#     (6.29.0; tests/terraform/contract.rs, NEWER_AWS_ARGUMENTS, lists them);
-#   - 6.0 renamed data.aws_region's `name` to `region`: `.region` reads `.name` again;
-#   - hashicorp/random is not cached: the ephemeral random_password and its provider requirement
-#     are dropped, and its result is a fixed placeholder.
+# The overlay (infra/local/tf_overlay.py, applied to the copy only, says what it rewrites: the
+# hashicorp/aws constraint pinned to 5.100.0, the arguments newer than it dropped, 6.0's renamed
+# data.aws_region attribute, and hashicorp/random, which is not cached, replaced by a placeholder).
 # So validate checks 5.100.0's schema, references, types, expressions and input validations; the
 # dropped arguments are checked by name in the hcl-rs tests instead.
 #
@@ -111,44 +106,7 @@ module "dashes" {
   split_prefix    = "----"
 }
 EOF
-  python3 - "$work/terraform" "$aws_version" <<'PY'
-import os
-import re
-import sys
-
-root, version = sys.argv[1], sys.argv[2]
-rules = [
-    ("the hashicorp/aws constraint",
-     re.compile(r'(aws\s*=\s*\{\s*source\s*=\s*"hashicorp/aws"\s*,\s*version\s*=\s*)"[^"]*"'),
-     lambda m: f'{m.group(1)}"{version}"'),
-    ("invoked_via_function_url (6.29.0)",
-     re.compile(r'\n[ \t]*invoked_via_function_url\s*=[^\n]*'), ""),
-    ("data.aws_region's region (6.0)",
-     re.compile(r'\b(data\.aws_region\.[A-Za-z0-9_]+)\.region\b'), r"\1.name"),
-    ("the hashicorp/random requirement",
-     re.compile(r'\n[ \t]*random\s*=\s*\{[^}\n]*"hashicorp/random"[^}\n]*\}'), ""),
-    ("the ephemeral random_password",
-     re.compile(r'ephemeral\s+"random_password"\s+"[A-Za-z0-9_]+"\s*\{[^}]*\}\n'), ""),
-    ("random_password's result",
-     re.compile(r'ephemeral\.random_password\.[A-Za-z0-9_]+\.result'), '"tf-check-placeholder"'),
-]
-hits = [0] * len(rules)
-for d, _, files in os.walk(root):
-    for name in files:
-        if not name.endswith(".tf"):
-            continue
-        path = os.path.join(d, name)
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        for i, (_, pattern, repl) in enumerate(rules):
-            text, n = pattern.subn(repl, text)
-            hits[i] += n
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-for (what, _, _), n in zip(rules, hits):
-    if n == 0:
-        print(f"tf-check: overlay: {what} matched nothing (drop the rule?)")
-PY
+  python3 infra/local/tf_overlay.py "$work/terraform" "$aws_version" | sed 's/^/tf-check: /'
   export TF_CLI_CONFIG_FILE=$work/cli.tfrc CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
   unset TF_PLUGIN_CACHE_DIR TF_DATA_DIR
   validate_failed=0

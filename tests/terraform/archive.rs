@@ -39,9 +39,10 @@ const ACCOUNT_ID: usize = 12;
 
 /// The S3 bucket exists with the archive and is private (all four public access block settings,
 /// bucket owner enforced), encrypted (SSE-S3 by default, SSE-KMS with `archive_kms_key_arn`),
-/// never destroyed with its objects, and its lifecycle rule expires the objects under the prefix
-/// after `archive_retention_days` (30 by default, at least 1) and aborts incomplete uploads. No
-/// versioning: nothing overwrites an object.
+/// not destroyed with its objects unless `archive_force_destroy` (false by default), and its
+/// lifecycle rule expires the objects under the prefix after `archive_retention_days` (30 by
+/// default, at least 1) and aborts incomplete uploads. No versioning: nothing overwrites an
+/// object.
 #[test]
 fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
     let config = model::module("aws-relay");
@@ -54,7 +55,14 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
         source(bucket, "bucket").as_deref(),
         Some("local.archive_bucket")
     );
-    assert_eq!(source(bucket, "force_destroy").as_deref(), Some("false"));
+    assert_eq!(
+        source(bucket, "force_destroy").as_deref(),
+        Some("var.archive_force_destroy")
+    );
+    assert_eq!(
+        variable_default(&config, "archive_force_destroy").as_deref(),
+        Some("false")
+    );
 
     let on_bucket = "aws_s3_bucket.archive[0].id";
     let block = config
@@ -299,8 +307,8 @@ fn archive_bucket_policy_refuses_insecure_transport_and_overwrites() {
     );
     assert_eq!(
         overwrite.principals(),
-        [("AWS".to_owned(), "[aws_iam_role.this.arn]".to_owned())],
-        "aws-relay: the deny is on the relay's role"
+        [("AWS".to_owned(), "[local.role_arn]".to_owned())],
+        "aws-relay: the deny is on the relay's role (the module's, or existing_role_arn)"
     );
     assert_eq!(
         overwrite.conditions(),
@@ -315,9 +323,9 @@ fn archive_bucket_policy_refuses_insecure_transport_and_overwrites() {
 
 /// `archive_readers` get, through the bucket policy, `s3:GetObject` under the prefix and
 /// `s3:ListBucket` limited to the prefix, and nothing else; `archive_reader_policy_json`, what
-/// `relay replay` calls: the same two, Decrypt on `archive_kms_key_arn`, and on the ledger what
-/// `relay trace` reads (GetItem, Query on by_bundle) and what a replay records (UpdateItem,
-/// PutItem), with the ledger.
+/// `relay replay` calls: the same two, Decrypt on `archive_kms_key_arn`, the configuration
+/// file's secret with `relay_config`, and on the ledger what `relay trace` reads (GetItem, Query
+/// on by_bundle) and what a replay records (UpdateItem, PutItem), with the ledger.
 #[test]
 fn archive_readers_may_list_and_read_and_nothing_more() {
     let config = model::module("aws-relay");
@@ -397,6 +405,15 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
                     "[local.archive_bucket_arn]"
                 }
                 "s3:GetObject" => "[local.archive_objects_arn]",
+                // The relay's configuration file, which a replay routes by (RELAY_CONFIG).
+                "secretsmanager:GetSecretValue" if statement.sid == "ReadRelayConfig" => {
+                    assert_gated(
+                        statement,
+                        "var.relay_config != null",
+                        "aws_secretsmanager_secret.relay_config[0].arn",
+                    );
+                    "[statement.value]"
+                }
                 "secretsmanager:GetSecretValue" => "aws_secretsmanager_secret.archive_key[*].arn",
                 "sqs:SendMessage" => {
                     assert_gated(statement, "local.sqs_enabled", "local.queue_arn");
@@ -633,9 +650,10 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
 ////////////////////////////////////////////////////////////////////////////////////////////////
 
 /// The Cloud Storage bucket exists with the archive, has uniform bucket-level access (which IAM
-/// conditions need) and enforced public access prevention, is never destroyed with its objects,
-/// lives in `archive_location` or the module's region, takes `archive_kms_key_name` as its
-/// default key, and deletes objects under the prefix after `archive_retention_days`.
+/// conditions need) and enforced public access prevention, is not destroyed with its objects
+/// unless `archive_force_destroy` (false by default), lives in `archive_location` or the
+/// module's region, takes `archive_kms_key_name` as its default key, and deletes objects under
+/// the prefix after `archive_retention_days`.
 #[test]
 fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
     let config = model::module("gcp-relay");
@@ -656,7 +674,14 @@ fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
         text(bucket, "public_access_prevention").as_deref(),
         Some("enforced")
     );
-    assert_eq!(source(bucket, "force_destroy").as_deref(), Some("false"));
+    assert_eq!(
+        source(bucket, "force_destroy").as_deref(),
+        Some("var.archive_force_destroy")
+    );
+    assert_eq!(
+        variable_default(&config, "archive_force_destroy").as_deref(),
+        Some("false")
+    );
     assert_eq!(
         source(bucket, "location").as_deref(),
         Some("coalesce(var.archive_location, var.region)")

@@ -36,8 +36,9 @@ const NEWER_AWS_ARGUMENTS: [(&str, &str, &str); 1] = [(
 /// Runtimes on which Lambda starts the package's `bootstrap` (the OS-only runtimes).
 const BOOTSTRAP_RUNTIMES: [&str; 2] = ["provided.al2023", "provided.al2"];
 
-/// The API each kind of Google resource needs enabled in its project, by type prefix.
-const API_OF_TYPE: [(&str, &str); 11] = [
+/// The API each kind of Google resource needs enabled in its project, by type prefix (the
+/// first that matches: a project's custom roles are IAM's, its grants Resource Manager's).
+const API_OF_TYPE: [(&str, &str); 12] = [
     (
         "google_artifact_registry_",
         "artifactregistry.googleapis.com",
@@ -46,6 +47,7 @@ const API_OF_TYPE: [(&str, &str); 11] = [
     ("google_firestore_", "firestore.googleapis.com"),
     ("google_logging_", "logging.googleapis.com"),
     ("google_monitoring_", "monitoring.googleapis.com"),
+    ("google_project_iam_custom_role", "iam.googleapis.com"),
     ("google_project_iam_", "cloudresourcemanager.googleapis.com"),
     ("google_pubsub_", "pubsub.googleapis.com"),
     ("google_secret_manager_", "secretmanager.googleapis.com"),

@@ -13,11 +13,14 @@
 //! dashboards in the ways a widget goes blank and expects a problem from each.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use hcl::Expression;
 use hcl::template::{Element, Template};
-use relay_core::metrics::{Metrics, MetricsOut, NAMESPACE};
+use relay_core::metrics::{LineQueue, Metrics, MetricsOut, NAMESPACE};
 use relay_core::{Receipt, SinkError};
 use serde_json::Value;
 
@@ -96,29 +99,35 @@ const GCP_RESOURCE_LABELS: [(&str, &[&str]); 2] = [
 const USER_METRIC: &str = "logging.googleapis.com/user/";
 
 /// What each dashboard must show (issue: answers by class and code, latency, publish latency
-/// and batch size per destination, duplicates and ledger latency, dead letters, the platform's
-/// concurrency or instances): AWS metric names, and GCP metrics (logs-based metric resources
-/// and platform metric types).
-const AWS_NEEDED: [&str; 11] = [
+/// and batch size per destination, duplicates and ledger latency, undelivered notifications,
+/// dropped metric lines, replays on AWS, dead letters, the platform's concurrency or
+/// instances): AWS metric names, and GCP metrics (logs-based metric resources and platform
+/// metric types).
+const AWS_NEEDED: [&str; 14] = [
     "Answers",
     "Latency",
     "PublishLatency",
     "BatchSize",
     "Duplicates",
     "LedgerLatency",
+    "Undelivered",
+    "Replays",
+    "MetricLinesDropped",
     "ApproximateNumberOfMessagesVisible",
     "ConcurrentExecutions",
     "Throttles",
     "Errors",
     "Duration",
 ];
-const GCP_NEEDED: [&str; 9] = [
+const GCP_NEEDED: [&str; 11] = [
     "answers",
     "answer_latency",
     "publish_latency",
     "batch_size",
     "duplicates",
     "ledger_latency",
+    "undelivered",
+    "metric_lines_dropped",
     "pubsub.googleapis.com/subscription/num_undelivered_messages",
     "run.googleapis.com/container/instance_count",
     "run.googleapis.com/request_count",
@@ -297,8 +306,58 @@ struct Emitted {
     values: BTreeMap<String, BTreeSet<String>>,
 }
 
+/// Standard output that does not keep up: its first write waits until `open` says so.
+struct Stalled {
+    written: Arc<Mutex<Vec<u8>>>,
+    open: Option<Receiver<()>>,
+}
+
+impl Write for Stalled {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Some(open) = self.open.take() {
+            let _ = open.recv();
+        }
+        self.written
+            .lock()
+            .expect("written")
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The line relay-core's line queue writes when it dropped lines (`MetricLinesDropped`): a
+/// queue of one line over a standard output whose first write waits, sent more lines than that.
+fn dropped_lines_line() -> Value {
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let (open, gate) = channel();
+    let out = Stalled {
+        written: Arc::clone(&written),
+        open: Some(gate),
+    };
+    let queue = Arc::new(LineQueue::spawn(out, 1));
+    let metrics = Metrics::emf(Arc::clone(&queue) as _, "relay");
+    for _ in 0..8 {
+        metrics.duplicate();
+    }
+    open.send(()).expect("the writer waits");
+    assert!(
+        queue.flush_blocking(Duration::from_secs(10)),
+        "the line queue flushes"
+    );
+    let text = String::from_utf8(written.lock().expect("written").clone()).expect("UTF-8 lines");
+    text.lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("a metric line is JSON"))
+        .find(|line| line.get("MetricLinesDropped").is_some())
+        .expect("a queue of one line drops some of eight, and says so")
+}
+
 /// The relay's metric lines, one of each kind relay-core writes: answers of each class, publishes
-/// batched, unbatched and failed both ways, every ledger call and result, a duplicate.
+/// batched, unbatched and failed both ways, every ledger call and result, a duplicate, an
+/// undelivered notification, a verified request refused, replays, and dropped lines.
 fn relay_lines() -> Vec<Value> {
     let lines = Arc::new(Lines::default());
     let metrics = Metrics::emf(Arc::clone(&lines) as _, "relay");
@@ -334,8 +393,13 @@ fn relay_lines() -> Vec<Value> {
         metrics.ledger(call, result, 1.0);
     }
     metrics.duplicate();
-    let lines = lines.0.lock().expect("lines").clone();
+    metrics.undelivered();
+    metrics.verified_refused("missing_payload_field", true);
+    metrics.replay("q", q, Ok(&Receipt::new(None)), 1.0);
+    metrics.replay("q", q, Err(&SinkError::Retryable("busy".into())), 1.0);
+    let mut lines = lines.0.lock().expect("lines").clone();
     assert!(!lines.is_empty(), "relay-core wrote no metric line");
+    lines.push(dropped_lines_line());
     lines
 }
 

@@ -25,6 +25,14 @@ const BUNDLE_INDEX: &str = "by_bundle";
 const EXPIRY_FIELD: &str = "expires_at";
 /// The only item actions the relay calls: conditional writes, and the reset of an expired item.
 const RELAY_ACTIONS: [&str; 2] = ["dynamodb:PutItem", "dynamodb:UpdateItem"];
+/// What the relay's Firestore ledger calls need (crates/relay-core/src/ledger/firestore.rs):
+/// `documents:batchGet` reads (get), `documents:commit` creates (`exists: false`) and replaces
+/// (`updateTime`) a document; in the custom role's order.
+const LEDGER_PERMISSIONS: [&str; 3] = [
+    "datastore.entities.create",
+    "datastore.entities.get",
+    "datastore.entities.update",
+];
 /// The variable that turns the ledger on, in both relay modules.
 const SWITCH: &str = "var.ledger_enabled";
 /// A project id for the Google samples: `project_id` has no default, and the examples pass it
@@ -359,9 +367,12 @@ fn firestore_ttl_policy_is_on_expires_at() {
     assert_eq!(ttl_fields, 1, "gcp-relay: one TTL policy");
 }
 
-/// The Cloud Run service account's one project-level grant is `roles/datastore.user`, with an
-/// IAM condition that limits it to the ledger's database (exactly its name, or names below it),
-/// made with the ledger; no other grant is on the project.
+/// The Cloud Run service account's one project-level grant is the module's custom role, holding
+/// exactly the Firestore permissions the relay's ledger calls (`documents:batchGet`: get;
+/// `documents:commit` with `exists: false`: create, with `updateTime`: update; no list, delete
+/// or transaction, which `roles/datastore.user` would add), with an IAM condition that limits it
+/// to the ledger's database (exactly its name, or names below it), made with the ledger; no
+/// other grant is on the project.
 #[test]
 fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
     let config = model::module("gcp-relay");
@@ -376,7 +387,29 @@ fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
         source(body, "count").as_deref(),
         Some(format!("{SWITCH} ? 1 : 0").as_str())
     );
-    assert_eq!(text(body, "role").as_deref(), Some("roles/datastore.user"));
+    assert_eq!(
+        source(body, "role").as_deref(),
+        Some("google_project_iam_custom_role.ledger[0].name")
+    );
+    let role = config
+        .resource("google_project_iam_custom_role", "ledger")
+        .body();
+    assert_eq!(
+        source(role, "count").as_deref(),
+        Some(format!("{SWITCH} ? 1 : 0").as_str())
+    );
+    assert_eq!(source(role, "project").as_deref(), Some("var.project_id"));
+    assert_eq!(
+        attr(role, "permissions").and_then(crate::model::literal_strings),
+        Some(LEDGER_PERMISSIONS.map(str::to_owned).to_vec()),
+        "gcp-relay: the ledger role holds what the relay's Firestore calls need, and nothing else"
+    );
+    assert!(
+        source(role, "role_id")
+            .unwrap_or_default()
+            .contains("replace(var.name, \"-\", \"_\")"),
+        "gcp-relay: a role id takes no hyphens, which the relay's name may hold"
+    );
     assert_eq!(
         source(body, "member").as_deref(),
         Some("\"serviceAccount:${google_service_account.this.email}\"")

@@ -7,6 +7,7 @@
 
 mod alarms;
 mod archive;
+mod config;
 mod contract;
 mod dashboard;
 mod eval;
@@ -40,13 +41,14 @@ const STANDARD_FILES: [&str; 5] = [
     "README.md",
 ];
 
-/// On Lambda, the relay's sinks, its secret, its stored routes, its delivery ledger and its
-/// archive, and the IAM actions each calls. (SendMessageBatch is authorized by sqs:SendMessage,
-/// PublishBatch by sns:Publish.) The stored routes: GetObject reads the document, ListBucket
-/// makes a missing one a 404, and the splits' queues and topics take SendMessage and Publish.
-/// The ledger: its conditional writes are UpdateItem, the reset of an expired item PutItem. The
-/// archive: PutObject with If-None-Match, GetObject to read back what a 412 found, and its key.
-const ACTION_OF_VARIABLE: [(&str, &str); 12] = [
+/// On Lambda, the relay's sinks, its secret, its stored routes, its delivery ledger, its
+/// archive and its configuration file, and the IAM actions each calls. (SendMessageBatch is
+/// authorized by sqs:SendMessage, PublishBatch by sns:Publish.) The stored routes: GetObject
+/// reads the document, ListBucket makes a missing one a 404, and the splits' queues and topics
+/// take SendMessage and Publish. The ledger: its conditional writes are UpdateItem, the reset of
+/// an expired item PutItem. The archive: PutObject with If-None-Match, GetObject to read back
+/// what a 412 found, and its key. The configuration file: a Secrets Manager secret, read once.
+const ACTION_OF_VARIABLE: [(&str, &str); 13] = [
     ("RELAY_SQS_QUEUE_URL", "sqs:SendMessage"),
     ("RELAY_SNS_TOPIC_ARN", "sns:Publish"),
     (
@@ -65,6 +67,7 @@ const ACTION_OF_VARIABLE: [(&str, &str); 12] = [
         "RELAY_ARCHIVE_KEY_SECRET_ARN",
         "secretsmanager:GetSecretValue",
     ),
+    ("RELAY_CONFIG", "secretsmanager:GetSecretValue"),
 ];
 
 /// The only statements whose resources end in a wildcard: a name prefix, the splits' queues
@@ -333,7 +336,9 @@ fn environment_variables_are_ones_relay_core_accepts() {
 /// Every value a relay module can give a `RELAY_*` variable, as far as the configuration shows
 /// (literals, defaults, what the examples pass, both branches of conditionals, documented
 /// formats of computed attributes), passes relay-core's own parser for that variable. A value
-/// with no such sample must come from variables that validate their input.
+/// with no such sample must come from variables that validate their input. `RELAY_CONFIG` is
+/// where the configuration file is (a secret's ARN, a mounted path), which relay-core reads at
+/// start and cannot read here: `config::relay_config_names_the_modules_own_secret` holds it.
 #[test]
 fn environment_values_have_the_form_relay_core_accepts() {
     let examples = model::examples();
@@ -345,6 +350,9 @@ fn environment_values_have_the_form_relay_core_accepts() {
             let EnvValue::Plain(expr) = var.value else {
                 continue;
             };
+            if var.name == "RELAY_CONFIG" {
+                continue;
+            }
             let samples: Vec<String> = scope.samples(expr).iter().filter_map(as_text).collect();
             for sample in &samples {
                 let problems = relay_core_problems(&var.name, sample);
@@ -548,6 +556,15 @@ fn lambda_role_allows_exactly_what_the_enabled_sinks_call() {
             expected.push((action, Some("var.archive_kms_key_arn".to_owned())));
         }
     }
+    // The sources' secrets that RELAY_CONFIG names (secret_arn), as source_secret_arns lists
+    // them, and their keys (source_secret_kms_key_arns: Decrypt only, a gate that names
+    // kms_key_arns as the other keys' does).
+    if config.variables().contains_key("source_secret_arns") {
+        expected.push((
+            "secretsmanager:GetSecretValue",
+            Some("var.source_secret_arns".to_owned()),
+        ));
+    }
 
     let statements = policy_statements(&config, &documents[0]);
     let mut granted: Vec<(&str, Option<String>)> = Vec::new();
@@ -686,17 +703,22 @@ fn queue_grant_lets_the_relay_role_send_and_only_send() {
 }
 
 /// On Google Cloud every grant is on one resource: the relay's service account reads its own
-/// secret and publishes to its own topic; allUsers may invoke the service (the DSS cannot
+/// secrets and publishes to its own topic; allUsers may invoke the service (the DSS cannot
 /// present a Google identity); gcp-topic-grant grants roles/pubsub.publisher on one topic and
-/// nothing else. The one grant made on the project, the ledger's roles/datastore.user
-/// (Firestore has no IAM policy on a database), carries a condition limiting it to the ledger's
-/// database (ledger::gcp_ledger_grant_is_limited_to_the_ledger_database).
+/// nothing else. The one grant made on the project, the ledger's custom role (Firestore has no
+/// IAM policy on a database), carries a condition limiting it to the ledger's database
+/// (ledger::gcp_ledger_grant_is_limited_to_the_ledger_database).
 #[test]
 fn gcp_grants_are_on_single_resources() {
     let relay = model::module("gcp-relay");
     let grant = model::module("gcp-topic-grant");
     for config in [&relay, &grant] {
         for ty in config.resource_types() {
+            // A custom role defines permissions and grants nothing (the ledger's; checked in
+            // ledger::gcp_ledger_grant_is_limited_to_the_ledger_database).
+            if ty == "google_project_iam_custom_role" {
+                continue;
+            }
             assert!(
                 ty.ends_with("_iam_member") || !ty.contains("_iam_"),
                 "{}: {ty} is authoritative; use *_iam_member",
@@ -753,8 +775,12 @@ fn gcp_grants_are_on_single_resources() {
             "roles/storage.objectUser",
             "each.value",
         ),
-        // The delivery ledger, conditioned on its database.
-        ("google_project_iam_member", "roles/datastore.user", sa),
+        // The delivery ledger: the module's custom role, conditioned on its database.
+        (
+            "google_project_iam_member",
+            "google_project_iam_custom_role.ledger[0].name",
+            sa,
+        ),
         // The archive: the relay creates objects under the prefix (conditioned on it, checked
         // in archive::gcp_relay_may_only_create_archive_objects_under_the_prefix), the
         // archive_readers list and read them.
@@ -768,7 +794,8 @@ fn gcp_grants_are_on_single_resources() {
             "roles/storage.objectViewer",
             "each.value",
         ),
-        // The archive's key: the relay and the archive_readers read it.
+        // The archive's key, the configuration file's secret: the relay and the archive_readers
+        // read them; the sources' secrets (the relay reads them) are among these too.
         (
             "google_secret_manager_secret_iam_member",
             "roles/secretmanager.secretAccessor",
@@ -1161,15 +1188,16 @@ fn mentions_secret(config: &Config, expr: &Expression) -> bool {
     })
 }
 
-/// `(resource type, role, member as written)` of every `*_iam_member` resource.
+/// `(resource type, role, member as written)` of every `*_iam_member` resource: a predefined
+/// role by its name, a custom role by the reference to it.
 fn iam_members(config: &Config) -> BTreeSet<(String, String, String)> {
     config
         .blocks("resource")
         .filter(|b| label(b, 0).ends_with("_iam_member"))
         .map(|b| {
             let role = attr(b.body(), "role")
-                .and_then(literal_string)
-                .expect("a literal role");
+                .map(|r| literal_string(r).unwrap_or_else(|| r.to_string()))
+                .expect("a role");
             let member = attr(b.body(), "member").map(|m| match literal_string(m) {
                 Some(s) => s,
                 None => template_source(m),

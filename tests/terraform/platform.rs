@@ -125,6 +125,14 @@ pub(crate) fn cloud_run_environment(config: &Config) -> Vec<EnvVar<'_>> {
             // dynamic "env" { for_each = cond ? { NAME = value, … } : {}  content { name =
             // env.key, value = env.value } }: variables set only when cond holds.
             for dynamic in nested(container.body(), "dynamic").filter(|d| label(d, 0) == "env") {
+                // The operator's own variables (source_secret_ids: a source's secret, in the
+                // variable its secret_env names), known only at plan, never RELAY_* (their
+                // validation refuses those); config::gcp_source_secrets_reach_the_container_as_
+                // secret_variables holds them.
+                let for_each = attr(dynamic.body(), "for_each").expect("dynamic env for_each");
+                if root_attribute(for_each, "var").is_some() {
+                    continue;
+                }
                 let content = nested(dynamic.body(), "content")
                     .next()
                     .expect("dynamic env content");
@@ -161,7 +169,6 @@ pub(crate) fn cloud_run_environment(config: &Config) -> Vec<EnvVar<'_>> {
                     "{}: a dynamic env sets name = env.key",
                     config.name
                 );
-                let for_each = attr(dynamic.body(), "for_each").expect("dynamic env for_each");
                 if secret.is_none() {
                     // Plain values: an object, possibly a local built with merge() of
                     // conditional objects, as the Lambda's.

@@ -157,7 +157,7 @@ fn assert_validates_names(config: &Config, input: &str) {
 
 /// Whether a regular expression may match `*` or `?`: a character class listing either, a
 /// negated class, an unescaped `.` outside a class, or an escape other than `\.`.
-fn matches_a_wildcard(pattern: &str) -> bool {
+pub(crate) fn matches_a_wildcard(pattern: &str) -> bool {
     let (mut in_class, mut escaped, mut previous) = (false, false, ' ');
     for c in pattern.chars() {
         let wild = if escaped {

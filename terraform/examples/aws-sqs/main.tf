@@ -32,4 +32,9 @@ module "relay" {
   # The archive, for `relay replay`: the operators who change the routes also replay.
   archive_enabled = true
   archive_readers = var.route_writers
+
+  # Other senders beside the DSS (a GitHub webhook, say): their sources in the relay's
+  # configuration file, their secrets in Secrets Manager (README, "Other senders").
+  relay_config       = var.relay_config
+  source_secret_arns = var.source_secret_arns
 }

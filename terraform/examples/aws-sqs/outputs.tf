@@ -73,3 +73,13 @@ output "replay_environment" {
   description = "The RELAY_* variables relay replay, relay trace and relay split start --backfill run with (the relay's own, without its keys)."
   value       = module.relay.replay_environment
 }
+
+output "dashboard_url" {
+  description = "The relay's CloudWatch dashboard in the console."
+  value       = module.relay.dashboard_url
+}
+
+output "alarm_arns" {
+  description = "The relay's CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters, undelivered, verified_refused, metric_lines_dropped)."
+  value       = module.relay.alarm_arns
+}

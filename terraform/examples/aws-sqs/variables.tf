@@ -33,3 +33,15 @@ variable "reserved_concurrency" {
   type        = number
   default     = 200
 }
+
+variable "relay_config" {
+  description = "The relay's configuration file as TOML, for more than the DSS: [sources.<name>] for other senders (docs/sources.md), [[routes]] (docs/routing.md). The aws-relay module keeps it in a Secrets Manager secret the relay reads at start. null (the default): the DSS alone, to the example's queue."
+  type        = string
+  default     = null
+}
+
+variable "source_secret_arns" {
+  description = "The Secrets Manager secrets relay_config's sources read their signing secrets from (secret_arn), by source name; the relay's role may read exactly these. {} (the default) for none."
+  type        = map(string)
+  default     = {}
+}

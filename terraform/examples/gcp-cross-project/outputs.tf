@@ -43,3 +43,13 @@ output "replay_environment" {
   description = "The RELAY_* variables relay replay, relay trace and relay split start --backfill run with (the relay's own, without its keys)."
   value       = module.relay.replay_environment
 }
+
+output "dashboard_url" {
+  description = "The relay's Cloud Monitoring dashboard in the console."
+  value       = module.relay.dashboard_url
+}
+
+output "alert_policy_names" {
+  description = "The relay's alert policies in Cloud Monitoring (needs_operator, bad_signature, unavailable, platform_errors, dead_letters, undelivered, verified_refused, metric_lines_dropped)."
+  value       = module.relay.alert_policy_names
+}

@@ -35,8 +35,13 @@ output "image" {
 }
 
 output "alert_policy_names" {
-  description = "The relay's alert policies in Cloud Monitoring (needs_operator, bad_signature, unavailable, platform_errors, dead_letters, undelivered)."
+  description = "The relay's alert policies in Cloud Monitoring (needs_operator, bad_signature, unavailable, platform_errors, dead_letters, undelivered, verified_refused, metric_lines_dropped)."
   value       = module.relay.alert_policy_names
+}
+
+output "dashboard_url" {
+  description = "The relay's Cloud Monitoring dashboard in the console."
+  value       = module.relay.dashboard_url
 }
 
 output "routes_url" {

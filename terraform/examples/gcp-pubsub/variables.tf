@@ -38,7 +38,7 @@ variable "public_invocation" {
 }
 
 variable "alert_notification_channels" {
-  description = "Cloud Monitoring notification channels (projects/PROJECT/notificationChannels/ID) for the relay's alerts: sustained non-2xx answers, and messages in the dead-letter subscription. Empty: incidents show in Cloud Monitoring only."
+  description = "Cloud Monitoring notification channels (projects/PROJECT/notificationChannels/ID) for the relay's alerts: its answers by code, Cloud Run's own errors, undelivered and refused notifications, dropped metric lines, and messages in the dead-letter subscription. Empty: incidents show in Cloud Monitoring only."
   type        = list(string)
   default     = []
 

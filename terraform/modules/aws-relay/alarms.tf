@@ -21,6 +21,16 @@
 # short blip). It fires within a minute or two of the answers that make it, and stays in ALARM
 # until 30 minutes after the last one. tests/terraform/alarms.rs derives the window from the
 # schedules and simulates a relay failing one notification an hour against these definitions.
+#
+# One kind of notification never gets two attempts in the window: a v2 unversioned tombstone
+# skips the inline attempt and is retried only after the queue's 6 h visibility timeout (about
+# 0, 6 h, 12 h, …). A window long enough for two of its attempts (over 6 h) would keep every
+# alarm in ALARM for 6 hours after the last failure and let scattered scanners' 401s add up to
+# a page. So the window stays: the answers an operator must act on alarm on one answer (its
+# first attempt), and the two-answer alarms (bad signatures, 503s) fire when the same cause
+# fails a second notification, as a signature problem or an outage does for every notification
+# of the subscription; a tombstone's lone 503 is retried 6 h later and, still failing, counted
+# in Undelivered. tests/terraform/alarms.rs holds this too.
 locals {
   alarm_window_minutes = 30
 
@@ -287,6 +297,31 @@ resource "aws_cloudwatch_metric_alarm" "verified_refused" {
 
   namespace           = "DssRelay"
   metric_name         = "VerifiedRefused"
+  dimensions          = { Relay = local.alarm_relay }
+  statistic           = "Sum"
+  period              = 60
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  threshold           = 1
+  evaluation_periods  = local.alarm_window_minutes
+  datapoints_to_alarm = 1
+  treat_missing_data  = "notBreaching"
+
+  tags = var.tags
+}
+
+# MetricLinesDropped: metric lines the relay dropped because standard output did not keep up
+# (its queue of 8,192 lines was full). Every alarm above reads those lines, so a dropped line is
+# an answer the alarms never saw: any in the window alarms.
+resource "aws_cloudwatch_metric_alarm" "metric_lines_dropped" {
+  count = var.alarms_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-metric-lines-dropped"
+  alarm_description = "The ${var.name} relay dropped metric lines in the last ${local.alarm_window_minutes} minutes (DssRelay metric MetricLinesDropped, Relay = ${var.name}): standard output did not keep up, and the answers and publishes those lines counted are missing from every DssRelay metric, so the other alarms may have missed failures. Check the log group ${aws_cloudwatch_log_group.this.name} (the warning \"Metric lines dropped\" says how many) for the requests of that time, and the function's Duration and memory: a function short of CPU (memory_size) writes its lines too slowly."
+  alarm_actions     = var.alarm_actions
+  ok_actions        = var.alarm_actions
+
+  namespace           = "DssRelay"
+  metric_name         = "MetricLinesDropped"
   dimensions          = { Relay = local.alarm_relay }
   statistic           = "Sum"
   period              = 60

@@ -66,7 +66,7 @@ resource "aws_s3_bucket" "archive" {
   count = var.archive_enabled ? 1 : 0
 
   bucket        = local.archive_bucket
-  force_destroy = false
+  force_destroy = var.archive_force_destroy
   tags          = var.tags
 }
 
@@ -137,7 +137,7 @@ resource "aws_s3_bucket_lifecycle_configuration" "archive" {
   }
 }
 
-# TLS only, for everyone; the relay's role only creates objects (PutObject without
+# TLS (1.2 or later) only, for everyone; the relay's role only creates objects (PutObject without
 # If-None-Match is refused, so it cannot overwrite one); archive_readers read and list the
 # prefix. This policy is what lets readers in another account in.
 data "aws_iam_policy_document" "archive_bucket" {
@@ -161,6 +161,25 @@ data "aws_iam_policy_document" "archive_bucket" {
     }
   }
 
+  # And TLS 1.2 or later: older versions are refused even over TLS.
+  statement {
+    sid       = "DenyOutdatedTls"
+    effect    = "Deny"
+    actions   = ["s3:*"]
+    resources = [aws_s3_bucket.archive[0].arn, "${aws_s3_bucket.archive[0].arn}/*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "NumericLessThan"
+      variable = "s3:TlsVersion"
+      values   = ["1.2"]
+    }
+  }
+
   statement {
     sid       = "DenyRelayOverwrite"
     effect    = "Deny"
@@ -169,7 +188,7 @@ data "aws_iam_policy_document" "archive_bucket" {
 
     principals {
       type        = "AWS"
-      identifiers = [aws_iam_role.this.arn]
+      identifiers = [local.role_arn]
     }
 
     condition {
@@ -266,7 +285,19 @@ data "aws_iam_policy_document" "archive_readers" {
     resources = aws_secretsmanager_secret.archive_key[*].arn
   }
 
-  # The secret is encrypted with kms_key_arn when it is set.
+  # The relay's configuration file (RELAY_CONFIG in replay_environment): a replay reads it as
+  # the relay does, for its routes and sinks.
+  dynamic "statement" {
+    for_each = var.relay_config != null ? [aws_secretsmanager_secret.relay_config[0].arn] : []
+    content {
+      sid       = "ReadRelayConfig"
+      effect    = "Allow"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [statement.value]
+    }
+  }
+
+  # Both secrets are encrypted with kms_key_arn when it is set.
   dynamic "statement" {
     for_each = var.kms_key_arn != null ? [var.kms_key_arn] : []
     content {

@@ -8,8 +8,9 @@
 # per-code graphs are SEARCH expressions, so a destination or an error code shows up once the
 # relay has written a line for it. Widgets are placed by CloudWatch, in order.
 #
-# Each entry of dashboard_widgets is { shown, widget }: the ledger's widgets are shown with
-# ledger_enabled, the dead letters with create_queue. tests/terraform/dashboard.rs holds every
+# Each entry of dashboard_widgets is { shown, widget }: the ledger's widgets (duplicates, ledger
+# latency, undelivered) are shown with ledger_enabled, the replays with archive_enabled, the dead
+# letters with create_queue. tests/terraform/dashboard.rs holds every
 # widget to a metric the relay or AWS emits, with the dimensions it has.
 locals {
   dashboard_period = 60
@@ -166,6 +167,63 @@ locals {
           metrics = [
             [{ id = "ledger_latency", expression = "SEARCH('{DssRelay,Relay,Call} MetricName=\"LedgerLatency\" Relay=\"${var.name}\"', 'p99', ${local.dashboard_period})" }],
             [{ id = "ledger_calls", yAxis = "right", expression = "SEARCH('{DssRelay,Relay,Call,Result} MetricName=\"LedgerCalls\" Relay=\"${var.name}\"', 'Sum', ${local.dashboard_period})" }],
+          ]
+        }
+      }
+    },
+    {
+      shown = var.ledger_enabled
+      widget = {
+        type   = "metric"
+        width  = 12
+        height = 6
+        properties = {
+          title   = "Undelivered: notifications a destination has not acknowledged after an hour (per hour)"
+          view    = "timeSeries"
+          region  = local.region
+          stat    = "Sum"
+          period  = 3600
+          stacked = false
+          metrics = [
+            ["DssRelay", "Undelivered", "Relay", var.name],
+          ]
+        }
+      }
+    },
+    {
+      shown = var.archive_enabled
+      widget = {
+        type   = "metric"
+        width  = 12
+        height = 6
+        properties = {
+          title   = "Replays by destination and result (relay replay, where its output reaches CloudWatch)"
+          view    = "timeSeries"
+          region  = local.region
+          stat    = "Sum"
+          period  = local.dashboard_period
+          stacked = false
+          metrics = [
+            [{ id = "replays", expression = "SEARCH('{DssRelay,Relay,Sink,Result} MetricName=\"Replays\" Relay=\"${var.name}\"', 'Sum', ${local.dashboard_period})" }],
+          ]
+        }
+      }
+    },
+    {
+      shown = true
+      widget = {
+        type   = "metric"
+        width  = 12
+        height = 6
+        properties = {
+          title   = "Metric lines dropped (standard output did not keep up; per minute)"
+          view    = "timeSeries"
+          region  = local.region
+          stat    = "Sum"
+          period  = local.dashboard_period
+          stacked = false
+          metrics = [
+            ["DssRelay", "MetricLinesDropped", "Relay", var.name],
           ]
         }
       }

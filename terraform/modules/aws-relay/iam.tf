@@ -15,18 +15,57 @@ data "aws_iam_policy_document" "assume_role" {
   }
 }
 
+# With existing_role_arn the module creates no role: the role's owner attaches role_policy_json
+# (the document below) to it.
 resource "aws_iam_role" "this" {
+  count = local.create_role ? 1 : 0
+
   name                 = "${var.name}-relay"
+  path                 = var.role_path
   description          = "Execution role of the ${var.name} DSS relay."
   assume_role_policy   = data.aws_iam_policy_document.assume_role.json
+  permissions_boundary = var.permissions_boundary_arn
   max_session_duration = 3600
   tags                 = var.tags
 }
 
+# The role and its policy were single resources before existing_role_arn: keep them in place.
+moved {
+  from = aws_iam_role.this
+  to   = aws_iam_role.this[0]
+}
+
+moved {
+  from = aws_iam_role_policy.this
+  to   = aws_iam_role_policy.this[0]
+}
+
 locals {
+  create_role = var.existing_role_arn == null
+  role_arn    = local.create_role ? aws_iam_role.this[0].arn : var.existing_role_arn
+  role_name   = local.create_role ? aws_iam_role.this[0].name : element(split("/", var.existing_role_arn), length(split("/", var.existing_role_arn)) - 1)
+
   # Every customer-managed key the role may use: those of main.tf (the module's, an existing
   # queue's, the SNS topic's, an existing routes bucket's) and those of the stored sinks.
   role_kms_key_arns = distinct(concat(local.kms_key_arns, var.routes_enabled ? var.stored_sink_kms_key_arns : []))
+
+  # The regions of the queues and topics the relay sends to: its own region (a created queue,
+  # the split queues and topics) and those an ARN given names.
+  destination_regions = distinct(concat(
+    [local.region],
+    [for arn in compact([try(var.existing_queue.arn, null), var.sns_topic_arn]) : split(":", arn)[3]],
+    var.routes_enabled ? [for arn in concat(var.stored_sink_queue_arns, var.stored_sink_topic_arns) : split(":", arn)[3]] : [],
+  ))
+
+  # The services that use the role's customer-managed keys on its behalf (kms:ViaService): Secrets
+  # Manager (its secrets), S3 (the routes document), DynamoDB (the ledger) and Lambda (the
+  # function's environment) in the function's region, SQS and SNS wherever a destination is.
+  # The keys are usable through nothing else, not even by a direct KMS call with the role's
+  # credentials.
+  kms_via_services = distinct(concat(
+    [for service in ["secretsmanager", "s3", "dynamodb", "lambda"] : "${service}.${local.region}.amazonaws.com"],
+    flatten([for region in local.destination_regions : ["sqs.${region}.amazonaws.com", "sns.${region}.amazonaws.com"]]),
+  ))
 }
 
 # No managed policy (AWSLambdaBasicExecutionRole would allow logs:CreateLogGroup on "*"): the
@@ -44,6 +83,46 @@ data "aws_iam_policy_document" "this" {
     effect    = "Allow"
     actions   = ["secretsmanager:GetSecretValue"]
     resources = [aws_secretsmanager_secret.hmac.arn]
+  }
+
+  # RELAY_CONFIG: the configuration file, read once at start (config.tf).
+  dynamic "statement" {
+    for_each = var.relay_config != null ? [aws_secretsmanager_secret.relay_config[0].arn] : []
+    content {
+      sid       = "ReadRelayConfig"
+      effect    = "Allow"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [statement.value]
+    }
+  }
+
+  # RELAY_CONFIG's [sources.<name>] secret_arn: each source's signing secret, read once at start;
+  # exactly the ARNs of source_secret_arns.
+  dynamic "statement" {
+    for_each = length(var.source_secret_arns) > 0 ? [distinct(values(var.source_secret_arns))] : []
+    content {
+      sid       = "ReadSourceSecrets"
+      effect    = "Allow"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = statement.value
+    }
+  }
+
+  # Their customer-managed keys, through Secrets Manager only.
+  dynamic "statement" {
+    for_each = length(var.source_secret_kms_key_arns) > 0 ? [var.source_secret_kms_key_arns] : []
+    content {
+      sid       = "DecryptSourceSecrets"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt"]
+      resources = statement.value
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = [for region in local.source_secret_regions : "secretsmanager.${region}.amazonaws.com"]
+      }
+    }
   }
 
   # RELAY_ARCHIVE_KEY_SECRET_ARN: the key the archive's records are sealed with.
@@ -196,7 +275,7 @@ data "aws_iam_policy_document" "this" {
   }
 
   # RELAY_ARCHIVE_URL with archive_kms_key_arn: a PutObject under SSE-KMS needs GenerateDataKey,
-  # reading a record back Decrypt.
+  # reading a record back Decrypt; through S3 only.
   dynamic "statement" {
     for_each = var.archive_enabled && var.archive_kms_key_arn != null ? [var.archive_kms_key_arn] : []
     content {
@@ -204,12 +283,19 @@ data "aws_iam_policy_document" "this" {
       effect    = "Allow"
       actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
       resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = ["s3.${local.region}.amazonaws.com"]
+      }
     }
   }
 
   # Only with customer-managed keys: SQS and SNS need GenerateDataKey and Decrypt from the sender
-  # of an encrypted message; reading the secret, or a routes document encrypted with one, needs
-  # Decrypt. The stored sinks' keys (stored_sink_kms_key_arns) are among them.
+  # of an encrypted message; reading a secret, the ledger, or a routes document encrypted with
+  # one, needs Decrypt. The stored sinks' keys (stored_sink_kms_key_arns) are among them. Only
+  # through the services that use them (local.kms_via_services).
   dynamic "statement" {
     for_each = length(local.role_kms_key_arns) > 0 ? [local.role_kms_key_arns] : []
     content {
@@ -217,12 +303,20 @@ data "aws_iam_policy_document" "this" {
       effect    = "Allow"
       actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
       resources = statement.value
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = local.kms_via_services
+      }
     }
   }
 }
 
 resource "aws_iam_role_policy" "this" {
+  count = local.create_role ? 1 : 0
+
   name   = "relay"
-  role   = aws_iam_role.this.id
+  role   = aws_iam_role.this[0].id
   policy = data.aws_iam_policy_document.this.json
 }

@@ -61,6 +61,10 @@ resource "aws_dynamodb_table" "ledger" {
     enabled = var.ledger_point_in_time_recovery
   }
 
+  # DynamoDB refuses to delete the table while this is on: terraform destroy, and a change that
+  # replaces the table, fail until ledger_deletion_protection = false has been applied.
+  deletion_protection_enabled = var.ledger_deletion_protection
+
   tags = var.tags
 }
 

@@ -47,7 +47,7 @@ locals {
   # Every RELAY_* variable the function gets: the module's own, then extra_environment (which
   # may not name one of the module's). The HMAC keys and the archive's key are not among them:
   # the function reads the secrets RELAY_HMAC_KEYS_SECRET_ARN and RELAY_ARCHIVE_KEY_SECRET_ARN
-  # name once, at start.
+  # name once, at start, as it reads its configuration file from the secret RELAY_CONFIG names.
   environment = merge(local.module_environment, var.extra_environment)
   module_environment = merge(
     {
@@ -56,6 +56,7 @@ locals {
       RELAY_MAX_CLOCK_SKEW_SECS  = tostring(var.max_clock_skew_secs)
       RELAY_LOG_FORMAT           = var.log_format
     },
+    var.relay_config != null ? { RELAY_CONFIG = aws_secretsmanager_secret.relay_config[0].arn } : {},
     local.sqs_enabled ? { RELAY_SQS_QUEUE_URL = local.queue_url } : {},
     local.sns_enabled ? { RELAY_SNS_TOPIC_ARN = var.sns_topic_arn } : {},
     var.routes_enabled ? {
@@ -137,6 +138,69 @@ resource "aws_sqs_queue" "this" {
   tags = var.tags
 }
 
+# TLS only, for everyone, on both queues; on the queue, the statements of
+# queue_policy_documents too. The relay's role needs no statement here: its own policy grants
+# sqs:SendMessage, in this account.
+data "aws_iam_policy_document" "queue" {
+  count = var.create_queue ? 1 : 0
+
+  source_policy_documents = var.queue_policy_documents
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [aws_sqs_queue.this[0].arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "dlq" {
+  count = var.create_queue ? 1 : 0
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [aws_sqs_queue.dlq[0].arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "this" {
+  count = var.create_queue ? 1 : 0
+
+  queue_url = aws_sqs_queue.this[0].id
+  policy    = data.aws_iam_policy_document.queue[0].json
+}
+
+resource "aws_sqs_queue_policy" "dlq" {
+  count = var.create_queue ? 1 : 0
+
+  queue_url = aws_sqs_queue.dlq[0].id
+  policy    = data.aws_iam_policy_document.dlq[0].json
+}
+
 resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
   count = var.create_queue ? 1 : 0
 
@@ -163,9 +227,11 @@ resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_117:The function calls only public AWS endpoints (SQS, SNS, Secrets Manager, DynamoDB, S3); a VPC would add NAT or endpoints and no protection.
   #checkov:skip=CKV_AWS_272:The package is built from this repository by `make lambda` and uploaded by Terraform; there is no AWS Signer profile in this deployment.
   #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments and xray:PutTelemetryRecords, and the role grants only what the sinks call; the relay logs one line per request.
-  function_name                  = var.name
-  description                    = "Relays signed HCA DSS notifications to SQS/SNS."
-  role                           = aws_iam_role.this.arn
+  function_name = var.name
+  # The relay reads its configuration file once, at start: a new version of it changes the
+  # description, and a changed configuration makes Lambda start new execution environments.
+  description                    = var.relay_config != null ? "Relays signed HCA DSS notifications to SQS/SNS; configuration version ${aws_secretsmanager_secret_version.relay_config[0].version_id}." : "Relays signed HCA DSS notifications to SQS/SNS."
+  role                           = local.role_arn
   runtime                        = "provided.al2023"
   handler                        = "bootstrap"
   architectures                  = [local.architecture]
@@ -228,10 +294,23 @@ resource "aws_lambda_function" "this" {
       condition     = var.routes_bucket_kms_key_arn == null || var.routes_bucket != null
       error_message = "routes_bucket_kms_key_arn is the key of an existing routes_bucket; a bucket created here is encrypted with kms_key_arn."
     }
+    precondition {
+      condition     = var.existing_role_arn == null || (var.role_path == "/" && var.permissions_boundary_arn == null)
+      error_message = "role_path and permissions_boundary_arn shape the role the module creates; with existing_role_arn it creates none: set them on that role, or leave them unset."
+    }
+    precondition {
+      condition     = length(var.queue_policy_documents) == 0 || var.create_queue
+      error_message = "queue_policy_documents join the policy of the queue the module creates (create_queue = true); an existing queue's policy is its owner's (aws-queue-grant)."
+    }
   }
 
-  # The first notification finds its grants, its secret and, with the archive, its bucket.
-  depends_on = [aws_iam_role_policy.this, aws_secretsmanager_secret_version.hmac, aws_s3_bucket.archive]
+  # The first notification finds its grants, its secrets and, with the archive, its bucket.
+  depends_on = [
+    aws_iam_role_policy.this,
+    aws_secretsmanager_secret_version.hmac,
+    aws_secretsmanager_secret_version.relay_config,
+    aws_s3_bucket.archive,
+  ]
 }
 
 ################################################################################

@@ -34,6 +34,11 @@ output "hmac_secret_arn" {
   value       = aws_secretsmanager_secret.hmac.arn
 }
 
+output "relay_config_secret_arn" {
+  description = "RELAY_CONFIG: ARN of the Secrets Manager secret holding relay_config, the relay's configuration file (also in replay_environment; archive_reader_policy_json grants reading it). null without relay_config."
+  value       = one(aws_secretsmanager_secret.relay_config[*].arn)
+}
+
 ################################################################################
 # Lambda function
 ################################################################################
@@ -54,13 +59,18 @@ output "architecture" {
 }
 
 output "role_arn" {
-  description = "ARN of the function's execution role: the principal a cross-account queue policy (aws-queue-grant) lets send."
-  value       = aws_iam_role.this.arn
+  description = "ARN of the function's execution role (the one created here, or existing_role_arn): the principal a cross-account queue policy (aws-queue-grant) lets send."
+  value       = local.role_arn
 }
 
 output "role_name" {
-  description = "Name of the function's execution role."
-  value       = aws_iam_role.this.name
+  description = "Name of the function's execution role (the one created here, or existing_role_arn's)."
+  value       = local.role_name
+}
+
+output "role_policy_json" {
+  description = "The execution role's IAM policy (JSON): exactly what the enabled sinks, the secrets, the routes, the ledger and the archive call. The module attaches it inline to the role it creates; with existing_role_arn, attach it to that role (aws iam put-role-policy --role-name <role> --policy-name relay --policy-document \"$(terraform output -raw role_policy_json)\"), and again after every apply that changes it."
+  value       = data.aws_iam_policy_document.this.json
 }
 
 output "log_group_name" {
@@ -97,7 +107,7 @@ output "dlq_url" {
 ################################################################################
 
 output "alarm_arns" {
-  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters, undelivered, verified_refused); absent when not created."
+  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters, undelivered, verified_refused, metric_lines_dropped); absent when not created."
   value = merge(
     { for alarm in aws_cloudwatch_metric_alarm.needs_operator : "needs_operator" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.bad_signature : "bad_signature" => alarm.arn },
@@ -107,6 +117,7 @@ output "alarm_arns" {
     { for alarm in aws_cloudwatch_metric_alarm.dead_letters : "dead_letters" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.undelivered : "undelivered" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.verified_refused : "verified_refused" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.metric_lines_dropped : "metric_lines_dropped" => alarm.arn },
   )
 }
 
@@ -186,7 +197,7 @@ output "ledger_reader_policy_json" {
 ################################################################################
 
 output "replay_environment" {
-  description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its destinations, ledger and archive, without the HMAC keys' secret (a replay verifies nothing) and without its log format. Export them before running the command; the archive's key is read from RELAY_ARCHIVE_KEY_SECRET_ARN, with archive_reader_policy_json's grant."
+  description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its configuration file (RELAY_CONFIG, with relay_config), destinations, ledger and archive, without the HMAC keys' secret (a replay verifies nothing) and without its log format. Export them before running the command; the archive's key and the configuration file are read from their secrets (RELAY_ARCHIVE_KEY_SECRET_ARN, RELAY_CONFIG), with archive_reader_policy_json's grant."
   value = {
     for name, value in local.environment : name => value
     if !contains(["RELAY_HMAC_KEYS_SECRET_ARN", "RELAY_LOG_FORMAT"], name)
@@ -209,6 +220,6 @@ output "archive_bucket" {
 }
 
 output "archive_reader_policy_json" {
-  description = "IAM policy (JSON) for whoever runs `relay replay` to attach (the administrators of each archive_readers principal): s3:ListBucket on the archive's prefix and s3:GetObject under it, secretsmanager:GetSecretValue on the archive's key (archive_key_secret_arn) and, with kms_key_arn, kms:Decrypt with that key; with archive_kms_key_arn, kms:Decrypt with that key; with ledger_enabled, what ledger_reader_policy_json grants and dynamodb:UpdateItem and dynamodb:PutItem on the ledger table; sqs:SendMessage on the relay's queue or sns:Publish on its topic, and kms:GenerateDataKey and kms:Decrypt with their keys. A split's or a stored sink's destination needs its own grant; the stored routes are read with route_writer_policy_json's grant (without it a replay routes by the deployed routes, and says so). null without archive_enabled."
+  description = "IAM policy (JSON) for whoever runs `relay replay` to attach (the administrators of each archive_readers principal): s3:ListBucket on the archive's prefix and s3:GetObject under it, secretsmanager:GetSecretValue on the archive's key (archive_key_secret_arn) and, with relay_config, on the configuration file's secret (relay_config_secret_arn), and, with kms_key_arn, kms:Decrypt with that key; with archive_kms_key_arn, kms:Decrypt with that key; with ledger_enabled, what ledger_reader_policy_json grants and dynamodb:UpdateItem and dynamodb:PutItem on the ledger table; sqs:SendMessage on the relay's queue or sns:Publish on its topic, and kms:GenerateDataKey and kms:Decrypt with their keys. A split's or a stored sink's destination needs its own grant; the stored routes are read with route_writer_policy_json's grant (without it a replay routes by the deployed routes, and says so). null without archive_enabled."
   value       = one(data.aws_iam_policy_document.archive_readers[*].json)
 }

@@ -132,9 +132,9 @@ resource "aws_s3_bucket_lifecycle_configuration" "routes" {
   depends_on = [aws_s3_bucket_versioning.routes]
 }
 
-# TLS only, for everyone; and, for route_writers, reading and writing the one document, with
-# ListBucket on its key alone (S3 answers 404 rather than 403 for a missing object only to a
-# caller who may list it). This policy is what lets writers in another account in.
+# TLS (1.2 or later) only, for everyone; and, for route_writers, reading and writing the one
+# document, with ListBucket on its key alone (S3 answers 404 rather than 403 for a missing object
+# only to a caller who may list it). This policy is what lets writers in another account in.
 data "aws_iam_policy_document" "routes_bucket" {
   count = local.create_routes_bucket ? 1 : 0
 
@@ -153,6 +153,25 @@ data "aws_iam_policy_document" "routes_bucket" {
       test     = "Bool"
       variable = "aws:SecureTransport"
       values   = ["false"]
+    }
+  }
+
+  # And TLS 1.2 or later: older versions are refused even over TLS.
+  statement {
+    sid       = "DenyOutdatedTls"
+    effect    = "Deny"
+    actions   = ["s3:*"]
+    resources = [aws_s3_bucket.routes[0].arn, "${aws_s3_bucket.routes[0].arn}/*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "NumericLessThan"
+      variable = "s3:TlsVersion"
+      values   = ["1.2"]
     }
   }
 

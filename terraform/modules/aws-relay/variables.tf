@@ -93,13 +93,50 @@ variable "log_retention_days" {
 }
 
 variable "kms_key_arn" {
-  description = "Customer-managed KMS key for the data the module creates: the HMAC secret, the queue and its dead-letter queue, the log group, the function's environment and the ledger table. null keeps the AWS managed keys (aws/secretsmanager, SSE-SQS, CloudWatch Logs, aws/lambda and aws/dynamodb). When set, the role may use kms:Decrypt and kms:GenerateDataKey on this key, and the key policy must let CloudWatch Logs (logs.<region>.amazonaws.com) use it."
+  description = "Customer-managed KMS key for the data the module creates: the secrets (HMAC keys, archive key, configuration file), the queue and its dead-letter queue, the log group, the function's environment and the ledger table. null keeps the AWS managed keys (aws/secretsmanager, SSE-SQS, CloudWatch Logs, aws/lambda and aws/dynamodb). When set, the role may use kms:Decrypt and kms:GenerateDataKey on this key, only through the services that use it (kms:ViaService), and the key policy must let CloudWatch Logs (logs.<region>.amazonaws.com) use it."
   type        = string
   default     = null
 
   validation {
     condition     = var.kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.kms_key_arn))
     error_message = "kms_key_arn must be null or a KMS key ARN such as arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab."
+  }
+}
+
+################################################################################
+# Execution role (iam.tf)
+################################################################################
+
+variable "existing_role_arn" {
+  description = "An execution role of your own for the function, instead of the one the module creates (<name>-relay): its trust policy must let lambda.amazonaws.com assume it, and its owner attaches the role_policy_json output to it (the exact grants the module would give its own role). null (the default) creates the role, with that policy inline."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.existing_role_arn == null || can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]+$", var.existing_role_arn))
+    error_message = "existing_role_arn must be null or an IAM role ARN such as arn:aws:iam::123456789012:role/dss-relay."
+  }
+}
+
+variable "role_path" {
+  description = "Path of the execution role the module creates (\"/\", the default, or segments such as \"/relays/\"), for accounts whose policies or service control policies match roles by path. Not with existing_role_arn."
+  type        = string
+  default     = "/"
+
+  validation {
+    condition     = length(var.role_path) <= 512 && can(regex("^/([A-Za-z0-9+=,.@_-]+/)*$", var.role_path))
+    error_message = "role_path must start and end with a slash, with segments of letters, digits and + = , . @ _ - between (at most 512 characters), such as \"/\" or \"/relays/\"."
+  }
+}
+
+variable "permissions_boundary_arn" {
+  description = "ARN of a managed policy set as the permissions boundary of the execution role the module creates, where the account requires one on every role. The boundary must allow everything the role's policy grants (role_policy_json), or the relay's calls are refused. null sets none. Not with existing_role_arn."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.permissions_boundary_arn == null || can(regex("^arn:aws[a-z-]*:iam::([0-9]{12}|aws):policy/[A-Za-z0-9+=,.@_/-]+$", var.permissions_boundary_arn))
+    error_message = "permissions_boundary_arn must be null or a managed policy ARN such as arn:aws:iam::123456789012:policy/boundaries/relay."
   }
 }
 
@@ -137,6 +174,58 @@ variable "log_format" {
   validation {
     condition     = contains(["json", "text"], var.log_format)
     error_message = "log_format must be \"json\" or \"text\"."
+  }
+}
+
+################################################################################
+# Configuration file (config.tf): RELAY_CONFIG
+################################################################################
+
+variable "relay_config" {
+  description = "The relay's configuration file, as TOML text: [relay] settings, [sources.<name>] (other signature schemes than the DSS's), [sinks.<name>], [[routes]] and [[splits]] (docs/configuration.md, docs/sources.md). The module keeps it in a Secrets Manager secret (<name>-config-<suffix>, encrypted with kms_key_arn when set), lets the role read that secret, and sets RELAY_CONFIG to the secret's ARN: the relay reads it once at start, and a change reaches new execution environments (the function's description carries the secret's version, so Lambda replaces its environments). No secret in it (the module refuses hmac_keys, hmac_secret and archive_key keys): a source's secret goes in its own secret, named by secret_arn and listed in source_secret_arns. null (the default) sets no RELAY_CONFIG."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.relay_config == null || try(length(trimspace(var.relay_config)) > 0 && length(var.relay_config) <= 65536, false)
+    error_message = "relay_config must be null or a non-empty TOML document of at most 65536 characters (a Secrets Manager secret's size)."
+  }
+
+  validation {
+    condition     = var.relay_config == null || !can(regex("(?m)^[ \\t]*(relay\\.)?\"?(hmac_keys|hmac_secret|archive_key)\"?[ \\t]*=", coalesce(var.relay_config, "-")))
+    error_message = "relay_config must hold no secret: the module keeps the HMAC keys (hmac_secret) and the archive's key in secrets of their own, and a source's secret belongs in a secret named by secret_arn (source_secret_arns)."
+  }
+}
+
+variable "source_secret_arns" {
+  description = "The Secrets Manager secrets that relay_config's sources read their signing secrets from ([sources.<name>] secret_arn = \"…\"), by source name: the role may secretsmanager:GetSecretValue on exactly these ARNs (statement ReadSourceSecrets). Full ARNs, with the six characters Secrets Manager appends to the name. A secret in another account also needs a resource policy of its own that lets the role (role_arn) read it; one encrypted with a customer-managed key needs that key in source_secret_kms_key_arns. Needs relay_config. {} grants nothing."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for name, arn in var.source_secret_arns : can(regex("^[A-Za-z0-9_-]{1,64}$", name)) && can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$", arn))])
+    error_message = "source_secret_arns must map source names (letters, digits, _ and -) to full secret ARNs such as arn:aws:secretsmanager:us-east-1:123456789012:secret:relay/github-AbCdEf (with the six-character suffix, no wildcards)."
+  }
+
+  validation {
+    condition     = length(var.source_secret_arns) == 0 || var.relay_config != null
+    error_message = "source_secret_arns needs relay_config: only its [sources.<name>] read these secrets."
+  }
+}
+
+variable "source_secret_kms_key_arns" {
+  description = "Customer-managed KMS keys that encrypt source_secret_arns, if any: the role may kms:Decrypt with these keys, only through Secrets Manager in the secrets' regions (statement DecryptSourceSecrets). The keys' policies must also allow the role (role_arn). [] for secrets encrypted with aws/secretsmanager or with kms_key_arn."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.source_secret_kms_key_arns : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", arn))])
+    error_message = "source_secret_kms_key_arns must be KMS key ARNs such as arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab."
+  }
+
+  validation {
+    condition     = length(var.source_secret_kms_key_arns) == 0 || length(var.source_secret_arns) > 0
+    error_message = "source_secret_kms_key_arns are the keys of source_secret_arns; set those too, or leave it []."
   }
 }
 
@@ -260,6 +349,17 @@ variable "dlq_message_retention_seconds" {
   }
 }
 
+variable "queue_policy_documents" {
+  description = "JSON IAM policy documents whose statements join the policy of the queue the module creates (create_queue), such as an Allow for a consumer in another account, or for an SNS topic that delivers to the queue. The module owns the policies of the queue and of its dead-letter queue (aws_sqs_queue_policy replaces a queue's whole policy), which refuse every request without TLS: put your statements here rather than in a policy of your own. [] adds none."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for doc in var.queue_policy_documents : can(jsondecode(doc).Statement)])
+    error_message = "Each queue_policy_documents entry must be a JSON IAM policy with a Statement."
+  }
+}
+
 variable "existing_queue" {
   description = "An existing queue to publish to instead of creating one (create_queue = false): its ARN and URL, and the customer-managed KMS key that encrypts it, if any (the role then may use kms:GenerateDataKey and kms:Decrypt on that key). A queue in another account also needs the aws-queue-grant module there."
   type = object({
@@ -332,7 +432,7 @@ variable "callback_path" {
 ################################################################################
 
 variable "alarms_enabled" {
-  description = "Create the CloudWatch alarms, on the relay's answers by code at the DSS's retry pace (answers that need an operator, bad signatures, sustained 503s), on the function's errors and throttles, on messages in the dead-letter queue (with create_queue), and on notifications still undelivered after an hour (with ledger_enabled)."
+  description = "Create the CloudWatch alarms, on the relay's answers by code at the DSS's retry pace (answers that need an operator, bad signatures, sustained 503s), on requests refused after their signature verified, on the function's errors and throttles, on messages in the dead-letter queue (with create_queue), on notifications still undelivered after an hour (with ledger_enabled), and on metric lines the relay dropped."
   type        = bool
   default     = true
 }
@@ -386,7 +486,7 @@ variable "alarm_undelivered_threshold" {
 ################################################################################
 
 variable "dashboard_enabled" {
-  description = "Create the CloudWatch dashboard <name>: answers by class and by status and code, latency, publishes, publish latency and batch size per destination, duplicates and ledger latency (with ledger_enabled), dead letters (with create_queue), and the function's concurrency, throttles, errors and duration."
+  description = "Create the CloudWatch dashboard <name>: answers by class and by status and code, latency, publishes, publish latency and batch size per destination, duplicates, ledger latency and undelivered notifications (with ledger_enabled), replays (with archive_enabled), metric lines dropped, dead letters (with create_queue), and the function's concurrency, throttles, errors and duration."
   type        = bool
   default     = true
 }
@@ -566,6 +666,12 @@ variable "ledger_retention_secs" {
   }
 }
 
+variable "ledger_deletion_protection" {
+  description = "Deletion protection of the ledger table (deletion_protection_enabled): DynamoDB refuses to delete it, so terraform destroy, or a change that replaces the table, fails until false has been applied. The table holds which destinations acknowledged each notification of the last ledger_retention_secs: without it, every DSS retry publishes again."
+  type        = bool
+  default     = true
+}
+
 variable "ledger_point_in_time_recovery" {
   description = "Point-in-time recovery of the ledger table (continuous backups for the last 35 days, billed per GB-month of table size). false: a table deleted or overwritten by mistake cannot be restored, and the notifications it held may be published again on their next retry."
   type        = bool
@@ -615,6 +721,12 @@ variable "archive_retention_days" {
   }
 }
 
+variable "archive_force_destroy" {
+  description = "Let terraform destroy delete the archive bucket with every archived notification in it. false (the default) refuses to destroy a bucket that holds any: the archive is what `relay replay` sends from after the DSS gave up."
+  type        = bool
+  default     = false
+}
+
 variable "archive_kms_key_arn" {
   description = "Customer-managed KMS key that encrypts the archive bucket (SSE-KMS, with an S3 bucket key). null (the default) uses SSE-S3 (AES256). When set, the role may kms:GenerateDataKey on this key (to write), archive_reader_policy_json adds kms:Decrypt on it (to read), and the key policy must allow both."
   type        = string
@@ -638,12 +750,12 @@ variable "archive_readers" {
 }
 
 variable "extra_environment" {
-  description = "More RELAY_* settings for the relay, by name (docs/configuration.md lists every one), such as RELAY_MAX_BODY_BYTES, RELAY_LEDGER_KEY or RELAY_WARM_CONNECTIONS. Only RELAY_* names; none the module sets itself (it refuses them at plan), and no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY: the module keeps those in Secrets Manager). {} adds nothing."
+  description = "More RELAY_* settings for the relay, by name (docs/configuration.md lists every one), such as RELAY_MAX_BODY_BYTES, RELAY_LEDGER_KEY or RELAY_WARM_CONNECTIONS. Only RELAY_* names; none the module sets itself (it refuses them at plan); never RELAY_CONFIG (the module owns it: relay_config); and no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY: the module keeps those in Secrets Manager). {} adds nothing."
   type        = map(string)
   default     = {}
 
   validation {
-    condition     = alltrue([for name in keys(var.extra_environment) : startswith(name, "RELAY_") && !contains(["RELAY_HMAC_KEYS", "RELAY_HMAC_SECRET", "RELAY_ARCHIVE_KEY"], name)])
-    error_message = "extra_environment takes RELAY_* settings only, and no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY)."
+    condition     = alltrue([for name in keys(var.extra_environment) : startswith(name, "RELAY_") && !contains(["RELAY_HMAC_KEYS", "RELAY_HMAC_SECRET", "RELAY_ARCHIVE_KEY", "RELAY_CONFIG"], name)])
+    error_message = "extra_environment takes RELAY_* settings only, no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY), and not RELAY_CONFIG (set relay_config: the module keeps the file in a secret and grants reading it)."
   }
 }

@@ -63,7 +63,7 @@ resource "google_storage_bucket" "archive" {
   project                     = var.project_id
   name                        = local.archive_bucket
   location                    = coalesce(var.archive_location, var.region)
-  force_destroy               = false
+  force_destroy               = var.archive_force_destroy
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
   labels                      = var.labels

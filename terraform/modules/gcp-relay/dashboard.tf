@@ -74,9 +74,10 @@ resource "google_logging_metric" "ledger_latency" {
 # above), Cloud Run's metrics of the service, and the dead-letter subscriptions' backlog. Widgets
 # are laid out two to a row, in order.
 #
-# Each entry of dashboard_widgets is { shown, widget }: the ledger's widgets are shown with
-# ledger_enabled, the dead letters with dead_letter_subscriptions. tests/terraform/dashboard.rs
-# holds every widget to a metric the relay or Google Cloud emits, with the labels it has.
+# Each entry of dashboard_widgets is { shown, widget }: the ledger's widgets (duplicates, ledger
+# latency, undelivered) are shown with ledger_enabled, the dead letters with
+# dead_letter_subscriptions. tests/terraform/dashboard.rs holds every widget to a metric the
+# relay or Google Cloud emits, with the labels it has.
 locals {
   dashboard_alignment = "60s"
 
@@ -235,6 +236,48 @@ locals {
       }
     },
     {
+      shown = var.ledger_enabled
+      widget = {
+        title = "Undelivered: notifications a destination has not acknowledged after an hour (per hour)"
+        xyChart = {
+          dataSets = [{
+            plotType = "STACKED_BAR"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"logging.googleapis.com/user/${join("", google_logging_metric.undelivered[*].name)}\" resource.type=\"cloud_run_revision\""
+                aggregation = {
+                  alignmentPeriod    = "3600s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                }
+              }
+            }
+          }]
+        }
+      }
+    },
+    {
+      shown = true
+      widget = {
+        title = "Metric lines dropped: lines reporting drops (per minute)"
+        xyChart = {
+          dataSets = [{
+            plotType = "LINE"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.metric_lines_dropped.name}\" resource.type=\"cloud_run_revision\""
+                aggregation = {
+                  alignmentPeriod    = local.dashboard_alignment
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                }
+              }
+            }
+          }]
+        }
+      }
+    },
+    {
       shown = length(var.dead_letter_subscriptions) > 0
       widget = {
         title = "Dead letters: messages waiting in the dead-letter subscriptions"
@@ -301,6 +344,10 @@ locals {
   ]
 }
 
+# dashboard_json is written as the Monitoring API returns it, so that a plan after an apply
+# shows no change: the API writes int64 fields as JSON strings (columns "2", not 2), and the
+# provider ignores only the fields the API adds (etag, name, defaults), not ones it rewrites.
+# Every other value here is a string, an enum or a list the API returns as given.
 resource "google_monitoring_dashboard" "this" {
   count = var.dashboard_enabled ? 1 : 0
 
@@ -308,7 +355,7 @@ resource "google_monitoring_dashboard" "this" {
   dashboard_json = jsonencode({
     displayName = "${var.name} relay"
     gridLayout = {
-      columns = 2
+      columns = "2"
       widgets = [for w in local.dashboard_widgets : w.widget if w.shown]
     }
   })

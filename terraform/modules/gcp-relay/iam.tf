@@ -1,5 +1,5 @@
 ################################################################################
-# Service account: reads its own secret and routes document, publishes to its one topic, reads
+# Service account: reads its own secrets and routes document, publishes to its one topic, reads
 # and writes its ledger, and creates archive objects
 ################################################################################
 
@@ -13,6 +13,43 @@ resource "google_service_account" "this" {
 resource "google_secret_manager_secret_iam_member" "relay" {
   project   = var.project_id
   secret_id = google_secret_manager_secret.hmac.secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.this.email}"
+}
+
+################################################################################
+# Configuration file (config.tf): the relay reads it, and so do archive_readers; the sources'
+# secrets, the relay only
+################################################################################
+
+resource "google_secret_manager_secret_iam_member" "relay_config" {
+  count = local.relay_config_enabled ? 1 : 0
+
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.relay_config[0].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.this.email}"
+}
+
+# `relay replay` routes by the relay's configuration file: the readers fetch it
+# (relay_config_secret) and point RELAY_CONFIG at their copy.
+resource "google_secret_manager_secret_iam_member" "archive_readers_config" {
+  for_each = toset(var.archive_enabled && local.relay_config_enabled ? var.archive_readers : [])
+
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.relay_config[0].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = each.value
+}
+
+# Exactly the secrets of source_secret_ids, each an id in project_id or a full name
+# (projects/P/secrets/S, in project P). A replay verifies nothing, so archive_readers need none
+# of them.
+resource "google_secret_manager_secret_iam_member" "source_secrets" {
+  for_each = var.source_secret_ids
+
+  project   = startswith(each.value, "projects/") ? split("/", each.value)[1] : var.project_id
+  secret_id = startswith(each.value, "projects/") ? split("/", each.value)[3] : each.value
   role      = "roles/secretmanager.secretAccessor"
   member    = "serviceAccount:${google_service_account.this.email}"
 }
@@ -153,24 +190,45 @@ resource "google_pubsub_topic_iam_member" "archive_readers" {
 # Delivery ledger (ledger.tf): the one Firestore database
 ################################################################################
 
-# roles/datastore.user is the narrowest predefined role that reads and writes documents
-# (datastore.entities.get/create/update, datastore.databases.get for commits); the relay needs
-# no delete (the TTL policy deletes) and no index or database administration. Firestore has no
-# IAM policy of its own on a database, so the grant is made on the project, with an IAM
-# condition on resource.name that limits it to the ledger's database: Firestore evaluates
-# conditions on its databases' names (projects/P/databases/D), which is how per-database access
-# is granted. Making it needs resourcemanager.projects.setIamPolicy on project_id.
+# A custom role with exactly what the relay's ledger calls (crates/relay-core/src/ledger/
+# firestore.rs): documents:batchGet reads a document (datastore.entities.get); documents:commit
+# writes one with a precondition, exists: false to create it (datastore.entities.create) or
+# updateTime to replace it (datastore.entities.update). It runs no query, no transaction and no
+# delete (the TTL policy deletes), and administers nothing; roles/datastore.user, the narrowest
+# predefined role, would add list, delete, allocateIds, transactions and index reads. Creating
+# the role needs iam.roles.create on project_id (roles/iam.roleAdmin). role_id takes no hyphens.
+resource "google_project_iam_custom_role" "ledger" {
+  count = var.ledger_enabled ? 1 : 0
+
+  project     = var.project_id
+  role_id     = "dssRelayLedger_${replace(var.name, "-", "_")}"
+  title       = "DSS relay ${var.name}: delivery ledger"
+  description = "What the ${var.name} relay calls on its Firestore delivery ledger: read, create and update documents."
+  permissions = ["datastore.entities.create", "datastore.entities.get", "datastore.entities.update"]
+}
+
+# Firestore has no IAM policy of its own on a database, so the grant is made on the project,
+# with an IAM condition on resource.name that limits it to the ledger's database: Firestore
+# evaluates conditions on its databases' names (projects/P/databases/D), which is how
+# per-database access is granted. Making it needs resourcemanager.projects.setIamPolicy on
+# project_id.
 resource "google_project_iam_member" "relay_ledger" {
   count = var.ledger_enabled ? 1 : 0
 
   project = var.project_id
-  role    = "roles/datastore.user"
+  role    = google_project_iam_custom_role.ledger[0].name
   member  = "serviceAccount:${google_service_account.this.email}"
 
   condition {
     title       = "ledger-database-only"
     description = "Only the delivery ledger database of the ${var.name} relay."
     expression  = local.ledger_database_condition
+  }
+
+  # A change of role (roles/datastore.user before the custom role) replaces the binding: the new
+  # one first, so that the relay never runs without access to its ledger.
+  lifecycle {
+    create_before_destroy = true
   }
 }
 

@@ -12,7 +12,8 @@ locals {
 
   # Every plain RELAY_* variable the container gets: the module's own, then extra_environment
   # (which may not name one of the module's). The HMAC keys and the archive's key are not among
-  # them: they come from Secret Manager (below).
+  # them: they come from Secret Manager (below), as the configuration file does (a volume;
+  # RELAY_CONFIG is its path).
   environment = merge(local.module_environment, var.extra_environment)
   module_environment = merge(
     {
@@ -25,6 +26,8 @@ locals {
       # parses into jsonPayload; the logs-based metrics in monitoring.tf read these lines.
       RELAY_METRICS = "emf"
     },
+    # The configuration file (config.tf), mounted from Secret Manager.
+    local.relay_config_enabled ? { RELAY_CONFIG = local.relay_config_path } : {},
     # The stored routes (routes.tf): read at start, then again at most every
     # routes_refresh_secs.
     var.routes_enabled ? {
@@ -119,6 +122,24 @@ resource "google_cloud_run_v2_service" "this" {
       max_instance_count = var.max_instances
     }
 
+    # The configuration file (config.tf): the version written by this apply, as the file
+    # relay.toml of the volume, which the container mounts at /etc/relay (RELAY_CONFIG).
+    dynamic "volumes" {
+      for_each = local.relay_config_enabled ? [google_secret_manager_secret_version.relay_config[0].version] : []
+      content {
+        name = "relay-config"
+
+        secret {
+          secret = google_secret_manager_secret.relay_config[0].secret_id
+
+          items {
+            path    = local.relay_config_file
+            version = volumes.value
+          }
+        }
+      }
+    }
+
     containers {
       image = var.image
 
@@ -171,6 +192,29 @@ resource "google_cloud_run_v2_service" "this" {
         }
       }
 
+      # The sources' secrets (source_secret_ids), each in the variable its source's secret_env
+      # names, from the latest version of its secret when the instance starts.
+      dynamic "env" {
+        for_each = var.source_secret_ids
+        content {
+          name = env.key
+          value_source {
+            secret_key_ref {
+              secret  = env.value
+              version = "latest"
+            }
+          }
+        }
+      }
+
+      dynamic "volume_mounts" {
+        for_each = local.relay_config_enabled ? ["relay-config"] : []
+        content {
+          name       = volume_mounts.value
+          mount_path = local.relay_config_dir
+        }
+      }
+
       # GET on any path answers 200 {"status":"ok"} once the configuration is valid and the
       # Pub/Sub client is built.
       startup_probe {
@@ -204,10 +248,12 @@ resource "google_cloud_run_v2_service" "this" {
     }
   }
 
-  # The first request finds its secret and, with the ledger, its grant and TTL policy in place;
-  # with the archive, its bucket and grant.
+  # The first request finds its secrets (the configuration file and the sources' too) and, with
+  # the ledger, its grant and TTL policy in place; with the archive, its bucket and grant.
   depends_on = [
     google_secret_manager_secret_iam_member.relay,
+    google_secret_manager_secret_iam_member.relay_config,
+    google_secret_manager_secret_iam_member.source_secrets,
     google_project_iam_member.relay_ledger,
     google_firestore_field.ledger_expires_at,
     google_storage_bucket_iam_member.relay_archive,

@@ -186,6 +186,15 @@ resource "google_logging_metric" "batch_size" {
 # more than unavailable_threshold 503s (an outage a retry ran into). tests/terraform/alarms.rs
 # derives the window from the schedules and simulates a relay failing one notification an hour
 # against these policies.
+#
+# A v2 unversioned tombstone never has two attempts in the window: it skips the inline attempt
+# and is retried only after the queue's 6 h visibility timeout (about 0, 6 h, 12 h, …). A window
+# that held two of its attempts (over 6 h) would keep every incident open for 6 hours after the
+# last failure and let scattered scanners' 401s add up to one. So the window stays: the answers
+# an operator must act on alert on one answer (its first attempt), and the two-answer policies
+# (bad signatures, 503s) open when the same cause fails a second notification, as a signature
+# problem or an outage does for every notification of the subscription; a tombstone's lone 503
+# is retried 6 h later and, still failing, counted as undelivered. alarms.rs holds this too.
 locals {
   alert_window = "1800s"
 
@@ -369,6 +378,14 @@ resource "google_monitoring_alert_policy" "unavailable" {
 # request_count, held for ten minutes: it counted the relay's own answers too (now alerted on by
 # code, above) and every scanner's 401 and 404, and the DSS's retries never fail ten minutes in
 # a row.
+#
+# Cloud Run's own 503 (the connection to an instance failed, or its answer was malformed: an
+# instance that died mid-request) is not among them: request_count's response_code 503 counts
+# the relay's own 503 answers as well (sink_unavailable, ledger_unavailable, overloaded and
+# deadline_passed, which the unavailable policy alerts on by code, and in_progress), and a
+# threshold condition cannot subtract one count from another. On the dashboard they are the 5xx requests
+# (requests by response class) beyond the relay's own 503 answers (answers by status and code),
+# and the instance's log has what ended it.
 resource "google_monitoring_alert_policy" "platform_errors" {
   project               = var.project_id
   display_name          = "${var.name}: Cloud Run answered DSS notifications without the relay"
@@ -647,6 +664,84 @@ resource "google_monitoring_alert_policy" "verified_refused" {
       --refused --since <when>` (the archive_url output; archive_readers may read it), fix the
       configuration, then send them with `relay replay --refused --since <when>`. A second run
       sends nothing.
+    EOT
+  }
+}
+
+################################################################################
+# Alert: metric lines the relay dropped
+################################################################################
+
+# When standard output does not keep up (its queue of 8,192 lines is full), the relay drops
+# metric lines and then prints how many:
+#
+#   {"Relay":…,"MetricLinesDropped":12,…}
+#
+# Every metric above is read from those lines, so a dropped line is an answer every policy
+# missed: one such line in the window opens an incident. The metric counts the lines; the
+# number dropped is in each line.
+resource "google_logging_metric" "metric_lines_dropped" {
+  project     = var.project_id
+  name        = "${var.name}/metric-lines-dropped"
+  description = "Lines of the ${var.name} relay reporting metric lines it dropped because standard output did not keep up (each line's MetricLinesDropped says how many)."
+  filter      = "${local.metric_lines} AND jsonPayload.MetricLinesDropped:*"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "${var.name}: metric lines dropped"
+  }
+}
+
+resource "google_monitoring_alert_policy" "metric_lines_dropped" {
+  project               = var.project_id
+  display_name          = "${var.name}: metric lines dropped"
+  combiner              = "OR"
+  enabled               = var.alerts_enabled
+  notification_channels = var.alert_notification_channels
+  severity              = "WARNING"
+  user_labels           = var.labels
+
+  conditions {
+    display_name = "metric lines dropped, any in 30 minutes"
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "resource.type = \"cloud_run_revision\"",
+        "metric.type = \"logging.googleapis.com/user/${google_logging_metric.metric_lines_dropped.name}\"",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = local.alert_window
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "${var.name}: the relay dropped metric lines"
+    content   = <<-EOT
+      The Cloud Run service **${var.name}** (project ${var.project_id}) dropped metric lines in
+      the last 30 minutes (logging.googleapis.com/user/${var.name}/metric-lines-dropped; each
+      line's MetricLinesDropped says how many): its standard output did not keep up, and the
+      answers and publishes those lines counted are missing from every logs-based metric of the
+      relay, so the other policies may have missed failures.
+
+      **Check first** the relay's warning "Metric lines dropped" and the requests of that time in
+      its logs, and the service's CPU (cpu, concurrency): an instance short of CPU writes its
+      lines too slowly.
     EOT
   }
 }

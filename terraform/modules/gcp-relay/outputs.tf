@@ -77,15 +77,16 @@ output "metric_names" {
 }
 
 output "alert_policy_names" {
-  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, dead_letters (null without dead_letter_subscriptions), undelivered (null without ledger_enabled) and verified_refused."
+  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, dead_letters (null without dead_letter_subscriptions), undelivered (null without ledger_enabled), verified_refused and metric_lines_dropped."
   value = {
-    needs_operator   = google_monitoring_alert_policy.needs_operator.name
-    bad_signature    = google_monitoring_alert_policy.bad_signature.name
-    unavailable      = google_monitoring_alert_policy.unavailable.name
-    platform_errors  = google_monitoring_alert_policy.platform_errors.name
-    dead_letters     = one(google_monitoring_alert_policy.dead_letters[*].name)
-    undelivered      = one(google_monitoring_alert_policy.undelivered[*].name)
-    verified_refused = google_monitoring_alert_policy.verified_refused.name
+    needs_operator       = google_monitoring_alert_policy.needs_operator.name
+    bad_signature        = google_monitoring_alert_policy.bad_signature.name
+    unavailable          = google_monitoring_alert_policy.unavailable.name
+    platform_errors      = google_monitoring_alert_policy.platform_errors.name
+    dead_letters         = one(google_monitoring_alert_policy.dead_letters[*].name)
+    undelivered          = one(google_monitoring_alert_policy.undelivered[*].name)
+    verified_refused     = google_monitoring_alert_policy.verified_refused.name
+    metric_lines_dropped = google_monitoring_alert_policy.metric_lines_dropped.name
   }
 }
 
@@ -151,10 +152,10 @@ output "ledger_collection" {
 ################################################################################
 
 output "replay_environment" {
-  description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its destination, ledger and archive, without its log format and metric lines. Export them before running the command, with RELAY_ARCHIVE_KEY the latest version of archive_key_secret; a replay verifies nothing, so it needs no HMAC key."
+  description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its destination, ledger and archive, without its log format and metric lines, and without RELAY_CONFIG (a path in the container). Export them before running the command, with RELAY_ARCHIVE_KEY the latest version of archive_key_secret and, with relay_config, RELAY_CONFIG the path of a copy of relay_config_secret's latest version; a replay verifies nothing, so it needs no HMAC key."
   value = {
     for name, value in local.environment : name => value
-    if !contains(["RELAY_LOG_FORMAT", "RELAY_METRICS"], name)
+    if !contains(["RELAY_LOG_FORMAT", "RELAY_METRICS", "RELAY_CONFIG"], name)
   }
 }
 
@@ -166,6 +167,11 @@ output "archive_url" {
 output "archive_key_secret" {
   description = "Secret Manager secret (projects/P/secrets/S) holding the archive's key (RELAY_ARCHIVE_KEY): the relay seals every record with it, and `relay replay` needs it to open them (archive_readers may read it). null without archive_enabled."
   value       = one(google_secret_manager_secret.archive_key[*].id)
+}
+
+output "relay_config_secret" {
+  description = "Secret Manager secret (projects/P/secrets/S) holding relay_config, the relay's configuration file, which the container reads as RELAY_CONFIG: a replayer copies its latest version to a file (gcloud secrets versions access latest --secret=…) and sets RELAY_CONFIG to that file (archive_readers may read it). null without relay_config."
+  value       = one(google_secret_manager_secret.relay_config[*].id)
 }
 
 output "archive_bucket" {

@@ -184,6 +184,47 @@ variable "pubsub_ordering" {
 }
 
 ################################################################################
+# Configuration file (config.tf): RELAY_CONFIG
+################################################################################
+
+variable "relay_config" {
+  description = "The relay's configuration file, as TOML text: [relay] settings, [sources.<name>] (other signature schemes than the DSS's), [sinks.<name>], [[routes]] and [[splits]] (docs/configuration.md, docs/sources.md). The module keeps it in a Secret Manager secret (<name>-config), grants the service account roles/secretmanager.secretAccessor on that secret, mounts the version it wrote into the container as the file /etc/relay/relay.toml and sets RELAY_CONFIG to that path; a change writes a new version and rolls out a revision that reads it. No secret in it (the module refuses hmac_keys, hmac_secret and archive_key keys): a source's secret reaches the container as an environment variable from Secret Manager (source_secret_ids), which the source names with secret_env. null (the default) sets no RELAY_CONFIG."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.relay_config == null || try(length(trimspace(var.relay_config)) > 0 && length(var.relay_config) <= 65536, false)
+    error_message = "relay_config must be null or a non-empty TOML document of at most 65536 characters (a Secret Manager version holds at most 64 KiB)."
+  }
+
+  validation {
+    condition     = var.relay_config == null || !can(regex("(?m)^[ \\t]*(relay\\.)?\"?(hmac_keys|hmac_secret|archive_key)\"?[ \\t]*=", coalesce(var.relay_config, "-")))
+    error_message = "relay_config must hold no secret: the module keeps the HMAC keys (hmac_secret) and the archive's key in secrets of their own, and a source's secret belongs in a Secret Manager secret given to the container through source_secret_ids (secret_env)."
+  }
+}
+
+variable "source_secret_ids" {
+  description = "Secrets of relay_config's sources, by the environment variable that carries each into the container: { GITHUB_WEBHOOK_SECRET = \"github-webhook-secret\" } sets GITHUB_WEBHOOK_SECRET from the latest version of that Secret Manager secret (an id in project_id, or projects/P/secrets/S), for a source with secret_env = \"GITHUB_WEBHOOK_SECRET\". The service account gets roles/secretmanager.secretAccessor on exactly these secrets, which needs secretmanager.secrets.setIamPolicy on them for whoever applies. Instances read a secret when they start: a new version reaches the instances started after it, and every instance with the next revision. Not RELAY_* names (the module's), nor PORT, K_SERVICE, K_REVISION or K_CONFIGURATION (Cloud Run's). Needs relay_config. {} sets none."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for name, id in var.source_secret_ids : can(regex("^[A-Z_][A-Z0-9_]{0,127}$", name)) && !startswith(name, "RELAY_") && !contains(["PORT", "K_SERVICE", "K_REVISION", "K_CONFIGURATION"], name)])
+    error_message = "source_secret_ids takes environment variable names (uppercase letters, digits and _, not starting with a digit), none RELAY_* (the module's settings) nor PORT, K_SERVICE, K_REVISION or K_CONFIGURATION (set by Cloud Run)."
+  }
+
+  validation {
+    condition     = alltrue([for name, id in var.source_secret_ids : can(regex("^(projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/)?[A-Za-z0-9_-]{1,255}$", id))])
+    error_message = "source_secret_ids values must be Secret Manager secret ids (in project_id) or names projects/PROJECT/secrets/SECRET."
+  }
+
+  validation {
+    condition     = length(var.source_secret_ids) == 0 || var.relay_config != null
+    error_message = "source_secret_ids needs relay_config: only its [sources.<name>] read these variables (secret_env)."
+  }
+}
+
+################################################################################
 # HMAC key (Secret Manager)
 ################################################################################
 
@@ -360,7 +401,7 @@ variable "dead_letter_subscriptions" {
 ################################################################################
 
 variable "dashboard_enabled" {
-  description = "Create the Cloud Monitoring dashboard \"<name> relay\": answers by class and by status and code, answer latency, publish latency and batch size per destination, duplicates and ledger latency (with ledger_enabled), dead letters (with dead_letter_subscriptions), and Cloud Run's instances and requests by response class."
+  description = "Create the Cloud Monitoring dashboard \"<name> relay\": answers by class and by status and code, answer latency, publish latency and batch size per destination, duplicates, ledger latency and undelivered notifications (with ledger_enabled), metric lines dropped, dead letters (with dead_letter_subscriptions), and Cloud Run's instances and requests by response class."
   type        = bool
   default     = true
 }
@@ -572,6 +613,12 @@ variable "archive_retention_days" {
   }
 }
 
+variable "archive_force_destroy" {
+  description = "Let terraform destroy delete the archive bucket with every archived notification in it. false (the default) refuses to destroy a bucket that holds any: the archive is what `relay replay` sends from after the DSS gave up."
+  type        = bool
+  default     = false
+}
+
 variable "archive_location" {
   description = "Location of the archive bucket: a region (us-east1), a dual-region (NAM4) or a multi-region (US). null uses region, next to the service. A bucket's location cannot change."
   type        = string
@@ -606,12 +653,12 @@ variable "archive_readers" {
 }
 
 variable "extra_environment" {
-  description = "More RELAY_* settings for the relay, by name (docs/configuration.md lists every one), such as RELAY_MAX_BODY_BYTES, RELAY_LEDGER_KEY or RELAY_WARM_CONNECTIONS. Only RELAY_* names; none the module sets itself (it refuses them at plan), and no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY: the module keeps those in Secret Manager). {} adds nothing."
+  description = "More RELAY_* settings for the relay, by name (docs/configuration.md lists every one), such as RELAY_MAX_BODY_BYTES, RELAY_LEDGER_KEY or RELAY_WARM_CONNECTIONS. Only RELAY_* names; none the module sets itself (it refuses them at plan); never RELAY_CONFIG (the module owns it: relay_config); and no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY: the module keeps those in Secret Manager). {} adds nothing."
   type        = map(string)
   default     = {}
 
   validation {
-    condition     = alltrue([for name in keys(var.extra_environment) : startswith(name, "RELAY_") && !contains(["RELAY_HMAC_KEYS", "RELAY_HMAC_SECRET", "RELAY_ARCHIVE_KEY"], name)])
-    error_message = "extra_environment takes RELAY_* settings only, and no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY)."
+    condition     = alltrue([for name in keys(var.extra_environment) : startswith(name, "RELAY_") && !contains(["RELAY_HMAC_KEYS", "RELAY_HMAC_SECRET", "RELAY_ARCHIVE_KEY", "RELAY_CONFIG"], name)])
+    error_message = "extra_environment takes RELAY_* settings only, no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY), and not RELAY_CONFIG (set relay_config: the module keeps the file in a secret and mounts it)."
   }
 }
