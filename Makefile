@@ -26,7 +26,8 @@ test: ## Everything the tests need (emulators included), then all tests; emulato
 	$(CARGO) build --workspace --all-targets --all-features
 	infra/local/emulators.sh start
 	status=0; \
-	  { source infra/local/env.sh && $(CARGO) test --workspace --all-features && infra/local/smoke.sh; } \
+	  { source infra/local/env.sh && infra/local/moto-apply.sh \
+	    && $(CARGO) test --workspace --all-features && infra/local/smoke.sh; } \
 	    || status=$$?; \
 	  infra/local/emulators.sh stop; \
 	  exit $$status
@@ -34,8 +35,8 @@ test: ## Everything the tests need (emulators included), then all tests; emulato
 test-unit: ## Unit and component tests (no emulator needed)
 	$(CARGO) test --workspace --all-features --exclude relay-tests
 
-test-integration: ## Integration tests; needs `make emulators-up`
-	source infra/local/env.sh && $(CARGO) test -p relay-tests --features integration-tests
+test-integration: ## Integration tests (the aws-sqs example applied to moto first); needs `make emulators-up`
+	source infra/local/env.sh && infra/local/moto-apply.sh && $(CARGO) test -p relay-tests --features integration-tests
 
 smoke: ## The Quick start end to end: relay-gcf plus `relay send`, payloads compared byte for byte
 	$(CARGO) build -p relay-gcf -p relay-cli

@@ -13,12 +13,22 @@ run concurrently, as before.
 SQS: moto keeps a queue's RedriveAllowPolicy when it is set but never returns it, so Terraform's
 aws_sqs_queue_redrive_allow_policy waits for it forever; GetQueueAttributes returns it here, as
 SQS does, which lets the aws-relay module (its dead-letter queue) apply to moto whole.
+
+S3 bucket policies: moto evaluates a condition with StringEquals only, takes every other
+condition (Bool, Null, NumericLessThan) as met, and checks no principal, so each conditional Deny
+of the modules' buckets (TLS only, minimum TLS 1.2, the relay's no-overwrite) would deny every
+request to them. A Deny with a condition is left out of the evaluation here, as a condition
+that is not met; the rest of the policy is evaluated as moto does. (The relay's writes carry
+If-None-Match, which moto enforces, whatever the policy.)
 """
 
+import json
 import sys
 import threading
 
 from moto.dynamodb.responses import DynamoHandler
+from moto.iam.access_control import IAMPolicy, PermissionResult
+from moto.s3.models import FakeBucket
 from moto.s3.responses import S3Response
 from moto.server import main
 from moto.sqs.models import Queue
@@ -43,6 +53,20 @@ def _s3_writes_one_at_a_time(self, request, full_url):
     return _key_response(self, request, full_url)
 
 
+def _without_conditional_denies(self, action, resource):
+    if self.policy is None:
+        return PermissionResult.NEUTRAL
+    document = json.loads(self.policy)
+    statements = document.get("Statement", [])
+    if isinstance(statements, dict):
+        statements = [statements]
+    document["Statement"] = [
+        s for s in statements if not (s.get("Effect") == "Deny" and s.get("Condition"))
+    ]
+    return IAMPolicy(json.dumps(document)).is_action_permitted(action, resource)
+
+
+FakeBucket.get_permission = _without_conditional_denies
 Queue.redrive_allow_policy = None
 # Asking for it by name is valid (the names are checked against these lists).
 Queue.KMS_ATTRIBUTES = Queue.KMS_ATTRIBUTES + ["RedriveAllowPolicy"]

@@ -16,27 +16,49 @@ fn function_url_event(
     content_type: &str,
     base64: bool,
 ) -> lambda_http::Request {
+    let signature = sign(KEY_ID, &Secret::new(SECRET), SystemTime::now(), body).unwrap();
+    let headers = [
+        ("date", signature.date),
+        ("digest", signature.digest),
+        ("authorization", signature.authorization),
+    ];
+    let headers =
+        headers.map(|(name, value)| (name.to_owned(), value.to_str().unwrap().to_owned()));
+    function_url_event_with(template, None, body, content_type, base64, &headers)
+}
+
+/// The example Function URL event `template` with a new body, its type, and `headers` set; at
+/// `target` (a path and a query string) instead of the template's, when given.
+pub(crate) fn function_url_event_with(
+    template: &str,
+    target: Option<(&str, &str)>,
+    body: &[u8],
+    content_type: &str,
+    base64: bool,
+    headers: &[(String, String)],
+) -> lambda_http::Request {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../crates/relay-lambda/events")
         .join(template);
     let mut event: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let signature = sign(KEY_ID, &Secret::new(SECRET), SystemTime::now(), body).unwrap();
-    let headers = event["headers"].as_object_mut().unwrap();
-    headers.insert("content-type".into(), content_type.into());
-    headers.insert("content-length".into(), body.len().to_string().into());
-    headers.insert("date".into(), signature.date.to_str().unwrap().into());
-    headers.insert("digest".into(), signature.digest.to_str().unwrap().into());
-    headers.insert(
-        "authorization".into(),
-        signature.authorization.to_str().unwrap().into(),
-    );
+    let all = event["headers"].as_object_mut().unwrap();
+    all.insert("content-type".into(), content_type.into());
+    all.insert("content-length".into(), body.len().to_string().into());
+    for (name, value) in headers {
+        all.insert(name.clone(), value.clone().into());
+    }
     event["body"] = if base64 {
         BASE64.encode(body).into()
     } else {
         String::from_utf8(body.to_vec()).unwrap().into()
     };
     event["isBase64Encoded"] = base64.into();
+    if let Some((path, query)) = target {
+        event["rawPath"] = path.into();
+        event["requestContext"]["http"]["path"] = path.into();
+        event["rawQueryString"] = query.into();
+    }
     lambda_http::request::from_str(&event.to_string()).unwrap()
 }
 

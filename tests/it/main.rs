@@ -5,6 +5,7 @@
 
 mod archive;
 mod common;
+mod deployed;
 mod failures;
 mod fanout;
 mod identity;
