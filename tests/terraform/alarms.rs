@@ -765,7 +765,7 @@ fn an_unversioned_tombstone_alarms_on_one_answer_or_with_a_second_notification()
     let two = [(401, "bad_signature"), (401, "unknown_key_id")];
     for (module, alarms) in relay_alarms() {
         for (status, code) in single.iter().chain(&VERIFIED_REFUSED) {
-            let answers = failing_once(schedule, JITTER_SECS, *status, *code);
+            let answers = failing_once(schedule, JITTER_SECS, *status, code);
             let fired = fires(&alarms, *status, code, &answers);
             assert!(
                 fired.as_ref().is_some_and(|(t, _)| *t <= WITHIN_SECS),
@@ -774,7 +774,7 @@ fn an_unversioned_tombstone_alarms_on_one_answer_or_with_a_second_notification()
             );
         }
         for (status, code) in two.iter().chain(&UNAVAILABLE) {
-            let alone = failing_once(schedule, JITTER_SECS, *status, *code);
+            let alone = failing_once(schedule, JITTER_SECS, *status, code);
             let fired = fires(&alarms, *status, code, &alone);
             assert!(
                 fired.is_none(),
@@ -783,7 +783,7 @@ fn an_unversioned_tombstone_alarms_on_one_answer_or_with_a_second_notification()
             );
             let mut both = alone.clone();
             both.extend(
-                failing_once(schedule, JITTER_SECS, *status, *code)
+                failing_once(schedule, JITTER_SECS, *status, code)
                     .into_iter()
                     .map(|a| Answer {
                         at: a.at + 600,
