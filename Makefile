@@ -27,7 +27,8 @@ test: ## Everything the tests need (emulators included), then all tests; emulato
 	infra/local/emulators.sh start
 	status=0; \
 	  { source infra/local/env.sh && infra/local/moto-apply.sh \
-	    && $(CARGO) test --workspace --all-features && infra/local/smoke.sh; } \
+	    && $(CARGO) test --workspace --all-features && infra/local/smoke.sh \
+	    && infra/local/recipes.sh; } \
 	    || status=$$?; \
 	  infra/local/emulators.sh stop; \
 	  exit $$status

@@ -12,7 +12,12 @@ run concurrently, as before.
 
 SQS: moto keeps a queue's RedriveAllowPolicy when it is set but never returns it, so Terraform's
 aws_sqs_queue_redrive_allow_policy waits for it forever; GetQueueAttributes returns it here, as
-SQS does, which lets the aws-relay module (its dead-letter queue) apply to moto whole.
+SQS does, which lets the aws-relay module (its dead-letter queue) apply to moto whole. Two more
+keep a second apply of the same configuration from planning changes that AWS would not: moto
+drops a queue's Policy whenever another attribute is set (as the redrive-allow policy is), and
+writes the RedrivePolicy it returns with spaces, where SQS returns compact JSON; here the
+Policy stays and the JSON is compact. Lambda: moto keeps no LoggingConfig, which Lambda always
+returns (Text, the function's log group, by default); here it keeps what was set, else that.
 
 S3 bucket policies: moto evaluates a condition with StringEquals only, takes every other
 condition (Bool, Null, NumericLessThan) as met, and checks no principal, so each conditional Deny
@@ -27,6 +32,7 @@ import sys
 import threading
 
 from moto.dynamodb.responses import DynamoHandler
+from moto.awslambda.models import LambdaFunction
 from moto.iam.access_control import IAMPolicy, PermissionResult
 from moto.s3.models import FakeBucket
 from moto.s3.responses import S3Response
@@ -78,10 +84,49 @@ def _with_redrive_allow_policy(self):
     result.pop("RedriveAllowPolicy", None)
     if self.redrive_allow_policy:
         result["RedriveAllowPolicy"] = self.redrive_allow_policy
+    if self.redrive_policy:
+        result["RedrivePolicy"] = json.dumps(self.redrive_policy, separators=(",", ":"))
     return result
 
 
 Queue.attributes = property(_with_redrive_allow_policy)
+_set_queue_attributes = Queue._set_attributes
+
+
+def _keeping_the_policy(self, attributes, now=None):
+    policy = getattr(self, "policy", None)
+    _set_queue_attributes(self, attributes, now)
+    if "Policy" not in attributes:
+        self.policy = policy
+
+
+Queue._set_attributes = _keeping_the_policy
+_lambda_init = LambdaFunction.__init__
+_lambda_configuration = LambdaFunction.get_configuration
+_lambda_update = LambdaFunction.update_configuration
+
+
+def _lambda_keeping_logging(self, account_id, spec, region, version=1):
+    _lambda_init(self, account_id, spec, region, version)
+    self.logging_config = spec.get("LoggingConfig")
+
+
+def _lambda_logging(self, on_create=False):
+    config = _lambda_configuration(self, on_create)
+    default = {"LogFormat": "Text", "LogGroup": f"/aws/lambda/{self.function_name}"}
+    config["LoggingConfig"] = dict(default, **(getattr(self, "logging_config", None) or {}))
+    return config
+
+
+def _lambda_update_logging(self, config_updates):
+    if "LoggingConfig" in config_updates:
+        self.logging_config = config_updates["LoggingConfig"]
+    return _lambda_update(self, config_updates)
+
+
+LambdaFunction.__init__ = _lambda_keeping_logging
+LambdaFunction.get_configuration = _lambda_logging
+LambdaFunction.update_configuration = _lambda_update_logging
 DynamoHandler.call_action = _dynamodb_one_at_a_time
 S3Response._key_response = _s3_writes_one_at_a_time
 

@@ -70,7 +70,7 @@ pub(crate) struct EventsArgs {
     /// Only this bundle's.
     #[arg(long, value_name = "UUID")]
     bundle: Option<String>,
-    /// Print the counts only.
+    /// Print the counts only (and exit 0 when none matched).
     #[arg(long)]
     count: bool,
     /// Print JSON instead of text.
@@ -111,7 +111,8 @@ struct Found {
     failed: usize,
 }
 
-/// Runs `relay events`: 0 when some notification matched, 1 when none did, 2 on an error.
+/// Runs `relay events`: 0 when some notification matched (with `--count`, always), 1 when none
+/// did, 2 on an error.
 pub(crate) fn run(args: &EventsArgs) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -127,7 +128,8 @@ pub(crate) fn run(args: &EventsArgs) -> ExitCode {
     match runtime.block_on(events(args)) {
         Ok(found) => {
             print(args, &found);
-            match (found.failed, found.events.is_empty()) {
+            // With --count the count is the answer, none included.
+            match (found.failed, found.events.is_empty() && !args.count) {
                 (0, false) => ExitCode::SUCCESS,
                 (0, true) => ExitCode::FAILURE,
                 _ => ExitCode::from(2),
@@ -332,8 +334,9 @@ fn print(args: &EventsArgs, found: &Found) {
     }
     let by_status: Vec<String> = statuses.iter().map(|(s, n)| format!("{n} {s}")).collect();
     println!(
-        "{} notifications{}{}",
+        "{} notification{}{}{}",
         found.events.len(),
+        if found.events.len() == 1 { "" } else { "s" },
         if by_status.is_empty() { "" } else { ": " },
         by_status.join(", ")
     );
