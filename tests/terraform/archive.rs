@@ -383,11 +383,46 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
         "source_policy_documents",
     )
     .map(ToString::to_string);
-    assert_eq!(
-        sources.as_deref(),
-        Some("data.aws_iam_policy_document.ledger_readers[*].json"),
-        "aws-relay: replay reads the ledger as relay trace does"
+    let sources = sources.unwrap_or_default();
+    assert!(
+        sources.starts_with("concat(data.aws_iam_policy_document.ledger_readers[*].json,")
+            && sources.contains("Statement = local.replay_route_statements"),
+        "aws-relay: replay reads the ledger as relay trace does, and the stored routes as the relay does: {sources}"
     );
+    // Those statements are the role's own, by Sid, and every one of them is in the role's
+    // document: a replay reads the stored routes and sends where they may send.
+    let locals = config.locals();
+    let filter = locals
+        .get("replay_route_statements")
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        filter.contains("jsondecode(data.aws_iam_policy_document.this.json).Statement")
+            && filter.contains("contains(local.replay_route_sids"),
+        "aws-relay: {filter}"
+    );
+    let role_sids: BTreeSet<String> = document(&config, "this")
+        .iter()
+        .map(|s| s.sid.clone())
+        .collect();
+    let copied = locals
+        .get("replay_route_sids")
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    for sid in [
+        "ReadStoredRoutes",
+        "FindStoredRoutes",
+        "SendToSplitQueues",
+        "PublishToSplitTopics",
+        "SendToStoredSinkQueues",
+        "PublishToStoredSinkTopics",
+    ] {
+        assert!(
+            copied.contains(&format!("\"{sid}\"")),
+            "aws-relay: a replay needs {sid}: {copied}"
+        );
+        assert!(role_sids.contains(sid), "aws-relay: the role has no {sid}");
+    }
     let mut actions = BTreeSet::new();
     for statement in &replay {
         assert_eq!(statement.effect, "Allow");

@@ -252,10 +252,27 @@ resource "aws_s3_bucket_policy" "archive" {
 # An identity policy for whoever runs `relay replay`: list an hour's prefix and read its
 # objects; with the ledger, what `relay trace` reads (ledger_readers, GetItem and Query on
 # by_bundle) and the ledger writes a replay records its deliveries with (UpdateItem, PutItem).
+# With stored routes, a replay reads the routes document and sends to what it names beyond the
+# relay's own destination (the splits' queues and topics, the stored sinks): the role's own
+# statements for those, taken from its document, so that the two never differ.
+locals {
+  replay_route_sids = [
+    "ReadStoredRoutes", "FindStoredRoutes", "SendToSplitQueues", "PublishToSplitTopics",
+    "SendToStoredSinkQueues", "PublishToStoredSinkTopics",
+  ]
+  replay_route_statements = [
+    for s in jsondecode(data.aws_iam_policy_document.this.json).Statement : s
+    if contains(local.replay_route_sids, try(s.Sid, ""))
+  ]
+}
+
 data "aws_iam_policy_document" "archive_readers" {
   count = var.archive_enabled ? 1 : 0
 
-  source_policy_documents = data.aws_iam_policy_document.ledger_readers[*].json
+  source_policy_documents = concat(
+    data.aws_iam_policy_document.ledger_readers[*].json,
+    length(local.replay_route_statements) > 0 ? [jsonencode({ Version = "2012-10-17", Statement = local.replay_route_statements })] : [],
+  )
 
   statement {
     sid       = "ListArchive"
