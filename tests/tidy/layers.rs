@@ -1,7 +1,8 @@
 //! relay-core's modules depend one way: ARCHITECTURE.md lists them in layers, top first, and a
 //! module may name only modules in the layers below its own. This test reads the layers from
 //! ARCHITECTURE.md and every `crate::…` path in relay-core's code (its `use` lines and paths
-//! written in place; tests excluded), and fails on each edge against the direction.
+//! written in place; the items `#[cfg(test)]` marks left out, and the code after them read), and
+//! fails on each edge against the direction.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,19 +39,57 @@ fn layers(architecture: &str) -> BTreeMap<String, usize> {
     layers
 }
 
-/// The code of a file before its tests, without line comments.
+/// The code of a file without its test items (`#[cfg(test)]` and what it marks, a module's
+/// braces matched) and without line comments: what comes after a test module is read too.
 fn code(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).expect("a readable source file");
+    code_of(&std::fs::read_to_string(path).expect("a readable source file"))
+}
+
+fn code_of(text: &str) -> String {
     let mut code = String::new();
-    for line in text.lines() {
-        if line.trim_start().starts_with("#[cfg(test)]") {
-            break;
-        }
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
         let line = line.split("//").next().unwrap_or_default();
-        code.push_str(line);
-        code.push('\n');
+        let Some(rest) = line.trim_start().strip_prefix("#[cfg(test)]") else {
+            code.push_str(line);
+            code.push('\n');
+            continue;
+        };
+        // Skip the marked item: up to its `;`, or through its braces.
+        let mut depth = 0usize;
+        let mut opened = false;
+        // The item starts on the attribute's line when something follows it there.
+        for line in std::iter::once(rest).chain(lines.by_ref()) {
+            let line = line.split("//").next().unwrap_or_default();
+            for c in braces(line) {
+                opened = true;
+                match c {
+                    '{' => depth += 1,
+                    _ => depth = depth.saturating_sub(1),
+                }
+            }
+            if (opened && depth == 0) || (!opened && line.trim_end().ends_with(';')) {
+                break;
+            }
+        }
     }
     code
+}
+
+/// The braces of a line of code, outside string and character literals.
+fn braces(line: &str) -> impl Iterator<Item = char> + '_ {
+    let mut in_string = false;
+    let mut escaped = false;
+    line.chars().filter(move |&c| {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (_, false, '"') => in_string = !in_string,
+            (false, _, '{' | '}') => return true,
+            _ => {}
+        }
+        false
+    })
 }
 
 /// The top-level modules a piece of code names: `crate::a::…` and `crate::{a, b::c}`.
@@ -152,6 +191,16 @@ fn relay_core_depends_one_way() {
         wrong.is_empty(),
         "imports against ARCHITECTURE.md's layers:\n{}",
         wrong.join("\n")
+    );
+}
+
+#[test]
+fn an_edge_after_a_test_module_is_seen_and_the_test_module_is_not() {
+    let text = "use crate::text::parse;\n\n#[cfg(test)]\nmod tests {\n    use crate::relay::Relay;\n    fn f() { let s = \"}\"; }\n}\n\npub fn late() { crate::bootstrap::start(); }\n#[cfg(test)]\nmod more;\n#[cfg(test)] use crate::live::x;\nuse crate::archive::Record;\n";
+    assert_eq!(
+        named_modules(&code_of(text)),
+        ["text", "bootstrap", "archive"],
+        "the test module's relay is left out; what follows it is read"
     );
 }
 
