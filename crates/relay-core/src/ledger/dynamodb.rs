@@ -37,10 +37,11 @@
 //! out or unreachable, [`LedgerError::Refused`] otherwise (a missing table or grant), as the
 //! AWS sinks classify theirs.
 
+mod claim;
 mod fold;
 mod item;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::Client;
@@ -51,12 +52,12 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::KEPT_ATTEMPTS;
-use super::{Ack, Claim, Claimed, Delivery, Entry, Lease, Ledger, LedgerError, Lookup, Settlement};
+use super::{Ack, Claim, Claimed, Delivery, Entry, Ledger, LedgerError, Lookup, Settlement};
 use crate::sink::SinkError;
+use claim::{acks_by_routing, claim_update};
 use item::{
-    ACK, ATTEMPTS, BUNDLE_UUID, BUNDLE_VERSION, DEDUP_KEY, EVENT_TYPE, EXPIRES_AT, Item, KEY,
-    LEASE, SUBSCRIPTION_ID, ack_of, ack_value, attempt_value, corrupt, entry_of, first_attempt_at,
-    folded_of, item_of, lease_holder, lease_value, n, outcome_value, position_of, s,
+    ACK, ATTEMPTS, BUNDLE_UUID, EXPIRES_AT, Item, KEY, LEASE, ack_value, corrupt, entry_of,
+    first_attempt_at, folded_of, item_of, lease_holder, n, outcome_value, position_of, s,
 };
 
 /// The global secondary index on `bundle_uuid`.
@@ -97,80 +98,14 @@ impl DynamoDbLedger {
         routed: &BTreeSet<&str>,
         now_ms: i64,
     ) -> Result<Result<Claimed, Option<Item>>, LedgerError> {
-        let mut x = Expr::default();
-        let attempts = x.name("#att", ATTEMPTS);
-        let empty = x.value(":empty", AttributeValue::L(Vec::new()));
-        let new = x.value(
-            ":attempt",
-            AttributeValue::L(vec![attempt_value(claim.attempt)]),
-        );
-        let mut set = vec![format!(
-            "{attempts} = list_append(if_not_exists({attempts}, {empty}), {new})"
-        )];
-        let mut remove = Vec::new();
-        let id = claim.identity;
-        for (placeholder, attribute, value) in [
-            ("bu", BUNDLE_UUID, Some(&id.bundle_uuid)),
-            ("bv", BUNDLE_VERSION, Some(&id.bundle_version)),
-            ("sub", SUBSCRIPTION_ID, Some(&id.subscription_id)),
-            ("dk", DEDUP_KEY, Some(&id.dedup_key)),
-            ("ev", EVENT_TYPE, id.event_type.as_ref()),
-        ] {
-            let name = x.name(&format!("#{placeholder}"), attribute);
-            match value {
-                Some(v) => {
-                    let v = x.value(&format!(":{placeholder}"), s(v));
-                    set.push(format!("{name} = {v}"));
-                }
-                // The entry takes the identity of its latest attempt, as Entry::claim does.
-                None => remove.push(name),
-            }
-        }
-        // A plain SET, not the max of the old and new expiry: each attempt's expiry is its
-        // arrival plus the retention, and arrivals only move forward (but for clock skew
-        // between instances, which can only shorten the retention by that skew).
-        let expires = x.name("#exp", EXPIRES_AT);
-        let new_expiry = x.value(":exp", n(claim.expires_at));
-        set.push(format!("{expires} = {new_expiry}"));
-        // Live iff expires_at * 1000 >= now_ms (Entry::is_expired), i.e. expires_at >= ⌈now_s⌉.
-        let now_s = now_ms.div_euclid(1000) + i64::from(now_ms.rem_euclid(1000) != 0);
-        let now_s = x.value(":now_s", n(now_s));
-        let mut condition = vec![format!(
-            "(attribute_not_exists({expires}) OR {expires} >= {now_s})"
-        )];
-        if !routed.is_empty() {
-            let until = x.name("#until", "until");
-            let now = x.value(":now_ms", n(now_ms));
-            let lease = x.value(
-                ":lease",
-                lease_value(&Lease {
-                    holder: claim.attempt.id.clone(),
-                    until_ms: claim.lease_until_ms,
-                }),
-            );
-            for (i, destination) in routed.iter().enumerate() {
-                let ack = x.name(&format!("#a{i}"), format!("{ACK}{destination}"));
-                let held = x.name(&format!("#l{i}"), format!("{LEASE}{destination}"));
-                // Entry::claim leases only the destinations not yet acknowledged, which one
-                // call cannot know before it writes: where the acknowledgement exists, the
-                // "lease" written is a copy of it (`if_not_exists`), which leases nothing and is
-                // not read back as a lease. Harmless: an acknowledgement always wins (see the
-                // condition below). It may replace the live lease of an attempt that was still
-                // publishing when an earlier one's late settlement acknowledged the same
-                // destination; that attempt's own settlement then takes its second call.
-                set.push(format!("{held} = if_not_exists({ack}, {lease})"));
-                condition.push(format!(
-                    "(attribute_exists({ack}) OR attribute_not_exists({held}) OR {held}.{until} < {now})"
-                ));
-            }
-        }
+        let (x, update, condition) = claim_update(claim, routed, now_ms);
         let answer = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(KEY, s(claim.key))
-            .update_expression(update_expression(&set, &remove))
-            .condition_expression(condition.join(" AND "))
+            .update_expression(update)
+            .condition_expression(condition)
             .set_expression_attribute_names(Some(x.names))
             .set_expression_attribute_values(Some(x.values))
             .return_values(ReturnValue::AllOld)
@@ -193,17 +128,7 @@ impl DynamoDbLedger {
             Some(AttributeValue::L(list)) => list.len(),
             Some(_) => return Err(corrupt(claim.key, "attempts is not a list")),
         };
-        let (mut acked, mut others) = (BTreeMap::new(), BTreeMap::new());
-        for (name, value) in &old {
-            let Some(destination) = name.strip_prefix(ACK) else {
-                continue;
-            };
-            let ack = ack_of(claim.key, value)?;
-            match routed.contains(destination) {
-                true => acked.insert(destination.to_owned(), ack),
-                false => others.insert(destination.to_owned(), ack),
-            };
-        }
+        let (acked, others) = acks_by_routing(claim.key, &old, routed)?;
         let since_ms = first_attempt_at(&old).unwrap_or(claim.attempt.at_ms);
         let mut folded = folded_of(&old);
         let index = folded + attempt;

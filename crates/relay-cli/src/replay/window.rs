@@ -1,0 +1,100 @@
+//! The window a replay (or `relay events`) reads: its ends from the command line, bounded by
+//! what the archive keeps, its objects listed hour by hour, and each read within a record's
+//! limit.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use relay_core::Config;
+use relay_core::archive::{Archive, ArchiveError, hours};
+
+/// A time, or a duration before `now`.
+pub(crate) fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, String> {
+    if let Ok(at) = humantime::parse_rfc3339_weak(text) {
+        return Ok(at);
+    }
+    let ago = humantime::parse_duration(text).map_err(|_| {
+        format!(
+            "expected a time like 2026-12-01T08:00:00Z or a duration ago like 24h, got {text:?}"
+        )
+    })?;
+    now.checked_sub(ago)
+        .ok_or_else(|| format!("{text:?} ago is before 1970"))
+}
+
+/// Refuses a window that reaches further back than the archive keeps records, or into the
+/// future: its hours would be listed one by one, and hold nothing.
+pub(crate) fn check_window(
+    config: &Config,
+    since: SystemTime,
+    until: SystemTime,
+    now: SystemTime,
+) -> Result<(), String> {
+    let Some(archive) = &config.archive else {
+        return Ok(());
+    };
+    let days = archive.retention.as_secs() / 86_400;
+    // An hour's grace either way: the hour a record was written in is listed whole.
+    let hour = Duration::from_secs(3600);
+    let oldest = now
+        .checked_sub(archive.retention + hour)
+        .unwrap_or(UNIX_EPOCH);
+    if since < oldest {
+        return Err(format!(
+            "--since reaches further back than the archive keeps records ({days} days, RELAY_ARCHIVE_RETENTION_DAYS): use --since {days}d or later"
+        ));
+    }
+    if until > now + hour {
+        return Err("--until is in the future: nothing is archived there yet".into());
+    }
+    Ok(())
+}
+
+/// The oldest receipt time the ledger still knows the standing of (and the archive holds):
+/// where a window starts when none is given; none without a ledger.
+pub(crate) fn kept_since(config: &Config, now: SystemTime) -> Option<SystemTime> {
+    let ledger = config.ledger.as_ref()?;
+    let kept = config
+        .archive
+        .as_ref()
+        .map_or(ledger.retention, |a| a.retention.min(ledger.retention));
+    Some(now.checked_sub(kept).unwrap_or(UNIX_EPOCH))
+}
+
+/// The names of the objects archived in the hours from `since` to `until`, in order.
+pub(crate) async fn list(
+    archive: &dyn Archive,
+    url: &str,
+    since: SystemTime,
+    until: SystemTime,
+) -> Result<Vec<String>, String> {
+    let mut keys = Vec::new();
+    for hour in hours(since, until) {
+        keys.extend(
+            archive
+                .list(&hour)
+                .await
+                .map_err(|e| format!("{url}: {e}"))?,
+        );
+    }
+    keys.sort();
+    Ok(keys)
+}
+
+/// One object of at most `limit` bytes, with a few tries while the store is unavailable.
+pub(crate) async fn read(
+    archive: &dyn Archive,
+    key: &str,
+    limit: usize,
+) -> Result<Option<bytes::Bytes>, ArchiveError> {
+    let mut backoff = Duration::from_millis(200);
+    for _ in 0..3 {
+        match archive.read(key, limit).await {
+            Err(ArchiveError::Unavailable(_)) => {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            answer => return answer,
+        }
+    }
+    archive.read(key, limit).await
+}
