@@ -13,8 +13,9 @@ use relay_core::archive::ArchiveUrl;
 use serde_json::Value;
 
 use crate::eval::{Scope, as_text};
-use crate::model::{self, Config, attr, label, literal_string, literal_strings, nested};
+use crate::model::{self, Config, attr, label, nested};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment};
+use crate::policy::{Stmt, document, find, only_block, source, text};
 
 /// The variable that turns the archive on, in both relay modules.
 const SWITCH: &str = "var.archive_enabled";
@@ -1054,95 +1055,6 @@ fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
 // Helpers
 ////////////////////////////////////////////////////////////////////////////////////////////////
 
-/// One statement of an `aws_iam_policy_document`, with its block.
-struct Stmt<'a> {
-    sid: String,
-    effect: String,
-    actions: Vec<String>,
-    body: &'a Body,
-    /// The `for_each` of a dynamic statement (source text).
-    gate: Option<String>,
-}
-
-impl Stmt<'_> {
-    /// Whether its resources or its `for_each` mention `word` (`archive`, `routes`).
-    fn mentions(&self, word: &str) -> bool {
-        self.resources().contains(word) || self.gate.as_deref().is_some_and(|g| g.contains(word))
-    }
-
-    fn resources(&self) -> String {
-        attr(self.body, "resources")
-            .map(compact)
-            .unwrap_or_default()
-    }
-
-    /// `(type, identifiers as written)` of each `principals` block.
-    fn principals(&self) -> Vec<(String, String)> {
-        nested(self.body, "principals")
-            .map(|p| {
-                (
-                    text(p.body(), "type").unwrap_or_default(),
-                    source(p.body(), "identifiers").unwrap_or_default(),
-                )
-            })
-            .collect()
-    }
-
-    /// `(test, variable, values)` of each `condition` block; values as written when they are
-    /// not literals.
-    fn conditions(&self) -> Vec<(String, String, Vec<String>)> {
-        nested(self.body, "condition")
-            .map(|c| {
-                let values = attr(c.body(), "values")
-                    .map(|v| match v {
-                        Expression::Array(items) => items
-                            .iter()
-                            .map(|i| literal_string(i).unwrap_or_else(|| template_text(i)))
-                            .collect(),
-                        other => vec![other.to_string()],
-                    })
-                    .unwrap_or_default();
-                (
-                    text(c.body(), "test").unwrap_or_default(),
-                    text(c.body(), "variable").unwrap_or_default(),
-                    values,
-                )
-            })
-            .collect()
-    }
-}
-
-/// The statements of `data "aws_iam_policy_document" "<name>"`, plain ones first.
-fn document<'a>(config: &'a Config, name: &str) -> Vec<Stmt<'a>> {
-    let body = config.data("aws_iam_policy_document", name).body();
-    let plain = nested(body, "statement").map(|s| (s.body(), None));
-    let dynamic = nested(body, "dynamic")
-        .filter(|d| label(d, 0) == "statement")
-        .map(|d| {
-            let content = nested(d.body(), "content").next().expect("content");
-            (content.body(), source(d.body(), "for_each"))
-        });
-    plain
-        .chain(dynamic)
-        .map(|(body, gate)| Stmt {
-            sid: text(body, "sid").unwrap_or_default(),
-            effect: text(body, "effect").unwrap_or_else(|| "Allow".to_owned()),
-            actions: attr(body, "actions")
-                .and_then(literal_strings)
-                .expect("literal actions"),
-            body,
-            gate,
-        })
-        .collect()
-}
-
-fn find<'s, 'a>(statements: &'s [Stmt<'a>], sid: &str) -> &'s Stmt<'a> {
-    statements
-        .iter()
-        .find(|s| s.sid == sid)
-        .unwrap_or_else(|| panic!("aws-relay: no statement {sid}"))
-}
-
 /// That a dynamic statement's `for_each` is `<condition> ? [<value>] : []` and its resources
 /// `[statement.value]`.
 fn assert_gated(statement: &Stmt<'_>, condition: &str, value: &str) {
@@ -1313,41 +1225,7 @@ fn variable_default(config: &Config, name: &str) -> Option<String> {
     source(block.body(), "default")
 }
 
-/// A template as written, without its quotes.
-fn template_text(expr: &Expression) -> String {
-    expr.to_string().trim_matches('"').to_owned()
-}
-
 /// Every text `expr` can take in `scope`.
 fn texts(scope: &Scope<'_>, expr: &Expression) -> BTreeSet<String> {
     scope.samples(expr).iter().filter_map(as_text).collect()
-}
-
-/// The literal string of an attribute.
-fn text(body: &Body, key: &str) -> Option<String> {
-    attr(body, key).and_then(literal_string)
-}
-
-/// An attribute as written, on one line (`[a, b]`, `{ k = v }`).
-fn source(body: &Body, key: &str) -> Option<String> {
-    attr(body, key).map(compact)
-}
-
-/// An expression's source text on one line.
-fn compact(expr: &Expression) -> String {
-    let text = expr
-        .to_string()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    text.replace("[ ", "[")
-        .replace(" ]", "]")
-        .replace(",]", "]")
-}
-
-/// The body of the one nested block `ident`.
-fn only_block<'a>(body: &'a Body, ident: &'a str, what: &str) -> &'a Body {
-    let blocks: Vec<&Block> = nested(body, ident).collect();
-    assert_eq!(blocks.len(), 1, "{what}: one {ident} block");
-    blocks[0].body()
 }

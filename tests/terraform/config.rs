@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use hcl::{Block, Body, Expression};
 
 use crate::eval::{Scope, as_text};
-use crate::model::{self, Config, attr, label, literal_string, literal_strings, nested, walk};
+use crate::model::{self, attr, label, literal_string, nested, walk};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment};
+use crate::policy::{self, document, find, only_block, source, text};
 use crate::stored_sinks::matches_a_wildcard;
 
 /// The Cloud Run service account, as the grants name it.
@@ -94,10 +95,10 @@ fn relay_config_names_the_modules_own_secret() {
         ("this", "the role"),
         ("archive_readers", "archive_reader_policy_json"),
     ] {
-        let statements = document_statements(&aws, document);
+        let statements = policy::document(&aws, document);
         let read = find(&statements, "ReadRelayConfig");
         assert_eq!(
-            read.actions(),
+            read.actions.clone(),
             ["secretsmanager:GetSecretValue"],
             "aws-relay: {what}"
         );
@@ -153,7 +154,7 @@ fn relay_config_names_the_modules_own_secret() {
         source(version, "secret_data").as_deref(),
         Some("var.relay_config")
     );
-    let lifecycle = only(
+    let lifecycle = only_block(
         version,
         "lifecycle",
         "gcp-relay: the configuration's version",
@@ -166,7 +167,7 @@ fn relay_config_names_the_modules_own_secret() {
 
     // The volume: the secret, at the version this apply wrote, as one file.
     let service = gcp.resource("google_cloud_run_v2_service", "this").body();
-    let template = only(service, "template", "gcp-relay: the service");
+    let template = only_block(service, "template", "gcp-relay: the service");
     let volumes = dynamic(template, "volumes").expect("gcp-relay: the configuration's volume");
     assert_eq!(
         source(volumes.body(), "for_each").as_deref(),
@@ -174,14 +175,14 @@ fn relay_config_names_the_modules_own_secret() {
             "local.relay_config_enabled ? [google_secret_manager_secret_version.relay_config[0].version] : []"
         )
     );
-    let volume = only(volumes.body(), "content", "gcp-relay: the volume");
+    let volume = only_block(volumes.body(), "content", "gcp-relay: the volume");
     let volume_name = text(volume, "name").expect("a volume's name");
-    let secret = only(volume, "secret", "gcp-relay: the volume");
+    let secret = only_block(volume, "secret", "gcp-relay: the volume");
     assert_eq!(
         source(secret, "secret").as_deref(),
         Some("google_secret_manager_secret.relay_config[0].secret_id")
     );
-    let items = only(secret, "items", "gcp-relay: the volume's secret");
+    let items = only_block(secret, "items", "gcp-relay: the volume's secret");
     assert_eq!(
         source(items, "version").as_deref(),
         Some("volumes.value"),
@@ -190,7 +191,7 @@ fn relay_config_names_the_modules_own_secret() {
     let files = texts(&scope, attr(items, "path").expect("path"));
 
     // The mount: the volume's directory, in which the file is RELAY_CONFIG.
-    let container = only(template, "containers", "gcp-relay: the template");
+    let container = only_block(template, "containers", "gcp-relay: the template");
     let mounts = dynamic(container, "volume_mounts").expect("gcp-relay: the volume is mounted");
     assert_eq!(
         source(mounts.body(), "for_each"),
@@ -198,7 +199,7 @@ fn relay_config_names_the_modules_own_secret() {
             "local.relay_config_enabled ? [\"{volume_name}\"] : []"
         ))
     );
-    let mount = only(mounts.body(), "content", "gcp-relay: the mount");
+    let mount = only_block(mounts.body(), "content", "gcp-relay: the mount");
     assert_eq!(
         source(mount, "name").as_deref(),
         Some("volume_mounts.value")
@@ -272,9 +273,9 @@ fn both_modules_own_relay_config_and_keep_keys_out_of_it() {
 #[test]
 fn aws_source_secrets_are_granted_by_their_exact_arns() {
     let aws = model::module("aws-relay");
-    let statements = document_statements(&aws, "this");
+    let statements = document(&aws, "this");
     let read = find(&statements, "ReadSourceSecrets");
-    assert_eq!(read.actions(), ["secretsmanager:GetSecretValue"]);
+    assert_eq!(read.actions.clone(), ["secretsmanager:GetSecretValue"]);
     assert_eq!(
         read.gate.as_deref(),
         Some(
@@ -283,12 +284,12 @@ fn aws_source_secrets_are_granted_by_their_exact_arns() {
     );
     assert_eq!(read.resources(), "statement.value");
     let decrypt = find(&statements, "DecryptSourceSecrets");
-    assert_eq!(decrypt.actions(), ["kms:Decrypt"]);
+    assert_eq!(decrypt.actions.clone(), ["kms:Decrypt"]);
     assert_eq!(
         decrypt.gate.as_deref(),
         Some("length(var.source_secret_kms_key_arns) > 0 ? [var.source_secret_kms_key_arns] : []")
     );
-    let via = decrypt.conditions();
+    let via = decrypt.conditions_as_written();
     assert_eq!(via.len(), 1, "aws-relay: DecryptSourceSecrets: {via:?}");
     assert_eq!(
         (via[0].0.as_str(), via[0].1.as_str()),
@@ -337,20 +338,20 @@ fn aws_source_secrets_are_granted_by_their_exact_arns() {
 fn gcp_source_secrets_reach_the_container_as_secret_variables() {
     let gcp = model::module("gcp-relay");
     let service = gcp.resource("google_cloud_run_v2_service", "this").body();
-    let template = only(service, "template", "gcp-relay: the service");
-    let container = only(template, "containers", "gcp-relay: the template");
+    let template = only_block(service, "template", "gcp-relay: the service");
+    let container = only_block(template, "containers", "gcp-relay: the template");
     let env = nested(container, "dynamic")
         .filter(|d| label(d, 0) == "env")
         .find(|d| source(d.body(), "for_each").as_deref() == Some("var.source_secret_ids"))
         .expect("gcp-relay: an env per source secret");
-    let content = only(env.body(), "content", "gcp-relay: the sources' env");
+    let content = only_block(env.body(), "content", "gcp-relay: the sources' env");
     assert_eq!(source(content, "name").as_deref(), Some("env.key"));
     assert!(
         attr(content, "value").is_none(),
         "gcp-relay: a source's secret is never a plain value"
     );
-    let value_source = only(content, "value_source", "gcp-relay: the sources' env");
-    let key_ref = only(
+    let value_source = only_block(content, "value_source", "gcp-relay: the sources' env");
+    let key_ref = only_block(
         value_source,
         "secret_key_ref",
         "gcp-relay: the sources' env",
@@ -486,15 +487,20 @@ fn gcp_secrets_are_readable_by_exactly_whom_they_should_be() {
 #[test]
 fn aws_keys_are_used_only_through_the_services_that_use_them() {
     let aws = model::module("aws-relay");
-    let statements = document_statements(&aws, "this");
+    let statements = document(&aws, "this");
     let mut with_keys = Vec::new();
     for statement in &statements {
-        if !statement.actions().iter().any(|a| a.starts_with("kms:")) {
+        if !statement
+            .actions
+            .clone()
+            .iter()
+            .any(|a| a.starts_with("kms:"))
+        {
             continue;
         }
         with_keys.push(statement.sid.clone());
         let via: Vec<_> = statement
-            .conditions()
+            .conditions_as_written()
             .into_iter()
             .filter(|(_, variable, _)| variable == "kms:ViaService")
             .collect();
@@ -515,7 +521,7 @@ fn aws_keys_are_used_only_through_the_services_that_use_them() {
         ],
         "aws-relay: the role's statements on keys"
     );
-    let managed = find(&statements, "UseCustomerManagedKeys").conditions();
+    let managed = find(&statements, "UseCustomerManagedKeys").conditions_as_written();
     assert_eq!(managed[0].2, "local.kms_via_services");
     let services = aws.locals()["kms_via_services"].to_string();
     for service in [
@@ -543,7 +549,7 @@ fn aws_keys_are_used_only_through_the_services_that_use_them() {
             "aws-relay: a destination named by {arns} may be in another region: {regions}"
         );
     }
-    let archive = find(&statements, "EncryptArchive").conditions();
+    let archive = find(&statements, "EncryptArchive").conditions_as_written();
     assert_eq!(archive[0].2, "[\"s3.${local.region}.amazonaws.com\"]");
 }
 
@@ -554,7 +560,7 @@ fn aws_keys_are_used_only_through_the_services_that_use_them() {
 fn aws_buckets_and_queues_refuse_insecure_requests() {
     let aws = model::module("aws-relay");
     for (document, bucket) in [("routes_bucket", "routes"), ("archive_bucket", "archive")] {
-        let statements = document_statements(&aws, document);
+        let statements = policy::document(&aws, document);
         let resources =
             format!("[aws_s3_bucket.{bucket}[0].arn, \"${{aws_s3_bucket.{bucket}[0].arn}}/*\"]");
         for (sid, test, variable, values) in [
@@ -572,16 +578,28 @@ fn aws_buckets_and_queues_refuse_insecure_requests() {
             ),
         ] {
             let statement = find(&statements, sid);
-            assert_eq!(statement.effect(), "Deny", "aws-relay: {document}.{sid}");
-            assert_eq!(statement.actions(), ["s3:*"], "aws-relay: {document}.{sid}");
+            assert_eq!(
+                statement.effect.clone(),
+                "Deny",
+                "aws-relay: {document}.{sid}"
+            );
+            assert_eq!(
+                statement.actions.clone(),
+                ["s3:*"],
+                "aws-relay: {document}.{sid}"
+            );
             assert_eq!(
                 statement.resources(),
                 resources,
                 "aws-relay: {document}.{sid}"
             );
-            assert_eq!(statement.principals(), ["*"], "aws-relay: {document}.{sid}");
             assert_eq!(
-                statement.conditions(),
+                statement.principal_identifiers(),
+                ["*"],
+                "aws-relay: {document}.{sid}"
+            );
+            assert_eq!(
+                statement.conditions_as_written(),
                 [(test.to_owned(), variable.to_owned(), values.to_owned())],
                 "aws-relay: {document}.{sid}"
             );
@@ -601,17 +619,17 @@ fn aws_buckets_and_queues_refuse_insecure_requests() {
             source(resource, "policy"),
             Some(format!("data.aws_iam_policy_document.{document}[0].json"))
         );
-        let statements = document_statements(&aws, document);
+        let statements = policy::document(&aws, document);
         assert!(
-            statements.iter().all(|s| s.effect() == "Deny"),
+            statements.iter().all(|s| s.effect.clone() == "Deny"),
             "aws-relay: the module's queue policy {document} allows nothing"
         );
         let deny = find(&statements, "DenyInsecureTransport");
-        assert_eq!(deny.actions(), ["sqs:*"]);
+        assert_eq!(deny.actions.clone(), ["sqs:*"]);
         assert_eq!(deny.resources(), format!("[aws_sqs_queue.{queue}[0].arn]"));
-        assert_eq!(deny.principals(), ["*"]);
+        assert_eq!(deny.principal_identifiers(), ["*"]);
         assert_eq!(
-            deny.conditions(),
+            deny.conditions_as_written(),
             [(
                 "Bool".to_owned(),
                 "aws:SecureTransport".to_owned(),
@@ -850,8 +868,8 @@ fn both_modules_alarm_on_dropped_metric_lines() {
             "gcp-relay: {key}"
         );
     }
-    let condition = only(policy, "conditions", "gcp-relay: metric_lines_dropped");
-    let threshold = only(
+    let condition = only_block(policy, "conditions", "gcp-relay: metric_lines_dropped");
+    let threshold = only_block(
         condition,
         "condition_threshold",
         "gcp-relay: metric_lines_dropped",
@@ -905,91 +923,9 @@ fn examples_output_their_dashboard_and_alarms() {
 // Helpers
 ////////////////////////////////////////////////////////////////////////////////////////////////
 
-/// One statement of an `aws_iam_policy_document`.
-struct Stmt<'a> {
-    sid: String,
-    body: &'a Body,
-    /// The `for_each` of a dynamic statement, as written.
-    gate: Option<String>,
-}
-
-impl Stmt<'_> {
-    fn actions(&self) -> Vec<String> {
-        attr(self.body, "actions")
-            .and_then(literal_strings)
-            .expect("literal actions")
-    }
-
-    fn effect(&self) -> String {
-        text(self.body, "effect").unwrap_or_else(|| "Allow".to_owned())
-    }
-
-    fn resources(&self) -> String {
-        source(self.body, "resources").unwrap_or_default()
-    }
-
-    /// The identifiers of its principals, as literals.
-    fn principals(&self) -> Vec<String> {
-        nested(self.body, "principals")
-            .flat_map(|p| {
-                attr(p.body(), "identifiers")
-                    .and_then(literal_strings)
-                    .unwrap_or_default()
-            })
-            .collect()
-    }
-
-    /// `(test, variable, values as written)` of each condition.
-    fn conditions(&self) -> Vec<(String, String, String)> {
-        nested(self.body, "condition")
-            .map(|c| {
-                (
-                    text(c.body(), "test").unwrap_or_default(),
-                    text(c.body(), "variable").unwrap_or_default(),
-                    source(c.body(), "values").unwrap_or_default(),
-                )
-            })
-            .collect()
-    }
-}
-
-/// The statements of `data "aws_iam_policy_document" "<name>"`, plain ones first.
-fn document_statements<'a>(config: &'a Config, name: &str) -> Vec<Stmt<'a>> {
-    let document = config.data("aws_iam_policy_document", name).body();
-    let plain = nested(document, "statement").map(|s| (s.body(), None));
-    let dynamic = nested(document, "dynamic")
-        .filter(|d| label(d, 0) == "statement")
-        .map(|d| {
-            let content = nested(d.body(), "content").next().expect("content");
-            (content.body(), source(d.body(), "for_each"))
-        });
-    plain
-        .chain(dynamic)
-        .map(|(body, gate)| Stmt {
-            sid: text(body, "sid").unwrap_or_default(),
-            body,
-            gate,
-        })
-        .collect()
-}
-
-fn find<'s, 'a>(statements: &'s [Stmt<'a>], sid: &str) -> &'s Stmt<'a> {
-    statements
-        .iter()
-        .find(|s| s.sid == sid)
-        .unwrap_or_else(|| panic!("no statement {sid}"))
-}
-
 /// The `dynamic "<label>"` block of a body.
 fn dynamic<'a>(body: &'a Body, block: &str) -> Option<&'a Block> {
     nested(body, "dynamic").find(|d| label(d, 0) == block)
-}
-
-/// The body of the one nested block `ident`.
-fn only<'a>(body: &'a Body, ident: &'a str, what: &str) -> &'a Body {
-    let blocks: Vec<&Block> = nested(body, ident).collect();
-    assert_eq!(blocks.len(), 1, "{what}: one {ident} block");
-    blocks[0].body()
 }
 
 /// The conditions of a variable's validations, as written.
@@ -1032,29 +968,7 @@ fn texts(scope: &Scope<'_>, expr: &Expression) -> Vec<String> {
     scope.samples(expr).iter().filter_map(as_text).collect()
 }
 
-/// The literal string of an attribute.
-fn text(body: &Body, key: &str) -> Option<String> {
-    attr(body, key).and_then(literal_string)
-}
-
 /// Text without its spaces (an empty object as written, `{}` or `{ }`).
 fn no_space(text: Option<String>) -> Option<String> {
     text.map(|t| t.replace(' ', ""))
-}
-
-/// An attribute as written, on one line (`[a, b]`, `{ k = v }`).
-fn source(body: &Body, key: &str) -> Option<String> {
-    attr(body, key).map(compact)
-}
-
-/// An expression's source text on one line.
-fn compact(expr: &Expression) -> String {
-    let text = expr
-        .to_string()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    text.replace("[ ", "[")
-        .replace(" ]", "]")
-        .replace(",]", "]")
 }

@@ -9,10 +9,11 @@ use hcl::{Block, Body, Expression};
 use serde_json::Value;
 
 use crate::eval::{Scope, as_text};
-use crate::model::{self, Config, attr, literal_string, nested};
+use crate::model::{self, Config, attr, nested};
 use crate::platform::{
     EnvValue, EnvVar, cloud_run_environment, lambda_environment, policy_statements,
 };
+use crate::policy::{only_block, text};
 
 /// The table's partition key (S): the ledger key, 64 hex characters.
 const HASH_KEY: &str = "ledger_key";
@@ -593,19 +594,7 @@ fn texts(scope: &Scope<'_>, expr: &Expression) -> BTreeSet<String> {
     scope.samples(expr).iter().filter_map(as_text).collect()
 }
 
-/// The literal string of an attribute.
-fn text(body: &Body, key: &str) -> Option<String> {
-    attr(body, key).and_then(literal_string)
-}
-
 /// An attribute as written.
 fn source(body: &Body, key: &str) -> Option<String> {
     attr(body, key).map(ToString::to_string)
-}
-
-/// The body of the one nested block `ident`.
-fn only_block<'a>(body: &'a Body, ident: &'a str, what: &str) -> &'a Body {
-    let blocks: Vec<&Block> = nested(body, ident).collect();
-    assert_eq!(blocks.len(), 1, "{what}: one {ident} block");
-    blocks[0].body()
 }

@@ -14,6 +14,7 @@ mod eval;
 mod ledger;
 mod model;
 mod platform;
+mod policy;
 mod stored_sinks;
 mod traps;
 

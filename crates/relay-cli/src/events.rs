@@ -114,18 +114,11 @@ struct Found {
 /// Runs `relay events`: 0 when some notification matched (with `--count`, always), 1 when none
 /// did, 2 on an error.
 pub(crate) fn run(args: &EventsArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("relay events: cannot start: {e}");
-            return ExitCode::from(2);
-        }
+    let answer = match crate::block_on("events", events(args)) {
+        Ok(answer) => answer,
+        Err(code) => return code,
     };
-    match runtime.block_on(events(args)) {
+    match answer {
         Ok(found) => {
             print(args, &found);
             // With --count the count is the answer, none included.

@@ -237,6 +237,25 @@ fn fetch_config_file(matches: &clap::ArgMatches) -> Result<(), String> {
         .map_err(|errors| errors.to_string())
 }
 
+/// Runs `future` on a runtime of two workers (the archive's reads and the destinations'
+/// publishes in flight at once); exit 2 when none can start.
+pub(crate) fn block_on<F: std::future::Future>(
+    command: &str,
+    future: F,
+) -> Result<F::Output, ExitCode> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Ok(runtime.block_on(future)),
+        Err(e) => {
+            eprintln!("relay {command}: cannot start: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
 /// The environment, with `RELAY_CONFIG` replaced by `config` when given.
 pub(crate) fn env_with_config(config: Option<&str>) -> impl Fn(&str) -> Option<String> + '_ {
     move |name| match (name, config) {

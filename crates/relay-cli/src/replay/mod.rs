@@ -124,18 +124,11 @@ pub(crate) struct Job {
 /// failed (the same command sends them later), 2 when nothing could start or the archive holds
 /// objects that are not its records.
 pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("relay replay: cannot start: {e}");
-            return ExitCode::from(2);
-        }
+    let answer = match crate::block_on("replay", replay(args)) {
+        Ok(answer) => answer,
+        Err(code) => return code,
     };
-    match runtime.block_on(replay(args)) {
+    match answer {
         Ok(summary) => {
             print_summary(&summary, args.dry_run);
             // Objects that are no records will not be sent by running again: an operator acts.
