@@ -102,6 +102,14 @@ pub async fn conformance(archive: &dyn Archive) {
         "{url}"
     );
 
+    lists_by_hour(archive, &hour, &next_hour).await;
+    keeps_large_bodies_whole(archive, &hour).await;
+    one_of_racing_writers_creates(archive, &hour).await;
+}
+
+/// Listings: exactly an hour's keys, relative to the prefix.
+async fn lists_by_hour(archive: &dyn Archive, hour: &str, next_hour: &str) {
+    let url = archive.url();
     // Listings: exactly this hour's keys, relative to the prefix.
     archive
         .put(&format!("{hour}second"), Bytes::from_static(b"{}"))
@@ -118,18 +126,22 @@ pub async fn conformance(archive: &dyn Archive) {
         .await
         .unwrap();
     assert_eq!(
-        listed(archive, &hour).await,
+        listed(archive, hour).await,
         [format!("{hour}first"), format!("{hour}second")],
         "{url}: the hour's listing"
     );
     assert_eq!(
-        listed(archive, &next_hour).await,
+        listed(archive, next_hour).await,
         [format!("{next_hour}next")],
         "{url}: the next hour's listing"
     );
     let (empty, _) = fresh_hours();
     assert_eq!(listed(archive, &empty).await, Vec::<String>::new(), "{url}");
+}
 
+/// A large body, not UTF-8, byte for byte; a read with a limit.
+async fn keeps_large_bodies_whole(archive: &dyn Archive, hour: &str) {
+    let url = archive.url();
     // A large body, not UTF-8, byte for byte.
     let large = large_body(300 * 1024);
     let large_key = format!("{hour}large");
@@ -156,8 +168,11 @@ pub async fn conformance(archive: &dyn Archive) {
         matches!(below, Err(ArchiveError::TooLarge { .. })),
         "{url}: a read below the object's size: {below:?}"
     );
+}
 
-    // Racing writers: exactly one creates, and its body is the one kept.
+/// Racing writers: exactly one creates, and its body is the one kept.
+async fn one_of_racing_writers_creates(archive: &dyn Archive, hour: &str) {
+    let url = archive.url();
     let raced = format!("{hour}raced");
     let bodies: Vec<Bytes> = (0..RACING_WRITERS)
         .map(|i| Bytes::from(format!("{{\"writer\": {i}}}")))

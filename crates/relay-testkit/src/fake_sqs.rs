@@ -207,50 +207,15 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
         Some(faulty) if *faulty != queue => Fault::None,
         _ => state.fault,
     };
-    match fault {
-        Fault::Latency(delay) => tokio::time::sleep(delay).await,
-        Fault::Storms { on, off } => {
-            let period = (on + off).as_millis().max(1);
-            if state.started.elapsed().as_millis() % period < on.as_millis() {
-                let error =
-                    json!({"__type": "com.amazonaws.sqs#ServiceUnavailable", "message": "storm"});
-                return Ok(respond(503, &error));
-            }
-        }
-        Fault::Resets(share) if draw(call) < share => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::ConnectionReset,
-                "injected reset",
-            ));
-        }
-        Fault::Failures(share) if draw(call) < share => {
-            let error = json!({"__type": "com.amazonaws.sqs#InternalError", "message": "injected"});
-            return Ok(respond(500, &error));
-        }
-        _ => {}
+    if let Some(reply) = injected(&state, fault, call).await {
+        return reply;
     }
     let reply = match target.as_str() {
         "AmazonSQS.SendMessage" => {
             let message = input["MessageBody"].as_str().unwrap_or_default();
             json!({"MessageId": accept(&state, &queue, message), "MD5OfMessageBody": ""})
         }
-        "AmazonSQS.SendMessageBatch" => {
-            let (mut successful, mut failed) = (Vec::new(), Vec::new());
-            let entries = input["Entries"].as_array().map_or(&[][..], Vec::as_slice);
-            for (i, entry) in entries.iter().enumerate() {
-                let id = entry["Id"].clone();
-                if matches!(fault, Fault::EntryFailures(share) if draw(call * 16 + i as u64) < share)
-                {
-                    failed.push(json!({"Id": id, "SenderFault": false, "Code": "InternalError", "Message": "injected"}));
-                    continue;
-                }
-                let message = entry["MessageBody"].as_str().unwrap_or_default();
-                successful.push(
-                    json!({"Id": id, "MessageId": accept(&state, &queue, message), "MD5OfMessageBody": ""}),
-                );
-            }
-            json!({"Successful": successful, "Failed": failed})
-        }
+        "AmazonSQS.SendMessageBatch" => batch_reply(&state, fault, call, &queue, &input),
         other => {
             let error = json!({"__type": "com.amazonaws.sqs#InvalidAction", "message": other});
             return Ok(respond(400, &error));
@@ -265,6 +230,51 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
         std::future::pending::<()>().await;
     }
     Ok(respond(200, &reply))
+}
+
+/// The fault's answer for call number `call` before it is served, if it has one.
+async fn injected(state: &State, fault: Fault, call: u64) -> Option<Reply> {
+    match fault {
+        Fault::Latency(delay) => tokio::time::sleep(delay).await,
+        Fault::Storms { on, off } => {
+            let period = (on + off).as_millis().max(1);
+            if state.started.elapsed().as_millis() % period < on.as_millis() {
+                let error =
+                    json!({"__type": "com.amazonaws.sqs#ServiceUnavailable", "message": "storm"});
+                return Some(Ok(respond(503, &error)));
+            }
+        }
+        Fault::Resets(share) if draw(call) < share => {
+            return Some(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "injected reset",
+            )));
+        }
+        Fault::Failures(share) if draw(call) < share => {
+            let error = json!({"__type": "com.amazonaws.sqs#InternalError", "message": "injected"});
+            return Some(Ok(respond(500, &error)));
+        }
+        _ => {}
+    }
+    None
+}
+
+/// A SendMessageBatch's answer: each entry taken, or failed as the fault says.
+fn batch_reply(state: &State, fault: Fault, call: u64, queue: &str, input: &Value) -> Value {
+    let (mut successful, mut failed) = (Vec::new(), Vec::new());
+    let entries = input["Entries"].as_array().map_or(&[][..], Vec::as_slice);
+    for (i, entry) in entries.iter().enumerate() {
+        let id = entry["Id"].clone();
+        if matches!(fault, Fault::EntryFailures(share) if draw(call * 16 + i as u64) < share) {
+            failed.push(json!({"Id": id, "SenderFault": false, "Code": "InternalError", "Message": "injected"}));
+            continue;
+        }
+        let message = entry["MessageBody"].as_str().unwrap_or_default();
+        successful.push(
+            json!({"Id": id, "MessageId": accept(state, queue, message), "MD5OfMessageBody": ""}),
+        );
+    }
+    json!({"Successful": successful, "Failed": failed})
 }
 
 fn accept(state: &State, queue: &str, message: &str) -> String {

@@ -1,7 +1,7 @@
 //! The generic HMAC scheme's target: its configuration, checked against the template grammar
 //! its documentation gives, and verification with it.
 
-use http::{HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use relay_core::schemes::Proof;
 use relay_core::schemes::hmac::{ConfigError, Encoding, GenericHmac, HmacConfig};
 use relay_core::schemes::{DEFAULT_WINDOW, HmacKey, Scheme, Secrets};
@@ -173,19 +173,7 @@ pub(super) fn check_hmac_template(data: &[u8]) -> bool {
         fields.push(text);
     }
     let (headers, body) = split(lines.next().unwrap_or_default());
-    let optional = |s: &str| (!s.is_empty()).then(|| s.to_owned());
-    let config = HmacConfig {
-        template: fields[0].to_owned(),
-        header: fields[1].to_owned(),
-        prefix: optional(fields[2]),
-        encoding: match fields[3] {
-            "base64" => Encoding::Base64,
-            _ => Encoding::Hex,
-        },
-        timestamp_header: optional(fields[4]),
-        id_header: optional(fields[5]),
-        window: DEFAULT_WINDOW,
-    };
+    let config = config_of(&fields);
     let scheme = GenericHmac::new(config.clone());
     let model = expected_config(&config);
     assert_eq!(scheme.as_ref().err(), model.as_ref().err(), "{config:?}");
@@ -198,29 +186,72 @@ pub(super) fn check_hmac_template(data: &[u8]) -> bool {
         .fold(Secrets::new(), |s, (id, secret)| {
             s.with_hmac_id(*id, Secret::new(*secret))
         });
-    let key = |id: &str| {
-        let found = TEMPLATE_KEYS.iter().find(|k| k.0 == id);
-        HmacKey::from(Secret::new(found.expect("a configured key").1))
+    check_signing(&scheme, &config, &pieces, &secrets, body);
+    let Some(proof) = checked(&scheme, &headers, body, &secrets, at(SLACK_NOW), true) else {
+        return false;
     };
-    let prefix = config.prefix.as_deref().unwrap_or_default();
-    let mac = |key: &HmacKey, content: &[u8]| match config.encoding {
+    check_accepted(&config, &pieces, &headers, body, &proof);
+    true
+}
+
+/// The configuration six lines give: template, header, prefix, encoding, timestamp and id
+/// headers (an empty line: none).
+fn config_of(fields: &[&str]) -> HmacConfig {
+    let optional = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    HmacConfig {
+        template: fields[0].to_owned(),
+        header: fields[1].to_owned(),
+        prefix: optional(fields[2]),
+        encoding: match fields[3] {
+            "base64" => Encoding::Base64,
+            _ => Encoding::Hex,
+        },
+        timestamp_header: optional(fields[4]),
+        id_header: optional(fields[5]),
+        window: DEFAULT_WINDOW,
+    }
+}
+
+/// The key a test key id names.
+fn template_key(id: &str) -> HmacKey {
+    let found = TEMPLATE_KEYS.iter().find(|k| k.0 == id);
+    HmacKey::from(Secret::new(found.expect("a configured key").1))
+}
+
+/// `content`'s MAC in the configured encoding.
+fn mac_of(config: &HmacConfig, key: &HmacKey, content: &[u8]) -> String {
+    match config.encoding {
         Encoding::Hex => mac_hex(key, content),
         Encoding::Base64 => mac_base64(key, content),
-    };
+    }
+}
+
+/// What the scheme signs: the model's MAC, or a refusal only where the model cannot sign
+/// either; and what it signs verifies.
+fn check_signing(
+    scheme: &GenericHmac,
+    config: &HmacConfig,
+    pieces: &[Piece],
+    secrets: &Secrets,
+    body: &[u8],
+) {
+    let prefix = config.prefix.as_deref().unwrap_or_default();
     let now = at(SLACK_NOW);
     let signs_a_header = pieces.iter().any(|p| matches!(p, Piece::Header(_)));
-    match scheme.sign(body, &hmac_key(&key("slack")), now, Some(DELIVERY)) {
+    let ts = SLACK_NOW.to_string();
+    match scheme.sign(body, &hmac_key(&template_key("slack")), now, Some(DELIVERY)) {
         Err(error) => {
             let unfit = HeaderValue::from_bytes(prefix.as_bytes()).is_err();
-            let ts = SLACK_NOW.to_string();
-            let shifts = ambiguous(&pieces, &ts, DELIVERY, &|_| String::new());
+            let shifts = ambiguous(pieces, &ts, DELIVERY, &|_| String::new());
             assert!(signs_a_header || unfit || shifts, "cannot sign: {error}");
         }
         Ok(own) => {
             assert!(!signs_a_header, "signed a template with {{header:…}}");
-            let ts = SLACK_NOW.to_string();
-            let content = expand(&pieces, body, &ts, DELIVERY, &|_| String::new());
-            let expected = format!("{prefix}{}", mac(&key("slack"), &content));
+            let content = expand(pieces, body, &ts, DELIVERY, &|_| String::new());
+            let expected = format!(
+                "{prefix}{}",
+                mac_of(config, &template_key("slack"), &content)
+            );
             assert_eq!(own[0].1, expected, "{}", config.template);
             let names = [Some(&config.header), config.timestamp_header.as_ref()];
             let names = [names[0], names[1], config.id_header.as_ref()];
@@ -230,37 +261,36 @@ pub(super) fn check_hmac_template(data: &[u8]) -> bool {
                 .bytes()
                 .all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
             if distinct && visible {
-                round_trip(&scheme, Ok(own), &secrets, body, now, "slack");
+                round_trip(scheme, Ok(own), secrets, body, now, "slack");
             }
         }
     }
-    let Some(proof) = checked(&scheme, &headers, body, &secrets, now, true) else {
-        return false;
-    };
-    let value = one(&headers, &config.header).expect("an accepted signature");
+}
+
+/// That an accepted request was signed as the model signs, with no value holding its
+/// separator, and that its proof says what the request proved.
+fn check_accepted(
+    config: &HmacConfig,
+    pieces: &[Piece],
+    headers: &HeaderMap,
+    body: &[u8],
+    proof: &Proof,
+) {
+    let prefix = config.prefix.as_deref().unwrap_or_default();
+    let value = one(headers, &config.header).expect("an accepted signature");
     let ts = config.timestamp_header.as_deref();
-    let ts = ts.map(|h| one(&headers, h).expect("an accepted timestamp"));
-    let id = config.id_header.as_deref().and_then(|h| one(&headers, h));
-    let header = |name: &str| one(&headers, name).expect("a signed header").to_owned();
+    let ts = ts.map(|h| one(headers, h).expect("an accepted timestamp"));
+    let id = config.id_header.as_deref().and_then(|h| one(headers, h));
+    let header = |name: &str| one(headers, name).expect("a signed header").to_owned();
+    let (ts_text, id_text) = (ts.unwrap_or_default(), id.unwrap_or_default());
     assert!(
-        !ambiguous(
-            &pieces,
-            ts.unwrap_or_default(),
-            id.unwrap_or_default(),
-            &header
-        ),
+        !ambiguous(pieces, ts_text, id_text, &header),
         "accepted a value holding its separator, for {}",
         config.template
     );
-    let content = expand(
-        &pieces,
-        body,
-        ts.unwrap_or_default(),
-        id.unwrap_or_default(),
-        &header,
-    );
+    let content = expand(pieces, body, ts_text, id_text, &header);
     let key_id = proof.key_id.as_deref().expect("a named key");
-    let mac = mac(&key(key_id), &content);
+    let mac = mac_of(config, &template_key(key_id), &content);
     let encoded = value.strip_prefix(prefix).expect("an accepted prefix");
     let signed = match config.encoding {
         Encoding::Hex => encoded.eq_ignore_ascii_case(&mac),
@@ -273,6 +303,5 @@ pub(super) fn check_hmac_template(data: &[u8]) -> bool {
         event_type: None,
         signed_at: ts.map(|t| at(t.parse().expect("an accepted timestamp"))),
     };
-    assert_eq!(proof, proof_is, "{}", config.template);
-    true
+    assert_eq!(*proof, proof_is, "{}", config.template);
 }

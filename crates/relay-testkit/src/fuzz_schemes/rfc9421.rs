@@ -38,33 +38,7 @@ pub(super) fn check_rfc9421(data: &[u8]) -> bool {
         required: Vec::new(),
         ..Rfc9421::default()
     };
-    let signers = [
-        SigningKey::Hmac {
-            key_id: Some("test-shared-secret".into()),
-            secret: shared,
-        },
-        SigningKey::Ed25519 {
-            key_id: Some("test-key-ed25519".into()),
-            key: ed25519,
-        },
-    ];
-    for (signer, id) in signers
-        .iter()
-        .zip(["test-shared-secret", "test-key-ed25519"])
-    {
-        let own = required.sign(body, signer, now, None);
-        let own = round_trip(&required, own, &secrets, body, now, id);
-        assert_eq!(own["content-digest"], content_digest(body));
-        let uri = http::Uri::from_static(TARGET);
-        let request = SignedRequest {
-            method: &http::Method::POST,
-            uri: &uri,
-            headers: &HeaderMap::new(),
-            body,
-        };
-        let own = default.sign_request(&request, signer, now, None);
-        round_trip(&default, own, &secrets, body, now, id);
-    }
+    signs_and_verifies(&default, &required, shared, ed25519, &secrets, body);
     let strictest = checked(&default, &headers, body, &secrets, now, true);
     let strict = checked(&required, &headers, body, &secrets, now, true);
     if strictest.is_some() {
@@ -102,4 +76,44 @@ pub(super) fn check_rfc9421(data: &[u8]) -> bool {
     }
     assert_eq!((proof.delivery_id, proof.event_type), (None, None));
     true
+}
+
+/// What `required` (the digest only) and `default` (with the method and the path) sign for each
+/// test key verifies, and carries the body's digest.
+fn signs_and_verifies(
+    default: &Rfc9421,
+    required: &Rfc9421,
+    shared: HmacKey,
+    ed25519: Ed25519SigningKey,
+    secrets: &Secrets,
+    body: &[u8],
+) {
+    let now = at(RFC9421_NOW);
+    let signers = [
+        SigningKey::Hmac {
+            key_id: Some("test-shared-secret".into()),
+            secret: shared,
+        },
+        SigningKey::Ed25519 {
+            key_id: Some("test-key-ed25519".into()),
+            key: ed25519,
+        },
+    ];
+    for (signer, id) in signers
+        .iter()
+        .zip(["test-shared-secret", "test-key-ed25519"])
+    {
+        let own = required.sign(body, signer, now, None);
+        let own = round_trip(required, own, secrets, body, now, id);
+        assert_eq!(own["content-digest"], content_digest(body));
+        let uri = http::Uri::from_static(TARGET);
+        let request = SignedRequest {
+            method: &http::Method::POST,
+            uri: &uri,
+            headers: &HeaderMap::new(),
+            body,
+        };
+        let own = default.sign_request(&request, signer, now, None);
+        round_trip(default, own, secrets, body, now, id);
+    }
 }
