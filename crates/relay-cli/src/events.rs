@@ -14,7 +14,7 @@ use relay_core::{Config, Relay};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::replay::{check_window, kept_since, list, parse_time, read};
+use crate::replay::{kept_since, list, read, window};
 use crate::terminal::safe;
 
 /// A notification's standing, as `--status` names it.
@@ -139,27 +139,20 @@ async fn events(args: &EventsArgs) -> Result<Found, String> {
     let config = Config::for_replay(crate::env_with_config(args.config.as_deref()))
         .map_err(|e| e.to_string())?;
     if config.ledger.is_none() {
-        return Err(ReplayError::NoLedger.to_string().replace(
-            " (or use --again to publish without it)",
-            ": where a notification stands is read from it",
-        ));
+        return Err(
+            "RELAY_LEDGER_URL is not set: where a notification stands is read from the ledger"
+                .into(),
+        );
     }
     let archive_url = config.archive.as_ref().map(|a| a.url.clone()).ok_or(
         "no archive is configured: set RELAY_ARCHIVE_URL and RELAY_ARCHIVE_KEY (or [relay] archive_url and archive_key) as the relays have them",
     )?;
-    let now = SystemTime::now();
-    let since = match &args.since {
-        Some(text) => parse_time(text, now).map_err(|e| format!("--since: {e}"))?,
-        None => kept_since(&config, now).unwrap_or(UNIX_EPOCH),
-    };
-    let until = match &args.until {
-        Some(text) => parse_time(text, now).map_err(|e| format!("--until: {e}"))?,
-        None => now,
-    };
-    if until < since {
-        return Err("--until is before --since".into());
-    }
-    check_window(&config, since, until, now)?;
+    let (since, until) = window(
+        &config,
+        args.since.as_deref(),
+        args.until.as_deref(),
+        |now| Ok(kept_since(&config, now).unwrap_or(UNIX_EPOCH)),
+    )?;
     let archive = relay_core::archive::open(&archive_url, None)
         .await
         .map_err(|e| format!("{archive_url}: {e}"))?;

@@ -955,3 +955,52 @@ fn delivered(path: &Path) -> Vec<String> {
     };
     text.lines().map(payload).collect()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_refuse_what_they_cannot_read_precisely() {
+    let deployment = Deployment::new(&[("RELAY_FILE_SINK", "-".to_owned())]);
+    // The command, the variable taken away, what it says.
+    let cases: [(&[&str], Option<&str>, &str); 4] = [
+        (
+            &["events"],
+            Some("RELAY_LEDGER_URL"),
+            "RELAY_LEDGER_URL is not set: where a notification stands is read from the ledger",
+        ),
+        (
+            &["events"],
+            Some("RELAY_ARCHIVE_URL"),
+            "no archive is configured",
+        ),
+        (
+            &["events", "--since", "yesterday"],
+            None,
+            "--since: expected a time",
+        ),
+        (
+            &["events", "--since", "1h", "--until", "2h"],
+            None,
+            "--until is before --since",
+        ),
+    ];
+    for (args, without, says) in cases {
+        let mut cmd = deployment.cmd(args);
+        if let Some(name) = without {
+            cmd.env_remove(name);
+        }
+        let out = output(cmd).await;
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let bad_status = output(deployment.cmd(&["events", "--status", "lost"])).await;
+    assert_eq!(bad_status.status.code(), Some(2));
+    assert!(text(&bad_status.stderr).contains("invalid value 'lost'"));
+}

@@ -28,7 +28,7 @@ mod window;
 use self::pace::{Limiter, Progress};
 pub(crate) use self::summary::Summary;
 use self::summary::{Result1, print_summary};
-pub(crate) use self::window::{check_window, kept_since, list, parse_time, read};
+pub(crate) use self::window::{check_window, kept_since, list, parse_time, read, window};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReplayArgs {
@@ -148,22 +148,17 @@ pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
 async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
     let config = Config::for_replay(crate::env_with_config(args.config.as_deref()))
         .map_err(|e| e.to_string())?;
-    let now = SystemTime::now();
-    let since = match (&args.since, kept_since(&config, now)) {
-        (Some(text), _) => parse_time(text, now).map_err(|e| format!("--since: {e}"))?,
-        (None, Some(since)) if args.undelivered || args.refused => since,
-        (None, _) => {
-            return Err("--since is required (with --undelivered or --refused and a ledger, it defaults to the ledger's retention)".into());
-        }
-    };
-    let until = match &args.until {
-        Some(text) => parse_time(text, now).map_err(|e| format!("--until: {e}"))?,
-        None => now,
-    };
-    if until < since {
-        return Err("--until is before --since".into());
-    }
-    check_window(&config, since, until, now)?;
+    let defaults = args.undelivered || args.refused;
+    let (since, until) = window(
+        &config,
+        args.since.as_deref(),
+        args.until.as_deref(),
+        |now| {
+            kept_since(&config, now).filter(|_| defaults).ok_or_else(|| {
+            "--since is required (with --undelivered or --refused and a ledger, it defaults to the ledger's retention)".into()
+        })
+        },
+    )?;
     let pattern = match &args.pattern {
         Some(text) => Some(compile(text)?),
         None => None,

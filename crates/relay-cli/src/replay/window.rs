@@ -21,6 +21,30 @@ pub(crate) fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, Stri
         .ok_or_else(|| format!("{text:?} ago is before 1970"))
 }
 
+/// The window `--since` and `--until` give (`since` from `default_since` when not given, `until`
+/// now), checked: in order, and within what the archive keeps.
+pub(crate) fn window(
+    config: &Config,
+    since: Option<&str>,
+    until: Option<&str>,
+    default_since: impl FnOnce(SystemTime) -> Result<SystemTime, String>,
+) -> Result<(SystemTime, SystemTime), String> {
+    let now = SystemTime::now();
+    let since = match since {
+        Some(text) => parse_time(text, now).map_err(|e| format!("--since: {e}"))?,
+        None => default_since(now)?,
+    };
+    let until = match until {
+        Some(text) => parse_time(text, now).map_err(|e| format!("--until: {e}"))?,
+        None => now,
+    };
+    if until < since {
+        return Err("--until is before --since".into());
+    }
+    check_window(config, since, until, now)?;
+    Ok((since, until))
+}
+
 /// Refuses a window that reaches further back than the archive keeps records, or into the
 /// future: its hours would be listed one by one, and hold nothing.
 pub(crate) fn check_window(
