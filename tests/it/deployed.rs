@@ -10,11 +10,11 @@ use std::time::{Duration, SystemTime};
 
 use relay_core::Relay;
 use relay_core::schemes::{Scheme, SigningKey};
-use relay_core::verify::{Secret, sign};
+use relay_core::verify::Secret;
 use serde_json::Value;
 
 use crate::common::{receive, require_emulator_env, sdk, sqs, unique, v2};
-use crate::lambda::function_url_event_with;
+use crate::lambda::{dss_headers, function_url_event_with};
 
 /// What moto-apply.sh wrote: the example's outputs, the function's variables and the GitHub
 /// secret.
@@ -73,19 +73,7 @@ async fn the_example_applied_to_moto_takes_the_dss_and_a_github_delivery() {
     let key_id = outputs["hmac_key_id"].as_str().unwrap();
     let secret = hmac_secret(outputs["hmac_secret_arn"].as_str().unwrap(), key_id).await;
     let dss = v2(&unique("sub"), &unique("bundle"), "CREATE", "t1");
-    let signature = sign(
-        key_id,
-        &Secret::new(&secret),
-        SystemTime::now(),
-        dss.as_bytes(),
-    )
-    .unwrap();
-    let headers = [
-        ("date", signature.date),
-        ("digest", signature.digest),
-        ("authorization", signature.authorization),
-    ]
-    .map(|(name, value)| (name.to_owned(), value.to_str().unwrap().to_owned()));
+    let headers = dss_headers(key_id, &secret, dss.as_bytes());
     let event = function_url_event_with(
         "dss-v2-create.json",
         Some(("/", "replica=aws")),

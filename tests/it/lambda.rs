@@ -16,15 +16,19 @@ fn function_url_event(
     content_type: &str,
     base64: bool,
 ) -> lambda_http::Request {
-    let signature = sign(KEY_ID, &Secret::new(SECRET), SystemTime::now(), body).unwrap();
-    let headers = [
+    let headers = dss_headers(KEY_ID, SECRET, body);
+    function_url_event_with(template, None, body, content_type, base64, &headers)
+}
+
+/// The headers the DSS signs `body` with, now, as `(name, value)` text.
+pub(crate) fn dss_headers(key_id: &str, secret: &str, body: &[u8]) -> [(String, String); 3] {
+    let signature = sign(key_id, &Secret::new(secret), SystemTime::now(), body).unwrap();
+    [
         ("date", signature.date),
         ("digest", signature.digest),
         ("authorization", signature.authorization),
-    ];
-    let headers =
-        headers.map(|(name, value)| (name.to_owned(), value.to_str().unwrap().to_owned()));
-    function_url_event_with(template, None, body, content_type, base64, &headers)
+    ]
+    .map(|(name, value)| (name.to_owned(), value.to_str().unwrap().to_owned()))
 }
 
 /// The example Function URL event `template` with a new body, its type, and `headers` set; at
