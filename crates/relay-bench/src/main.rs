@@ -9,9 +9,10 @@
 //! relay-gcf -p relay-cli -p relay-bench --features relay-gcf/dynamodb` and then `BENCH_LAMBDA=…
 //! taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets
 //! each measured run's length (default 5); `BENCH_ONLY=saturation` runs the first table,
-//! `BENCH_ONLY=burst` the burst and slow-sender tables, `BENCH_ONLY=ledger` the ledger table
-//! (relay-gcf against a loopback DynamoDB-protocol endpoint, `BENCH_LEDGER_NOTIFICATIONS`
-//! distinct notifications per pass, default 20,000) and `BENCH_ONLY=replay` the replay table
+//! `BENCH_ONLY=burst` the burst and slow-sender tables, `BENCH_ONLY=memory` the memory table
+//! (relay-gcf without memory, with the SQLite ledger, with the ledger and a folder archive,
+//! and against a loopback DynamoDB-protocol endpoint; `BENCH_MEMORY_NOTIFICATIONS` distinct
+//! notifications per pass, default 20,000) and `BENCH_ONLY=replay` the replay table
 //! (`relay replay --since 3h` over an archive folder of `BENCH_REPLAY_NOTIFICATIONS`
 //! notifications, default 10,000, to the loopback SQS-protocol endpoint: without a ledger,
 //! through an SQLite ledger twice, and to an endpoint answering in 10 ms), `BENCH_ONLY=cold`
@@ -21,8 +22,8 @@
 //! relay-gcf`'s, which keeps its symbols for perf.
 
 mod cold;
-mod ledger;
 mod load;
+mod memory;
 mod process;
 mod replay;
 
@@ -45,7 +46,7 @@ fn main() {
     }
 }
 
-/// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst", "ledger",
+/// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst", "memory",
 /// "replay" or "cold").
 fn wanted(table: &str) -> bool {
     std::env::var("BENCH_ONLY").map_or(true, |only| only == table)
@@ -101,8 +102,8 @@ async fn run() {
         slow_senders().await;
         println!();
     }
-    if wanted("ledger") {
-        ledger::table().await;
+    if wanted("memory") {
+        memory::table().await;
         println!();
     }
     if wanted("replay") {
@@ -186,19 +187,35 @@ async fn bursts() {
         "| burst | endpoint | acknowledged | all acknowledged (ms) | all in the queue (ms) | SQS calls per notification | peak RSS (MiB) |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
-    for (count, latency) in [(1000, 0), (1000, 20), (5000, 0)] {
+    let memory = memory::Memory::SqliteLedgerAndFolder;
+    for (count, latency, remembered) in [
+        (1000, 0, false),
+        (1000, 20, false),
+        (5000, 0, false),
+        (5000, 0, true),
+    ] {
         let sqs = FakeSqs::start(fault(latency)).await;
-        let relay = Pinned::relay(&sqs);
+        let folder = memory::folder();
+        let relay = match remembered {
+            true => Pinned::relay_with(&sqs, &memory.env(&folder, None)),
+            false => Pinned::relay(&sqs),
+        };
         relay.reset_peak_rss();
         let burst = Driver::new(4096).burst(&relay, &sqs, count).await;
+        let with = match remembered {
+            true => format!(", {}", memory.name()),
+            false => String::new(),
+        };
         println!(
-            "| {count} × 4 KB at once | {latency} ms | {} of {count} | {:.0} | {:.0} | {:.3} | {:.1} |",
+            "| {count} × 4 KB at once{with} | {latency} ms | {} of {count} | {:.0} | {:.0} | {:.3} | {:.1} |",
             burst.ok,
             burst.acknowledged.as_secs_f64() * 1e3,
             burst.queued.as_secs_f64() * 1e3,
             sqs.calls() as f64 / count as f64,
             relay.peak_rss_kib() as f64 / 1024.0
         );
+        drop(relay);
+        let _ = std::fs::remove_dir_all(&folder);
     }
 }
 

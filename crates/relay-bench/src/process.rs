@@ -3,15 +3,11 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use relay_testkit::fake_dynamodb::FakeDynamoDb;
 use relay_testkit::fake_sqs::FakeSqs;
 use relay_testkit::free_port;
 
 /// The HMAC secret the load signs with.
 pub(crate) const SECRET: &str = "bench-secret";
-
-/// The ledger table's name (the loopback endpoint takes any).
-const LEDGER_TABLE: &str = "relay-ledger";
 
 /// A server process pinned to core 0, stopped when dropped.
 #[derive(Debug)]
@@ -41,7 +37,7 @@ impl Pinned {
             std::thread::sleep(Duration::from_millis(25));
         }
         panic!(
-            "{} did not listen on {port} (a ledger row needs relay-gcf built with --features dynamodb)",
+            "{} did not listen on {port} (its settings are refused, or a DynamoDB row needs relay-gcf built with --features dynamodb)",
             binary.display()
         );
     }
@@ -60,26 +56,18 @@ impl Pinned {
 
     /// relay-gcf (the release build next to this binary), publishing to `sqs`.
     pub(crate) fn relay(sqs: &FakeSqs) -> Self {
-        Self::relay_with_ledger(sqs, None)
-    }
-
-    /// relay-gcf publishing to `sqs`, recording in a DynamoDB ledger on `ledger` when given
-    /// (`RELAY_LEDGER_URL=dynamodb://…`, which needs relay-gcf's cargo feature `dynamodb`).
-    pub(crate) fn relay_with_ledger(sqs: &FakeSqs, ledger: Option<&FakeDynamoDb>) -> Self {
-        Self::relay_with(sqs, ledger, &[])
+        Self::relay_with(sqs, &[])
     }
 
     /// relay-gcf publishing to `sqs` and writing its metric lines (`RELAY_METRICS=emf`) to
     /// standard output, which is /dev/null here.
     pub(crate) fn relay_with_metrics(sqs: &FakeSqs) -> Self {
-        Self::relay_with(sqs, None, &[("RELAY_METRICS", "emf".into())])
+        Self::relay_with(sqs, &[("RELAY_METRICS", "emf".into())])
     }
 
-    fn relay_with(
-        sqs: &FakeSqs,
-        ledger: Option<&FakeDynamoDb>,
-        extra: &[(&'static str, String)],
-    ) -> Self {
+    /// relay-gcf publishing to `sqs`, with `extra` settings too (a DynamoDB ledger's needs
+    /// relay-gcf's cargo feature `dynamodb`).
+    pub(crate) fn relay_with(sqs: &FakeSqs, extra: &[(&'static str, String)]) -> Self {
         let port = free_port();
         // BENCH_RELAY runs another build, such as one with symbols for perf.
         let binary = match std::env::var_os("BENCH_RELAY") {
@@ -106,10 +94,6 @@ impl Pinned {
             ("AWS_SECRET_ACCESS_KEY", "bench".into()),
             ("AWS_REGION", "us-east-1".into()),
         ];
-        if let Some(ledger) = ledger {
-            env.push(("RELAY_LEDGER_URL", format!("dynamodb://{LEDGER_TABLE}")));
-            env.push(("AWS_ENDPOINT_URL_DYNAMODB", ledger.endpoint.clone()));
-        }
         env.extend(extra.iter().cloned());
         Self::spawn(&binary, &[], &env, port)
     }

@@ -14,6 +14,7 @@ pub mod archive;
 pub mod bootstrap;
 pub mod config;
 pub mod error;
+mod group_commit;
 pub mod intake;
 pub mod ledger;
 mod lenient;

@@ -1,7 +1,9 @@
 //! The archive in a folder on this machine (the default of `make run`): one file per record
-//! under `YYYY/MM/DD/HH/`. A record is written to a temporary file in its hour's folder,
-//! flushed to disk, then linked under its key, which fails when the key exists: a file is never
-//! overwritten, and a reader never sees one half written.
+//! under `YYYY/MM/DD/HH/`. A record is written to a temporary file in its hour's folder, then
+//! linked under its key, which fails when the key exists: a file is never overwritten, and a
+//! reader never sees one half written. Records written concurrently are flushed to disk
+//! together, by one sync of the folder's file system after the batch ([`GroupCommit`]), and
+//! each writer is answered only after that sync.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,11 +11,49 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::{Archive, ArchiveError, RecordError, Written};
+use crate::group_commit::{Batched, Failed, GroupCommit};
 
 /// A folder holding records.
 #[derive(Debug, Clone)]
 pub struct DirArchive {
     root: PathBuf,
+    writer: GroupCommit<Folder>,
+}
+
+/// The writer's side: the folder, open, and the files the current batch wrote.
+struct Folder {
+    root: std::fs::File,
+    written: Vec<std::fs::File>,
+}
+
+impl Batched for Folder {
+    fn begin(&mut self) -> Result<(), String> {
+        self.written.clear();
+        Ok(())
+    }
+
+    /// One `syncfs` of the folder's file system on Linux (the records' data and their links);
+    /// elsewhere each record in turn.
+    fn commit(&mut self) -> Result<(), String> {
+        #[cfg(target_os = "linux")]
+        rustix::fs::syncfs(&self.root).map_err(|e| format!("sync: {e}"))?;
+        #[cfg(not(target_os = "linux"))]
+        for file in &self.written {
+            file.sync_all().map_err(|e| format!("sync: {e}"))?;
+        }
+        self.written.clear();
+        Ok(())
+    }
+
+    fn abort(&mut self) {
+        self.written.clear();
+    }
+}
+
+impl From<Failed> for ArchiveError {
+    fn from(failed: Failed) -> Self {
+        Self::Unavailable(failed.0)
+    }
 }
 
 impl DirArchive {
@@ -22,9 +62,14 @@ impl DirArchive {
         std::fs::create_dir_all(root)
             .map_err(|e| ArchiveError::Open(format!("cannot create {}: {e}", root.display())))?;
         // Canonical, so that the archive's resource is one id however the folder is named.
-        Ok(Self {
-            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned()),
-        })
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
+        let open = |e: std::io::Error| ArchiveError::Open(format!("{}: {e}", root.display()));
+        let folder = Folder {
+            root: std::fs::File::open(&root).map_err(open)?,
+            written: Vec::new(),
+        };
+        let writer = GroupCommit::start("relay-archive", folder).map_err(open)?;
+        Ok(Self { root, writer })
     }
 
     /// The file of `key`, refusing keys that would leave the folder.
@@ -46,8 +91,8 @@ fn unavailable(path: &Path, e: std::io::Error) -> ArchiveError {
     ArchiveError::Unavailable(format!("{}: {e}", path.display()))
 }
 
-/// Writes `body` under `path`, never over an existing file.
-fn create(path: &Path, body: &[u8]) -> Result<Written, ArchiveError> {
+/// Writes `body` under `path`, never over an existing file; the batch's commit syncs it.
+fn create(path: &Path, body: &[u8], batch: &mut Folder) -> Result<Written, ArchiveError> {
     let folder = path.parent().expect("a key has a folder");
     std::fs::create_dir_all(folder).map_err(|e| unavailable(folder, e))?;
     // Dot files are not keys: a temporary file is never listed.
@@ -57,10 +102,15 @@ fn create(path: &Path, body: &[u8]) -> Result<Written, ArchiveError> {
         .map_err(|e| unavailable(folder, e))?;
     temporary
         .write_all(body)
-        .and_then(|()| temporary.as_file().sync_all())
         .map_err(|e| unavailable(temporary.path(), e))?;
     match std::fs::hard_link(temporary.path(), path) {
-        Ok(()) => Ok(Written::Created),
+        Ok(()) => {
+            if !cfg!(target_os = "linux") {
+                let file = temporary.as_file().try_clone();
+                batch.written.push(file.map_err(|e| unavailable(path, e))?);
+            }
+            Ok(Written::Created)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Written::Existed),
         Err(e) => Err(unavailable(path, e)),
     }
@@ -74,9 +124,9 @@ impl Archive for DirArchive {
 
     async fn put(&self, key: &str, body: Bytes) -> Result<Written, ArchiveError> {
         let path = self.path(key)?;
-        tokio::task::spawn_blocking(move || create(&path, &body))
+        self.writer
+            .call(move |batch: &mut Folder| create(&path, &body, batch))
             .await
-            .map_err(|e| ArchiveError::Unavailable(e.to_string()))?
     }
 
     async fn list(&self, folder: &str) -> Result<Vec<String>, ArchiveError> {

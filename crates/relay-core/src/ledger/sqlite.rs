@@ -1,15 +1,17 @@
 //! The embedded ledger: one SQLite file, for a relay on one machine (the default of `make
 //! run`). Several processes may hold it open at once (relays, `relay trace`): it runs in WAL
-//! mode, every claim and settlement is one `BEGIN IMMEDIATE` transaction applying the entry's
-//! rules, and a writer waits for another's lock up to [`BUSY_TIMEOUT`].
+//! mode, and a writer waits for another's lock up to [`BUSY_TIMEOUT`]. One thread owns the
+//! connection: concurrent claims and settlements each apply the entry's rules in turn inside
+//! one `BEGIN IMMEDIATE` transaction, which commits once for all of them ([`GroupCommit`]), and
+//! each caller is answered only after that commit.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use super::{Claim, Claimed, Entry, Ledger, LedgerError, Lookup, Settlement};
+use crate::group_commit::{Batched, Failed, GroupCommit};
 
 /// How long a write waits for another process's lock before the ledger counts as unavailable.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -31,13 +33,41 @@ CREATE INDEX IF NOT EXISTS deliveries_by_expiry ON deliveries (expires_at);
 /// The embedded store.
 #[derive(Debug, Clone)]
 pub struct SqliteLedger {
-    inner: Arc<Inner>,
+    store: GroupCommit<Store>,
 }
 
-#[derive(Debug)]
-struct Inner {
-    connection: Mutex<Connection>,
-    writes: std::sync::atomic::AtomicU64,
+/// The connection, on its own thread.
+struct Store {
+    connection: Connection,
+    /// How a batch begins: `BEGIN IMMEDIATE`, or a plain `BEGIN` to read only.
+    begin: &'static str,
+    writes: u64,
+}
+
+impl Batched for Store {
+    fn begin(&mut self) -> Result<(), String> {
+        self.connection
+            .execute_batch(self.begin)
+            .map_err(|e| e.to_string())
+    }
+
+    fn commit(&mut self) -> Result<(), String> {
+        self.connection
+            .execute_batch("COMMIT")
+            .map_err(|e| e.to_string())
+    }
+
+    fn abort(&mut self) {
+        if let Err(e) = self.connection.execute_batch("ROLLBACK") {
+            tracing::warn!(error = %e, "A failed ledger batch could not be rolled back.");
+        }
+    }
+}
+
+impl From<Failed> for LedgerError {
+    fn from(failed: Failed) -> Self {
+        Self::Unavailable(failed.0.into())
+    }
 }
 
 impl SqliteLedger {
@@ -57,17 +87,8 @@ impl SqliteLedger {
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(open)?;
         connection.execute_batch(SCHEMA).map_err(open)?;
-        let ledger = Self {
-            inner: Arc::new(Inner {
-                connection: Mutex::new(connection),
-                writes: 0.into(),
-            }),
-        };
-        ledger
-            .inner
-            .sweep(super::epoch_ms(std::time::SystemTime::now()))
-            .map_err(|e| LedgerError::Open(format!("{}: {e}", path.display())))?;
-        Ok(ledger)
+        sweep(&connection, super::epoch_ms(std::time::SystemTime::now())).map_err(open)?;
+        Self::start(connection, "BEGIN IMMEDIATE", path)
     }
 
     /// Opens the ledger file at `path` only to read it (`relay trace`): nothing is created,
@@ -84,46 +105,33 @@ impl SqliteLedger {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection = Connection::open_with_flags(path, flags).map_err(open)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                connection: Mutex::new(connection),
-                writes: 0.into(),
-            }),
-        })
+        Self::start(connection, "BEGIN", path)
     }
 
-    /// Runs `work` on the connection, off the async workers.
-    async fn with<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&Inner) -> Result<T, LedgerError> + Send + 'static,
-    ) -> Result<T, LedgerError> {
-        let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || work(&inner))
-            .await
-            .map_err(|e| LedgerError::Unavailable(e.into()))?
+    fn start(connection: Connection, begin: &'static str, path: &Path) -> Result<Self, LedgerError> {
+        let store = Store {
+            connection,
+            begin,
+            writes: 0,
+        };
+        let store = GroupCommit::start("relay-ledger", store)
+            .map_err(|e| LedgerError::Open(format!("{}: {e}", path.display())))?;
+        Ok(Self { store })
     }
 }
 
-impl Inner {
-    /// Reads, changes and writes one entry in one immediate transaction; `change` returns
-    /// whether to write.
+impl Store {
+    /// Reads, changes and writes one entry inside the batch; `change` returns whether to write.
     fn update<T>(
-        &self,
+        &mut self,
         key: &str,
         fresh: impl FnOnce() -> Entry,
         change: impl FnOnce(&mut Entry) -> (bool, T),
     ) -> Result<T, LedgerError> {
-        let mut connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(unavailable)?;
-        let state: Option<String> = tx
-            .query_row(
-                "SELECT state FROM deliveries WHERE ledger_key = ?1",
-                [key],
-                |row| row.get(0),
-            )
-            .optional()
+        let state: Option<String> = self
+            .connection
+            .prepare_cached("SELECT state FROM deliveries WHERE ledger_key = ?1")
+            .and_then(|mut select| select.query_row([key], |row| row.get(0)).optional())
             .map_err(unavailable)?;
         let mut entry = match state {
             Some(text) => parse(key, &text)?,
@@ -132,38 +140,41 @@ impl Inner {
         let (write, answer) = change(&mut entry);
         if write {
             let state = serde_json::to_string(&entry).expect("an entry serializes");
-            tx.execute(
-                "INSERT INTO deliveries (ledger_key, bundle_uuid, expires_at, state)
-                 VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (ledger_key) DO UPDATE SET
-                   bundle_uuid = excluded.bundle_uuid,
-                   expires_at = excluded.expires_at,
-                   state = excluded.state",
-                params![key, entry.identity.bundle_uuid, entry.expires_at, state],
-            )
-            .map_err(unavailable)?;
-            tx.commit().map_err(unavailable)?;
-            let writes = self
-                .writes
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if writes % SWEEP_EVERY == SWEEP_EVERY - 1 {
-                drop(connection);
-                if let Err(e) = self.sweep(super::epoch_ms(std::time::SystemTime::now())) {
+            self.connection
+                .prepare_cached(
+                    "INSERT INTO deliveries (ledger_key, bundle_uuid, expires_at, state)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (ledger_key) DO UPDATE SET
+                       bundle_uuid = excluded.bundle_uuid,
+                       expires_at = excluded.expires_at,
+                       state = excluded.state",
+                )
+                .and_then(|mut upsert| {
+                    upsert.execute(params![
+                        key,
+                        entry.identity.bundle_uuid,
+                        entry.expires_at,
+                        state
+                    ])
+                })
+                .map_err(unavailable)?;
+            self.writes += 1;
+            if self.writes % SWEEP_EVERY == 0 {
+                if let Err(e) = sweep(&self.connection, super::epoch_ms(std::time::SystemTime::now())) {
                     tracing::warn!(error = %e, "Expired ledger entries could not be deleted.");
                 }
             }
         }
         Ok(answer)
     }
+}
 
-    /// Deletes the entries expired at `now_ms`.
-    fn sweep(&self, now_ms: i64) -> Result<usize, rusqlite::Error> {
-        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
-        connection.execute(
-            "DELETE FROM deliveries WHERE expires_at < ?1",
-            [now_ms.div_euclid(1000)],
-        )
-    }
+/// Deletes the entries expired at `now_ms`.
+fn sweep(connection: &Connection, now_ms: i64) -> Result<usize, rusqlite::Error> {
+    connection.execute(
+        "DELETE FROM deliveries WHERE expires_at < ?1",
+        [now_ms.div_euclid(1000)],
+    )
 }
 
 fn unavailable(e: rusqlite::Error) -> LedgerError {
@@ -186,9 +197,9 @@ impl Ledger for SqliteLedger {
             claim.attempt.clone(),
         );
         let (lease_until_ms, expires_at) = (claim.lease_until_ms, claim.expires_at);
-        self.with(move |inner| {
+        self.store.call(move |store: &mut Store| {
             let fresh = || Entry::new(&key, &identity);
-            inner.update(&key, fresh, |entry| {
+            store.update(&key, fresh, |entry| {
                 let claim = Claim {
                     key: &key,
                     identity: &identity,
@@ -213,14 +224,14 @@ impl Ledger for SqliteLedger {
             settlement.now_ms,
             settlement.expires_at,
         );
-        self.with(move |inner| {
+        self.store.call(move |store: &mut Store| {
             // An entry deleted since its claim (expired, or removed by hand) is not recreated.
             let missing = std::cell::Cell::new(false);
             let fresh = || {
                 missing.set(true);
                 Entry::new(&key, &Default::default())
             };
-            inner.update(&key, fresh, |entry| {
+            store.update(&key, fresh, |entry| {
                 if missing.get() {
                     return (false, ());
                 }
@@ -241,8 +252,7 @@ impl Ledger for SqliteLedger {
 
     async fn find(&self, lookup: &Lookup) -> Result<Vec<Entry>, LedgerError> {
         let lookup = lookup.clone();
-        self.with(move |inner| {
-            let connection = inner.connection.lock().unwrap_or_else(|p| p.into_inner());
+        self.store.call(move |store: &mut Store| {
             let (sql, value) = match &lookup {
                 Lookup::Key(key) => (
                     "SELECT ledger_key, state FROM deliveries WHERE ledger_key = ?1",
@@ -253,7 +263,7 @@ impl Ledger for SqliteLedger {
                     uuid,
                 ),
             };
-            let mut statement = connection.prepare(sql).map_err(unavailable)?;
+            let mut statement = store.connection.prepare_cached(sql).map_err(unavailable)?;
             let rows = statement
                 .query_map([value], |row| {
                     Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))

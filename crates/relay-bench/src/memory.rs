@@ -1,9 +1,12 @@
-//! The ledger table: relay-gcf without a ledger, and with `RELAY_LEDGER_URL=dynamodb://…` on
-//! relay-testkit's loopback DynamoDB-protocol endpoint, each sent the same distinct
-//! notifications twice: once new, then again (with the ledger, duplicates answered without a
-//! sink call). Each notification is sent once per pass, over 32 connections kept busy, then 20
-//! more one at a time for the latency of a lone notification. The ledger's calls per
-//! notification come from the endpoint's own counters.
+//! The memory table: relay-gcf without memory, with the embedded stores (an SQLite ledger,
+//! then the ledger and a folder archive, both in a fresh temporary folder), and with a DynamoDB
+//! ledger on relay-testkit's loopback DynamoDB-protocol endpoint (answering at once, then after
+//! 5 ms), each sent the same distinct notifications twice: once new, then again (with the
+//! ledger, duplicates answered without a sink call). Each notification is sent once per pass,
+//! over 32 connections kept busy, then 20 more one at a time for the latency of a lone
+//! notification. The ledger's calls per notification come from the endpoint's own counters;
+//! "vs no memory" compares a pass's CPU-µs with the no-memory row's *new* pass, so the again
+//! rows say what a duplicate costs against a notification without memory.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +28,7 @@ const CONNECTIONS: usize = 32;
 /// Notifications sent one at a time, 20 ms apart, in the lone passes.
 const LONE: usize = 20;
 /// The notifications' size.
-const SIZE: usize = 1024;
+const SIZE: usize = 4096;
 
 type Requests = Arc<Vec<(http::request::Parts, Bytes)>>;
 
@@ -35,19 +38,74 @@ struct Pass {
     duplicates: usize,
 }
 
-/// `BENCH_LEDGER_NOTIFICATIONS` (20,000): distinct notifications per saturated pass.
+/// `BENCH_MEMORY_NOTIFICATIONS` (20,000): distinct notifications per saturated pass.
 fn notifications() -> usize {
-    std::env::var("BENCH_LEDGER_NOTIFICATIONS")
+    std::env::var("BENCH_MEMORY_NOTIFICATIONS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(20_000)
 }
 
-/// The table: ledger off, ledger on (endpoint at once), ledger on (endpoint 5 ms).
+/// What a row remembers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Memory {
+    /// Neither a ledger nor an archive.
+    None,
+    /// `RELAY_LEDGER_URL` an SQLite file.
+    SqliteLedger,
+    /// The SQLite ledger and `RELAY_ARCHIVE_URL` a folder.
+    SqliteLedgerAndFolder,
+    /// `RELAY_LEDGER_URL=dynamodb://…` on the loopback endpoint, answering after this many ms.
+    DynamoDb(u64),
+}
+
+impl Memory {
+    /// The row's name.
+    pub(crate) fn name(self) -> String {
+        match self {
+            Self::None => "no memory".into(),
+            Self::SqliteLedger => "SQLite ledger".into(),
+            Self::SqliteLedgerAndFolder => "SQLite ledger + folder archive".into(),
+            Self::DynamoDb(ms) => format!("DynamoDB ledger, endpoint {ms} ms"),
+        }
+    }
+
+    /// The relay's settings for it, with its files under `folder`.
+    pub(crate) fn env(
+        self,
+        folder: &std::path::Path,
+        dynamodb: Option<&FakeDynamoDb>,
+    ) -> Vec<(&'static str, String)> {
+        let ledger = ("RELAY_LEDGER_URL", folder.join("ledger.db").display().to_string());
+        let archive = ("RELAY_ARCHIVE_URL", folder.join("archive").display().to_string());
+        let seal = ("RELAY_ARCHIVE_KEY", "bench-archive-key-0123456789".to_owned());
+        match (self, dynamodb) {
+            (Self::None, _) => vec![],
+            (Self::SqliteLedger, _) => vec![ledger],
+            (Self::SqliteLedgerAndFolder, _) => vec![ledger, archive, seal],
+            (Self::DynamoDb(_), Some(endpoint)) => vec![
+                ("RELAY_LEDGER_URL", "dynamodb://relay-ledger".into()),
+                ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.endpoint.clone()),
+            ],
+            (Self::DynamoDb(_), None) => panic!("a DynamoDB row needs its endpoint"),
+        }
+    }
+}
+
+/// The rows, in order.
+const ROWS: [Memory; 5] = [
+    Memory::None,
+    Memory::SqliteLedger,
+    Memory::SqliteLedgerAndFolder,
+    Memory::DynamoDb(0),
+    Memory::DynamoDb(5),
+];
+
+/// The table: every row of [`ROWS`], each through four passes.
 pub(crate) async fn table() {
     let count = notifications();
     println!(
-        "| relay-gcf, {count} × 1 KB | pass | answered 2xx | of which duplicate | notifications/s | CPU-µs per notification | vs ledger off | p50 (ms) | p99 (ms) | ledger calls per notification | UpdateItem / PutItem / other | SQS calls per notification |"
+        "| relay-gcf, {count} × 4 KB | pass | answered 2xx | of which duplicate | notifications/s | CPU-µs per notification | vs no memory, new | p50 (ms) | p99 (ms) | peak RSS (MiB) | ledger calls per notification | SQS calls per notification |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let saturated: Requests = Arc::new((0..count).map(|i| signed(SIZE, 3_000_000 + i)).collect());
@@ -56,34 +114,29 @@ pub(crate) async fn table() {
     let client = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(usize::MAX)
         .build_http();
-    // The CPU-µs of the ledger-off passes, which the others are compared with.
-    let mut off_cpu: Vec<f64> = Vec::new();
-    for (name, latency) in [
-        ("ledger off", None),
-        ("ledger on, endpoint 0 ms", Some(0)),
-        ("ledger on, endpoint 5 ms", Some(5)),
-    ] {
+    // The no-memory row's new pass, which every other is compared with.
+    let mut baseline: Option<f64> = None;
+    for memory in ROWS {
+        let folder = folder();
         let sqs = FakeSqs::start(Fault::None).await;
-        let dynamodb = match latency {
-            Some(ms) => {
+        let dynamodb = match memory {
+            Memory::DynamoDb(ms) => {
                 let fake = FakeDynamoDb::start().await;
                 fake.set_latency(Duration::from_millis(ms));
                 Some(fake)
             }
-            None => None,
+            _ => None,
         };
-        let relay = Pinned::relay_with_ledger(&sqs, dynamodb.as_ref());
+        let relay = Pinned::relay_with(&sqs, &memory.env(&folder, dynamodb.as_ref()));
         // Connections opened and the relay's first calls made before anything is measured.
         saturate(&client, &relay, &warm).await;
-        for (row, (pass, requests, saturated_pass)) in [
+        relay.reset_peak_rss();
+        for (pass, requests, saturated_pass) in [
             ("new", &saturated, true),
             ("again", &saturated, true),
             ("new, one at a time", &lone, false),
             ("again, one at a time", &lone, false),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        ] {
             let (ledger_before, sqs_before) =
                 (dynamodb.as_ref().map(FakeDynamoDb::calls), sqs.calls());
             let result = match saturated_pass {
@@ -96,21 +149,37 @@ pub(crate) async fn table() {
                 _ => None,
             };
             let cpu = result.measured.cpu_us_per_request();
-            if latency.is_none() {
-                off_cpu.push(cpu);
+            if memory == Memory::None && pass == "new" {
+                baseline = Some(cpu);
             }
             print_row(
-                name,
+                &memory.name(),
                 pass,
                 &result,
                 sent,
                 saturated_pass.then_some(cpu),
-                off_cpu.get(row).copied(),
+                baseline,
+                relay.peak_rss_kib(),
                 ledger.as_ref(),
                 sqs.calls() - sqs_before,
             );
         }
+        drop(relay);
+        let _ = std::fs::remove_dir_all(&folder);
     }
+}
+
+/// A new empty folder for one row's ledger and archive.
+pub(crate) fn folder() -> std::path::PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let folder = std::env::temp_dir().join(format!(
+        "relay-bench-memory-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("a temporary folder");
+    folder
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -120,40 +189,31 @@ fn print_row(
     result: &Pass,
     sent: usize,
     cpu: Option<f64>,
-    off_cpu: Option<f64>,
+    baseline: Option<f64>,
+    peak_rss_kib: u64,
     ledger: Option<&Calls>,
     sqs_calls: u64,
 ) {
     let m = &result.measured;
     // /proc counts CPU in 10 ms ticks: too coarse for a handful of requests.
-    let (cpu, ratio) = match (cpu, off_cpu) {
-        (Some(cpu), Some(off)) => (format!("{cpu:.1}"), format!("{:.2}×", cpu / off)),
+    let (cpu, ratio) = match (cpu, baseline) {
+        (Some(cpu), Some(base)) => (format!("{cpu:.1}"), format!("{:.2}×", cpu / base)),
         (Some(cpu), None) => (format!("{cpu:.1}"), "–".to_owned()),
         _ => ("–".to_owned(), "–".to_owned()),
     };
     let per = |n: u64| n as f64 / sent.max(1) as f64;
-    let (calls, split) = match ledger {
-        Some(c) => (
-            format!("{:.3}", per(c.total())),
-            format!(
-                "{:.3} / {:.3} / {:.3}",
-                per(c.of("UpdateItem")),
-                per(c.of("PutItem")),
-                per(c.total() - c.of("UpdateItem") - c.of("PutItem"))
-            ),
-        ),
-        None => ("–".to_owned(), "–".to_owned()),
-    };
+    let calls = ledger.map_or("–".to_owned(), |c| format!("{:.3}", per(c.total())));
     let rate = match cpu == "–" {
         true => "–".to_owned(),
         false => format!("{:.0}", m.per_second()),
     };
     println!(
-        "| {name} | {pass} | {} of {sent} | {} | {rate} | {cpu} | {ratio} | {:.2} | {:.2} | {calls} | {split} | {:.3} |",
+        "| {name} | {pass} | {} of {sent} | {} | {rate} | {cpu} | {ratio} | {:.2} | {:.2} | {:.1} | {calls} | {:.3} |",
         m.ok,
         result.duplicates,
         m.percentile(0.50).as_secs_f64() * 1e3,
         m.percentile(0.99).as_secs_f64() * 1e3,
+        peak_rss_kib as f64 / 1024.0,
         per(sqs_calls),
     );
 }
