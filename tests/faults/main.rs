@@ -2,9 +2,12 @@
 //! sender that retries every non-2xx as the DSS does. For each fault: every notification
 //! answered 2xx is in every queue it was routed to; after the retries, every notification is;
 //! duplicates are counted. Also SIGTERM in the middle of a burst: nothing acknowledged is lost,
-//! and no request that reached the relay is left without an answer. Every row runs twice:
-//! without a ledger, and with the embedded one (`RELAY_LEDGER_URL`, an SQLite file), which must
-//! leave no duplicate but those of sink calls whose outcome the relay could not know.
+//! and no request that reached the relay is left without an answer; and SIGKILL in the middle of
+//! a burst, while the embedded stores' group commits are in flight: nothing acknowledged is lost
+//! from the queue or the archive. Every row runs twice: without memory, and with the embedded
+//! stores (`RELAY_LEDGER_URL` an SQLite file, `RELAY_ARCHIVE_URL` a folder), which must leave no
+//! duplicate but those of sink calls whose outcome the relay could not know, and exactly one
+//! archive record per notification.
 //!
 //! `make faults` sends 10,000 notifications per fault (`FAULT_NOTIFICATIONS`) and prints the
 //! table; `make test` runs the same matrix with 1,000. Needs the relay-gcf binary built next to
@@ -39,10 +42,10 @@ fn notifications() -> usize {
 /// The second queue of the fan-out row.
 const SECOND_QUEUE: &str = "faults-second";
 
-/// How a row's relay runs: with or without a ledger, to one queue or two.
+/// How a row's relay runs: with or without memory, to one queue or two.
 #[derive(Debug)]
 struct Setup {
-    /// The ledger file, and the folder that holds it (and the configuration), when on.
+    /// The folder of the ledger file and the archive (and the configuration), when on.
     ledger: Option<tempfile::TempDir>,
     /// Publish to [`SECOND_QUEUE`] as well.
     fan_out: bool,
@@ -66,9 +69,28 @@ impl Setup {
 
     fn name(&self) -> &'static str {
         match self.ledger {
-            Some(_) => "file",
+            Some(_) => "SQLite + folder",
             None => "off",
         }
+    }
+
+    /// How many records the archive holds (`None` without one).
+    fn archived(&self) -> Option<usize> {
+        fn count(dir: &std::path::Path) -> usize {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return 0;
+            };
+            entries
+                .flatten()
+                .map(|e| match e.file_type().is_ok_and(|t| t.is_dir()) {
+                    true => count(&e.path()),
+                    false => usize::from(!e.file_name().to_string_lossy().starts_with('.')),
+                })
+                .sum()
+        }
+        self.ledger
+            .as_ref()
+            .map(|dir| count(&dir.path().join("archive")))
     }
 }
 
@@ -117,7 +139,10 @@ fn relay_gcf(sqs: &FakeSqs, setup: &Setup, listen: Option<SocketAddr>) -> RelayP
         command.env("RELAY_SQS_QUEUE_URL", sqs.queue_url());
     }
     if let Some(dir) = &setup.ledger {
-        command.env("RELAY_LEDGER_URL", dir.path().join("ledger.db"));
+        command
+            .env("RELAY_LEDGER_URL", dir.path().join("ledger.db"))
+            .env("RELAY_ARCHIVE_URL", dir.path().join("archive"))
+            .env("RELAY_ARCHIVE_KEY", "fault-matrix-archive-key");
     }
     if let Some(addr) = listen {
         command.env("RELAY_LISTEN", addr.to_string());
@@ -238,12 +263,16 @@ struct Row {
     unanswered: u64,
     calls: u64,
     seconds: f64,
+    /// Records in the archive at the end (`None` without one).
+    archived: Option<usize>,
+    /// The relay was killed mid-burst: requests in flight then were left without an answer.
+    killed: bool,
 }
 
 impl Row {
     fn print(&self) {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {} | {:.1} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {:.1} |",
             self.fault,
             self.ledger,
             self.sent,
@@ -253,6 +282,7 @@ impl Row {
             self.unknown_outcomes,
             self.attempts as f64 / self.sent as f64,
             self.unanswered,
+            self.archived.map_or("–".to_owned(), |n| n.to_string()),
             self.calls,
             self.seconds
         );
@@ -286,6 +316,8 @@ fn row(
         unanswered: sent.unanswered.load(Ordering::Relaxed),
         calls: sqs.calls(),
         seconds: started.elapsed().as_secs_f64(),
+        archived: setup.archived(),
+        killed: false,
     }
 }
 
@@ -303,9 +335,9 @@ async fn run(case: &Case, ledger: bool) -> Row {
     row(case.name, unknown, &setup, &bodies, &sent, &sqs, started)
 }
 
-/// A burst with SIGTERM in its middle; a second relay on the same port (and the same ledger)
-/// takes the retries.
-async fn sigterm_mid_burst(ledger: bool) -> Row {
+/// A burst with SIGTERM (or SIGKILL, `kill`) in its middle; a second relay on the same port
+/// (and the same ledger and archive) takes the retries.
+async fn stopped_mid_burst(ledger: bool, kill: bool) -> Row {
     let setup = Arc::new(Setup::new(ledger, false));
     let sqs = FakeSqs::start(Fault::Latency(Duration::from_millis(20))).await;
     let mut first = relay_gcf(&sqs, &setup, None);
@@ -321,16 +353,20 @@ async fn sigterm_mid_burst(ledger: bool) -> Row {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             let first_unknown = unknown_outcomes(&first);
-            first.terminate();
-            let exited = tokio::task::spawn_blocking(move || {
-                first.exits_within(relay_gcf::DRAIN + Duration::from_secs(10))
-            })
-            .await
-            .unwrap();
-            assert!(
-                exited.success(),
-                "the relay exits cleanly after draining: {exited}"
-            );
+            if kill {
+                first.kill();
+            } else {
+                first.terminate();
+                let exited = tokio::task::spawn_blocking(move || {
+                    first.exits_within(relay_gcf::DRAIN + Duration::from_secs(10))
+                })
+                .await
+                .unwrap();
+                assert!(
+                    exited.success(),
+                    "the relay exits cleanly after draining: {exited}"
+                );
+            }
             (first_unknown, relay_gcf(&sqs, &setup, Some(addr)))
         })
     };
@@ -338,15 +374,14 @@ async fn sigterm_mid_burst(ledger: bool) -> Row {
     let (first_unknown, second) = watcher.await.unwrap();
     let unknown = first_unknown + unknown_outcomes(&second);
     drop(second);
-    row(
-        "SIGTERM mid-burst, then a new instance",
-        unknown,
-        &setup,
-        &bodies,
-        &sent,
-        &sqs,
-        started,
-    )
+    let name = match kill {
+        true => "SIGKILL mid-burst, then a new instance",
+        false => "SIGTERM mid-burst, then a new instance",
+    };
+    Row {
+        killed: kill,
+        ..row(name, unknown, &setup, &bodies, &sent, &sqs, started)
+    }
 }
 
 /// One row's fault.
@@ -402,19 +437,38 @@ async fn no_acknowledged_notification_is_lost_under_any_fault() {
             rows.push(run(case, ledger).await);
         }
     }
-    for ledger in [false, true] {
-        rows.push(sigterm_mid_burst(ledger).await);
+    for kill in [false, true] {
+        for ledger in [false, true] {
+            rows.push(stopped_mid_burst(ledger, kill).await);
+        }
     }
     println!(
-        "| fault | ledger | notifications | acknowledged but lost | missing after retries | duplicates | sink calls of unknown outcome | attempts per notification | sent, no answer | SQS calls | seconds |"
+        "| fault | ledger | notifications | acknowledged but lost | missing after retries | duplicates | sink calls of unknown outcome | attempts per notification | sent, no answer | archive records | SQS calls | seconds |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for row in &rows {
         row.print();
     }
     for row in &rows {
         assert_eq!(row.acknowledged_but_lost, 0, "{row:?}");
         assert_eq!(row.missing_after_retries, 0, "{row:?}");
+        if let Some(archived) = row.archived {
+            assert_eq!(
+                archived, row.sent,
+                "one archive record per notification: {row:?}"
+            );
+        }
+        if row.killed {
+            // A killed relay answers none of the requests it held, and may have published some
+            // of them before its ledger recorded it: the retries publish those again.
+            if row.ledger != "off" {
+                assert!(
+                    row.duplicates as u64 <= row.unanswered,
+                    "no duplicate but those of requests in flight at the kill: {row:?}"
+                );
+            }
+            continue;
+        }
         assert_eq!(row.unanswered, 0, "{row:?}");
         // With the ledger, a message is published again only where a call's outcome was
         // unknown: no answer by the deadline, or taken without an answer.

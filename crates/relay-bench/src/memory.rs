@@ -76,9 +76,18 @@ impl Memory {
         folder: &std::path::Path,
         dynamodb: Option<&FakeDynamoDb>,
     ) -> Vec<(&'static str, String)> {
-        let ledger = ("RELAY_LEDGER_URL", folder.join("ledger.db").display().to_string());
-        let archive = ("RELAY_ARCHIVE_URL", folder.join("archive").display().to_string());
-        let seal = ("RELAY_ARCHIVE_KEY", "bench-archive-key-0123456789".to_owned());
+        let ledger = (
+            "RELAY_LEDGER_URL",
+            folder.join("ledger.db").display().to_string(),
+        );
+        let archive = (
+            "RELAY_ARCHIVE_URL",
+            folder.join("archive").display().to_string(),
+        );
+        let seal = (
+            "RELAY_ARCHIVE_KEY",
+            "bench-archive-key-0123456789".to_owned(),
+        );
         match (self, dynamodb) {
             (Self::None, _) => vec![],
             (Self::SqliteLedger, _) => vec![ledger],
@@ -116,7 +125,12 @@ pub(crate) async fn table() {
         .build_http();
     // The no-memory row's new pass, which every other is compared with.
     let mut baseline: Option<f64> = None;
+    // BENCH_MEMORY_ROWS=SQLite keeps the rows whose name holds that text.
+    let only = std::env::var("BENCH_MEMORY_ROWS").unwrap_or_default();
     for memory in ROWS {
+        if memory != Memory::None && !memory.name().contains(only.as_str()) {
+            continue;
+        }
         let folder = folder();
         let sqs = FakeSqs::start(Fault::None).await;
         let dynamodb = match memory {

@@ -168,6 +168,13 @@ impl RelayProcess {
         assert!(killed.success(), "kill -TERM {}: {killed}", self.id());
     }
 
+    /// Sends SIGKILL, as a crash or an instance stopped without warning would end it, and waits
+    /// for it to exit.
+    pub fn kill(&mut self) -> ExitStatus {
+        let _ = self.child.kill();
+        self.child.wait().expect("the child's status")
+    }
+
     /// Its exit status if it has exited, without waiting.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().expect("the child's status")

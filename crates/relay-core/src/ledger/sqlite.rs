@@ -86,6 +86,7 @@ impl SqliteLedger {
         connection
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(open)?;
+
         connection.execute_batch(SCHEMA).map_err(open)?;
         sweep(&connection, super::epoch_ms(std::time::SystemTime::now())).map_err(open)?;
         Self::start(connection, "BEGIN IMMEDIATE", path)
@@ -108,7 +109,11 @@ impl SqliteLedger {
         Self::start(connection, "BEGIN", path)
     }
 
-    fn start(connection: Connection, begin: &'static str, path: &Path) -> Result<Self, LedgerError> {
+    fn start(
+        connection: Connection,
+        begin: &'static str,
+        path: &Path,
+    ) -> Result<Self, LedgerError> {
         let store = Store {
             connection,
             begin,
@@ -160,7 +165,10 @@ impl Store {
                 .map_err(unavailable)?;
             self.writes += 1;
             if self.writes % SWEEP_EVERY == 0 {
-                if let Err(e) = sweep(&self.connection, super::epoch_ms(std::time::SystemTime::now())) {
+                if let Err(e) = sweep(
+                    &self.connection,
+                    super::epoch_ms(std::time::SystemTime::now()),
+                ) {
                     tracing::warn!(error = %e, "Expired ledger entries could not be deleted.");
                 }
             }
@@ -197,21 +205,22 @@ impl Ledger for SqliteLedger {
             claim.attempt.clone(),
         );
         let (lease_until_ms, expires_at) = (claim.lease_until_ms, claim.expires_at);
-        self.store.call(move |store: &mut Store| {
-            let fresh = || Entry::new(&key, &identity);
-            store.update(&key, fresh, |entry| {
-                let claim = Claim {
-                    key: &key,
-                    identity: &identity,
-                    attempt: &attempt,
-                    lease_until_ms,
-                    expires_at,
-                };
-                let claimed = entry.claim(&claim, now_ms);
-                (matches!(claimed, Claimed::Granted { .. }), claimed)
+        self.store
+            .call(move |store: &mut Store| {
+                let fresh = || Entry::new(&key, &identity);
+                store.update(&key, fresh, |entry| {
+                    let claim = Claim {
+                        key: &key,
+                        identity: &identity,
+                        attempt: &attempt,
+                        lease_until_ms,
+                        expires_at,
+                    };
+                    let claimed = entry.claim(&claim, now_ms);
+                    (matches!(claimed, Claimed::Granted { .. }), claimed)
+                })
             })
-        })
-        .await
+            .await
     }
 
     async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError> {
@@ -224,30 +233,31 @@ impl Ledger for SqliteLedger {
             settlement.now_ms,
             settlement.expires_at,
         );
-        self.store.call(move |store: &mut Store| {
-            // An entry deleted since its claim (expired, or removed by hand) is not recreated.
-            let missing = std::cell::Cell::new(false);
-            let fresh = || {
-                missing.set(true);
-                Entry::new(&key, &Default::default())
-            };
-            store.update(&key, fresh, |entry| {
-                if missing.get() {
-                    return (false, ());
-                }
-                entry.settle(&Settlement {
-                    key: &key,
-                    holder: &holder,
-                    attempt,
-                    folded,
-                    results: &results,
-                    now_ms,
-                    expires_at,
-                });
-                (true, ())
+        self.store
+            .call(move |store: &mut Store| {
+                // An entry deleted since its claim (expired, or removed by hand) is not recreated.
+                let missing = std::cell::Cell::new(false);
+                let fresh = || {
+                    missing.set(true);
+                    Entry::new(&key, &Default::default())
+                };
+                store.update(&key, fresh, |entry| {
+                    if missing.get() {
+                        return (false, ());
+                    }
+                    entry.settle(&Settlement {
+                        key: &key,
+                        holder: &holder,
+                        attempt,
+                        folded,
+                        results: &results,
+                        now_ms,
+                        expires_at,
+                    });
+                    (true, ())
+                })
             })
-        })
-        .await
+            .await
     }
 
     async fn find(&self, lookup: &Lookup) -> Result<Vec<Entry>, LedgerError> {
