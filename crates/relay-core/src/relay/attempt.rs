@@ -31,7 +31,7 @@ pub(super) struct Attempt<'a, 't> {
     pub(super) table: &'t RoutingTable,
     /// Each destination it was routed to (the archive last, when there is one), with its
     /// message shaped and size-checked. Empty when no route took it.
-    pub(super) planned: Vec<(&'t Destination, Message)>,
+    pub(super) planned: Vec<(&'t Destination, Planned)>,
     /// The routes' version, the split, and a replay run's id.
     pub(super) routing: Routing<'a>,
     /// When it arrived (for a replay: now).
@@ -43,6 +43,33 @@ pub(super) struct Attempt<'a, 't> {
     /// Whether the ledger records it (when there is one): not a filtered notification when
     /// `RELAY_LEDGER_RECORD_FILTERED` is off, nor `relay replay --again` without a ledger.
     pub(super) record: bool,
+}
+
+/// A destination's message: shaped and checked already, or the archive's record, written out
+/// only when the archive still needs it (a duplicate's never is).
+pub(super) enum Planned {
+    /// A routed destination's message.
+    Shaped(Message),
+    /// The archive's record.
+    Record(Box<crate::archive::Record>),
+}
+
+impl Planned {
+    /// The message to publish.
+    fn into_message(self) -> Message {
+        match self {
+            Self::Shaped(message) => message,
+            Self::Record(record) => record.message(),
+        }
+    }
+}
+
+/// The messages of `planned`, made.
+fn messages<'t>(planned: Vec<(&'t Destination, Planned)>) -> Vec<(&'t Destination, Message)> {
+    planned
+        .into_iter()
+        .map(|(destination, planned)| (destination, planned.into_message()))
+        .collect()
 }
 
 /// What an attempt did.
@@ -96,7 +123,7 @@ impl Relay {
         };
         let Some(holding) = holding else {
             let published = self
-                .publish(attempt.planned, attempt.deadline, attempt.traffic)
+                .publish(messages(attempt.planned), attempt.deadline, attempt.traffic)
                 .await;
             return Ok(Attempted {
                 earlier: Vec::new(),
@@ -123,7 +150,10 @@ impl Relay {
         }
         let published = match todo.is_empty() {
             true => Vec::new(),
-            false => self.publish(todo, attempt.deadline, attempt.traffic).await,
+            false => {
+                let todo = messages(todo);
+                self.publish(todo, attempt.deadline, attempt.traffic).await
+            }
         };
         if !(published.is_empty() && carried.is_empty()) {
             self.settle(&holding, &published, carried).await;

@@ -35,7 +35,7 @@ use http::{Method, StatusCode};
 use http_body::Body;
 use serde_json::json;
 
-use self::attempt::Attempt;
+use self::attempt::{Attempt, Planned};
 pub use self::ledger::UNDELIVERED_AFTER_MS;
 use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
@@ -345,12 +345,13 @@ impl Relay {
         let mut planned = Vec::with_capacity(decision.destinations.len() + 1);
         for &i in &decision.destinations {
             let destination = &table.destinations[i];
-            planned.push((destination, shape(destination, &base, &notification)?));
+            let message = shape(destination, &base, &notification)?;
+            planned.push((destination, Planned::Shaped(message)));
         }
         if let Some(archive) = &self.archive {
             // The routing is done with the request document: the record takes it.
             let record = crate::archive::Record::of(&base, request, table.request_headers());
-            planned.push((archive, record.message()));
+            planned.push((archive, Planned::Record(Box::new(record))));
         }
         // A filtered notification is recorded only when RELAY_LEDGER_RECORD_FILTERED is on
         // (without it, its archive write alone makes a retry harmless); then the attempt claims

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::Relay;
-use super::attempt::{Attempt, Attempted};
+use super::attempt::{Attempt, Attempted, Planned};
 use super::ledger::Routing;
 use super::publish::Traffic;
 use crate::archive::Record;
@@ -198,7 +198,7 @@ impl Relay {
             let mut message = super::shape(destination, &routed.base, &routed.notification)
                 .map_err(ReplayError::Shape)?;
             destination.shape.mark(&mut message, REPLAYED, "true");
-            planned.push((destination, message));
+            planned.push((destination, Planned::Shaped(message)));
         }
         let run = match &plan.record {
             ReplayRecord::Run(run) => Some(run.as_str()),
@@ -286,7 +286,7 @@ impl Relay {
         &self,
         notification: &Notification<Verified>,
         table: &RoutingTable,
-        planned: &[(&Destination, Message)],
+        planned: &[(&Destination, Planned)],
         run: Option<&str>,
         record: bool,
     ) -> Result<Replayed, ReplayError> {
