@@ -189,6 +189,7 @@ async fn bursts() {
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     let memory = memory::Memory::SqliteLedgerAndFolder;
+    let mut folders = Vec::new();
     for (count, latency, remembered) in [
         (1000, 0, false),
         (1000, 20, false),
@@ -216,8 +217,9 @@ async fn bursts() {
             relay.peak_rss_kib() as f64 / 1024.0
         );
         drop(relay);
-        let _ = std::fs::remove_dir_all(&folder);
+        folders.push(folder);
     }
+    memory::remove(folders);
 }
 
 /// Legitimate notifications at a steady rate while slow senders hold bodies against the relay

@@ -94,12 +94,21 @@ fn unavailable(path: &Path, e: std::io::Error) -> ArchiveError {
 /// Writes `body` under `path`, never over an existing file; the batch's commit syncs it.
 fn create(path: &Path, body: &[u8], batch: &mut Folder) -> Result<Written, ArchiveError> {
     let folder = path.parent().expect("a key has a folder");
-    std::fs::create_dir_all(folder).map_err(|e| unavailable(folder, e))?;
-    // Dot files are not keys: a temporary file is never listed.
-    let mut temporary = tempfile::Builder::new()
-        .prefix(".record-")
-        .tempfile_in(folder)
-        .map_err(|e| unavailable(folder, e))?;
+    // Dot files are not keys: a temporary file is never listed. The hour's folder is made
+    // only when it is missing, not checked for every record.
+    let temporary = || {
+        tempfile::Builder::new()
+            .prefix(".record-")
+            .tempfile_in(folder)
+    };
+    let mut temporary = match temporary() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(folder).map_err(|e| unavailable(folder, e))?;
+            temporary()
+        }
+        made => made,
+    }
+    .map_err(|e| unavailable(folder, e))?;
     temporary
         .write_all(body)
         .map_err(|e| unavailable(temporary.path(), e))?;

@@ -280,16 +280,32 @@ pub fn epoch_ms(time: std::time::SystemTime) -> i64 {
     }
 }
 
-/// A random attempt id: 16 hex characters.
+/// A new attempt id: 16 hex characters, never the same twice in a process (a counter) and
+/// apart from every other process's (the counter starts at a random value read once).
 pub fn attempt_id() -> String {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).expect("the system's random source");
-    hex::encode(bytes)
+    static NEXT: std::sync::OnceLock<std::sync::atomic::AtomicU64> = std::sync::OnceLock::new();
+    let next = NEXT.get_or_init(|| {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).expect("the system's random source");
+        u64::from_le_bytes(bytes).into()
+    });
+    let id = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{id:016x}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attempt_ids_are_sixteen_hex_digits_and_never_repeat() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| attempt_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(
+            ids.iter()
+                .all(|id| id.len() == 16 && id.chars().all(|c| c.is_ascii_hexdigit()))
+        );
+    }
 
     #[test]
     fn urls_parse_and_print_back() {

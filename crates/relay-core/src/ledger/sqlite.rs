@@ -150,7 +150,6 @@ impl Store {
                     "INSERT INTO deliveries (ledger_key, bundle_uuid, expires_at, state)
                      VALUES (?1, ?2, ?3, ?4)
                      ON CONFLICT (ledger_key) DO UPDATE SET
-                       bundle_uuid = excluded.bundle_uuid,
                        expires_at = excluded.expires_at,
                        state = excluded.state",
                 )
@@ -164,13 +163,13 @@ impl Store {
                 })
                 .map_err(unavailable)?;
             self.writes += 1;
-            if self.writes % SWEEP_EVERY == 0 {
-                if let Err(e) = sweep(
+            if self.writes.is_multiple_of(SWEEP_EVERY)
+                && let Err(e) = sweep(
                     &self.connection,
                     super::epoch_ms(std::time::SystemTime::now()),
-                ) {
-                    tracing::warn!(error = %e, "Expired ledger entries could not be deleted.");
-                }
+                )
+            {
+                tracing::warn!(error = %e, "Expired ledger entries could not be deleted.");
             }
         }
         Ok(answer)

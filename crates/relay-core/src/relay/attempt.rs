@@ -65,7 +65,7 @@ impl Planned {
 }
 
 /// The messages of `planned`, made.
-fn messages<'t>(planned: Vec<(&'t Destination, Planned)>) -> Vec<(&'t Destination, Message)> {
+fn messages(planned: Vec<(&Destination, Planned)>) -> Vec<(&Destination, Message)> {
     planned
         .into_iter()
         .map(|(destination, planned)| (destination, planned.into_message()))
