@@ -181,11 +181,13 @@ mod tests {
         let store = GroupCommit::start("test", Counter::default()).expect("a thread");
         // The first batch holds the thread until the other calls have queued behind it.
         let (open, gate) = std::sync::mpsc::channel::<()>();
+        let (running, started) = std::sync::mpsc::channel::<()>();
         let first = tokio::spawn({
             let store = store.clone();
             async move {
                 store
                     .call(move |c: &mut Counter| -> Result<u64, Error> {
+                        running.send(()).expect("the test waits");
                         gate.recv().expect("the gate opens");
                         c.value += 1;
                         Ok(c.value)
@@ -193,6 +195,9 @@ mod tests {
                     .await
             }
         });
+        while started.try_recv().is_err() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         let rest: Vec<_> = (0..199)
             .map(|_| {
                 let store = store.clone();

@@ -280,8 +280,10 @@ pub fn epoch_ms(time: std::time::SystemTime) -> i64 {
     }
 }
 
-/// A new attempt id: 16 hex characters, never the same twice in a process (a counter) and
-/// apart from every other process's (the counter starts at a random value read once).
+/// A new attempt id: 16 hex characters that look random in every digit, never the same twice
+/// in a process, and the same as another process's only by chance: a counter that starts at a
+/// random value read once, passed through SplitMix64's finalizer (a bijection of `u64`), so no
+/// attempt reads the system's random source.
 pub fn attempt_id() -> String {
     static NEXT: std::sync::OnceLock<std::sync::atomic::AtomicU64> = std::sync::OnceLock::new();
     let next = NEXT.get_or_init(|| {
@@ -289,8 +291,10 @@ pub fn attempt_id() -> String {
         getrandom::fill(&mut bytes).expect("the system's random source");
         u64::from_le_bytes(bytes).into()
     });
-    let id = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{id:016x}")
+    let mut z = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    format!("{:016x}", z ^ (z >> 31))
 }
 
 #[cfg(test)]
@@ -298,9 +302,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn attempt_ids_are_sixteen_hex_digits_and_never_repeat() {
+    fn attempt_ids_are_sixteen_hex_digits_and_never_repeat_even_in_their_first_digits() {
         let ids: std::collections::HashSet<String> = (0..1000).map(|_| attempt_id()).collect();
         assert_eq!(ids.len(), 1000);
+        // Tests and tools take a prefix as a random name: consecutive ids differ there too.
+        let prefixes: std::collections::HashSet<&str> = ids.iter().map(|id| &id[..8]).collect();
+        assert_eq!(prefixes.len(), 1000);
         assert!(
             ids.iter()
                 .all(|id| id.len() == 16 && id.chars().all(|c| c.is_ascii_hexdigit()))

@@ -86,7 +86,6 @@ impl SqliteLedger {
         connection
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(open)?;
-
         connection.execute_batch(SCHEMA).map_err(open)?;
         sweep(&connection, super::epoch_ms(std::time::SystemTime::now())).map_err(open)?;
         Self::start(connection, "BEGIN IMMEDIATE", path)
@@ -133,6 +132,13 @@ impl Store {
         fresh: impl FnOnce() -> Entry,
         change: impl FnOnce(&mut Entry) -> (bool, T),
     ) -> Result<T, LedgerError> {
+        // An error that made SQLite roll the batch back (a full disk, an I/O error) leaves the
+        // later calls outside any transaction: they fail rather than write on their own.
+        if self.connection.is_autocommit() {
+            return Err(LedgerError::Unavailable(
+                "the batch's transaction was rolled back".into(),
+            ));
+        }
         let state: Option<String> = self
             .connection
             .prepare_cached("SELECT state FROM deliveries WHERE ledger_key = ?1")
