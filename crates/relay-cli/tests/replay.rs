@@ -36,6 +36,15 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Runs `cmd` (the command `args` describe) and asserts it was refused: exit 2, with `says` in
+/// its standard error.
+async fn assert_refused(cmd: Command, args: &[&str], says: &str) {
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(says), "{args:?}: {stderr}");
+}
+
 fn notification(bundle: &str) -> String {
     serde_json::json!({
         "transaction_id": relay_core::ledger::attempt_id(),
@@ -424,18 +433,7 @@ async fn replay_refuses_what_it_cannot_do_precisely() {
         ),
     ];
     for (args, expected) in cases {
-        let out = output(deployment.cmd(args)).await;
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-        assert!(
-            text(&out.stderr).contains(expected),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        assert_refused(deployment.cmd(args), args, expected).await;
     }
     let mut no_archive = deployment.cmd(&["replay", "--since", "1h"]);
     no_archive.env_remove("RELAY_ARCHIVE_URL");
@@ -987,18 +985,7 @@ async fn events_refuse_what_they_cannot_read_precisely() {
         if let Some(name) = without {
             cmd.env_remove(name);
         }
-        let out = output(cmd).await;
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-        assert!(
-            text(&out.stderr).contains(says),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        assert_refused(cmd, args, says).await;
     }
     let bad_status = output(deployment.cmd(&["events", "--status", "lost"])).await;
     assert_eq!(bad_status.status.code(), Some(2));
