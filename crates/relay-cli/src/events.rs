@@ -8,13 +8,13 @@ use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::StreamExt as _;
-use relay_core::archive::{Archive, Record, record_limit};
+use relay_core::archive::Record;
 use relay_core::relay::{ReplayError, Standing};
 use relay_core::{Config, Relay};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::replay::{kept_since, list, read, window};
+use crate::replay::{Read1, kept_since, list, records, window};
 use crate::terminal::safe;
 
 /// A notification's standing, as `--status` names it.
@@ -170,10 +170,11 @@ async fn events(args: &EventsArgs) -> Result<Found, String> {
     }
     let keys = list(archive.as_ref(), &archive_url.to_string(), since, until).await?;
     let window = (since, until);
-    let mut results = futures_util::stream::iter(keys)
-        .map(|key| {
-            let (relay, archive) = (&relay, archive.as_ref());
-            async move { one(relay, archive, window, key).await }
+    let max_body_bytes = relay.config().max_body_bytes;
+    let mut results = records(archive.as_ref(), keys, max_body_bytes)
+        .map(|record| {
+            let relay = &relay;
+            async move { one(relay, window, record).await }
         })
         .buffered(32);
     let mut found = Found::default();
@@ -200,15 +201,14 @@ enum Unread {
     Failed(String, String),
 }
 
-/// The event one archived object holds, if it is in the window.
+/// The event one archived record holds, if it is in the window.
 async fn one(
     relay: &Relay,
-    archive: &dyn Archive,
     (since, until): (SystemTime, SystemTime),
-    key: String,
+    record: Read1,
 ) -> Result<Option<Event>, Unread> {
-    let limit = record_limit(relay.config().max_body_bytes);
-    let bytes = match read(archive, &key, limit).await {
+    let key = record.name;
+    let bytes = match record.read {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Ok(None),
         Err(e) => return Err(Unread::Failed(key, e.to_string())),

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures_util::StreamExt as _;
 use futures_util::future::join_all;
 use relay_core::archive::{
-    Archive, ArchiveError, ArchiveKey, ArchiveSink, Record, Written, hour_prefix, object_key,
+    Archive, ArchiveError, ArchiveKey, Record, Written, destination, hour_prefix, object_key,
 };
 use relay_core::ledger::attempt_id;
 
@@ -290,7 +290,7 @@ pub fn fresh_record(name: &str, payload: &'static str) -> Record {
 /// Writes `record` as the relay does, through the archive's destination: the key it landed
 /// under, or the sink's error.
 pub async fn write(archive: &Arc<dyn Archive>, record: &Record) -> Result<String, String> {
-    let destination = ArchiveSink::destination(Arc::clone(archive), key());
+    let destination = destination(Arc::clone(archive), key());
     let mut receipts = destination.sink.publish(&[record.message()]).await;
     match receipts.pop().expect("one receipt per message") {
         Ok(receipt) => Ok(receipt.message_id.expect("the archive names its object")),

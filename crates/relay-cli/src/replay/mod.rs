@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt as _;
-use relay_core::archive::{Archive, ArchiveError, Record, RecordError, record_limit};
+use relay_core::archive::{ArchiveError, Record, RecordError};
 use relay_core::relay::{ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection};
 use relay_core::route::Pattern;
 use relay_core::{Config, Relay};
@@ -28,7 +28,7 @@ mod window;
 use self::pace::{Limiter, Progress};
 pub(crate) use self::summary::Summary;
 use self::summary::{Result1, print_summary};
-pub(crate) use self::window::{check_window, kept_since, list, parse_time, read, window};
+pub(crate) use self::window::{Read1, check_window, kept_since, list, parse_time, records, window};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReplayArgs {
@@ -299,33 +299,35 @@ pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, String>
         job.until,
     )
     .await?;
-    let mut summary = Summary {
-        listed: keys.len(),
-        ..Summary::default()
-    };
-    let progress = Progress::new(keys.len() as u64, job.plan.dry_run);
+    let objects = keys.len();
+    let mut summary = Summary::default();
+    let progress = Progress::new(objects as u64, job.plan.dry_run);
     let limiter = Limiter::new(job.rate);
-    let (relay, archive, job) = (Arc::new(relay), archive, Arc::new(job));
+    let (relay, job) = (Arc::new(relay), Arc::new(job));
+    let max_body_bytes = relay.config().max_body_bytes;
     // SIGINT or SIGTERM: no new notification is started; those in flight finish and settle, so
     // the same command run again continues without sending any of them twice.
     let stopping = Arc::new(AtomicBool::new(false));
     tokio::spawn(stop_on_signal(Arc::clone(&stopping)));
-    let mut results = futures_util::stream::iter(keys)
+    let mut results = records(archive.as_ref(), keys, max_body_bytes)
         .take_while(|_| std::future::ready(!stopping.load(Ordering::SeqCst)))
-        .map(|key| {
-            let (relay, archive, job, limiter) = (&relay, &archive, &job, &limiter);
-            async move { one(relay, archive.as_ref(), job, limiter, key).await }
+        .map(|record| {
+            let (relay, job, limiter) = (&relay, &job, &limiter);
+            async move { (record.last, one(relay, job, limiter, record).await) }
         })
         .buffer_unordered(job.concurrency);
-    let mut processed = 0;
-    while let Some(result) = results.next().await {
+    let mut objects_started = 0;
+    while let Some((last, result)) = results.next().await {
+        summary.listed += 1;
         summary.add(result);
-        processed += 1;
-        progress.tick(summary.notifications_sent);
+        if last {
+            objects_started += 1;
+            progress.tick(summary.notifications_sent);
+        }
     }
     progress.finish(summary.notifications_sent);
     if stopping.load(Ordering::SeqCst) {
-        summary.left = summary.listed - processed;
+        summary.left = objects - objects_started;
     }
     summary.lines.sort();
     Ok(summary)
@@ -348,17 +350,11 @@ async fn stop_on_signal(stopping: Arc<AtomicBool>) {
     stopping.store(true, Ordering::SeqCst);
 }
 
-/// Reads, selects and replays one archived key, retrying what another attempt holds and what
-/// a destination refused for now.
-async fn one(
-    relay: &Relay,
-    archive: &dyn Archive,
-    job: &Job,
-    limiter: &Limiter,
-    key: String,
-) -> Result1 {
-    let limit = record_limit(relay.config().max_body_bytes);
-    let bytes = match read(archive, &key, limit).await {
+/// Selects and replays one archived record, retrying what another attempt holds and what a
+/// destination refused for now.
+async fn one(relay: &Relay, job: &Job, limiter: &Limiter, record: Read1) -> Result1 {
+    let key = record.name;
+    let bytes = match record.read {
         Ok(Some(bytes)) => bytes,
         // Expired by the bucket's lifecycle since it was listed.
         Ok(None) => return Result1::Gone,

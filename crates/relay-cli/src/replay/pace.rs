@@ -33,7 +33,9 @@ impl Limiter {
     }
 }
 
-/// A bar with the rate and the time left on a terminal; a plain line a second otherwise.
+/// A bar with the rate and the time left on a terminal; a plain line a second otherwise. It
+/// counts the archive's objects read (records written together share one) and the
+/// notifications sent, with their rate.
 pub(super) struct Progress {
     bar: Option<indicatif::ProgressBar>,
     total: u64,
@@ -51,7 +53,7 @@ impl Progress {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
                 indicatif::ProgressStyle::with_template(&format!(
-                    "{{bar:40}} {{pos}}/{{len}} read, {{msg}} {verb}, {{per_sec}}, {{eta}} left"
+                    "{{bar:40}} {{pos}}/{{len}} objects read, {{msg}}, {{eta}} left"
                 ))
                 .expect("a valid template"),
             );
@@ -71,7 +73,7 @@ impl Progress {
     pub(super) fn tick(&self, sent: usize) {
         let done = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         if let Some(bar) = &self.bar {
-            bar.set_message(sent.to_string());
+            bar.set_message(self.sent(sent));
             bar.set_position(done);
             return;
         }
@@ -90,6 +92,12 @@ impl Progress {
         }
     }
 
+    /// `N sent, R/s`: the notifications sent so far, and how many a second.
+    fn sent(&self, sent: usize) -> String {
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        format!("{sent} {}, {:.0}/s", self.verb, sent as f64 / secs)
+    }
+
     fn line(&self, done: u64, sent: usize) -> String {
         let secs = self.started.elapsed().as_secs_f64().max(1e-3);
         let rate = done as f64 / secs;
@@ -98,9 +106,9 @@ impl Progress {
             false => Duration::ZERO,
         };
         format!(
-            "replay: {done}/{} read, {sent} {}, {rate:.0}/s, {} left",
+            "replay: {done}/{} objects read, {}, {} left",
             self.total,
-            self.verb,
+            self.sent(sent),
             humantime::format_duration(Duration::from_secs(left.as_secs_f64().ceil() as u64))
         )
     }

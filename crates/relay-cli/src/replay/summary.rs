@@ -1,4 +1,4 @@
-//! What a replay did: each key's result, counted, and the summary printed at the end.
+//! What a replay did: each record's result, counted, and the summary printed at the end.
 
 use std::collections::BTreeMap;
 
@@ -24,11 +24,11 @@ pub(crate) struct Summary {
     pub(crate) notifications_sent: usize,
     /// Dry runs: one line per notification that would be sent.
     pub(crate) lines: Vec<String>,
-    /// Interrupted: the keys not started.
+    /// Interrupted: the archive's objects not started (or not finished).
     pub(crate) left: usize,
 }
 
-/// What became of one key.
+/// What became of one record.
 pub(super) enum Result1 {
     Gone,
     Outside,
@@ -132,7 +132,7 @@ pub(super) fn print_summary(summary: &Summary, dry_run: bool) {
     }
     if summary.left > 0 {
         println!(
-            "interrupted with {} not started: run the same command again to continue",
+            "interrupted with {} of the archive's objects not started: run the same command again to continue",
             summary.left
         );
     }

@@ -1,6 +1,6 @@
 //! The window a replay (or `relay events`) reads: its ends from the command line, bounded by
-//! what the archive keeps, its objects listed hour by hour, and each read within a record's
-//! limit.
+//! what the archive keeps, its objects listed hour by hour, and each read once within the
+//! largest object a relay writes and split into its records.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -105,7 +105,7 @@ pub(crate) async fn list(
 }
 
 /// One object of at most `limit` bytes, with a few tries while the store is unavailable.
-pub(crate) async fn read(
+async fn read(
     archive: &dyn Archive,
     key: &str,
     limit: usize,
@@ -121,4 +121,55 @@ pub(crate) async fn read(
         }
     }
     archive.read(key, limit).await
+}
+
+/// One record as a reader of the archive gets it.
+pub(crate) struct Read1 {
+    /// The object's key, or `<key>#<n>` for the n-th line of a batch.
+    pub(crate) name: String,
+    /// Its bytes; `None` when its object expired (the bucket's lifecycle) since it was listed.
+    pub(crate) read: Result<Option<bytes::Bytes>, ArchiveError>,
+    /// Whether it is its object's last.
+    pub(crate) last: bool,
+}
+
+/// How many objects are read ahead of the records being handled.
+const READ_AHEAD: usize = 4;
+
+/// The records of the objects `keys`, in order: each object read once, whole, within the
+/// largest object a relay writes (`max_body_bytes`), and split into its records.
+pub(crate) fn records(
+    archive: &dyn Archive,
+    keys: Vec<String>,
+    max_body_bytes: usize,
+) -> impl futures_util::Stream<Item = Read1> + '_ {
+    use futures_util::StreamExt as _;
+    let limit = relay_core::archive::object_limit(max_body_bytes);
+    futures_util::stream::iter(keys)
+        .map(move |key| async move {
+            let read = read(archive, &key, limit).await;
+            (key, read)
+        })
+        .buffered(READ_AHEAD)
+        .flat_map(|(key, read)| {
+            let records: Vec<Read1> = match read {
+                Ok(Some(object)) => {
+                    let lines = relay_core::archive::records(&key, &object);
+                    let n = lines.len();
+                    (lines.into_iter().enumerate())
+                        .map(|(i, (name, line))| Read1 {
+                            name,
+                            read: Ok(Some(line)),
+                            last: i + 1 == n,
+                        })
+                        .collect()
+                }
+                read => vec![Read1 {
+                    name: key,
+                    read,
+                    last: true,
+                }],
+            };
+            futures_util::stream::iter(records)
+        })
 }

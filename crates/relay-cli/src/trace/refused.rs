@@ -5,7 +5,8 @@
 use std::time::SystemTime;
 
 use relay_core::Config;
-use relay_core::archive::{Archive, ArchiveKey, REFUSED_PREFIX, Record, hours, record_limit};
+use futures_util::StreamExt as _;
+use relay_core::archive::{ArchiveKey, Record};
 use serde_json::{Value, json};
 
 use crate::terminal::safe;
@@ -23,18 +24,13 @@ pub(crate) async fn trace(config: Option<&str>, since: &str, json: bool) -> Resu
     let (archive, key) = relay_core::relay::open_archive(settings, None)
         .await
         .map_err(|e| e.to_string())?;
-    let limit = record_limit(config.max_body_bytes);
+    let url = settings.url.to_string();
+    let keys = crate::replay::list(archive.as_ref(), &url, since, now).await?;
+    let mut records = crate::replay::records(archive.as_ref(), keys, config.max_body_bytes);
     let mut found = Vec::new();
-    for hour in hours(since, now) {
-        let listed = archive.list(&hour).await.map_err(|e| e.to_string())?;
-        for name in listed {
-            let refused = name
-                .rsplit('/')
-                .next()
-                .is_some_and(|n| n.starts_with(REFUSED_PREFIX));
-            if refused && let Some(record) = read(archive.as_ref(), &key, &name, limit).await {
-                found.push((name, record));
-            }
+    while let Some(read) = records.next().await {
+        if let Some(record) = refused(&key, read) {
+            found.push(record);
         }
     }
     found.retain(|(_, record)| record.received_at >= since);
@@ -57,20 +53,22 @@ pub(crate) async fn trace(config: Option<&str>, since: &str, json: bool) -> Resu
     Ok(!found.is_empty())
 }
 
-/// The record at `name`, when it is one sealed with `key`; what else is there is said and left.
-async fn read(archive: &dyn Archive, key: &ArchiveKey, name: &str, limit: usize) -> Option<Record> {
-    let bytes = match archive.read(name, limit).await {
+/// The record read, when it is one sealed with `key` of a refused request; what else is
+/// there is said and left.
+fn refused(key: &ArchiveKey, read: crate::replay::Read1) -> Option<(String, Record)> {
+    let name = read.name;
+    let bytes = match read.read {
         Ok(bytes) => bytes?,
         Err(e) => {
-            eprintln!("relay trace: {}: {}", safe(name), safe(&e.to_string()));
+            eprintln!("relay trace: {}: {}", safe(&name), safe(&e.to_string()));
             return None;
         }
     };
     match Record::open(key, &bytes) {
-        Ok(record) if record.refused.is_some() => Some(record),
+        Ok(record) if record.refused.is_some() => Some((name, record)),
         Ok(_) => None,
         Err(e) => {
-            eprintln!("relay trace: {}: not shown: {e}", safe(name));
+            eprintln!("relay trace: {}: not shown: {e}", safe(&name));
             None
         }
     }

@@ -1,22 +1,26 @@
-//! The archive (`RELAY_ARCHIVE_URL`): one object per verified notification, written before the
+//! The archive (`RELAY_ARCHIVE_URL`): every verified notification's record, written before the
 //! relay answers 2xx, so that what reached the relay can be replayed after the DSS gave up.
 //!
-//! An object is a [`Record`]: the payload bytes exactly as received, the relay's attributes,
+//! A record ([`Record`]) holds the payload bytes exactly as received, the relay's attributes,
 //! the request's path, query and headers (for routes that match `$request`), the receipt time
-//! and the dedup key, as one JSON document. Its key lists by time:
-//! `PREFIX/YYYY/MM/DD/HH/<dedup key>` ([`object_key`]), so a replay lists the hours of its
-//! window and nothing else. Objects are only ever created, never overwritten: a retry within the
-//! same hour finds its object there and counts it as written ([`Written::Existed`]).
+//! and the dedup key, as one JSON document on one line. Objects list by time, under the hour a
+//! record was received in: a record written alone is `PREFIX/YYYY/MM/DD/HH/<dedup key>`
+//! ([`object_key`]), and a retry within the same hour finds it there and counts it as written
+//! ([`Written::Existed`]); records written together are the lines of one object
+//! (`…/HH/batch-<32 hex digits>`, see [`destination`]). A replay lists the hours of its window
+//! and nothing else, and reads every object's lines ([`records`]). Objects are only ever
+//! created, never overwritten.
 //!
-//! The archive is a destination like the others ([`ArchiveSink`], named [`SINK_NAME`]): every
+//! The archive is a destination like the others ([`destination`], named [`SINK_NAME`]): every
 //! verified notification is routed to it besides its routes, filtered ones included, it is
-//! written concurrently with them and the ledger records its acknowledgement like theirs.
+//! written concurrently with them and the ledger records its acknowledgement (the object's key)
+//! like theirs.
 //!
-//! Records are sealed ([`ArchiveKey`]): an object counts as a notification's record only when
+//! Records are sealed ([`ArchiveKey`]): a line counts as a notification's record only when
 //! it opens under the archive's key and holds that notification. Whatever else is found at a
-//! key (another record, a folder, a link, an object of someone who may write to the bucket) is
-//! left alone, and the record is written beside it, under `<key>.<16 hex digits>` that only
-//! a holder of the key can tell ([`ArchiveKey::name_of`]).
+//! record's key (another record, a folder, a link, an object of someone who may write to the
+//! bucket) is left alone, and the record is written beside it, under `<key>.<16 hex digits>`
+//! that only a holder of the key can tell ([`ArchiveKey::name_of`]).
 //!
 //! Stores: a local folder ([`dir`]), S3 (`s3://BUCKET/PREFIX`, cargo feature `s3`) and Cloud
 //! Storage (`gs://BUCKET/PREFIX`, cargo feature `gcs`).
@@ -28,6 +32,7 @@ mod record;
 #[cfg(feature = "s3")]
 mod s3;
 mod seal;
+mod sink;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -35,7 +40,6 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use futures_util::future::join_all;
 
 pub use dir::DirArchive;
 #[cfg(feature = "gcs")]
@@ -46,8 +50,8 @@ pub use record::{
 #[cfg(feature = "s3")]
 pub use s3::S3Archive;
 pub use seal::{ArchiveKey, MIN_KEY_BYTES};
+pub use sink::{BATCH_BYTES, BATCH_RECORDS, destination, object_limit, records};
 
-use crate::sink::{Destination, Message, Receipt, Shape, Sink, SinkError};
 
 /// The archive's name among the destinations: in answers, the ledger and `relay trace`. A
 /// configured sink may not take it while the archive is on.
@@ -292,123 +296,6 @@ pub async fn open(
         other => Err(ArchiveError::Open(format!(
             "{other}: this build leaves out the cargo feature for this store"
         ))),
-    }
-}
-
-/// The archive as a destination: each message is a [`Record`] already (its payload the
-/// record's bytes, see [`Record::message`]), sealed and written under [`object_key`]; its
-/// message id is the object's key.
-#[derive(Debug)]
-pub struct ArchiveSink {
-    archive: Arc<dyn Archive>,
-    key: ArchiveKey,
-}
-
-impl ArchiveSink {
-    /// The destination writing to `archive`, sealing with `key`.
-    pub fn new(archive: Arc<dyn Archive>, key: ArchiveKey) -> Self {
-        Self { archive, key }
-    }
-
-    /// The store it writes to.
-    pub fn archive(&self) -> &Arc<dyn Archive> {
-        &self.archive
-    }
-
-    /// The destination named `archive` writing to `archive`, known by its resource
-    /// `archive:<url>`; its records are made whole ([`Record::message`]), never shaped.
-    pub fn destination(archive: Arc<dyn Archive>, key: ArchiveKey) -> Destination {
-        Destination {
-            name: SINK_NAME.to_owned(),
-            resource: format!("{RESOURCE_PREFIX}{}", archive.url()),
-            sink: Arc::new(Self::new(archive, key)),
-            shape: Shape::default(),
-            max_message_bytes: None,
-        }
-    }
-
-    /// Writes `message`'s record sealed under its notification's key; where an object that is not its
-    /// record is found there, beside it. The key written.
-    async fn write(&self, message: &Message) -> Result<String, ArchiveError> {
-        let key = object_key(message.received_at, &message.dedup_key);
-        let sealed = Bytes::from(self.key.seal(&message.payload));
-        if self.create(&key, &sealed, &message.payload).await? {
-            return Ok(key);
-        }
-        // A name only the key can tell, one per notification: its retries find their record.
-        let beside = format!("{key}.{}", self.key.name_of(&message.dedup_key));
-        tracing::warn!(
-            key,
-            beside,
-            "The object at a notification's archive key is not its record; it is left alone, and the record written beside it."
-        );
-        match self.create(&beside, &sealed, &message.payload).await? {
-            true => Ok(beside),
-            false => Err(ArchiveError::Refused(format!(
-                "{beside}: an object that is not this notification's record is there too"
-            ))),
-        }
-    }
-
-    /// Creates `key`; true when it is new, or holds this notification's record already.
-    async fn create(
-        &self,
-        key: &str,
-        sealed: &Bytes,
-        document: &[u8],
-    ) -> Result<bool, ArchiveError> {
-        if self.archive.put(key, sealed.clone()).await? == Written::Created {
-            return Ok(true);
-        }
-        // This notification's earlier record is about as large as this one.
-        let limit = sealed.len().saturating_mul(2).saturating_add(64 * 1024);
-        let found = match self.archive.read(key, limit).await {
-            Ok(Some(found)) => found,
-            Err(e @ ArchiveError::Unavailable(_)) => return Err(e),
-            // Gone since (a dangling link), a folder, larger than this notification's record.
-            Ok(None) | Err(ArchiveError::Corrupt { .. } | ArchiveError::TooLarge { .. }) => {
-                return Ok(false);
-            }
-            // Most likely a missing read grant: said, since it costs the retries in this hour.
-            Err(e) => {
-                tracing::warn!(key, error = %e, "The object at a notification's archive key cannot be read back, so it is not counted as its record; the relay needs read access to the archive's prefix.");
-                return Ok(false);
-            }
-        };
-        let ours = Record::from_bytes(document).map_err(|error| ArchiveError::Corrupt {
-            key: key.to_owned(),
-            error,
-        })?;
-        let same = Record::open(&self.key, &found).is_ok_and(|r| r.same_notification(&ours));
-        if same {
-            tracing::debug!(key, "Already archived by an earlier attempt.");
-        }
-        Ok(same)
-    }
-}
-
-#[async_trait::async_trait]
-impl Sink for ArchiveSink {
-    fn name(&self) -> &str {
-        SINK_NAME
-    }
-
-    async fn warm(&self) -> Result<(), SinkError> {
-        self.archive
-            .warm()
-            .await
-            .map_err(|e| SinkError::Retryable(Box::new(e)))
-    }
-
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        join_all(batch.iter().map(|message| async move {
-            match self.write(message).await {
-                Ok(key) => Ok(Receipt::new(Some(key))),
-                Err(ArchiveError::Unavailable(e)) => Err(SinkError::Retryable(e.into())),
-                Err(e) => Err(SinkError::Permanent(e.to_string().into())),
-            }
-        }))
-        .await
     }
 }
 

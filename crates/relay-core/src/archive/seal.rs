@@ -16,7 +16,7 @@ const MAC_FIELD: &[u8] = b",\"mac\":\"";
 /// The hex digits of the MAC.
 const MAC_HEX: usize = 64;
 /// The bytes a seal adds: the field, the digits, its closing quote (the brace was there).
-const SEAL_BYTES: usize = MAC_FIELD.len() + MAC_HEX + 1;
+pub(super) const SEAL_BYTES: usize = MAC_FIELD.len() + MAC_HEX + 1;
 /// The shortest key taken: 128 bits, as hex or text.
 pub const MIN_KEY_BYTES: usize = 16;
 

@@ -175,7 +175,7 @@ impl Relay {
         archive: Arc<dyn crate::archive::Archive>,
         key: crate::archive::ArchiveKey,
     ) -> Self {
-        self.archive = Some(crate::archive::ArchiveSink::destination(
+        self.archive = Some(crate::archive::destination(
             archive,
             key.clone(),
         ));

@@ -10,7 +10,7 @@
 #[cfg(feature = "aws")]
 mod aws;
 #[cfg(any(feature = "sqs", feature = "sns"))]
-mod batch;
+pub(crate) mod batch;
 pub mod file;
 pub mod pubsub;
 mod resource;

@@ -1,0 +1,224 @@
+//! The archive as a destination ([`destination`]): every verified notification's [`Record`],
+//! sealed, written before the relay answers.
+//!
+//! Records written while an earlier write is in flight leave together, as one object: one
+//! PUT, one file and one sync for the lot. The batching is the SQS sink's
+//! ([`BatchedSink`]), with no wait: a lone record leaves at once, and only what queued
+//! behind a write shares the next. A record written alone is the object `YYYY/MM/DD/HH/<dedup
+//! key>` ([`object_key`]), so that a retry in the same hour finds it there; records written
+//! together are the lines of one object, `YYYY/MM/DD/HH/batch-<32 hex digits>`, one sealed
+//! record per line, in the hour each was received in. Readers take both alike ([`records`]).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::seal::SEAL_BYTES;
+use super::{Archive, ArchiveError, ArchiveKey, RESOURCE_PREFIX, Record, SINK_NAME, Written};
+use super::{hour_prefix, object_key};
+use crate::sink::batch::{BatchedSink, Limits, SendBatch};
+use crate::sink::{Destination, Message, Receipt, Shape, SinkError};
+
+/// The most records one object holds.
+pub const BATCH_RECORDS: usize = 256;
+
+/// The most bytes of records one object holds, unless a single record is larger.
+pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
+
+/// How records leave: up to eight objects in flight, a lone record at once, and as many
+/// records waiting as a burst brings (the relay's admission bounds them before this does).
+const LIMITS: Limits = Limits {
+    max_entries: BATCH_RECORDS,
+    max_bytes: BATCH_BYTES,
+    max_in_flight: 8,
+    max_queued: 65_536,
+    linger: std::time::Duration::ZERO,
+};
+
+/// The destination named `archive` writing to `archive`, sealing with `key`, known by its
+/// resource `archive:<url>`; its messages are records already ([`Record::message`]), never
+/// shaped, and each one's message id is the key of the object it was written to.
+pub fn destination(archive: Arc<dyn Archive>, key: ArchiveKey) -> Destination {
+    let resource = format!("{RESOURCE_PREFIX}{}", archive.url());
+    let writer = Arc::new(Writer { archive, key });
+    Destination {
+        name: SINK_NAME.to_owned(),
+        resource,
+        sink: Arc::new(BatchedSink::new(SINK_NAME.to_owned(), writer, LIMITS)),
+        shape: Shape::default(),
+        max_message_bytes: None,
+    }
+}
+
+/// The records an object holds, each named: the object's key when it holds one, `<key>#<n>`
+/// (from 1) for the lines of a batch. Blank lines are skipped; an object with no other line
+/// is given whole, and a line that is not a record is the reader's to refuse.
+pub fn records(key: &str, object: &Bytes) -> Vec<(String, Bytes)> {
+    let lines: Vec<Bytes> = object
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|line| object.slice_ref(line))
+        .collect();
+    match lines.len() {
+        0 => vec![(key.to_owned(), object.clone())],
+        1 => lines.into_iter().map(|l| (key.to_owned(), l)).collect(),
+        _ => (lines.into_iter().enumerate())
+            .map(|(i, line)| (format!("{key}#{}", i + 1), line))
+            .collect(),
+    }
+}
+
+/// The largest object a relay whose bodies are at most `max_body_bytes` writes: a batch, or
+/// one record larger than a batch.
+pub fn object_limit(max_body_bytes: usize) -> usize {
+    super::record_limit(max_body_bytes).saturating_add(BATCH_BYTES)
+}
+
+/// Writes records to the archive, sealed with its key.
+struct Writer {
+    archive: Arc<dyn Archive>,
+    key: ArchiveKey,
+}
+
+#[async_trait::async_trait]
+impl SendBatch for Writer {
+    async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
+        receipt(self.write(message).await)
+    }
+
+    async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+        // Usually one hour; two when a batch spans the hour's turn.
+        let mut hours: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, message) in batch.iter().enumerate() {
+            let hour = hour_prefix(message.received_at);
+            match hours.iter_mut().find(|(h, _)| *h == hour) {
+                Some((_, members)) => members.push(i),
+                None => hours.push((hour, vec![i])),
+            }
+        }
+        let written = futures_util::future::join_all(hours.iter().map(|(hour, members)| {
+            let lines = members.iter().map(|&i| &batch[i]);
+            self.write_lines(hour, lines)
+        }))
+        .await;
+        let mut receipts: Vec<Option<Result<Receipt, SinkError>>> = Vec::new();
+        receipts.resize_with(batch.len(), || None);
+        for ((_, members), result) in hours.iter().zip(written) {
+            for &i in members {
+                receipts[i] = Some(match &result {
+                    Ok(key) => Ok(Receipt::new(Some(key.clone()))),
+                    Err(e) => Err(sink_error(e)),
+                });
+            }
+        }
+        receipts.into_iter().flatten().collect()
+    }
+
+    fn size(&self, message: &Message) -> usize {
+        message.payload.len() + SEAL_BYTES + 1
+    }
+
+    async fn warm(&self) -> Result<(), SinkError> {
+        (self.archive.warm().await).map_err(|e| SinkError::Retryable(Box::new(e)))
+    }
+}
+
+/// The acknowledgement of a record written under `key`, or the sink's error.
+fn receipt(written: Result<String, ArchiveError>) -> Result<Receipt, SinkError> {
+    written
+        .map(|key| Receipt::new(Some(key)))
+        .map_err(|e| sink_error(&e))
+}
+
+/// An unavailable archive is worth retrying; any other error waits for an operator.
+fn sink_error(error: &ArchiveError) -> SinkError {
+    match error {
+        ArchiveError::Unavailable(e) => SinkError::Retryable(e.clone().into()),
+        e => SinkError::Permanent(e.to_string().into()),
+    }
+}
+
+impl Writer {
+    /// Writes the records of one hour as the lines of one new object; its key.
+    async fn write_lines<'a>(
+        &self,
+        hour: &str,
+        messages: impl Iterator<Item = &'a Message>,
+    ) -> Result<String, ArchiveError> {
+        let mut body = Vec::new();
+        for message in messages {
+            body.extend_from_slice(&self.key.seal(&message.payload));
+            body.push(b'\n');
+        }
+        let mut name = [0u8; 16];
+        getrandom::fill(&mut name).map_err(|e| ArchiveError::Unavailable(e.to_string()))?;
+        let key = format!("{hour}batch-{}", hex::encode(name));
+        match self.archive.put(&key, Bytes::from(body)).await? {
+            Written::Created => Ok(key),
+            // 128 random bits taken already: someone wrote there on purpose.
+            Written::Existed => Err(ArchiveError::Unavailable(format!(
+                "{key}: a new batch's name is taken; written under another on the retry"
+            ))),
+        }
+    }
+
+    /// Writes `message`'s record sealed under its notification's key; where an object that is not its
+    /// record is found there, beside it. The key written.
+    async fn write(&self, message: &Message) -> Result<String, ArchiveError> {
+        let key = object_key(message.received_at, &message.dedup_key);
+        let sealed = Bytes::from(self.key.seal(&message.payload));
+        if self.create(&key, &sealed, &message.payload).await? {
+            return Ok(key);
+        }
+        // A name only the key can tell, one per notification: its retries find their record.
+        let beside = format!("{key}.{}", self.key.name_of(&message.dedup_key));
+        tracing::warn!(
+            key,
+            beside,
+            "The object at a notification's archive key is not its record; it is left alone, and the record written beside it."
+        );
+        match self.create(&beside, &sealed, &message.payload).await? {
+            true => Ok(beside),
+            false => Err(ArchiveError::Refused(format!(
+                "{beside}: an object that is not this notification's record is there too"
+            ))),
+        }
+    }
+
+    /// Creates `key`; true when it is new, or holds this notification's record already.
+    async fn create(
+        &self,
+        key: &str,
+        sealed: &Bytes,
+        document: &[u8],
+    ) -> Result<bool, ArchiveError> {
+        if self.archive.put(key, sealed.clone()).await? == Written::Created {
+            return Ok(true);
+        }
+        // This notification's earlier record is about as large as this one.
+        let limit = sealed.len().saturating_mul(2).saturating_add(64 * 1024);
+        let found = match self.archive.read(key, limit).await {
+            Ok(Some(found)) => found,
+            Err(e @ ArchiveError::Unavailable(_)) => return Err(e),
+            // Gone since (a dangling link), a folder, larger than this notification's record.
+            Ok(None) | Err(ArchiveError::Corrupt { .. } | ArchiveError::TooLarge { .. }) => {
+                return Ok(false);
+            }
+            // Most likely a missing read grant: said, since it costs the retries in this hour.
+            Err(e) => {
+                tracing::warn!(key, error = %e, "The object at a notification's archive key cannot be read back, so it is not counted as its record; the relay needs read access to the archive's prefix.");
+                return Ok(false);
+            }
+        };
+        let ours = Record::from_bytes(document).map_err(|error| ArchiveError::Corrupt {
+            key: key.to_owned(),
+            error,
+        })?;
+        let same = Record::open(&self.key, &found).is_ok_and(|r| r.same_notification(&ours));
+        if same {
+            tracing::debug!(key, "Already archived by an earlier attempt.");
+        }
+        Ok(same)
+    }
+}
+
