@@ -74,23 +74,30 @@ impl Setup {
         }
     }
 
-    /// How many records the archive holds (`None` without one).
+    /// How many notifications the archive holds a record of (`None` without one): the
+    /// distinct dedup keys of its records, whether written alone or as a batch's lines.
     fn archived(&self) -> Option<usize> {
-        fn count(dir: &std::path::Path) -> usize {
+        fn collect(dir: &std::path::Path, keys: &mut std::collections::HashSet<String>) {
             let Ok(entries) = std::fs::read_dir(dir) else {
-                return 0;
+                return;
             };
-            entries
-                .flatten()
-                .map(|e| match e.file_type().is_ok_and(|t| t.is_dir()) {
-                    true => count(&e.path()),
-                    false => usize::from(!e.file_name().to_string_lossy().starts_with('.')),
-                })
-                .sum()
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    collect(&entry.path(), keys);
+                } else if !entry.file_name().to_string_lossy().starts_with('.') {
+                    let object = std::fs::read(entry.path()).unwrap_or_default();
+                    for line in object.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                        let record: serde_json::Value =
+                            serde_json::from_slice(line).expect("a record per line");
+                        keys.insert(record["dedup_key"].as_str().expect("a dedup key").into());
+                    }
+                }
+            }
         }
-        self.ledger
-            .as_ref()
-            .map(|dir| count(&dir.path().join("archive")))
+        let dir = self.ledger.as_ref()?;
+        let mut keys = std::collections::HashSet::new();
+        collect(&dir.path().join("archive"), &mut keys);
+        Some(keys.len())
     }
 }
 
@@ -455,7 +462,7 @@ async fn no_acknowledged_notification_is_lost_under_any_fault() {
         if let Some(archived) = row.archived {
             assert_eq!(
                 archived, row.sent,
-                "one archive record per notification: {row:?}"
+                "a record of every notification in the archive: {row:?}"
             );
         }
         if row.killed {

@@ -25,12 +25,13 @@ pub const BATCH_RECORDS: usize = 256;
 /// The most bytes of records one object holds, unless a single record is larger.
 pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
 
-/// How records leave: up to eight objects in flight, a lone record at once, and as many
-/// records waiting as a burst brings (the relay's admission bounds them before this does).
+/// How records leave: one object in flight, and what queued behind it in the next (a lone
+/// record at once); as many records waiting as a burst brings (the relay's admission bounds
+/// them before this does).
 const LIMITS: Limits = Limits {
     max_entries: BATCH_RECORDS,
     max_bytes: BATCH_BYTES,
-    max_in_flight: 8,
+    max_in_flight: 1,
     max_queued: 65_536,
     linger: std::time::Duration::ZERO,
 };
@@ -222,3 +223,88 @@ impl Writer {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::DirArchive;
+    use std::time::{Duration, SystemTime};
+
+    fn record(n: usize, received_at: SystemTime) -> Record {
+        let dedup_key = format!("{n:064x}");
+        Record {
+            received_at,
+            dedup_key: dedup_key.clone(),
+            attributes: vec![("relay.dedup_key".into(), dedup_key)],
+            request: serde_json::json!({"path": "/", "query": {}, "headers": {}}),
+            dropped_headers: Vec::new(),
+            payload: Bytes::from(format!("{{\"n\": {n},\n\"line\": \"two\"}}")),
+            refused: None,
+        }
+    }
+
+    #[test]
+    fn an_object_is_its_lines_named_by_their_object() {
+        let one = Bytes::from_static(b"{\"a\": 1}");
+        assert_eq!(records("h/k", &one), [("h/k".to_owned(), one.clone())]);
+        let batch = Bytes::from_static(b"{\"a\": 1}\n\n{\"b\": 2}\n \n{\"c\": 3}\n");
+        let names: Vec<(String, Bytes)> = records("h/batch", &batch);
+        assert_eq!(
+            names,
+            [
+                ("h/batch#1".to_owned(), Bytes::from_static(b"{\"a\": 1}")),
+                ("h/batch#2".to_owned(), Bytes::from_static(b"{\"b\": 2}")),
+                ("h/batch#3".to_owned(), Bytes::from_static(b"{\"c\": 3}")),
+            ]
+        );
+        // Nothing but blank lines: given whole, for the reader to refuse.
+        let blank = Bytes::from_static(b"\n\n");
+        assert_eq!(records("h/k", &blank), [("h/k".to_owned(), blank.clone())]);
+    }
+
+    /// Records published together leave as one object per hour, each a sealed line that opens
+    /// as its record, and each answered with the key of the object holding it; a record
+    /// published alone is the object named by its dedup key.
+    #[tokio::test]
+    async fn records_published_together_share_one_object_per_hour() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
+        let key = ArchiveKey::new(b"records-published-together").unwrap();
+        let sink = destination(Arc::clone(&archive), key.clone()).sink;
+        let hour = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_658_800);
+        let written: Vec<Record> = (0..50)
+            .map(|n| record(n, hour + Duration::from_secs(3000 + 30 * n as u64)))
+            .collect();
+        let messages: Vec<Message> = written.iter().map(Record::message).collect();
+        // On this test's one thread, all 50 are queued before the writer runs.
+        let receipts = futures_util::future::join_all(
+            (messages.iter()).map(|m| sink.publish(std::slice::from_ref(m))),
+        )
+        .await;
+        let objects: Vec<String> = receipts
+            .into_iter()
+            .map(|mut r| r.remove(0).unwrap().message_id.unwrap())
+            .collect();
+        // 3000 s + 30 s × 20 passes the hour: 20 in the first, 30 in the next.
+        let (first, second) = (&objects[0], &objects[20]);
+        assert!(first.starts_with("2025/12/02/07/batch-"), "{first}");
+        assert!(second.starts_with("2025/12/02/08/batch-"), "{second}");
+        assert!(objects[..20].iter().all(|o| o == first), "{objects:?}");
+        assert!(objects[20..].iter().all(|o| o == second), "{objects:?}");
+        for (object, range) in [(first, 0..20), (second, 20..50)] {
+            let bytes = archive.get(object).await.unwrap().unwrap();
+            let lines = records(object, &bytes);
+            assert_eq!(lines.len(), range.len());
+            for ((name, line), expected) in lines.iter().zip(&written[range]) {
+                let opened = Record::open(&key, line).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(opened.same_notification(expected), "{name}");
+            }
+        }
+        let alone = record(99, hour);
+        let receipt = sink.publish(&[alone.message()]).await.remove(0).unwrap();
+        let name = object_key(hour, &alone.dedup_key);
+        assert_eq!(receipt.message_id.as_deref(), Some(name.as_str()));
+        let bytes = archive.get(&name).await.unwrap().unwrap();
+        assert!(Record::open(&key, &bytes).unwrap().same_notification(&alone));
+    }
+}
