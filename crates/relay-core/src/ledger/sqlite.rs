@@ -46,14 +46,16 @@ struct Store {
 
 impl Batched for Store {
     fn begin(&mut self) -> Result<(), String> {
-        self.connection
-            .execute_batch(self.begin)
+        (self.connection.prepare_cached(self.begin))
+            .and_then(|mut begin| begin.execute([]))
+            .map(drop)
             .map_err(|e| e.to_string())
     }
 
     fn commit(&mut self) -> Result<(), String> {
-        self.connection
-            .execute_batch("COMMIT")
+        (self.connection.prepare_cached("COMMIT"))
+            .and_then(|mut commit| commit.execute([]))
+            .map(drop)
             .map_err(|e| e.to_string())
     }
 
@@ -86,6 +88,7 @@ impl SqliteLedger {
         connection
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(open)?;
+
         connection.execute_batch(SCHEMA).map_err(open)?;
         sweep(&connection, super::epoch_ms(std::time::SystemTime::now())).map_err(open)?;
         Self::start(connection, "BEGIN IMMEDIATE", path)
@@ -139,35 +142,46 @@ impl Store {
                 "the batch's transaction was rolled back".into(),
             ));
         }
-        let state: Option<String> = self
+        let found: Option<(i64, i64, String)> = self
             .connection
-            .prepare_cached("SELECT state FROM deliveries WHERE ledger_key = ?1")
-            .and_then(|mut select| select.query_row([key], |row| row.get(0)).optional())
+            .prepare_cached("SELECT rowid, expires_at, state FROM deliveries WHERE ledger_key = ?1")
+            .and_then(|mut select| {
+                select
+                    .query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                    .optional()
+            })
             .map_err(unavailable)?;
-        let mut entry = match state {
-            Some(text) => parse(key, &text)?,
+        let mut entry = match &found {
+            Some((_, _, text)) => parse(key, text)?,
             None => fresh(),
         };
         let (write, answer) = change(&mut entry);
         if write {
             let state = serde_json::to_string(&entry).expect("an entry serializes");
-            self.connection
-                .prepare_cached(
-                    "INSERT INTO deliveries (ledger_key, bundle_uuid, expires_at, state)
-                     VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (ledger_key) DO UPDATE SET
-                       expires_at = excluded.expires_at,
-                       state = excluded.state",
-                )
-                .and_then(|mut upsert| {
-                    upsert.execute(params![
-                        key,
-                        entry.identity.bundle_uuid,
-                        entry.expires_at,
-                        state
-                    ])
-                })
-                .map_err(unavailable)?;
+            let id = &entry.identity.bundle_uuid;
+            let written = match found {
+                None => self
+                    .connection
+                    .prepare_cached(
+                        "INSERT INTO deliveries (ledger_key, bundle_uuid, expires_at, state)
+                         VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .and_then(|mut insert| insert.execute(params![key, id, entry.expires_at, state])),
+                // The expiry's index is left alone when the expiry is the same second.
+                Some((rowid, expires_at, _)) if expires_at == entry.expires_at => self
+                    .connection
+                    .prepare_cached("UPDATE deliveries SET state = ?2 WHERE rowid = ?1")
+                    .and_then(|mut update| update.execute(params![rowid, state])),
+                Some((rowid, _, _)) => self
+                    .connection
+                    .prepare_cached(
+                        "UPDATE deliveries SET expires_at = ?2, state = ?3 WHERE rowid = ?1",
+                    )
+                    .and_then(|mut update| {
+                        update.execute(params![rowid, entry.expires_at, state])
+                    }),
+            };
+            written.map_err(unavailable)?;
             self.writes += 1;
             if self.writes.is_multiple_of(SWEEP_EVERY)
                 && let Err(e) = sweep(
