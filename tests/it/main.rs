@@ -4,6 +4,7 @@
 #![cfg(feature = "integration-tests")]
 
 mod archive;
+mod archive_stream;
 mod common;
 mod deployed;
 mod failures;

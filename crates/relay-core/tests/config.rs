@@ -363,6 +363,11 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
             "s3://relay-archive/dss/",
         ),
         ("archive_key", r#""a key of sixteen bytes or more""#, "****"),
+        (
+            "archive_stream",
+            r#""firehose://relay-archive""#,
+            "firehose://relay-archive",
+        ),
         ("archive_retention_days", "90", "90"),
         (
             "archive_key_secret_arn",
@@ -389,6 +394,10 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
         // The archive's key, which archive_url needs, is not in the file: that setting alone is.
         let key = match setting.key {
             "archive_url" => vec![("RELAY_ARCHIVE_KEY", "a key of sixteen bytes or more")],
+            "archive_stream" => vec![
+                ("RELAY_ARCHIVE_KEY", "a key of sixteen bytes or more"),
+                ("RELAY_ARCHIVE_URL", "s3://relay-archive/dss/"),
+            ],
             _ => vec![],
         };
         let result = ConfigFile::new(&text).load(&[&[("RELAY_FILE_SINK", "-")], &key[..]].concat());
@@ -421,6 +430,49 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
         (c.log_format, c.listen.map(|a| a.port())),
         (LogFormat::Json, Some(9))
     );
+}
+
+/// An engine writing the archive needs the archive it delivers to, and one it delivers to:
+/// each refusal names the variable.
+#[test]
+fn an_archive_stream_needs_the_archive_it_delivers_to() {
+    const KEY: (&str, &str) = ("RELAY_ARCHIVE_KEY", "a key of sixteen bytes or more");
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (
+            &[("RELAY_ARCHIVE_STREAM", "firehose://archive")],
+            "is firehose://archive, but RELAY_ARCHIVE_URL, where it delivers, is not set",
+        ),
+        (
+            &[
+                ("RELAY_ARCHIVE_STREAM", "firehose://archive"),
+                ("RELAY_ARCHIVE_URL", "target/run/archive"),
+                KEY,
+            ],
+            "firehose://archive delivers to an s3:// archive; RELAY_ARCHIVE_URL is target/run/archive",
+        ),
+        (
+            &[
+                ("RELAY_ARCHIVE_STREAM", "kinesis://archive"),
+                ("RELAY_ARCHIVE_URL", "s3://relay-archive/dss/"),
+                KEY,
+            ],
+            "expected firehose://<delivery stream name>",
+        ),
+    ];
+    for (vars, expected) in cases {
+        let err = config_errors(&[&[("RELAY_HMAC_SECRET", "x"), ("RELAY_FILE_SINK", "-")], vars].concat());
+        assert_eq!(vars_of(&err), ["RELAY_ARCHIVE_STREAM"], "{err}");
+        assert!(err.to_string().contains(expected), "{err}");
+    }
+    let through = config(&[
+        ("RELAY_HMAC_SECRET", "x"),
+        ("RELAY_FILE_SINK", "-"),
+        ("RELAY_ARCHIVE_STREAM", "firehose://archive"),
+        ("RELAY_ARCHIVE_URL", "s3://relay-archive/dss/"),
+        KEY,
+    ]);
+    let archive = through.archive.expect("an archive");
+    assert_eq!(archive.stream.map(|s| s.to_string()).as_deref(), Some("firehose://archive"));
 }
 
 #[test]

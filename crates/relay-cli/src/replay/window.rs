@@ -84,7 +84,9 @@ pub(crate) fn kept_since(config: &Config, now: SystemTime) -> Option<SystemTime>
     Some(now.checked_sub(kept).unwrap_or(UNIX_EPOCH))
 }
 
-/// The names of the objects archived in the hours from `since` to `until`, in order.
+/// The names of the objects archived in the hours from `since` to `until`, and the hour after
+/// (an engine such as Firehose files a record under the hour it received it in, which may be
+/// the next), in order.
 pub(crate) async fn list(
     archive: &dyn Archive,
     url: &str,
@@ -92,7 +94,7 @@ pub(crate) async fn list(
     until: SystemTime,
 ) -> Result<Vec<String>, String> {
     let mut keys = Vec::new();
-    for hour in hours(since, until) {
+    for hour in hours(since, until + Duration::from_secs(3600)) {
         keys.extend(
             archive
                 .list(&hour)

@@ -28,11 +28,14 @@
 pub mod dir;
 #[cfg(feature = "gcs")]
 mod gcs;
+#[cfg(feature = "firehose")]
+mod firehose;
 mod record;
 #[cfg(feature = "s3")]
 mod s3;
 mod seal;
 mod sink;
+mod stream;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -42,6 +45,8 @@ use std::time::SystemTime;
 use bytes::Bytes;
 
 pub use dir::DirArchive;
+#[cfg(feature = "firehose")]
+pub use firehose::FirehoseStream;
 #[cfg(feature = "gcs")]
 pub use gcs::GcsArchive;
 pub use record::{
@@ -51,6 +56,7 @@ pub use record::{
 pub use s3::S3Archive;
 pub use seal::{ArchiveKey, MIN_KEY_BYTES};
 pub use sink::{BATCH_BYTES, BATCH_RECORDS, destination, object_limit, records};
+pub use stream::{RecordStream, StreamUrl, open_stream};
 
 
 /// The archive's name among the destinations: in answers, the ledger and `relay trace`. A
@@ -195,7 +201,7 @@ pub enum Written {
 }
 
 /// Why the archive could not answer.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ArchiveError {
     /// The store could not be reached, throttled the call or timed out: worth retrying.
     #[error("the archive is unavailable: {0}")]

@@ -137,7 +137,7 @@ pub struct Refused {
 pub const REFUSED_PREFIX: &str = "refused-";
 
 /// Why an object is not a record.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RecordError {
     /// Not JSON, or not the record's fields.
     #[error("not an archive record: {0}")]

@@ -15,7 +15,7 @@ use bytes::Bytes;
 
 use super::seal::SEAL_BYTES;
 use super::{Archive, ArchiveError, ArchiveKey, RESOURCE_PREFIX, Record, SINK_NAME, Written};
-use super::{hour_prefix, object_key};
+use super::{RecordStream, hour_prefix, object_key};
 use crate::sink::batch::{BatchedSink, Limits, SendBatch};
 use crate::sink::{Destination, Message, Receipt, Shape, SinkError};
 
@@ -38,10 +38,20 @@ const LIMITS: Limits = Limits {
 
 /// The destination named `archive` writing to `archive`, sealing with `key`, known by its
 /// resource `archive:<url>`; its messages are records already ([`Record::message`]), never
-/// shaped, and each one's message id is the key of the object it was written to.
-pub fn destination(archive: Arc<dyn Archive>, key: ArchiveKey) -> Destination {
+/// shaped. With a `stream`, records go through that engine, which writes the archive's objects
+/// (a record larger than the engine takes is an object of its own). Each record's message id
+/// is the key of the object holding it, or the engine's id for it.
+pub fn destination(
+    archive: Arc<dyn Archive>,
+    key: ArchiveKey,
+    stream: Option<Arc<dyn RecordStream>>,
+) -> Destination {
     let resource = format!("{RESOURCE_PREFIX}{}", archive.url());
-    let writer = Arc::new(Writer { archive, key });
+    let writer = Arc::new(Writer {
+        archive,
+        key,
+        stream,
+    });
     Destination {
         name: SINK_NAME.to_owned(),
         resource,
@@ -79,38 +89,30 @@ pub fn object_limit(max_body_bytes: usize) -> usize {
 struct Writer {
     archive: Arc<dyn Archive>,
     key: ArchiveKey,
+    stream: Option<Arc<dyn RecordStream>>,
 }
+
+/// What became of the records at these indices of a batch.
+type Written1 = Vec<(usize, Result<String, ArchiveError>)>;
 
 #[async_trait::async_trait]
 impl SendBatch for Writer {
-    async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
-        receipt(self.write(message).await)
-    }
-
     async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        // Usually one hour; two when a batch spans the hour's turn.
-        let mut hours: Vec<(String, Vec<usize>)> = Vec::new();
-        for (i, message) in batch.iter().enumerate() {
-            let hour = hour_prefix(message.received_at);
-            match hours.iter_mut().find(|(h, _)| *h == hour) {
-                Some((_, members)) => members.push(i),
-                None => hours.push((hour, vec![i])),
-            }
-        }
-        let written = futures_util::future::join_all(hours.iter().map(|(hour, members)| {
-            let lines = members.iter().map(|&i| &batch[i]);
-            self.write_lines(hour, lines)
-        }))
-        .await;
+        let lines: Vec<Bytes> = batch.iter().map(|m| self.line(m)).collect();
+        let (streamed, objects): (Vec<usize>, Vec<usize>) = (0..batch.len())
+            .partition(|&i| (self.stream.as_ref()).is_some_and(|s| lines[i].len() <= s.max_line_bytes()));
+        let (streamed, objects) = futures_util::join!(
+            self.append(&streamed, &lines),
+            self.write_objects(&objects, batch, &lines)
+        );
         let mut receipts: Vec<Option<Result<Receipt, SinkError>>> = Vec::new();
         receipts.resize_with(batch.len(), || None);
-        for ((_, members), result) in hours.iter().zip(written) {
-            for &i in members {
-                receipts[i] = Some(match &result {
-                    Ok(key) => Ok(Receipt::new(Some(key.clone()))),
-                    Err(e) => Err(sink_error(e)),
-                });
-            }
+        for (i, written) in streamed.into_iter().chain(objects) {
+            receipts[i] = Some(
+                written
+                    .map(|key| Receipt::new(Some(key)))
+                    .map_err(|e| sink_error(&e)),
+            );
         }
         receipts.into_iter().flatten().collect()
     }
@@ -120,15 +122,15 @@ impl SendBatch for Writer {
     }
 
     async fn warm(&self) -> Result<(), SinkError> {
-        (self.archive.warm().await).map_err(|e| SinkError::Retryable(Box::new(e)))
+        let warm_stream = async {
+            match &self.stream {
+                Some(stream) => stream.warm().await,
+                None => Ok(()),
+            }
+        };
+        let (archive, stream) = futures_util::join!(self.archive.warm(), warm_stream);
+        archive.and(stream).map_err(|e| SinkError::Retryable(Box::new(e)))
     }
-}
-
-/// The acknowledgement of a record written under `key`, or the sink's error.
-fn receipt(written: Result<String, ArchiveError>) -> Result<Receipt, SinkError> {
-    written
-        .map(|key| Receipt::new(Some(key)))
-        .map_err(|e| sink_error(&e))
 }
 
 /// An unavailable archive is worth retrying; any other error waits for an operator.
@@ -140,16 +142,60 @@ fn sink_error(error: &ArchiveError) -> SinkError {
 }
 
 impl Writer {
-    /// Writes the records of one hour as the lines of one new object; its key.
+    /// `message`'s record, sealed, and a newline.
+    fn line(&self, message: &Message) -> Bytes {
+        let mut line = self.key.seal(&message.payload);
+        line.push(b'\n');
+        Bytes::from(line)
+    }
+
+    /// Sends the records at `indices` through the stream.
+    async fn append(&self, indices: &[usize], lines: &[Bytes]) -> Written1 {
+        let Some(stream) = self.stream.as_ref().filter(|_| !indices.is_empty()) else {
+            return Vec::new();
+        };
+        let taken: Vec<Bytes> = indices.iter().map(|&i| lines[i].clone()).collect();
+        indices.iter().copied().zip(stream.append(&taken).await).collect()
+    }
+
+    /// Writes the records at `indices` as objects: those of one hour together, one alone
+    /// under its own key.
+    async fn write_objects(&self, indices: &[usize], batch: &[Message], lines: &[Bytes]) -> Written1 {
+        // Usually one hour; two when a batch spans the hour's turn.
+        let mut hours: Vec<(String, Vec<usize>)> = Vec::new();
+        for &i in indices {
+            let hour = hour_prefix(batch[i].received_at);
+            match hours.iter_mut().find(|(h, _)| *h == hour) {
+                Some((_, members)) => members.push(i),
+                None => hours.push((hour, vec![i])),
+            }
+        }
+        let written = futures_util::future::join_all(hours.iter().map(|(hour, members)| async {
+            match members.as_slice() {
+                &[i] => {
+                    let line = &lines[i];
+                    self.write(&batch[i], line.slice(..line.len() - 1)).await
+                }
+                many => self.write_lines(hour, many.iter().map(|&i| &lines[i])).await,
+            }
+        }))
+        .await;
+        let mut answers = Vec::with_capacity(indices.len());
+        for ((_, members), result) in hours.iter().zip(written) {
+            answers.extend(members.iter().map(|&i| (i, result.clone())));
+        }
+        answers
+    }
+
+    /// Writes lines of one hour as one new object; its key.
     async fn write_lines<'a>(
         &self,
         hour: &str,
-        messages: impl Iterator<Item = &'a Message>,
+        lines: impl Iterator<Item = &'a Bytes>,
     ) -> Result<String, ArchiveError> {
         let mut body = Vec::new();
-        for message in messages {
-            body.extend_from_slice(&self.key.seal(&message.payload));
-            body.push(b'\n');
+        for line in lines {
+            body.extend_from_slice(line);
         }
         let mut name = [0u8; 16];
         getrandom::fill(&mut name).map_err(|e| ArchiveError::Unavailable(e.to_string()))?;
@@ -165,9 +211,8 @@ impl Writer {
 
     /// Writes `message`'s record sealed under its notification's key; where an object that is not its
     /// record is found there, beside it. The key written.
-    async fn write(&self, message: &Message) -> Result<String, ArchiveError> {
+    async fn write(&self, message: &Message, sealed: Bytes) -> Result<String, ArchiveError> {
         let key = object_key(message.received_at, &message.dedup_key);
-        let sealed = Bytes::from(self.key.seal(&message.payload));
         if self.create(&key, &sealed, &message.payload).await? {
             return Ok(key);
         }
@@ -270,7 +315,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
         let key = ArchiveKey::new(b"records-published-together").unwrap();
-        let sink = destination(Arc::clone(&archive), key.clone()).sink;
+        let sink = destination(Arc::clone(&archive), key.clone(), None).sink;
         let hour = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_658_800);
         let written: Vec<Record> = (0..50)
             .map(|n| record(n, hour + Duration::from_secs(3000 + 30 * n as u64)))
@@ -306,5 +351,61 @@ mod tests {
         assert_eq!(receipt.message_id.as_deref(), Some(name.as_str()));
         let bytes = archive.get(&name).await.unwrap().unwrap();
         assert!(Record::open(&key, &bytes).unwrap().same_notification(&alone));
+    }
+
+    /// Records a stream's calls; takes lines of at most 600 bytes.
+    #[derive(Debug, Default)]
+    struct Recording(std::sync::Mutex<Vec<Vec<Bytes>>>);
+
+    #[async_trait::async_trait]
+    impl RecordStream for Recording {
+        fn url(&self) -> String {
+            "recording://".into()
+        }
+        fn max_line_bytes(&self) -> usize {
+            600
+        }
+        async fn append(&self, lines: &[Bytes]) -> Vec<Result<String, ArchiveError>> {
+            let mut calls = self.0.lock().unwrap();
+            calls.push(lines.to_vec());
+            let call = calls.len();
+            (1..=lines.len()).map(|i| Ok(format!("{call}/{i}"))).collect()
+        }
+    }
+
+    /// Through a stream, records published together are one call of sealed lines, each
+    /// answered with the stream's id; a record larger than the stream takes is an object of its
+    /// own in the archive.
+    #[tokio::test]
+    async fn through_a_stream_records_leave_as_lines_and_a_large_one_as_an_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
+        let key = ArchiveKey::new(b"records-through-a-stream").unwrap();
+        let stream = Arc::new(Recording::default());
+        let streamed: Arc<dyn RecordStream> = stream.clone();
+        let sink = destination(Arc::clone(&archive), key.clone(), Some(streamed)).sink;
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_658_800);
+        let mut written: Vec<Record> = (0..5).map(|n| record(n, at)).collect();
+        written[4].payload = Bytes::from(format!("\"{}\"", "x".repeat(800)));
+        let messages: Vec<Message> = written.iter().map(Record::message).collect();
+        let receipts = futures_util::future::join_all(
+            (messages.iter()).map(|m| sink.publish(std::slice::from_ref(m))),
+        )
+        .await;
+        let ids: Vec<String> = receipts
+            .into_iter()
+            .map(|mut r| r.remove(0).unwrap().message_id.unwrap())
+            .collect();
+        assert_eq!(ids[..4], ["1/1", "1/2", "1/3", "1/4"]);
+        let calls = stream.0.lock().unwrap().clone();
+        assert_eq!(calls.len(), 1, "one call for the four that fit");
+        for (line, expected) in calls[0].iter().zip(&written) {
+            assert_eq!(line.last(), Some(&b'\n'));
+            let opened = Record::open(&key, &line[..line.len() - 1]).unwrap();
+            assert!(opened.same_notification(expected));
+        }
+        assert_eq!(ids[4], object_key(at, &written[4].dedup_key));
+        let object = archive.get(&ids[4]).await.unwrap().unwrap();
+        assert!(Record::open(&key, &object).unwrap().same_notification(&written[4]));
     }
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{ConfigErrors, Settings, settings_of};
-use crate::archive::{ArchiveKey, ArchiveUrl, MIN_KEY_BYTES};
+use crate::archive::{ArchiveKey, ArchiveUrl, MIN_KEY_BYTES, StreamUrl};
 use crate::verify::Secret;
 
 /// The delivery ledger's settings.
@@ -51,6 +51,8 @@ pub struct ArchiveConfig {
     pub key: ArchiveKeySource,
     /// How long it keeps a record.
     pub retention: Duration,
+    /// The engine its records are written through, if any (`RELAY_ARCHIVE_STREAM`).
+    pub stream: Option<StreamUrl>,
 }
 
 /// Where the archive's key comes from.
@@ -82,7 +84,13 @@ impl ArchiveConfig {
         settings: &Settings,
     ) -> Result<Option<Self>, (&'static str, String)> {
         let Some(url) = settings.archive_url.clone() else {
-            return Ok(None);
+            return match &settings.archive_stream {
+                Some(stream) => Err((
+                    "RELAY_ARCHIVE_STREAM",
+                    format!("is {stream}, but RELAY_ARCHIVE_URL, where it delivers, is not set"),
+                )),
+                None => Ok(None),
+            };
         };
         let key = match (&settings.archive_key, &settings.archive_key_secret_arn) {
             (Some(secret), None) => {
@@ -99,6 +107,10 @@ impl ArchiveConfig {
                 return Err(("RELAY_ARCHIVE_KEY", format!("is not set: {KEY_RULE}")));
             }
         };
+        let stream = settings.archive_stream.clone();
+        if let Some(refused) = stream.as_ref().and_then(|s| s.refuses(&url)) {
+            return Err(("RELAY_ARCHIVE_STREAM", refused));
+        }
         let days = settings.archive_retention_days.map_or(30, |d| d.0);
         let retention = Duration::from_secs(
             u64::try_from(days)
@@ -109,6 +121,7 @@ impl ArchiveConfig {
             url,
             key,
             retention,
+            stream,
         }))
     }
 }

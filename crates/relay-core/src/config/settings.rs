@@ -11,7 +11,7 @@ use super::values::{
     Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, MetricsFormat, Millis, Seconds,
     SecretArn, Show, WaitMillis,
 };
-use crate::archive::ArchiveUrl;
+use crate::archive::{ArchiveUrl, StreamUrl};
 use crate::ledger::{LedgerKey, LedgerUrl};
 use crate::live::RoutesUrl;
 use crate::sink::ByteLimit;
@@ -149,8 +149,10 @@ settings! {
     ledger_key: LedgerKey = "RELAY_LEDGER_KEY", file, default "dedup_key";
     /// Record notifications no route takes too (one write each), so `relay trace` can say they were filtered.
     ledger_record_filtered: Flag = "RELAY_LEDGER_RECORD_FILTERED", file, default "true";
-    /// The archive: a folder, `s3://<bucket>/<prefix>` or `gs://<bucket>/<prefix>`. Every verified notification, filtered ones included, is written there as one new object under `YYYY/MM/DD/HH/<dedup key>` before the relay answers 2xx, for `relay replay`; off when unset.
+    /// The archive: a folder, `s3://<bucket>/<prefix>` or `gs://<bucket>/<prefix>`. Every verified notification, filtered ones included, is written there before the relay answers 2xx, for `relay replay`: alone as the object `YYYY/MM/DD/HH/<dedup key>`, or with the records queued beside it as the lines of one object `YYYY/MM/DD/HH/batch-<id>`; off when unset.
     archive_url: ArchiveUrl = "RELAY_ARCHIVE_URL", file, default "";
+    /// An engine the archive's records are written through, which batches them into the archive's objects: `firehose://<delivery stream>` (Amazon Data Firehose, delivering to the `s3://` archive under its prefix and hour). The relay still answers only once the engine holds each record; `relay replay` reads the objects as it reads the relay's own. Unset, the relay writes the objects itself.
+    archive_stream: StreamUrl = "RELAY_ARCHIVE_STREAM", file, default "";
     /// The key the archive's records are sealed with (an HMAC-SHA256 over each record), at least 16 bytes, used as its UTF-8 bytes: `relay replay` sends only records it opens, and an object at a notification's key counts as written only if it is that notification's sealed record. Required with the archive; keep it as long as the archive.
     archive_key: Secret = "RELAY_ARCHIVE_KEY", file, default "";
     /// An AWS Secrets Manager secret read once at start whose `SecretString` is the archive's key, instead of `RELAY_ARCHIVE_KEY`.

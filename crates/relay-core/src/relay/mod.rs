@@ -171,14 +171,22 @@ impl Relay {
     /// The same relay, writing every verified notification to `archive` as well; tests use it
     /// to inject a store.
     pub fn with_archive(
-        mut self,
+        self,
         archive: Arc<dyn crate::archive::Archive>,
         key: crate::archive::ArchiveKey,
     ) -> Self {
-        self.archive = Some(crate::archive::destination(
-            archive,
-            key.clone(),
-        ));
+        self.with_archive_through(archive, key, None)
+    }
+
+    /// The same relay, writing every verified notification to `archive`, through `stream` when
+    /// given (`RELAY_ARCHIVE_STREAM`).
+    pub fn with_archive_through(
+        mut self,
+        archive: Arc<dyn crate::archive::Archive>,
+        key: crate::archive::ArchiveKey,
+        stream: Option<Arc<dyn crate::archive::RecordStream>>,
+    ) -> Self {
+        self.archive = Some(crate::archive::destination(archive, key.clone(), stream));
         self.archive_key = Some(key);
         self
     }

@@ -129,6 +129,7 @@ fn needs_aws(config: &Config) -> bool {
             .is_some_and(|l| matches!(l.url, crate::ledger::LedgerUrl::DynamoDb { .. }))
         || config.archive.as_ref().is_some_and(|a| {
             matches!(a.url, crate::archive::ArchiveUrl::S3 { .. })
+                || a.stream.is_some()
                 || matches!(a.key, crate::config::ArchiveKeySource::SecretArn(_))
         })
 }
@@ -215,14 +216,27 @@ impl Relay {
             None => None,
         };
         let archive = match &config.archive {
-            Some(settings) => Some(
-                open_archive(
+            Some(settings) => {
+                let (archive, key) = open_archive(
                     settings,
                     #[cfg(feature = "aws")]
                     aws.as_ref(),
                 )
-                .await?,
-            ),
+                .await?;
+                let stream = match &settings.stream {
+                    Some(url) => Some(
+                        crate::archive::open_stream(
+                            url,
+                            #[cfg(feature = "aws")]
+                            aws.as_ref(),
+                        )
+                        .await
+                        .map_err(StartError::Archive)?,
+                    ),
+                    None => None,
+                };
+                Some((archive, key, stream))
+            }
             None => None,
         };
         // One way to build a sink: the deployed ones now, those stored routes add later.
@@ -249,9 +263,10 @@ impl Relay {
             tracing::info!(ledger = %recorder.config.url, key = %recorder.config.key, retention_secs = recorder.config.retention.as_secs(), "Delivery ledger open.");
             relay.ledger = Some(recorder);
         }
-        if let Some((archive, key)) = archive {
-            tracing::info!(archive = %archive.url(), "Archive open: every verified notification is written there.");
-            relay = relay.with_archive(archive, key);
+        if let Some((archive, key, stream)) = archive {
+            let through = stream.as_ref().map(|s| s.url());
+            tracing::info!(archive = %archive.url(), through, "Archive open: every verified notification is written there.");
+            relay = relay.with_archive_through(archive, key, stream);
         }
         let Some(url) = routes_url else {
             return Ok(relay);

@@ -1,0 +1,128 @@
+//! An engine that writes the archive's objects for the relay (`RELAY_ARCHIVE_STREAM`): the
+//! relay hands it each sealed record as one line, and the engine batches the lines into
+//! objects under the archive's prefix and hour, as the relay's own batches are
+//! ([`records`](super::records) reads both alike). The relay's answer still waits for the
+//! engine to accept each record durably.
+//!
+//! - `firehose://<delivery stream>`: Amazon Data Firehose, delivering to the `s3://` archive
+//!   (cargo feature `firehose`). Its objects are `PREFIX/YYYY/MM/DD/HH/<stream>-…`, by the hour
+//!   in which Firehose received the records: the hour after a record's own at the latest.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{ArchiveError, ArchiveUrl};
+
+/// Where the archive's records are written through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamUrl {
+    /// An Amazon Data Firehose delivery stream, by name.
+    Firehose {
+        /// The delivery stream's name.
+        name: String,
+    },
+}
+
+const STREAM_FORMS: &str = "firehose://<delivery stream name>";
+
+impl std::str::FromStr for StreamUrl {
+    type Err = crate::text::InvalidValue;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        // Delivery stream names: 1 to 64 of [a-zA-Z0-9_.-].
+        let valid = |name: &str| {
+            (1..=64).contains(&name.len())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+        };
+        match text.strip_prefix("firehose://") {
+            Some(name) if valid(name) => Ok(Self::Firehose {
+                name: name.to_owned(),
+            }),
+            _ => Err(format!("expected {STREAM_FORMS}, got {text:?}").into()),
+        }
+    }
+}
+
+crate::text::deserialize_from_text!(StreamUrl, STREAM_FORMS);
+
+impl fmt::Display for StreamUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Firehose { name } => write!(f, "firehose://{name}"),
+        }
+    }
+}
+
+impl StreamUrl {
+    /// Why this engine cannot write to `archive`, if it cannot: Firehose delivers to S3.
+    pub fn refuses(&self, archive: &ArchiveUrl) -> Option<String> {
+        match (self, archive) {
+            (Self::Firehose { .. }, ArchiveUrl::S3 { .. }) => None,
+            (Self::Firehose { .. }, other) => Some(format!(
+                "{self} delivers to an s3:// archive; RELAY_ARCHIVE_URL is {other}"
+            )),
+        }
+    }
+}
+
+/// An engine taking the archive's records.
+#[async_trait::async_trait]
+pub trait RecordStream: Send + Sync + fmt::Debug {
+    /// Where it is, for logs and the ledger.
+    fn url(&self) -> String;
+    /// The largest line it takes; a larger record is written as an object of its own.
+    fn max_line_bytes(&self) -> usize;
+    /// Writes each line (a sealed record and its newline), answering each, in order, with the
+    /// engine's id for it or why it was not taken.
+    async fn append(&self, lines: &[Bytes]) -> Vec<Result<String, ArchiveError>>;
+    /// Opens its connection before the first record; any answer will do.
+    async fn warm(&self) -> Result<(), ArchiveError> {
+        Ok(())
+    }
+}
+
+/// Opens the engine at `url`. `aws` is the AWS configuration loaded at start.
+pub async fn open_stream(
+    url: &StreamUrl,
+    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+) -> Result<Arc<dyn RecordStream>, ArchiveError> {
+    #[cfg(feature = "aws")]
+    let _ = aws;
+    match url {
+        #[cfg(feature = "firehose")]
+        StreamUrl::Firehose { name } => {
+            let sdk = match aws {
+                Some(sdk) => sdk.clone(),
+                None => crate::sink::load_aws_config(std::time::Duration::from_secs(5)).await,
+            };
+            Ok(Arc::new(super::firehose::FirehoseStream::new(&sdk, name)))
+        }
+        #[allow(unreachable_patterns)]
+        other => Err(ArchiveError::Open(format!(
+            "{other}: this build leaves out the cargo feature for this engine"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_urls_parse_and_name_their_archive() {
+        let url: StreamUrl = "firehose://dss-relay-archive".parse().unwrap();
+        assert_eq!(url.to_string(), "firehose://dss-relay-archive");
+        let s3: ArchiveUrl = "s3://bucket-name/notifications".parse().unwrap();
+        assert_eq!(url.refuses(&s3), None);
+        let folder: ArchiveUrl = "target/run/archive".parse().unwrap();
+        assert!(url.refuses(&folder).unwrap().contains("s3://"));
+        for bad in ["", "firehose://", "firehose://a/b", "kinesis://x", "firehose://a b"] {
+            assert!(bad.parse::<StreamUrl>().is_err(), "{bad:?} was taken");
+        }
+    }
+}
