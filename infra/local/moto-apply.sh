@@ -49,7 +49,7 @@ python3 infra/local/tf_overlay.py "$out/terraform" "$aws_version" | sed 's/^/mot
 example=$out/terraform/examples/aws-sqs
 
 # moto's endpoints for every service the module calls, with its test credentials.
-services=(cloudwatch cloudwatchlogs dynamodb iam kms lambda s3 secretsmanager sns sqs sts)
+services=(cloudwatch cloudwatchlogs dynamodb firehose iam kms lambda s3 secretsmanager sns sqs sts)
 {
   echo 'provider "aws" {'
   echo '  region                      = "us-east-1"'

@@ -192,6 +192,7 @@ fn lambda_archive_grant_is_create_and_read_back_under_the_prefix_only() {
         [
             "ReadOwnArchiveKey",
             "WriteArchive",
+            "WriteArchiveStream",
             "ReadArchivedRecord",
             "EncryptArchive"
         ],
@@ -200,7 +201,18 @@ fn lambda_archive_grant_is_create_and_read_back_under_the_prefix_only() {
     let key = on_archive[0];
     assert_eq!(key.actions, ["secretsmanager:GetSecretValue"]);
     assert_gated(key, SWITCH, "aws_secretsmanager_secret.archive_key[0].arn");
-    let read = on_archive[2];
+    let stream = on_archive[2];
+    assert_eq!(
+        stream.actions,
+        [
+            "firehose:PutRecord",
+            "firehose:PutRecordBatch",
+            "firehose:DescribeDeliveryStream"
+        ],
+        "aws-relay: the relay only puts records in the archive's stream"
+    );
+    assert_gated(stream, "local.archive_firehose", "local.archive_stream_arn");
+    let read = on_archive[3];
     assert_eq!(read.actions, ["s3:GetObject"]);
     assert_gated(read, SWITCH, "local.archive_objects_arn");
     assert!(read.conditions().is_empty());
@@ -233,7 +245,7 @@ fn lambda_archive_grant_is_create_and_read_back_under_the_prefix_only() {
         format!("{SWITCH} ? \"arn:${{local.partition}}:s3:::${{local.archive_bucket}}\" : null")
     );
 
-    let encrypt = on_archive[3];
+    let encrypt = on_archive[4];
     assert_eq!(encrypt.actions, ["kms:GenerateDataKey", "kms:Decrypt"]);
     assert_gated(
         encrypt,
@@ -263,6 +275,96 @@ fn lambda_archive_grant_is_create_and_read_back_under_the_prefix_only() {
             );
         }
     }
+}
+
+/// With `archive_firehose` (the default), the records go through a delivery stream the module
+/// creates: it delivers to the archive's bucket under `archive_prefix` (Firehose adds the
+/// hour), uncompressed (replay reads the lines as they are), encrypted, with a role of its own
+/// that only Firehose of this account may assume, and that may only create objects under the
+/// prefix, find the bucket, and log to the relay's log group.
+#[test]
+fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
+    let config = model::module("aws-relay");
+    assert_eq!(
+        variable_default(&config, "archive_firehose").as_deref(),
+        Some("true"),
+        "aws-relay: the archive goes through Firehose by default"
+    );
+    assert_eq!(
+        config.locals()["archive_firehose"].to_string(),
+        "var.archive_enabled && var.archive_firehose"
+    );
+    let stream = config.resource("aws_kinesis_firehose_delivery_stream", "archive");
+    let body = stream.body();
+    assert_eq!(source(body, "count").as_deref(), Some("local.archive_firehose ? 1 : 0"));
+    assert_eq!(text(body, "destination").as_deref(), Some("extended_s3"));
+    let encryption = only_block(body, "server_side_encryption", "the archive's stream");
+    assert_eq!(source(encryption, "enabled").as_deref(), Some("true"));
+    let s3 = only_block(body, "extended_s3_configuration", "the archive's stream");
+    assert_eq!(source(s3, "bucket_arn").as_deref(), Some("local.archive_bucket_arn"));
+    assert_eq!(source(s3, "prefix").as_deref(), Some("var.archive_prefix"));
+    assert_eq!(
+        source(s3, "role_arn").as_deref(),
+        Some("aws_iam_role.archive_delivery[0].arn")
+    );
+    assert_eq!(text(s3, "compression_format").as_deref(), Some("UNCOMPRESSED"));
+    // relay replay reads an object whole, within a record's size and 4 MiB more.
+    assert_eq!(source(s3, "buffering_size").as_deref(), Some("5"));
+    assert!(attr(s3, "error_output_prefix").is_none());
+
+    let trust = document(&config, "archive_delivery_trust");
+    assert_eq!(trust.len(), 1);
+    assert_eq!(trust[0].actions, ["sts:AssumeRole"]);
+    assert_eq!(
+        trust[0].principals(),
+        [("Service".to_owned(), "[\"firehose.amazonaws.com\"]".to_owned())]
+    );
+    let trust_conditions = trust[0].conditions();
+    assert_eq!(
+        trust_conditions,
+        [(
+            "StringEquals".to_owned(),
+            "sts:ExternalId".to_owned(),
+            vec!["local.account_id".to_owned()]
+        )],
+        "aws-relay: only Firehose on behalf of this account"
+    );
+
+    let delivery = document(&config, "archive_delivery");
+    let grants: Vec<(&str, &[String], String)> = delivery
+        .iter()
+        .map(|s| (s.sid.as_str(), s.actions.as_slice(), s.resources()))
+        .collect();
+    assert_eq!(
+        grants,
+        [
+            (
+                "DeliverArchiveObjects",
+                &["s3:PutObject".to_owned(), "s3:AbortMultipartUpload".to_owned()][..],
+                "[local.archive_objects_arn]".to_owned()
+            ),
+            (
+                "FindArchiveBucket",
+                &["s3:GetBucketLocation".to_owned(), "s3:ListBucketMultipartUploads".to_owned()][..],
+                "[local.archive_bucket_arn]".to_owned()
+            ),
+            (
+                "LogArchiveDelivery",
+                &["logs:PutLogEvents".to_owned()][..],
+                "[\"${aws_cloudwatch_log_group.this.arn}:log-stream:archive-delivery\"]".to_owned()
+            ),
+            (
+                "EncryptArchiveObjects",
+                &["kms:GenerateDataKey".to_owned(), "kms:Decrypt".to_owned()][..],
+                "[statement.value]".to_owned()
+            ),
+        ],
+        "aws-relay: Firehose's role delivers under the prefix and does nothing else"
+    );
+    assert_eq!(
+        delivery[3].gate.as_deref(),
+        Some("var.archive_kms_key_arn != null ? [var.archive_kms_key_arn] : []")
+    );
 }
 
 /// The archive's bucket policy refuses every request without TLS and the relay's `PutObject`

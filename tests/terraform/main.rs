@@ -49,7 +49,7 @@ const STANDARD_FILES: [&str; 5] = [
 /// take SendMessage and Publish. The ledger: its conditional writes are UpdateItem, the reset of
 /// an expired item PutItem. The archive: PutObject with If-None-Match, GetObject to read back
 /// what a 412 found, and its key. The configuration file: a Secrets Manager secret, read once.
-const ACTION_OF_VARIABLE: [(&str, &str); 13] = [
+const ACTION_OF_VARIABLE: [(&str, &str); 16] = [
     ("RELAY_SQS_QUEUE_URL", "sqs:SendMessage"),
     ("RELAY_SNS_TOPIC_ARN", "sns:Publish"),
     (
@@ -64,6 +64,9 @@ const ACTION_OF_VARIABLE: [(&str, &str); 13] = [
     ("RELAY_LEDGER_URL", "dynamodb:PutItem"),
     ("RELAY_ARCHIVE_URL", "s3:PutObject"),
     ("RELAY_ARCHIVE_URL", "s3:GetObject"),
+    ("RELAY_ARCHIVE_STREAM", "firehose:PutRecord"),
+    ("RELAY_ARCHIVE_STREAM", "firehose:PutRecordBatch"),
+    ("RELAY_ARCHIVE_STREAM", "firehose:DescribeDeliveryStream"),
     (
         "RELAY_ARCHIVE_KEY_SECRET_ARN",
         "secretsmanager:GetSecretValue",
@@ -1136,7 +1139,16 @@ fn environment(config: &Config) -> Vec<EnvVar<'_>> {
 /// What relay-core's configuration parser says about `name=value`, and only about that variable
 /// (a lone variable also draws "no key"/"no sink" complaints about others).
 fn relay_core_problems(name: &str, value: &str) -> Vec<String> {
-    match RelayConfig::from_vars(|n| (n == name).then(|| value.to_owned())) {
+    // The archive's delivery stream is read with the archive it delivers to.
+    let context = |n: &str| match (name, n) {
+        ("RELAY_ARCHIVE_STREAM", "RELAY_ARCHIVE_URL") => Some("s3://archive-bucket/notifications/"),
+        _ => None,
+    };
+    let var = |n: &str| match n == name {
+        true => Some(value.to_owned()),
+        false => context(n).map(str::to_owned),
+    };
+    match RelayConfig::from_vars(var) {
         Ok(_) => Vec::new(),
         Err(errors) => errors
             .0

@@ -261,6 +261,11 @@ pub(crate) fn role_policy_documents(config: &Config) -> Vec<String> {
     config
         .resources("aws_iam_role_policy")
         .into_iter()
+        // Firehose's own role, which delivers the archive's objects: archive.rs holds it.
+        .filter(|(_, block)| {
+            attr(block.body(), "role")
+                .is_none_or(|role| !role.to_string().contains("aws_iam_role.archive_delivery"))
+        })
         .map(|(name, block)| {
             let policy = attr(block.body(), "policy").expect("aws_iam_role_policy.policy");
             let Expression::Traversal(t) = policy else {

@@ -1,20 +1,28 @@
 ################################################################################
-# Archive: one S3 object per verified notification (RELAY_ARCHIVE_URL)
+# Archive: every verified notification's record in S3 (RELAY_ARCHIVE_URL), through Amazon Data
+# Firehose by default (RELAY_ARCHIVE_STREAM)
 ################################################################################
 
-# The relay writes every verified notification, filtered ones included, as one new object
-# <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with PutObject and
-# If-None-Match: *: it never overwrites an object. Each record is sealed with the archive's key
-# (an HMAC-SHA256, RELAY_ARCHIVE_KEY_SECRET_ARN). On a 412 (the key exists) it reads the object
-# back (GetObject) and counts it as written only if it is that notification's sealed record (a
-# retry within the same hour); anything else is left alone and the record written beside it. It
-# never lists nor deletes the archive. Operators replay from it with `relay replay`, which lists
-# an hour's prefix (ListObjectsV2), reads its objects (GetObject) and opens them with the
-# archive's key, with their own credentials: archive_readers, through the bucket policy and
-# archive_reader_policy_json. Objects expire after archive_retention_days.
+# The relay writes every verified notification's record, filtered ones included, sealed with the
+# archive's key (an HMAC-SHA256, RELAY_ARCHIVE_KEY_SECRET_ARN). With archive_firehose (the
+# default) it hands each record to a delivery stream created here (PutRecord, PutRecordBatch) and
+# answers once Firehose holds it; Firehose buffers the records and writes them as objects
+# <archive_prefix>YYYY/MM/DD/HH/<stream>-… (one record per line, the hour in which it received
+# them), a few per buffering interval rather than one PutObject per notification. A record
+# larger than Firehose takes (1,000 KiB), and every record without archive_firehose, is an object
+# the relay writes itself: <archive_prefix>YYYY/MM/DD/HH/<dedup key> alone, or the lines of
+# .../batch-<id> for records queued together, with PutObject and If-None-Match: * (it never
+# overwrites an object). On a 412 it reads the object back (GetObject) and counts it as written
+# only if it is that notification's sealed record; anything else is left alone and the record
+# written beside it. It never lists nor deletes the archive. Operators replay from it with
+# `relay replay`, which lists an hour's prefix (ListObjectsV2), reads its objects (GetObject)
+# and opens each line with the archive's key, with their own credentials: archive_readers,
+# through the bucket policy and archive_reader_policy_json. Objects expire after
+# archive_retention_days.
 #
 # No versioning: nothing overwrites an object (the bucket policy refuses the role's PutObject
-# without If-None-Match), so there would be no noncurrent version to keep.
+# without If-None-Match, and Firehose names each object anew), so there would be no noncurrent
+# version to keep.
 
 locals {
   # S3 bucket names are lowercase letters, digits and hyphens; var.name may hold capitals and
@@ -28,6 +36,137 @@ locals {
 
   archive_bucket_arn  = var.archive_enabled ? "arn:${local.partition}:s3:::${local.archive_bucket}" : null
   archive_objects_arn = var.archive_enabled ? "${local.archive_bucket_arn}/${var.archive_prefix}*" : null
+
+  # RELAY_ARCHIVE_STREAM: the delivery stream the records go through; null without it.
+  archive_firehose   = var.archive_enabled && var.archive_firehose
+  archive_stream     = local.archive_firehose ? "${var.name}-archive" : null
+  archive_stream_arn = local.archive_firehose ? "arn:${local.partition}:firehose:${local.region}:${local.account_id}:deliverystream/${local.archive_stream}" : null
+}
+
+################################################################################
+# The delivery stream (archive_firehose): records in, objects by hour out
+################################################################################
+
+# Firehose assumes this role to write the archive's objects, for this account's stream only.
+data "aws_iam_policy_document" "archive_delivery_trust" {
+  count = local.archive_firehose ? 1 : 0
+
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["firehose.amazonaws.com"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "sts:ExternalId"
+      values   = [local.account_id]
+    }
+  }
+}
+
+# What Firehose needs to deliver to S3, and no more: create objects under the prefix (and abort
+# an upload it left), find the bucket's region, list its own unfinished uploads; with
+# archive_kms_key_arn, encrypt through S3.
+data "aws_iam_policy_document" "archive_delivery" {
+  count = local.archive_firehose ? 1 : 0
+
+  statement {
+    sid       = "DeliverArchiveObjects"
+    actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
+    resources = [local.archive_objects_arn]
+  }
+
+  statement {
+    sid       = "FindArchiveBucket"
+    actions   = ["s3:GetBucketLocation", "s3:ListBucketMultipartUploads"]
+    resources = [local.archive_bucket_arn]
+  }
+
+  # Its delivery errors, in the relay's log group (stream archive-delivery).
+  statement {
+    sid       = "LogArchiveDelivery"
+    actions   = ["logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.this.arn}:log-stream:archive-delivery"]
+  }
+
+  dynamic "statement" {
+    for_each = var.archive_kms_key_arn != null ? [var.archive_kms_key_arn] : []
+    content {
+      sid       = "EncryptArchiveObjects"
+      actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = ["s3.${local.region}.amazonaws.com"]
+      }
+    }
+  }
+}
+
+resource "aws_iam_role" "archive_delivery" {
+  count = local.archive_firehose ? 1 : 0
+
+  name_prefix          = "${substr(var.name, 0, 20)}-archive-"
+  path                 = var.role_path
+  permissions_boundary = var.permissions_boundary_arn
+  assume_role_policy   = data.aws_iam_policy_document.archive_delivery_trust[0].json
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "archive_delivery" {
+  count = local.archive_firehose ? 1 : 0
+
+  name   = "deliver-archive"
+  role   = aws_iam_role.archive_delivery[0].id
+  policy = data.aws_iam_policy_document.archive_delivery[0].json
+}
+
+resource "aws_cloudwatch_log_stream" "archive_delivery" {
+  count = local.archive_firehose ? 1 : 0
+
+  name           = "archive-delivery"
+  log_group_name = aws_cloudwatch_log_group.this.name
+}
+
+resource "aws_kinesis_firehose_delivery_stream" "archive" {
+  count = local.archive_firehose ? 1 : 0
+
+  name        = local.archive_stream
+  destination = "extended_s3"
+
+  # Records at rest in the stream's buffer, with the module's key when given.
+  server_side_encryption {
+    enabled  = true
+    key_type = var.kms_key_arn == null ? "AWS_OWNED_CMK" : "CUSTOMER_MANAGED_CMK"
+    key_arn  = var.kms_key_arn
+  }
+
+  extended_s3_configuration {
+    role_arn   = aws_iam_role.archive_delivery[0].arn
+    bucket_arn = local.archive_bucket_arn
+    # Firehose adds YYYY/MM/DD/HH/ (UTC) after the prefix: the archive's hours.
+    prefix             = var.archive_prefix
+    buffering_size     = 5
+    buffering_interval = var.archive_firehose_buffer_seconds
+    # relay replay reads the lines as they are.
+    compression_format = "UNCOMPRESSED"
+
+    cloudwatch_logging_options {
+      enabled         = true
+      log_group_name  = aws_cloudwatch_log_group.this.name
+      log_stream_name = aws_cloudwatch_log_stream.archive_delivery[0].name
+    }
+  }
+
+  tags = var.tags
+
+  # The bucket and the role's grant before the first delivery.
+  depends_on = [aws_s3_bucket.archive, aws_iam_role_policy.archive_delivery]
 }
 
 # The archive's key: records are sealed with it, and `relay replay` sends only the records it

@@ -262,6 +262,18 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
+  # RELAY_ARCHIVE_STREAM: the records go through the archive's delivery stream, and only that
+  # one; DescribeDeliveryStream opens the connection at start (RELAY_WARM_CONNECTIONS).
+  dynamic "statement" {
+    for_each = local.archive_firehose ? [local.archive_stream_arn] : []
+    content {
+      sid       = "WriteArchiveStream"
+      effect    = "Allow"
+      actions   = ["firehose:PutRecord", "firehose:PutRecordBatch", "firehose:DescribeDeliveryStream"]
+      resources = [statement.value]
+    }
+  }
+
   # RELAY_ARCHIVE_URL: after a 412, the object at the key is read back, and counts as written
   # only if it is the notification's sealed record; under the prefix only.
   dynamic "statement" {

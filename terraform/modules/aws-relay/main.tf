@@ -72,6 +72,7 @@ locals {
       RELAY_ARCHIVE_KEY_SECRET_ARN = aws_secretsmanager_secret.archive_key[0].arn
       RELAY_ARCHIVE_RETENTION_DAYS = tostring(var.archive_retention_days)
     } : {},
+    local.archive_firehose ? { RELAY_ARCHIVE_STREAM = "firehose://${local.archive_stream}" } : {},
   )
 
   # The Function URL ends with "/"; callback_path starts with one.

@@ -197,10 +197,10 @@ output "ledger_reader_policy_json" {
 ################################################################################
 
 output "replay_environment" {
-  description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its configuration file (RELAY_CONFIG, with relay_config), destinations, ledger and archive, without the HMAC keys' secret (a replay verifies nothing) and without its log format. Export them before running the command; the archive's key and the configuration file are read from their secrets (RELAY_ARCHIVE_KEY_SECRET_ARN, RELAY_CONFIG), with archive_reader_policy_json's grant."
+  description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its configuration file (RELAY_CONFIG, with relay_config), destinations, ledger and archive, without the HMAC keys' secret (a replay verifies nothing), without its log format, and without the archive's delivery stream (a replay reads the archive and writes none of it). Export them before running the command; the archive's key and the configuration file are read from their secrets (RELAY_ARCHIVE_KEY_SECRET_ARN, RELAY_CONFIG), with archive_reader_policy_json's grant."
   value = {
     for name, value in local.environment : name => value
-    if !contains(["RELAY_HMAC_KEYS_SECRET_ARN", "RELAY_LOG_FORMAT"], name)
+    if !contains(["RELAY_HMAC_KEYS_SECRET_ARN", "RELAY_LOG_FORMAT", "RELAY_ARCHIVE_STREAM"], name)
   }
 }
 
@@ -212,6 +212,11 @@ output "archive_url" {
 output "archive_key_secret_arn" {
   description = "ARN of the Secrets Manager secret holding the archive's key (RELAY_ARCHIVE_KEY): the relay seals every record with it, and `relay replay` takes it as RELAY_ARCHIVE_KEY_SECRET_ARN to open them; archive_reader_policy_json grants reading it. null without archive_enabled."
   value       = one(aws_secretsmanager_secret.archive_key[*].arn)
+}
+
+output "archive_stream" {
+  description = "RELAY_ARCHIVE_STREAM, firehose://<name>-archive: the delivery stream the relay writes the archive's records through; null without archive_enabled or archive_firehose."
+  value       = local.archive_firehose ? "firehose://${local.archive_stream}" : null
 }
 
 output "archive_bucket" {

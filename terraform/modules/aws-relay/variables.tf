@@ -683,9 +683,26 @@ variable "ledger_point_in_time_recovery" {
 ################################################################################
 
 variable "archive_enabled" {
-  description = "Give the relay an archive: an S3 bucket created here, in which it writes every verified notification as one new object, <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with PutObject and If-None-Match: * (it never overwrites, and takes 412 as already written), so that operators can replay from it with `relay replay` after the DSS gave up. Sets RELAY_ARCHIVE_URL = s3://<bucket>/<archive_prefix>; the role may then s3:PutObject under the prefix, and nothing else on the bucket (its policy refuses the role's PutObject without If-None-Match). archive_readers read it (archive_reader_policy_json). false creates no bucket and sets no variable."
+  description = "Give the relay an archive: an S3 bucket created here, holding every verified notification's sealed record under <archive_prefix>YYYY/MM/DD/HH/ (through Firehose with archive_firehose, the default), so that operators can replay from it with `relay replay` after the DSS gave up. Sets RELAY_ARCHIVE_URL = s3://<bucket>/<archive_prefix>; the role may s3:PutObject under the prefix (with If-None-Match: *, for the records it writes itself: the bucket's policy refuses the role's PutObject without it, so it never overwrites) and GetObject there, and nothing else on the bucket. archive_readers read it (archive_reader_policy_json). false creates no bucket and sets no variable."
   type        = bool
   default     = true
+}
+
+variable "archive_firehose" {
+  description = "Write the archive through an Amazon Data Firehose delivery stream created here, <name>-archive (RELAY_ARCHIVE_STREAM): the relay hands it each record (PutRecord, PutRecordBatch; the role may call those and DescribeDeliveryStream on this stream only) and answers once Firehose holds it, and Firehose writes the buffered records as objects under <archive_prefix>YYYY/MM/DD/HH/, a few per buffering interval, with a role of its own that may only create objects under the prefix. At about $0.03 per GB of 5 KB-rounded records, a million notifications cost about $0.15, against $5 of PutObject calls when the relay writes one object per notification (false: the relay writes the objects itself, one per record or per batch of records queued together). A record larger than Firehose takes (1,000 KiB) is written by the relay as an object of its own either way."
+  type        = bool
+  default     = true
+}
+
+variable "archive_firehose_buffer_seconds" {
+  description = "How long Firehose buffers records before it writes them as an object (60 to 900 seconds; or once 5 MiB are buffered): the lag before `relay replay` and `relay events` see a record, against the number of objects (about one per interval)."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.archive_firehose_buffer_seconds >= 60 && var.archive_firehose_buffer_seconds <= 900 && floor(var.archive_firehose_buffer_seconds) == var.archive_firehose_buffer_seconds
+    error_message = "archive_firehose_buffer_seconds must be a whole number of seconds from 60 to 900."
+  }
 }
 
 variable "archive_bucket_name" {

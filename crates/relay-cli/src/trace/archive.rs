@@ -1,5 +1,6 @@
 //! Where `relay trace` finds a notification in the archive: the object the archive's
-//! acknowledgement names, and whether it is still there.
+//! acknowledgement names, and whether it is still there; or, for a record written through an
+//! engine (`RELAY_ARCHIVE_STREAM`), the engine's id and the hour it delivered under.
 
 use relay_core::ledger::Entry;
 use serde_json::{Value, json};
@@ -40,16 +41,35 @@ pub(super) async fn archived(args: &TraceArgs, entries: &[Entry]) -> Vec<Option<
         None => None,
     };
     let mut found = Vec::with_capacity(entries.len());
+    let prefix = url.as_ref().map_or_else(String::new, |u| {
+        let text = u.to_string();
+        match text.ends_with('/') {
+            true => text,
+            false => format!("{text}/"),
+        }
+    });
     for entry in entries {
-        let Some(key) = entry
+        let Some((key, at_ms)) = entry
             .acks
             .iter()
             .find(|(destination, _)| relay_core::archive::is_archive(destination))
-            .and_then(|(_, ack)| ack.message_id.clone())
+            .and_then(|(_, ack)| Some((ack.message_id.clone()?, ack.at_ms)))
         else {
             found.push(None);
             continue;
         };
+        // An engine's id for the record (`firehose://…`): it delivers under the hour it took
+        // the record in, to an object it names.
+        if key.contains("://") {
+            let at = std::time::UNIX_EPOCH
+                + std::time::Duration::from_millis(u64::try_from(at_ms).unwrap_or(0));
+            let hour = relay_core::archive::hour_prefix(at);
+            found.push(Some(Archived {
+                url: format!("{key}, delivered under {prefix}{hour}"),
+                present: None,
+            }));
+            continue;
+        }
         let present = match &archive {
             // Present or not is all this reads: a record of any size will do.
             Some(archive) => match archive.read(&key, 0).await {
@@ -59,13 +79,6 @@ pub(super) async fn archived(args: &TraceArgs, entries: &[Entry]) -> Vec<Option<
             },
             None => None,
         };
-        let prefix = url.as_ref().map_or_else(String::new, |u| {
-            let text = u.to_string();
-            match text.ends_with('/') {
-                true => text,
-                false => format!("{text}/"),
-            }
-        });
         found.push(Some(Archived {
             url: format!("{prefix}{key}"),
             present,
