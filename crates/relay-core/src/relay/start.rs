@@ -116,6 +116,40 @@ pub async fn open_archive(
     Ok((archive, key))
 }
 
+/// The archive a relay writes: its store and key ([`open_archive`]), and the stream its records
+/// go through (`RELAY_ARCHIVE_STREAM`), if any.
+async fn open_archive_writer(
+    settings: &crate::config::ArchiveConfig,
+    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+) -> Result<
+    (
+        std::sync::Arc<dyn crate::archive::Archive>,
+        crate::archive::ArchiveKey,
+        Option<std::sync::Arc<dyn crate::archive::RecordStream>>,
+    ),
+    StartError,
+> {
+    let (archive, key) = open_archive(
+        settings,
+        #[cfg(feature = "aws")]
+        aws,
+    )
+    .await?;
+    let stream = match &settings.stream {
+        Some(url) => Some(
+            crate::archive::open_stream(
+                url,
+                #[cfg(feature = "aws")]
+                aws,
+            )
+            .await
+            .map_err(StartError::Archive)?,
+        ),
+        None => None,
+    };
+    Ok((archive, key, stream))
+}
+
 /// Whether starting reaches AWS: a secret to read, a destination, the ledger or the archive
 /// there.
 #[cfg(feature = "aws")]
@@ -216,27 +250,14 @@ impl Relay {
             None => None,
         };
         let archive = match &config.archive {
-            Some(settings) => {
-                let (archive, key) = open_archive(
+            Some(settings) => Some(
+                open_archive_writer(
                     settings,
                     #[cfg(feature = "aws")]
                     aws.as_ref(),
                 )
-                .await?;
-                let stream = match &settings.stream {
-                    Some(url) => Some(
-                        crate::archive::open_stream(
-                            url,
-                            #[cfg(feature = "aws")]
-                            aws.as_ref(),
-                        )
-                        .await
-                        .map_err(StartError::Archive)?,
-                    ),
-                    None => None,
-                };
-                Some((archive, key, stream))
-            }
+                .await?,
+            ),
             None => None,
         };
         // One way to build a sink: the deployed ones now, those stored routes add later.
