@@ -1,10 +1,11 @@
 ################################################################################
-# Archive: one Cloud Storage object per verified notification (RELAY_ARCHIVE_URL)
+# Archive: every verified notification's record in Cloud Storage (RELAY_ARCHIVE_URL)
 ################################################################################
 
-# The relay writes every verified notification, filtered ones included, as one new object
-# <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with ifGenerationMatch=0: it
-# never overwrites an object. Each record is sealed with the archive's key (an HMAC-SHA256,
+# The relay writes every verified notification, filtered ones included, alone as the object
+# <archive_prefix>YYYY/MM/DD/HH/<dedup key>, or with the records queued behind a write as the
+# lines of one object .../batch-<id> (application/json), with ifGenerationMatch=0: it never
+# overwrites an object. Each record is sealed with the archive's key (an HMAC-SHA256,
 # RELAY_ARCHIVE_KEY from Secret Manager). On a 412 (the name exists) it reads the object back
 # (objects.get) and counts it as written only if it is that notification's sealed record (a
 # retry within the same hour); anything else is left alone and the record written beside it. It

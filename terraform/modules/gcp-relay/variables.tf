@@ -575,7 +575,7 @@ variable "ledger_point_in_time_recovery" {
 ################################################################################
 
 variable "archive_enabled" {
-  description = "Give the relay an archive: a Cloud Storage bucket created here, in which it writes every verified notification as one new object, <archive_prefix>YYYY/MM/DD/HH/<dedup key> (application/json), with ifGenerationMatch=0 (it never overwrites, and takes 412 as already written), so that operators can replay from it with `relay replay` after the DSS gave up. Sets RELAY_ARCHIVE_URL = gs://<bucket>/<archive_prefix>; the service account gets roles/storage.objectCreator on the bucket, conditioned on the prefix (create only: no read, no overwrite, no delete). archive_readers read it. false creates no bucket and sets no variable."
+  description = "Give the relay an archive: a Cloud Storage bucket created here, in which it writes every verified notification, alone as the object <archive_prefix>YYYY/MM/DD/HH/<dedup key>, or with the records queued behind a write as the lines of one object <archive_prefix>YYYY/MM/DD/HH/batch-<id> (application/json), with ifGenerationMatch=0 (it never overwrites, and takes 412 as already written), so that operators can replay from it with `relay replay` after the DSS gave up. Sets RELAY_ARCHIVE_URL = gs://<bucket>/<archive_prefix>; the service account gets roles/storage.objectCreator on the bucket, conditioned on the prefix (create only: no read, no overwrite, no delete). archive_readers read it. false creates no bucket and sets no variable."
   type        = bool
   default     = true
 }
