@@ -28,7 +28,11 @@ async fn bucket_and_stream(name: &str) -> (String, String) {
             .force_path_style(true)
             .build(),
     );
-    s3.create_bucket().bucket(&bucket).send().await.expect("the bucket");
+    s3.create_bucket()
+        .bucket(&bucket)
+        .send()
+        .await
+        .expect("the bucket");
     let stream = common::unique(name);
     let destination = ExtendedS3DestinationConfiguration::builder()
         .bucket_arn(format!("arn:aws:s3:::{bucket}"))

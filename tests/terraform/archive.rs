@@ -296,18 +296,27 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
     );
     let stream = config.resource("aws_kinesis_firehose_delivery_stream", "archive");
     let body = stream.body();
-    assert_eq!(source(body, "count").as_deref(), Some("local.archive_firehose ? 1 : 0"));
+    assert_eq!(
+        source(body, "count").as_deref(),
+        Some("local.archive_firehose ? 1 : 0")
+    );
     assert_eq!(text(body, "destination").as_deref(), Some("extended_s3"));
     let encryption = only_block(body, "server_side_encryption", "the archive's stream");
     assert_eq!(source(encryption, "enabled").as_deref(), Some("true"));
     let s3 = only_block(body, "extended_s3_configuration", "the archive's stream");
-    assert_eq!(source(s3, "bucket_arn").as_deref(), Some("local.archive_bucket_arn"));
+    assert_eq!(
+        source(s3, "bucket_arn").as_deref(),
+        Some("local.archive_bucket_arn")
+    );
     assert_eq!(source(s3, "prefix").as_deref(), Some("var.archive_prefix"));
     assert_eq!(
         source(s3, "role_arn").as_deref(),
         Some("aws_iam_role.archive_delivery[0].arn")
     );
-    assert_eq!(text(s3, "compression_format").as_deref(), Some("UNCOMPRESSED"));
+    assert_eq!(
+        text(s3, "compression_format").as_deref(),
+        Some("UNCOMPRESSED")
+    );
     // relay replay reads an object whole, within a record's size and 4 MiB more.
     assert_eq!(source(s3, "buffering_size").as_deref(), Some("5"));
     assert!(attr(s3, "error_output_prefix").is_none());
@@ -317,7 +326,10 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
     assert_eq!(trust[0].actions, ["sts:AssumeRole"]);
     assert_eq!(
         trust[0].principals(),
-        [("Service".to_owned(), "[\"firehose.amazonaws.com\"]".to_owned())]
+        [(
+            "Service".to_owned(),
+            "[\"firehose.amazonaws.com\"]".to_owned()
+        )]
     );
     let trust_conditions = trust[0].conditions();
     assert_eq!(
@@ -340,12 +352,18 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
         [
             (
                 "DeliverArchiveObjects",
-                &["s3:PutObject".to_owned(), "s3:AbortMultipartUpload".to_owned()][..],
+                &[
+                    "s3:PutObject".to_owned(),
+                    "s3:AbortMultipartUpload".to_owned()
+                ][..],
                 "[local.archive_objects_arn]".to_owned()
             ),
             (
                 "FindArchiveBucket",
-                &["s3:GetBucketLocation".to_owned(), "s3:ListBucketMultipartUploads".to_owned()][..],
+                &[
+                    "s3:GetBucketLocation".to_owned(),
+                    "s3:ListBucketMultipartUploads".to_owned()
+                ][..],
                 "[local.archive_bucket_arn]".to_owned()
             ),
             (

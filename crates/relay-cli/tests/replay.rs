@@ -245,10 +245,19 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
         .lines()
         .rfind(|l| l.starts_with("replay: "))
         .unwrap_or_else(|| panic!("no progress line: {stderr}"));
-    let read = progress["replay: ".len()..].split(" objects read").next().unwrap();
+    let read = progress["replay: ".len()..]
+        .split(" objects read")
+        .next()
+        .unwrap();
     let (done, total) = read.split_once('/').expect("done/total");
-    assert!(done == total && done.parse::<usize>().unwrap() <= N, "{progress}");
-    assert!(progress.contains(&format!(" objects read, {N} to send, ")), "{progress}");
+    assert!(
+        done == total && done.parse::<usize>().unwrap() <= N,
+        "{progress}"
+    );
+    assert!(
+        progress.contains(&format!(" objects read, {N} to send, ")),
+        "{progress}"
+    );
     let mut on_a_terminal = Command::new("script");
     let line = format!(
         "{} replay --undelivered --since {since} --dry-run",
@@ -775,7 +784,9 @@ async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     assert!(stdout.contains("1 refused"), "{stdout}");
     assert!(
-        stderr.contains(&format!("{key}: not sent: {key}: larger than 4462592 bytes")),
+        stderr.contains(&format!(
+            "{key}: not sent: {key}: larger than 4462592 bytes"
+        )),
         "{stderr}"
     );
 }

@@ -460,7 +460,13 @@ fn an_archive_stream_needs_the_archive_it_delivers_to() {
         ),
     ];
     for (vars, expected) in cases {
-        let err = config_errors(&[&[("RELAY_HMAC_SECRET", "x"), ("RELAY_FILE_SINK", "-")], vars].concat());
+        let err = config_errors(
+            &[
+                &[("RELAY_HMAC_SECRET", "x"), ("RELAY_FILE_SINK", "-")],
+                vars,
+            ]
+            .concat(),
+        );
         assert_eq!(vars_of(&err), ["RELAY_ARCHIVE_STREAM"], "{err}");
         assert!(err.to_string().contains(expected), "{err}");
     }
@@ -472,7 +478,10 @@ fn an_archive_stream_needs_the_archive_it_delivers_to() {
         KEY,
     ]);
     let archive = through.archive.expect("an archive");
-    assert_eq!(archive.stream.map(|s| s.to_string()).as_deref(), Some("firehose://archive"));
+    assert_eq!(
+        archive.stream.map(|s| s.to_string()).as_deref(),
+        Some("firehose://archive")
+    );
 }
 
 #[test]

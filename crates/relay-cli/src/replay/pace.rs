@@ -52,9 +52,9 @@ impl Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
-                indicatif::ProgressStyle::with_template(&format!(
-                    "{{bar:40}} {{pos}}/{{len}} objects read, {{msg}}, {{eta}} left"
-                ))
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} objects read, {msg}, {eta} left",
+                )
                 .expect("a valid template"),
             );
             bar

@@ -4,8 +4,8 @@
 
 use std::time::SystemTime;
 
-use relay_core::Config;
 use futures_util::StreamExt as _;
+use relay_core::Config;
 use relay_core::archive::{ArchiveKey, Record};
 use serde_json::{Value, json};
 

@@ -33,9 +33,16 @@ impl FirehoseStream {
     }
 
     /// A call's failure, for every record it carried.
-    fn failure<E>(&self, error: aws_sdk_firehose::error::SdkError<E, aws_sdk_firehose::config::http::HttpResponse>) -> ArchiveError
+    fn failure<E>(
+        &self,
+        error: aws_sdk_firehose::error::SdkError<E, aws_sdk_firehose::config::http::HttpResponse>,
+    ) -> ArchiveError
     where
-        E: aws_sdk_firehose::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        E: aws_sdk_firehose::error::ProvideErrorMetadata
+            + std::error::Error
+            + Send
+            + Sync
+            + 'static,
     {
         match crate::sink::classify(error) {
             SinkError::Retryable(e) => ArchiveError::Unavailable(format!("{}: {e}", self.url())),
@@ -45,7 +52,11 @@ impl FirehoseStream {
 
     /// One record's refusal in a batch: Firehose's own trouble is worth retrying.
     fn entry_failure(&self, code: &str, message: Option<&str>) -> ArchiveError {
-        let detail = format!("{}: {code}: {}", self.url(), message.unwrap_or("no message"));
+        let detail = format!(
+            "{}: {code}: {}",
+            self.url(),
+            message.unwrap_or("no message")
+        );
         match code {
             "ServiceUnavailableException" | "InternalFailure" | "ThrottlingException" => {
                 ArchiveError::Unavailable(detail)
@@ -112,7 +123,9 @@ impl RecordStream for FirehoseStream {
         let describe = self.client.describe_delivery_stream();
         match describe.delivery_stream_name(&self.name).send().await {
             Ok(_) | Err(aws_sdk_firehose::error::SdkError::ServiceError(_)) => Ok(()),
-            Err(e) => Err(ArchiveError::Unavailable(DisplayErrorContext(&e).to_string())),
+            Err(e) => Err(ArchiveError::Unavailable(
+                DisplayErrorContext(&e).to_string(),
+            )),
         }
     }
 }

@@ -26,10 +26,10 @@
 //! Storage (`gs://BUCKET/PREFIX`, cargo feature `gcs`).
 
 pub mod dir;
-#[cfg(feature = "gcs")]
-mod gcs;
 #[cfg(feature = "firehose")]
 mod firehose;
+#[cfg(feature = "gcs")]
+mod gcs;
 mod record;
 #[cfg(feature = "s3")]
 mod s3;
@@ -57,7 +57,6 @@ pub use s3::S3Archive;
 pub use seal::{ArchiveKey, MIN_KEY_BYTES};
 pub use sink::{BATCH_BYTES, BATCH_RECORDS, destination, object_limit, records};
 pub use stream::{RecordStream, StreamUrl, open_stream};
-
 
 /// The archive's name among the destinations: in answers, the ledger and `relay trace`. A
 /// configured sink may not take it while the archive is on.

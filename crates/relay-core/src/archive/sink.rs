@@ -99,12 +99,14 @@ type Written1 = Vec<(usize, Result<String, ArchiveError>)>;
 impl SendBatch for Writer {
     async fn send_many(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
         let lines: Vec<Bytes> = batch.iter().map(|m| self.line(m)).collect();
-        let (streamed, objects): (Vec<usize>, Vec<usize>) = (0..batch.len())
-            .partition(|&i| (self.stream.as_ref()).is_some_and(|s| lines[i].len() <= s.max_line_bytes()));
-        let (streamed, objects) = futures_util::join!(
+        let (streamed, objects): (Vec<usize>, Vec<usize>) = (0..batch.len()).partition(|&i| {
+            (self.stream.as_ref()).is_some_and(|s| lines[i].len() <= s.max_line_bytes())
+        });
+        let (streamed, objects) = futures_util::future::join(
             self.append(&streamed, &lines),
-            self.write_objects(&objects, batch, &lines)
-        );
+            self.write_objects(&objects, batch, &lines),
+        )
+        .await;
         let mut receipts: Vec<Option<Result<Receipt, SinkError>>> = Vec::new();
         receipts.resize_with(batch.len(), || None);
         for (i, written) in streamed.into_iter().chain(objects) {
@@ -128,8 +130,10 @@ impl SendBatch for Writer {
                 None => Ok(()),
             }
         };
-        let (archive, stream) = futures_util::join!(self.archive.warm(), warm_stream);
-        archive.and(stream).map_err(|e| SinkError::Retryable(Box::new(e)))
+        let (archive, stream) = futures_util::future::join(self.archive.warm(), warm_stream).await;
+        archive
+            .and(stream)
+            .map_err(|e| SinkError::Retryable(Box::new(e)))
     }
 }
 
@@ -155,12 +159,21 @@ impl Writer {
             return Vec::new();
         };
         let taken: Vec<Bytes> = indices.iter().map(|&i| lines[i].clone()).collect();
-        indices.iter().copied().zip(stream.append(&taken).await).collect()
+        indices
+            .iter()
+            .copied()
+            .zip(stream.append(&taken).await)
+            .collect()
     }
 
     /// Writes the records at `indices` as objects: those of one hour together, one alone
     /// under its own key.
-    async fn write_objects(&self, indices: &[usize], batch: &[Message], lines: &[Bytes]) -> Written1 {
+    async fn write_objects(
+        &self,
+        indices: &[usize],
+        batch: &[Message],
+        lines: &[Bytes],
+    ) -> Written1 {
         // Usually one hour; two when a batch spans the hour's turn.
         let mut hours: Vec<(String, Vec<usize>)> = Vec::new();
         for &i in indices {
@@ -176,7 +189,10 @@ impl Writer {
                     let line = &lines[i];
                     self.write(&batch[i], line.slice(..line.len() - 1)).await
                 }
-                many => self.write_lines(hour, many.iter().map(|&i| &lines[i])).await,
+                many => {
+                    self.write_lines(hour, many.iter().map(|&i| &lines[i]))
+                        .await
+                }
             }
         }))
         .await;
@@ -268,7 +284,6 @@ impl Writer {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,7 +365,11 @@ mod tests {
         let name = object_key(hour, &alone.dedup_key);
         assert_eq!(receipt.message_id.as_deref(), Some(name.as_str()));
         let bytes = archive.get(&name).await.unwrap().unwrap();
-        assert!(Record::open(&key, &bytes).unwrap().same_notification(&alone));
+        assert!(
+            Record::open(&key, &bytes)
+                .unwrap()
+                .same_notification(&alone)
+        );
     }
 
     /// Records a stream's calls; takes lines of at most 600 bytes.
@@ -369,7 +388,9 @@ mod tests {
             let mut calls = self.0.lock().unwrap();
             calls.push(lines.to_vec());
             let call = calls.len();
-            (1..=lines.len()).map(|i| Ok(format!("{call}/{i}"))).collect()
+            (1..=lines.len())
+                .map(|i| Ok(format!("{call}/{i}")))
+                .collect()
         }
     }
 
@@ -382,7 +403,7 @@ mod tests {
         let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
         let key = ArchiveKey::new(b"records-through-a-stream").unwrap();
         let stream = Arc::new(Recording::default());
-        let streamed: Arc<dyn RecordStream> = stream.clone();
+        let streamed: Arc<dyn RecordStream> = Arc::<Recording>::clone(&stream);
         let sink = destination(Arc::clone(&archive), key.clone(), Some(streamed)).sink;
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_658_800);
         let mut written: Vec<Record> = (0..5).map(|n| record(n, at)).collect();
@@ -406,6 +427,10 @@ mod tests {
         }
         assert_eq!(ids[4], object_key(at, &written[4].dedup_key));
         let object = archive.get(&ids[4]).await.unwrap().unwrap();
-        assert!(Record::open(&key, &object).unwrap().same_notification(&written[4]));
+        assert!(
+            Record::open(&key, &object)
+                .unwrap()
+                .same_notification(&written[4])
+        );
     }
 }

@@ -121,7 +121,13 @@ mod tests {
         assert_eq!(url.refuses(&s3), None);
         let folder: ArchiveUrl = "target/run/archive".parse().unwrap();
         assert!(url.refuses(&folder).unwrap().contains("s3://"));
-        for bad in ["", "firehose://", "firehose://a/b", "kinesis://x", "firehose://a b"] {
+        for bad in [
+            "",
+            "firehose://",
+            "firehose://a/b",
+            "kinesis://x",
+            "firehose://a b",
+        ] {
             assert!(bad.parse::<StreamUrl>().is_err(), "{bad:?} was taken");
         }
     }

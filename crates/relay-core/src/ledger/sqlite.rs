@@ -166,7 +166,9 @@ impl Store {
                         "INSERT INTO deliveries (ledger_key, bundle_uuid, expires_at, state)
                          VALUES (?1, ?2, ?3, ?4)",
                     )
-                    .and_then(|mut insert| insert.execute(params![key, id, entry.expires_at, state])),
+                    .and_then(|mut insert| {
+                        insert.execute(params![key, id, entry.expires_at, state])
+                    }),
                 // The expiry's index is left alone when the expiry is the same second.
                 Some((rowid, expires_at, _)) if expires_at == entry.expires_at => self
                     .connection
@@ -177,9 +179,7 @@ impl Store {
                     .prepare_cached(
                         "UPDATE deliveries SET expires_at = ?2, state = ?3 WHERE rowid = ?1",
                     )
-                    .and_then(|mut update| {
-                        update.execute(params![rowid, entry.expires_at, state])
-                    }),
+                    .and_then(|mut update| update.execute(params![rowid, entry.expires_at, state])),
             };
             written.map_err(unavailable)?;
             self.writes += 1;

@@ -89,6 +89,7 @@ impl Sink for BatchedSink {
 }
 
 /// Defines a destination's own sink type over a [`BatchedSink`] (`SqsSink`, `SnsSink`).
+#[cfg(any(feature = "sqs", feature = "sns"))]
 macro_rules! batched_sink {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
@@ -114,12 +115,14 @@ macro_rules! batched_sink {
         }
     };
 }
+#[cfg(any(feature = "sqs", feature = "sns"))]
 pub(crate) use batched_sink;
 
 /// How long a partial batch may wait for more messages, unless `RELAY_BATCH_WAIT_MS` says
 /// otherwise (the runtime's timers round it up to the next millisecond tick, so a wait is at
 /// most 2 ms). A message that arrives after this long without one, when no call is in flight,
 /// leaves at once.
+#[cfg(any(feature = "sqs", feature = "sns"))]
 pub(crate) const LINGER: Duration = Duration::from_millis(1);
 
 /// The limits of one call.

@@ -9,7 +9,6 @@
 
 #[cfg(feature = "aws")]
 mod aws;
-#[cfg(any(feature = "sqs", feature = "sns"))]
 pub(crate) mod batch;
 pub mod file;
 pub mod pubsub;
