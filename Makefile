@@ -102,9 +102,9 @@ $(LAMBDA_BUILDS): lambda-build-%: lambda-tools
 	@rm -f $(LAMBDA_ARCH_FILES)
 	$(call lambda_build,$*,$(LAMBDA_DIR)/$*,$(LAMBDA_FEATURE_ARGS) --output-format zip)
 
-# The zips' size budget, 3.5 MiB, holds for the default features (docs/performance.md#sizes);
+# The zips' size budget, 3.6 MiB, holds for the default features (docs/performance.md#sizes);
 # a build with LAMBDA_FEATURES (pubsub: Google's clients; aws-lc) is not held to it.
-LAMBDA_ZIP_MAX := 3670016
+LAMBDA_ZIP_MAX := 3774873
 lambda-check: ## Check the built zips (glibc at most 2.34, instruction set, size), record each one's architecture, copy the LAMBDA_ARCH one
 	@rm -f $(LAMBDA_ARCH_FILES)
 	infra/local/lambda-glibc.sh --max $(LAMBDA_GLIBC) --arch arm64 $(LAMBDA_DIR)/arm64/relay-lambda/bootstrap.zip

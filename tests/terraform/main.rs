@@ -49,7 +49,7 @@ const STANDARD_FILES: [&str; 5] = [
 /// take SendMessage and Publish. The ledger: its conditional writes are UpdateItem, the reset of
 /// an expired item PutItem. The archive: PutObject with If-None-Match, GetObject to read back
 /// what a 412 found, and its key. The configuration file: a Secrets Manager secret, read once.
-const ACTION_OF_VARIABLE: [(&str, &str); 16] = [
+const ACTION_OF_VARIABLE: [(&str, &str); 15] = [
     ("RELAY_SQS_QUEUE_URL", "sqs:SendMessage"),
     ("RELAY_SNS_TOPIC_ARN", "sns:Publish"),
     (
@@ -66,7 +66,6 @@ const ACTION_OF_VARIABLE: [(&str, &str); 16] = [
     ("RELAY_ARCHIVE_URL", "s3:GetObject"),
     ("RELAY_ARCHIVE_STREAM", "firehose:PutRecord"),
     ("RELAY_ARCHIVE_STREAM", "firehose:PutRecordBatch"),
-    ("RELAY_ARCHIVE_STREAM", "firehose:DescribeDeliveryStream"),
     (
         "RELAY_ARCHIVE_KEY_SECRET_ARN",
         "secretsmanager:GetSecretValue",

@@ -263,13 +263,14 @@ data "aws_iam_policy_document" "this" {
   }
 
   # RELAY_ARCHIVE_STREAM: the records go through the archive's delivery stream, and only that
-  # one; DescribeDeliveryStream opens the connection at start (RELAY_WARM_CONNECTIONS).
+  # one (at start, RELAY_WARM_CONNECTIONS opens the connection with a PutRecordBatch of no
+  # record, which Firehose refuses).
   dynamic "statement" {
     for_each = local.archive_firehose ? [local.archive_stream_arn] : []
     content {
       sid       = "WriteArchiveStream"
       effect    = "Allow"
-      actions   = ["firehose:PutRecord", "firehose:PutRecordBatch", "firehose:DescribeDeliveryStream"]
+      actions   = ["firehose:PutRecord", "firehose:PutRecordBatch"]
       resources = [statement.value]
     }
   }

@@ -356,7 +356,7 @@ async fn one(relay: &Relay, job: &Job, limiter: &Limiter, record: Read1) -> Resu
     let key = record.name;
     let bytes = match record.read {
         Ok(Some(bytes)) => bytes,
-        // Expired by the bucket's lifecycle since it was listed.
+        // Expired by the bucket's lifecycle since it was listed, or an object of no record.
         Ok(None) => return Result1::Gone,
         Err(e @ ArchiveError::TooLarge { .. }) => return Result1::Refused(key, e.to_string()),
         Err(e) => return Result1::Failed(key, e.to_string()),

@@ -129,7 +129,8 @@ async fn read(
 pub(crate) struct Read1 {
     /// The object's key, or `<key>#<n>` for the n-th line of a batch.
     pub(crate) name: String,
-    /// Its bytes; `None` when its object expired (the bucket's lifecycle) since it was listed.
+    /// Its bytes; `None` when its object expired (the bucket's lifecycle) since it was listed, or
+    /// holds no record (an empty object).
     pub(crate) read: Result<Option<bytes::Bytes>, ArchiveError>,
     /// Whether it is its object's last.
     pub(crate) last: bool,
@@ -154,9 +155,18 @@ pub(crate) fn records(
         })
         .buffered(READ_AHEAD)
         .flat_map(|(key, read)| {
+            let lines = match &read {
+                Ok(Some(object)) => relay_core::archive::records(&key, object),
+                _ => Vec::new(),
+            };
             let records: Vec<Read1> = match read {
-                Ok(Some(object)) => {
-                    let lines = relay_core::archive::records(&key, &object);
+                // An object with no line holds no record: nothing to send, nothing to refuse.
+                Ok(Some(_)) if lines.is_empty() => vec![Read1 {
+                    name: key,
+                    read: Ok(None),
+                    last: true,
+                }],
+                Ok(Some(_)) => {
                     let n = lines.len();
                     (lines.into_iter().enumerate())
                         .map(|(i, (name, line))| Read1 {

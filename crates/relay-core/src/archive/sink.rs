@@ -62,8 +62,8 @@ pub fn destination(
 }
 
 /// The records an object holds, each named: the object's key when it holds one, `<key>#<n>`
-/// (from 1) for the lines of a batch. Blank lines are skipped; an object with no other line
-/// is given whole, and a line that is not a record is the reader's to refuse.
+/// (from 1) for the lines of a batch. Blank lines are skipped, so an empty object holds no
+/// record; a line that is not a record is the reader's to refuse.
 pub fn records(key: &str, object: &Bytes) -> Vec<(String, Bytes)> {
     let lines: Vec<Bytes> = object
         .split(|&b| b == b'\n')
@@ -71,7 +71,6 @@ pub fn records(key: &str, object: &Bytes) -> Vec<(String, Bytes)> {
         .map(|line| object.slice_ref(line))
         .collect();
     match lines.len() {
-        0 => vec![(key.to_owned(), object.clone())],
         1 => lines.into_iter().map(|l| (key.to_owned(), l)).collect(),
         _ => (lines.into_iter().enumerate())
             .map(|(i, line)| (format!("{key}#{}", i + 1), line))
@@ -317,9 +316,9 @@ mod tests {
                 ("h/batch#3".to_owned(), Bytes::from_static(b"{\"c\": 3}")),
             ]
         );
-        // Nothing but blank lines: given whole, for the reader to refuse.
-        let blank = Bytes::from_static(b"\n\n");
-        assert_eq!(records("h/k", &blank), [("h/k".to_owned(), blank.clone())]);
+        // Nothing but blank lines, or nothing: no record.
+        assert!(records("h/k", &Bytes::from_static(b"\n \n")).is_empty());
+        assert!(records("h/k", &Bytes::new()).is_empty());
     }
 
     /// Records published together leave as one object per hour, each a sealed line that opens
