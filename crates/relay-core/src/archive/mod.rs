@@ -289,10 +289,7 @@ pub async fn open(
         ArchiveUrl::Dir(path) => Ok(Arc::new(DirArchive::open(path)?)),
         #[cfg(feature = "s3")]
         ArchiveUrl::S3 { bucket, prefix } => {
-            let sdk = match aws {
-                Some(sdk) => sdk.clone(),
-                None => crate::sink::load_aws_config(std::time::Duration::from_secs(5)).await,
-            };
+            let sdk = crate::sink::given_or_loaded(aws).await;
             Ok(Arc::new(S3Archive::new(&sdk, bucket, prefix)))
         }
         #[cfg(feature = "gcs")]

@@ -96,10 +96,7 @@ pub async fn open_stream(
     match url {
         #[cfg(feature = "firehose")]
         StreamUrl::Firehose { name } => {
-            let sdk = match aws {
-                Some(sdk) => sdk.clone(),
-                None => crate::sink::load_aws_config(std::time::Duration::from_secs(5)).await,
-            };
+            let sdk = crate::sink::given_or_loaded(aws).await;
             Ok(Arc::new(super::firehose::FirehoseStream::new(&sdk, name)))
         }
         #[allow(unreachable_patterns)]

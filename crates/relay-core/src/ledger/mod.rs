@@ -251,10 +251,7 @@ pub async fn open(
         LedgerUrl::File(path) => Ok(Arc::new(SqliteLedger::open(path)?)),
         #[cfg(feature = "dynamodb")]
         LedgerUrl::DynamoDb { table } => {
-            let sdk = match aws {
-                Some(sdk) => sdk.clone(),
-                None => crate::sink::load_aws_config(std::time::Duration::from_secs(5)).await,
-            };
+            let sdk = crate::sink::given_or_loaded(aws).await;
             Ok(Arc::new(DynamoDbLedger::new(&sdk, table)))
         }
         #[cfg(feature = "firestore")]

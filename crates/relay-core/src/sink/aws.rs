@@ -20,6 +20,15 @@ use bytes::Bytes;
 
 use super::{Attributes, Message, Receipt, SinkError};
 
+/// `aws`, the configuration loaded at start, or one loaded now (within 5 s) for a store a tool
+/// opens on its own (`relay trace`, `relay replay`).
+pub(crate) async fn given_or_loaded(aws: Option<&SdkConfig>) -> SdkConfig {
+    match aws {
+        Some(sdk) => sdk.clone(),
+        None => load_aws_config(Duration::from_secs(5)).await,
+    }
+}
+
 /// Loads the standard AWS configuration (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL_*`) once,
 /// with bounded retries that fit inside the sink deadline.
 pub async fn load_aws_config(deadline: Duration) -> SdkConfig {

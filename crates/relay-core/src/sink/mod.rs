@@ -26,7 +26,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "dynamodb")]
-pub(crate) use aws::classify;
+pub(crate) use aws::{classify, given_or_loaded};
 #[cfg(feature = "aws")]
 pub use aws::{aws_http_client, load_aws_config};
 pub use file::{FileSink, FileSinkConfig, FileTarget};
