@@ -381,6 +381,44 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
     );
 }
 
+/// Firehose answers the relay before it writes to the bucket: a delivery that keeps failing
+/// (its role, the bucket's policy, a key) alarms on the age of the oldest record the stream
+/// holds, above twice the longest buffering interval, so that buffering alone never fires it.
+#[test]
+fn a_stuck_archive_delivery_alarms() {
+    let config = model::module("aws-relay");
+    let alarm = config
+        .resource("aws_cloudwatch_metric_alarm", "archive_delivery")
+        .body();
+    assert_eq!(
+        source(alarm, "count").as_deref(),
+        Some("var.alarms_enabled && local.archive_firehose ? 1 : 0")
+    );
+    assert_eq!(text(alarm, "namespace").as_deref(), Some("AWS/Firehose"));
+    assert_eq!(
+        text(alarm, "metric_name").as_deref(),
+        Some("DeliveryToS3.DataFreshness")
+    );
+    assert_eq!(
+        attr(alarm, "dimensions").map(|d| d.to_string().split_whitespace().collect::<String>()),
+        Some("{DeliveryStreamName=local.archive_stream}".to_owned())
+    );
+    let threshold: u64 = source(alarm, "threshold").unwrap().parse().unwrap();
+    let variables = config.variables();
+    let longest = nested(
+        variables["archive_firehose_buffer_seconds"].body(),
+        "validation",
+    )
+    .map(|v| source(v.body(), "condition").unwrap_or_default())
+    .collect::<String>();
+    assert!(longest.contains("<= 900"), "{longest}");
+    assert!(threshold >= 2 * 900, "{threshold}");
+    assert_eq!(
+        text(alarm, "treat_missing_data").as_deref(),
+        Some("notBreaching")
+    );
+}
+
 /// The archive's bucket policy refuses every request without TLS and the relay's `PutObject`
 /// without `If-None-Match` (condition key `s3:if-none-match` absent), so that the role cannot
 /// overwrite an object whatever its own policy says; and it is the bucket's policy.

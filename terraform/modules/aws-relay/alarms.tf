@@ -333,3 +333,30 @@ resource "aws_cloudwatch_metric_alarm" "metric_lines_dropped" {
 
   tags = var.tags
 }
+
+# The archive's delivery (archive_firehose): Firehose took the records (the relay answered the
+# DSS), but has not written them to the bucket. It retries S3 for up to a day and then writes
+# them nowhere, so an operator must act within that day. DeliveryToS3.DataFreshness is the age
+# of the oldest record it still holds: past 30 minutes (twice the longest buffering interval),
+# delivery is failing (the bucket's policy, its KMS key, the delivery role).
+resource "aws_cloudwatch_metric_alarm" "archive_delivery" {
+  count = var.alarms_enabled && local.archive_firehose ? 1 : 0
+
+  alarm_name        = "${var.name}-archive-delivery"
+  alarm_description = "The ${var.name} relay's archive stream ${local.archive_stream} holds records older than 30 minutes (AWS/Firehose DeliveryToS3.DataFreshness): Firehose took them, so the DSS was answered, but it cannot write them to the archive bucket ${coalesce(local.archive_bucket, "-")}, and it gives up on a record a day after it took it. Read why in the log stream archive-delivery of ${aws_cloudwatch_log_group.this.name} (the bucket's policy, archive_kms_key_arn's key policy, the delivery role), fix it, and the held records are delivered; those given up on are lost to relay replay."
+  alarm_actions     = var.alarm_actions
+  ok_actions        = var.alarm_actions
+
+  namespace           = "AWS/Firehose"
+  metric_name         = "DeliveryToS3.DataFreshness"
+  dimensions          = { DeliveryStreamName = local.archive_stream }
+  statistic           = "Maximum"
+  period              = 300
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 1800
+  evaluation_periods  = 1
+  datapoints_to_alarm = 1
+  treat_missing_data  = "notBreaching"
+
+  tags = var.tags
+}

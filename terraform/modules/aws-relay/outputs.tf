@@ -107,7 +107,7 @@ output "dlq_url" {
 ################################################################################
 
 output "alarm_arns" {
-  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters, undelivered, verified_refused, metric_lines_dropped); absent when not created."
+  description = "ARNs of the CloudWatch alarms by purpose (needs_operator, bad_signature, unavailable, function_errors, throttles, dead_letters, undelivered, verified_refused, metric_lines_dropped, archive_delivery); absent when not created."
   value = merge(
     { for alarm in aws_cloudwatch_metric_alarm.needs_operator : "needs_operator" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.bad_signature : "bad_signature" => alarm.arn },
@@ -118,6 +118,7 @@ output "alarm_arns" {
     { for alarm in aws_cloudwatch_metric_alarm.undelivered : "undelivered" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.verified_refused : "verified_refused" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.metric_lines_dropped : "metric_lines_dropped" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.archive_delivery : "archive_delivery" => alarm.arn },
   )
 }
 

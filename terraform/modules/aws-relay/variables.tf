@@ -432,7 +432,7 @@ variable "callback_path" {
 ################################################################################
 
 variable "alarms_enabled" {
-  description = "Create the CloudWatch alarms, on the relay's answers by code at the DSS's retry pace (answers that need an operator, bad signatures, sustained 503s), on requests refused after their signature verified, on the function's errors and throttles, on messages in the dead-letter queue (with create_queue), on notifications still undelivered after an hour (with ledger_enabled), and on metric lines the relay dropped."
+  description = "Create the CloudWatch alarms, on the relay's answers by code at the DSS's retry pace (answers that need an operator, bad signatures, sustained 503s), on requests refused after their signature verified, on the function's errors and throttles, on messages in the dead-letter queue (with create_queue), on notifications still undelivered after an hour (with ledger_enabled), on metric lines the relay dropped, and on archive records its delivery stream could not write to the bucket (with archive_firehose)."
   type        = bool
   default     = true
 }

@@ -22,6 +22,7 @@ use super::{Attributes, Message, Receipt, SinkError};
 
 /// `aws`, the configuration loaded at start, or one loaded now (within 5 s) for a store a tool
 /// opens on its own (`relay trace`, `relay replay`).
+#[cfg(any(feature = "s3", feature = "dynamodb", feature = "firehose"))]
 pub(crate) async fn given_or_loaded(aws: Option<&SdkConfig>) -> SdkConfig {
     match aws {
         Some(sdk) => sdk.clone(),
@@ -244,7 +245,7 @@ async fn send_entries(api: &dyn AwsApi, batch: &[Message]) -> Vec<Result<Receipt
 }
 
 /// Throttling, 5xx, timeouts and connection failures are retryable; a missing queue or topic,
-/// access denied and invalid parameters are not. The DynamoDB ledger shares it.
+/// access denied and invalid parameters are not. The DynamoDB ledger and Firehose share it.
 pub(crate) fn classify<E>(error: SdkError<E, HttpResponse>) -> SinkError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,

@@ -25,8 +25,10 @@ use bytes::Bytes;
 use serde::de::Error as _;
 use serde::{Deserialize, Serialize};
 
-#[cfg(feature = "dynamodb")]
-pub(crate) use aws::{classify, given_or_loaded};
+#[cfg(any(feature = "dynamodb", feature = "firehose"))]
+pub(crate) use aws::classify;
+#[cfg(any(feature = "s3", feature = "dynamodb", feature = "firehose"))]
+pub(crate) use aws::given_or_loaded;
 #[cfg(feature = "aws")]
 pub use aws::{aws_http_client, load_aws_config};
 pub use file::{FileSink, FileSinkConfig, FileTarget};
