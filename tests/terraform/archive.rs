@@ -313,7 +313,7 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
         text(s3, "compression_format").as_deref(),
         Some("UNCOMPRESSED")
     );
-    // relay replay reads an object whole, within a record's size and 4 MiB more.
+    // relay replay reads an object whole, within a record's size and 16 MiB more.
     assert_eq!(source(s3, "buffering_size").as_deref(), Some("5"));
     assert!(attr(s3, "error_output_prefix").is_none());
 

@@ -762,8 +762,8 @@ async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
-/// An object larger than any the relay writes (here, with 1 KiB bodies: a batch of 4 MiB, or a
-/// record of 6 KiB escaped and 256 KiB for the rest) is refused as it is read, never loaded whole, and named; the run
+/// An object larger than any the relay or its stream writes (here, with 1 KiB bodies: a record
+/// of 6 KiB escaped and 256 KiB for the rest, and 16 MiB for an engine's object) is refused as it is read, never loaded whole, and named; the run
 /// exits 2, as running it again would not send it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
@@ -776,7 +776,7 @@ async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
         relay_core::archive::object_key(at, &record.dedup_key)
     );
     archive
-        .put(&key, bytes::Bytes::from(vec![b' '; 8 * 1024 * 1024]))
+        .put(&key, bytes::Bytes::from(vec![b' '; 20 * 1024 * 1024]))
         .await
         .unwrap();
     let out = output(deployment.cmd(&["replay", "--since", "1h"])).await;
@@ -785,7 +785,7 @@ async fn an_object_larger_than_any_record_is_refused_as_it_is_read() {
     assert!(stdout.contains("1 refused"), "{stdout}");
     assert!(
         stderr.contains(&format!(
-            "{key}: not sent: {key}: larger than 4462592 bytes"
+            "{key}: not sent: {key}: larger than 17045504 bytes"
         )),
         "{stderr}"
     );

@@ -78,10 +78,15 @@ pub fn records(key: &str, object: &Bytes) -> Vec<(String, Bytes)> {
     }
 }
 
-/// The largest object a relay whose bodies are at most `max_body_bytes` writes: a batch, or
-/// one record larger than a batch.
+/// The most bytes of records in an object an engine writes (`RELAY_ARCHIVE_STREAM`) that
+/// readers take: the aws-relay module has Firehose write at most 5 MiB at a time, and a
+/// batch it takes in one call may carry it past that.
+const ENGINE_OBJECT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest object readers take from an archive whose relays' bodies are at most
+/// `max_body_bytes`: one record alone, a batch of the relay's own, or an engine's object.
 pub fn object_limit(max_body_bytes: usize) -> usize {
-    super::record_limit(max_body_bytes).saturating_add(BATCH_BYTES)
+    super::record_limit(max_body_bytes).saturating_add(BATCH_BYTES.max(ENGINE_OBJECT_BYTES))
 }
 
 /// Writes records to the archive, sealed with its key.
