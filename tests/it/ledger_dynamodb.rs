@@ -160,7 +160,10 @@ async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
     let missing = fresh_identity();
     settle(ledger, &missing, &attempt(t, &["q1"]), 0, &[("q1", true)]).await;
     let found = ledger
-        .find(&relay_core::ledger::Lookup::Key(missing.dedup_key.clone()))
+        .find(&relay_core::ledger::Lookup::Key {
+            key: missing.dedup_key.clone(),
+            bundle: Some(missing.bundle_uuid.clone()),
+        })
         .await
         .unwrap();
     assert!(found.is_empty(), "{found:?}");

@@ -181,7 +181,12 @@ async fn a_settlement_does_not_recreate_a_deleted_entry() {
     )
     .await;
     settle(&ledger, &id, &first, 0, &[("q1", true)]).await;
-    let found = ledger.find(&Lookup::Key(id.dedup_key.clone())).await;
+    let found = ledger
+        .find(&Lookup::Key {
+            key: id.dedup_key.clone(),
+            bundle: None,
+        })
+        .await;
     assert!(found.unwrap().is_empty(), "the settlement wrote nothing");
 }
 
@@ -238,7 +243,13 @@ async fn a_document_that_is_not_an_entry_is_corrupt() {
     )
     .await;
     let ledger = FirestoreLedger::emulator(&emulator_host(), &project(), DATABASE, &name).unwrap();
-    let error = ledger.find(&Lookup::Key(key.clone())).await.unwrap_err();
+    let error = ledger
+        .find(&Lookup::Key {
+            key: key.clone(),
+            bundle: None,
+        })
+        .await
+        .unwrap_err();
     assert!(
         matches!(&error, LedgerError::Corrupt { key: k, .. } if *k == key),
         "{error:?}"

@@ -79,11 +79,27 @@ async fn previous_release(store: &str) -> (Arc<dyn Ledger>, Option<tempfile::Tem
             (path.display().to_string().parse().unwrap(), Some(dir))
         }
         "dynamodb" => {
-            let table = unique("upgrade");
+            // That release's table is keyed by ledger_key alone: `relay ledger migrate` copies
+            // it into this release's, keyed by bundle.
+            let (earlier, table) = (unique("upgrade-earlier"), unique("upgrade"));
             let sdk = sdk().await;
-            relay_testkit::dynamodb::create_ledger_table(&sdk, &table).await;
+            relay_testkit::dynamodb::create_earlier_ledger_table(&sdk, &earlier).await;
             let items = read("dynamodb-items.json");
-            relay_testkit::dynamodb::put_items(&sdk, &table, &items).await;
+            relay_testkit::dynamodb::put_items(&sdk, &earlier, &items).await;
+            relay_testkit::dynamodb::create_ledger_table(&sdk, &table).await;
+            let at = SystemTime::UNIX_EPOCH + Duration::from_secs(WRITTEN_AT + 60);
+            let copy = || ledger::copy_earlier_table(&earlier, &table, at);
+            let first = copy().await.expect("the copy");
+            assert_eq!((first.copied, first.kept, first.expired), (3, 0, 0));
+            // Again: nothing copied twice, nothing the new table holds replaced.
+            let again = copy().await.expect("the copy again");
+            assert_eq!((again.copied, again.kept), (0, 3));
+            // Past their expiry: nothing is copied.
+            let late = at + Duration::from_secs(30 * 24 * 3600);
+            let expired = ledger::copy_earlier_table(&earlier, &table, late)
+                .await
+                .unwrap();
+            assert_eq!((expired.copied, expired.expired), (0, 3));
             (format!("dynamodb://{table}").parse().unwrap(), None)
         }
         _ => {
@@ -163,7 +179,11 @@ async fn upgrade_keeps_its_word(store: &str) {
     assert_eq!(deliveries[1]["resource"], "file:-", "{store}: {answer}");
     assert_eq!(carried(&lines, "carried"), 2.0, "{store}");
     let key = answer["dedup_key"].as_str().unwrap().to_owned();
-    let entry = ledger.find(&Lookup::Key(key)).await.unwrap().remove(0);
+    let lookup = Lookup::Key {
+        key,
+        bundle: Some("file-failed".into()),
+    };
+    let entry = ledger.find(&lookup).await.unwrap().remove(0);
     let outcome = entry.attempts.last().unwrap().outcome.as_ref().unwrap();
     assert!(
         matches!(&outcome[EAST], Delivery::Acknowledged { carried_from: Some(old), .. } if old == "sqs:orders"),

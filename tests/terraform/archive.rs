@@ -480,7 +480,7 @@ fn archive_bucket_policy_refuses_insecure_transport_and_overwrites() {
 /// `s3:ListBucket` limited to the prefix, and nothing else; `archive_reader_policy_json`, what
 /// `relay replay` calls: the same two, Decrypt on `archive_kms_key_arn`, the configuration
 /// file's secret with `relay_config`, and on the ledger what `relay trace` reads (GetItem, Query
-/// on by_bundle) and what a replay records (UpdateItem, PutItem), with the ledger.
+/// on the table) and what a replay records (UpdateItem, PutItem), with the ledger.
 #[test]
 fn archive_readers_may_list_and_read_and_nothing_more() {
     let config = model::module("aws-relay");

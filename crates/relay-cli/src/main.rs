@@ -7,6 +7,7 @@ mod allowed;
 mod document;
 mod events;
 mod explain;
+mod ledger;
 mod naming;
 mod replay;
 mod routes;
@@ -58,6 +59,12 @@ enum Command {
     /// (RELAY_LEDGER_URL): every attempt, the routes version and split that decided it, each
     /// destination's message id, and the duplicates answered without publishing.
     Trace(trace::TraceArgs),
+    /// Look after the delivery ledger's store: copy an earlier release's DynamoDB table into
+    /// this release's layout.
+    Ledger {
+        #[command(subcommand)]
+        command: ledger::LedgerCommand,
+    },
     /// List the archived notifications of a window with where each stands now (delivered, in
     /// progress, undelivered, refused on arrival, filtered), by destination and source, and
     /// count them: what `relay replay` would find, before it sends.
@@ -185,6 +192,7 @@ fn main() -> ExitCode {
         Command::Routes { command } => routes::routes(command),
         Command::Split { command } => split::split(command),
         Command::Trace(args) => trace::run(&args),
+        Command::Ledger { command } => ledger::run(&command),
         Command::Events(args) => events::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Send(args) => match send::run(&args) {

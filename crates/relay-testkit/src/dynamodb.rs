@@ -15,31 +15,33 @@ use aws_sdk_dynamodb::types::{
     KeyType, Projection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 
-/// The index `relay trace` queries by bundle uuid.
-pub const BY_BUNDLE: &str = "by_bundle";
-
-/// Creates the ledger table `name` as the DynamoDB ledger expects it: hash key `ledger_key`
-/// (S), on demand, the global secondary index `by_bundle` on `bundle_uuid` (projection ALL),
-/// and TTL on `expires_at`. Panics when the endpoint refuses: this is test setup.
+/// Creates the ledger table `name` as the DynamoDB ledger expects it: hash key `bundle_uuid`
+/// (S), range key `ledger_key` (S), on demand, no index, and TTL on `expires_at`. Panics when
+/// the endpoint refuses: this is test setup.
 pub async fn create_ledger_table(sdk: &SdkConfig, name: &str) {
     let client = Client::new(sdk);
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .expect("an attribute definition")
-    };
-    let hash = |name: &str| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(KeyType::Hash)
-            .build()
-            .expect("a key schema element")
-    };
+    client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(text_attribute("bundle_uuid"))
+        .attribute_definitions(text_attribute("ledger_key"))
+        .key_schema(key("bundle_uuid", KeyType::Hash))
+        .key_schema(key("ledger_key", KeyType::Range))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create the ledger table {name}: {e:?}"));
+    turn_on_ttl(&client, name).await;
+}
+
+/// Creates `name` as releases before the table was keyed by bundle did: hash key `ledger_key`
+/// alone, and the index `by_bundle` on `bundle_uuid` (projection ALL). What `relay ledger
+/// migrate` reads.
+pub async fn create_earlier_ledger_table(sdk: &SdkConfig, name: &str) {
+    let client = Client::new(sdk);
     let index = GlobalSecondaryIndex::builder()
-        .index_name(BY_BUNDLE)
-        .key_schema(hash("bundle_uuid"))
+        .index_name("by_bundle")
+        .key_schema(key("bundle_uuid", KeyType::Hash))
         .projection(
             Projection::builder()
                 .projection_type(ProjectionType::All)
@@ -51,13 +53,33 @@ pub async fn create_ledger_table(sdk: &SdkConfig, name: &str) {
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attribute("ledger_key"))
-        .attribute_definitions(attribute("bundle_uuid"))
-        .key_schema(hash("ledger_key"))
+        .attribute_definitions(text_attribute("ledger_key"))
+        .attribute_definitions(text_attribute("bundle_uuid"))
+        .key_schema(key("ledger_key", KeyType::Hash))
         .global_secondary_indexes(index)
         .send()
         .await
         .unwrap_or_else(|e| panic!("create the ledger table {name}: {e:?}"));
+    turn_on_ttl(&client, name).await;
+}
+
+fn text_attribute(name: &str) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .expect("an attribute definition")
+}
+
+fn key(name: &str, kind: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .expect("a key schema element")
+}
+
+async fn turn_on_ttl(client: &Client, name: &str) {
     client
         .update_time_to_live()
         .table_name(name)

@@ -1,6 +1,6 @@
 //! A DynamoDB-protocol endpoint on loopback, in memory, for the benchmark and the fault matrix:
-//! the ledger's table (any name; items keyed by the hash key `ledger_key`, the index
-//! `by_bundle` on `bundle_uuid`), answering the AWS JSON 1.0 protocol the SDK speaks
+//! the ledger's table (any name; items keyed by the hash key `bundle_uuid` and the range key
+//! `ledger_key`), answering the AWS JSON 1.0 protocol the SDK speaks
 //! (`X-Amz-Target: DynamoDB_20120810.UpdateItem`, …): UpdateItem, PutItem, GetItem, Query and
 //! DescribeTable. It evaluates the condition and update expressions the ledger sends (parsed
 //! in `expression`, applied in `evaluate`), answers `ConditionalCheckFailedException` as
@@ -25,9 +25,12 @@ use evaluate::holds;
 use expression::{Invalid, Item, Parser};
 
 /// The table's hash key.
-pub const HASH_KEY: &str = "ledger_key";
-/// The global secondary index `relay trace` queries, and its hash key.
-pub const BY_BUNDLE: (&str, &str) = ("by_bundle", "bundle_uuid");
+pub const HASH_KEY: &str = "bundle_uuid";
+/// The table's range key.
+pub const RANGE_KEY: &str = "ledger_key";
+
+/// An item's primary key: its hash and range keys.
+type Key = (String, String);
 
 /// The operations the endpoint answers, in [`Calls`]' order.
 const OPERATIONS: [&str; 5] = ["UpdateItem", "PutItem", "GetItem", "Query", "DescribeTable"];
@@ -47,7 +50,7 @@ pub struct FakeDynamoDb {
 
 #[derive(Debug, Default)]
 struct State {
-    items: Mutex<HashMap<String, Item>>,
+    items: Mutex<HashMap<Key, Item>>,
     /// One counter per [`OPERATIONS`] entry, then one for anything else.
     calls: [AtomicU64; OPERATIONS.len() + 1],
     throttled: AtomicBool,
@@ -142,14 +145,12 @@ impl FakeDynamoDb {
         self.state.latency_us.store(us, Ordering::Relaxed);
     }
 
-    /// The item under `key`, in the JSON form of its attribute values.
+    /// The item whose range key is `key`, in the JSON form of its attribute values.
     pub fn item(&self, key: &str) -> Option<Map<String, Value>> {
-        self.state
-            .items
-            .lock()
-            .expect("not poisoned")
-            .get(key)
-            .cloned()
+        let items = self.state.items.lock().expect("not poisoned");
+        items
+            .iter()
+            .find_map(|((_, range), item)| (range == key).then(|| item.clone()))
     }
 
     /// How many items the table holds.
@@ -275,16 +276,18 @@ fn text<'a>(input: &'a Value, field: &str) -> Option<&'a str> {
     input[field].as_str()
 }
 
-/// The hash key of `key` (a `Key`, or a whole `Item`), which must be `ledger_key` (S).
-fn hash_key(key: &Map<String, Value>, whole_item: bool) -> Result<String, Invalid> {
+/// The primary key of `key` (a `Key`, or a whole `Item`): its `bundle_uuid` and `ledger_key`
+/// (S, not empty).
+fn primary_key(key: &Map<String, Value>, whole_item: bool) -> Result<Key, Invalid> {
     let refuse = || Invalid("The provided key element does not match the schema".into());
-    if !whole_item && key.len() != 1 {
+    if !whole_item && key.len() != 2 {
         return Err(refuse());
     }
-    match key.get(HASH_KEY).and_then(|v| v.get("S")) {
-        Some(Value::String(key)) if !key.is_empty() => Ok(key.clone()),
+    let text = |name| match key.get(name).and_then(|v| v.get("S")) {
+        Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
         _ => Err(refuse()),
-    }
+    };
+    Ok((text(HASH_KEY)?, text(RANGE_KEY)?))
 }
 
 fn return_values(input: &Value, allowed: &[&str]) -> Result<String, Invalid> {
@@ -309,7 +312,7 @@ fn old_on_failure(input: &Value) -> Result<bool, Invalid> {
 }
 
 fn update_item(state: &State, input: &Value) -> Result<Value, Refusal> {
-    let key = hash_key(object(input, "Key"), false)?;
+    let key = primary_key(object(input, "Key"), false)?;
     let mut parser = placeholders(input)?;
     let update = match text(input, "UpdateExpression") {
         Some(expression) => parser.update(expression)?,
@@ -322,11 +325,13 @@ fn update_item(state: &State, input: &Value) -> Result<Value, Refusal> {
     let returned = return_values(input, &["NONE", "ALL_OLD", "ALL_NEW"])?;
     let old_on_failure = old_on_failure(input)?;
     for (path, _) in &update.set {
-        if path.0 == [expression::Step::Field(HASH_KEY.into())] {
-            return Err(Invalid(format!(
-                "Cannot update attribute {HASH_KEY}. This attribute is part of the key"
-            ))
-            .into());
+        for name in [HASH_KEY, RANGE_KEY] {
+            if path.0 == [expression::Step::Field(name.into())] {
+                return Err(Invalid(format!(
+                    "Cannot update attribute {name}. This attribute is part of the key"
+                ))
+                .into());
+            }
         }
     }
     let mut items = state.items.lock().expect("not poisoned");
@@ -341,7 +346,8 @@ fn update_item(state: &State, input: &Value) -> Result<Value, Refusal> {
         ));
     }
     let mut new = evaluate::apply(old, &update)?;
-    new.insert(HASH_KEY.into(), json!({ "S": key }));
+    new.insert(HASH_KEY.into(), json!({ "S": key.0.clone() }));
+    new.insert(RANGE_KEY.into(), json!({ "S": key.1.clone() }));
     let output = match returned.as_str() {
         "ALL_OLD" => existing.map(|old| json!({ "Attributes": old })),
         "ALL_NEW" => Some(json!({ "Attributes": new })),
@@ -353,7 +359,7 @@ fn update_item(state: &State, input: &Value) -> Result<Value, Refusal> {
 
 fn put_item(state: &State, input: &Value) -> Result<Value, Refusal> {
     let item = object(input, "Item");
-    let key = hash_key(item, true)?;
+    let key = primary_key(item, true)?;
     let mut parser = placeholders(input)?;
     let condition = (text(input, "ConditionExpression"))
         .map(|c| parser.condition(c))
@@ -378,7 +384,7 @@ fn put_item(state: &State, input: &Value) -> Result<Value, Refusal> {
 }
 
 fn get_item(state: &State, input: &Value) -> Result<Value, Refusal> {
-    let key = hash_key(object(input, "Key"), false)?;
+    let key = primary_key(object(input, "Key"), false)?;
     let items = state.items.lock().expect("not poisoned");
     Ok(match items.get(&key) {
         Some(item) => json!({ "Item": item }),
@@ -386,18 +392,12 @@ fn get_item(state: &State, input: &Value) -> Result<Value, Refusal> {
     })
 }
 
-/// A query of the table or of `by_bundle`, every match on one page (the fake does not page).
+/// A query of the table, every match on one page (the fake does not page).
 fn query(state: &State, input: &Value) -> Result<Value, Refusal> {
-    let hash = match text(input, "IndexName") {
-        None => HASH_KEY,
-        Some(index) if index == BY_BUNDLE.0 => BY_BUNDLE.1,
-        Some(other) => {
-            return Err(Invalid(format!(
-                "The table does not have the specified index: {other}"
-            ))
-            .into());
-        }
-    };
+    if let Some(index) = text(input, "IndexName") {
+        let refusal = format!("The table does not have the specified index: {index}");
+        return Err(Invalid(refusal).into());
+    }
     let mut parser = placeholders(input)?;
     let Some(key_condition) = text(input, "KeyConditionExpression") else {
         return Err(Invalid("KeyConditionExpression is required by the fake".into()).into());
@@ -409,7 +409,7 @@ fn query(state: &State, input: &Value) -> Result<Value, Refusal> {
     parser.finish()?;
     let items = state.items.lock().expect("not poisoned");
     let mut found = Vec::new();
-    for item in items.values().filter(|item| item.contains_key(hash)) {
+    for item in items.values() {
         if holds(item, &key_condition)? && filter.as_ref().map_or(Ok(true), |f| holds(item, f))? {
             found.push(Value::Object(item.clone()));
         }
@@ -424,18 +424,15 @@ fn describe_table(state: &State, input: &Value) -> Value {
         "TableName": name,
         "TableStatus": "ACTIVE",
         "ItemCount": count,
-        "KeySchema": [{"AttributeName": HASH_KEY, "KeyType": "HASH"}],
+        "KeySchema": [
+            {"AttributeName": HASH_KEY, "KeyType": "HASH"},
+            {"AttributeName": RANGE_KEY, "KeyType": "RANGE"},
+        ],
         "AttributeDefinitions": [
             {"AttributeName": HASH_KEY, "AttributeType": "S"},
-            {"AttributeName": BY_BUNDLE.1, "AttributeType": "S"},
+            {"AttributeName": RANGE_KEY, "AttributeType": "S"},
         ],
         "BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
-        "GlobalSecondaryIndexes": [{
-            "IndexName": BY_BUNDLE.0,
-            "KeySchema": [{"AttributeName": BY_BUNDLE.1, "KeyType": "HASH"}],
-            "Projection": {"ProjectionType": "ALL"},
-            "IndexStatus": "ACTIVE",
-        }],
     }})
 }
 
@@ -455,7 +452,8 @@ mod tests {
             client
                 .update_item()
                 .table_name("ledger")
-                .key(HASH_KEY, AttributeValue::S("k".into()))
+                .key(HASH_KEY, AttributeValue::S("b".into()))
+                .key(RANGE_KEY, AttributeValue::S("k".into()))
                 .update_expression("SET #n = if_not_exists(#n, :one)")
                 .condition_expression("attribute_not_exists(#n)")
                 .expression_attribute_names("#n", "n")
@@ -468,7 +466,7 @@ mod tests {
         let first = update().send().await.expect("the first write");
         let attributes = first.attributes.expect("ALL_NEW");
         assert_eq!(attributes["n"], AttributeValue::N("1".into()));
-        assert_eq!(attributes[HASH_KEY], AttributeValue::S("k".into()));
+        assert_eq!(attributes[RANGE_KEY], AttributeValue::S("k".into()));
         let second = update().send().await.expect_err("the condition fails");
         let Some(UpdateItemError::ConditionalCheckFailedException(failed)) =
             second.as_service_error()
@@ -484,7 +482,8 @@ mod tests {
         let throttled = client
             .get_item()
             .table_name("ledger")
-            .key(HASH_KEY, AttributeValue::S("k".into()))
+            .key(HASH_KEY, AttributeValue::S("b".into()))
+            .key(RANGE_KEY, AttributeValue::S("k".into()))
             .send()
             .await
             .expect_err("throttled");
@@ -502,7 +501,8 @@ mod tests {
         let unused = client
             .get_item()
             .table_name("ledger")
-            .key(HASH_KEY, AttributeValue::S("k".into()))
+            .key(HASH_KEY, AttributeValue::S("b".into()))
+            .key(RANGE_KEY, AttributeValue::S("k".into()))
             .send()
             .await
             .expect("answered");

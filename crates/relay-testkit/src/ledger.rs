@@ -129,6 +129,7 @@ pub async fn settle_folded(
         .collect();
     let settlement = Settlement {
         key: &identity.dedup_key,
+        bundle: &identity.bundle_uuid,
         holder: &attempt.id,
         attempt: index,
         folded,
@@ -145,7 +146,10 @@ pub async fn settle_folded(
 /// The one entry of `identity`.
 pub async fn entry(ledger: &dyn Ledger, identity: &Identity) -> Entry {
     let mut found = ledger
-        .find(&Lookup::Key(identity.dedup_key.clone()))
+        .find(&Lookup::Key {
+            key: identity.dedup_key.clone(),
+            bundle: Some(identity.bundle_uuid.clone()),
+        })
         .await
         .expect("the ledger answers");
     assert_eq!(found.len(), 1, "one entry per key");

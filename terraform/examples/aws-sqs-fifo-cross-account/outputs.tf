@@ -35,7 +35,7 @@ output "ledger_url" {
 }
 
 output "ledger_reader_policy_json" {
-  description = "IAM policy for whoever runs relay trace in the relay's account: GetItem on the ledger table, Query on its by_bundle index."
+  description = "IAM policy for whoever runs relay trace in the relay's account: GetItem and Query on the ledger table."
   value       = module.relay.ledger_reader_policy_json
 }
 

@@ -50,7 +50,7 @@ output "ledger_url" {
 }
 
 output "ledger_reader_policy_json" {
-  description = "IAM policy for whoever runs relay trace: GetItem on the ledger table, Query on its by_bundle index."
+  description = "IAM policy for whoever runs relay trace: GetItem and Query on the ledger table."
   value       = module.relay.ledger_reader_policy_json
 }
 

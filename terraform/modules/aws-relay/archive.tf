@@ -389,8 +389,8 @@ resource "aws_s3_bucket_policy" "archive" {
 ################################################################################
 
 # An identity policy for whoever runs `relay replay`: list an hour's prefix and read its
-# objects; with the ledger, what `relay trace` reads (ledger_readers, GetItem and Query on
-# by_bundle) and the ledger writes a replay records its deliveries with (UpdateItem, PutItem).
+# objects; with the ledger, what `relay trace` reads (ledger_readers, GetItem and Query on the
+# table) and the ledger writes a replay records its deliveries with (UpdateItem, PutItem).
 # With stored routes, a replay reads the routes document and sends to what it names beyond the
 # relay's own destination (the splits' queues and topics, the stored sinks): the role's own
 # statements for those, taken from its document, so that the two never differ.

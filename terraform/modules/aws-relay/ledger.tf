@@ -7,8 +7,14 @@
 # so that a retry of the DSS publishes only to the destinations that have not acknowledged and
 # an attempt on another instance waits instead of publishing twice. It calls UpdateItem (a
 # conditional write for each step) and PutItem (resetting an item whose expires_at has passed
-# but which TTL has not deleted yet), and nothing else. `relay trace BUNDLE_UUID` reads the same
-# table with GetItem and a Query on the by_bundle index (ledger_reader_policy_json).
+# but which TTL has not deleted yet), and nothing else. Items are kept under their bundle (the
+# hash key) and found by their ledger key (the range key), with no index: a new notification
+# costs two write units, the claim and the settlement. `relay trace BUNDLE_UUID` reads the same
+# table with GetItem and a Query on the bundle (ledger_reader_policy_json).
+#
+# Releases before this layout keyed the table by ledger_key alone, with an index by_bundle: the
+# key change replaces the table, which deletion protection refuses. docs/ledger.md, Upgrading,
+# moves the entries with `relay ledger migrate`.
 
 locals {
   ledger_table_name = var.ledger_enabled ? coalesce(var.ledger_table_name, "${var.name}-ledger") : null
@@ -21,25 +27,20 @@ resource "aws_dynamodb_table" "ledger" {
 
   name         = local.ledger_table_name
   billing_mode = "PAY_PER_REQUEST"
-  hash_key     = "ledger_key"
+  # `relay trace BUNDLE_UUID` is a Query on the hash key: no index, so no index writes.
+  hash_key  = "bundle_uuid"
+  range_key = "ledger_key"
 
   # Only key attributes are declared; every other attribute of an item (acknowledgements,
   # leases, attempts) is schemaless.
-  attribute {
-    name = "ledger_key"
-    type = "S"
-  }
-
   attribute {
     name = "bundle_uuid"
     type = "S"
   }
 
-  # `relay trace BUNDLE_UUID`: a Query, not a scan.
-  global_secondary_index {
-    name            = "by_bundle"
-    hash_key        = "bundle_uuid"
-    projection_type = "ALL"
+  attribute {
+    name = "ledger_key"
+    type = "S"
   }
 
   # expires_at holds epoch seconds: the last write plus RELAY_LEDGER_RETENTION_SECS. DynamoDB
@@ -73,22 +74,15 @@ resource "aws_dynamodb_table" "ledger" {
 ################################################################################
 
 # An identity policy for whoever runs `relay trace` against this table: one record by its
-# ledger key, and a bundle's records through the index.
+# bundle and ledger key, and a bundle's records by a Query on the table.
 data "aws_iam_policy_document" "ledger_readers" {
   count = var.ledger_enabled ? 1 : 0
 
   statement {
     sid       = "ReadLedgerRecords"
     effect    = "Allow"
-    actions   = ["dynamodb:GetItem"]
+    actions   = ["dynamodb:GetItem", "dynamodb:Query"]
     resources = [local.ledger_table_arn]
-  }
-
-  statement {
-    sid       = "FindLedgerRecordsByBundle"
-    effect    = "Allow"
-    actions   = ["dynamodb:Query"]
-    resources = ["${local.ledger_table_arn}/index/by_bundle"]
   }
 
   # With kms_key_arn, reading the table needs Decrypt with that key.

@@ -189,7 +189,7 @@ output "ledger_table_arn" {
 }
 
 output "ledger_reader_policy_json" {
-  description = "IAM policy (JSON) for whoever runs `relay trace` to attach: dynamodb:GetItem on the ledger table and dynamodb:Query on its index by_bundle; with kms_key_arn, kms:Decrypt with that key. null without ledger_enabled."
+  description = "IAM policy (JSON) for whoever runs `relay trace` to attach: dynamodb:GetItem and dynamodb:Query on the ledger table; with kms_key_arn, kms:Decrypt with that key. null without ledger_enabled."
   value       = one(data.aws_iam_policy_document.ledger_readers[*].json)
 }
 

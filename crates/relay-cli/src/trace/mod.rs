@@ -31,8 +31,9 @@ pub(crate) struct TraceArgs {
     #[arg(long, requires = "bundle_uuid")]
     event_type: Option<String>,
     /// One notification by its ledger key: the `dedup_key` of the relay's answers (or, with
-    /// RELAY_LEDGER_KEY=bundle_event, the bundle-and-event key).
-    #[arg(long, conflicts_with = "bundle_uuid")]
+    /// RELAY_LEDGER_KEY=bundle_event, the bundle-and-event key). A DynamoDB ledger finds a key
+    /// within its bundle: give the bundle uuid too.
+    #[arg(long)]
     key: Option<String>,
     /// The requests that verified and were then refused (400 or 415), from the archive
     /// (RELAY_ARCHIVE_URL) rather than the ledger: what `relay replay --refused` would send.
@@ -91,7 +92,10 @@ pub(crate) fn check_ledger(config: &Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let probe = Lookup::Key("0".repeat(64));
+    let probe = Lookup::Key {
+        key: "0".repeat(64),
+        bundle: Some("0".repeat(36)),
+    };
     let answer = runtime.block_on(async {
         let store = relay_core::ledger::open(&ledger.url, None)
             .await
@@ -126,16 +130,20 @@ pub(crate) fn check_ledger(config: &Config) -> ExitCode {
     }
 }
 
-/// The ledger named by `--ledger`, else by the relay's configuration.
-fn ledger_url(args: &TraceArgs) -> Result<LedgerUrl, String> {
-    if let Some(url) = &args.ledger {
-        return url.parse().map_err(|e| format!("--ledger: {e}"));
+/// The ledger named by `flag` (`--ledger`, `--to`), else by the relay's configuration.
+pub(crate) fn ledger_url(
+    (flag, url): (&str, Option<&str>),
+    config: Option<&str>,
+) -> Result<LedgerUrl, String> {
+    if let Some(url) = url {
+        return url.parse().map_err(|e| format!("{flag}: {e}"));
     }
-    let ledger = LedgerConfig::from_vars(crate::env_with_config(args.config.as_deref()))
-        .map_err(|e| format!("{e}\n(or name the ledger with --ledger URL)"))?;
+    let ledger = LedgerConfig::from_vars(crate::env_with_config(config))
+        .map_err(|e| format!("{e}\n(or name the ledger with {flag} URL)"))?;
     ledger.map(|l| l.url).ok_or_else(|| {
-        "no ledger is configured: set RELAY_LEDGER_URL (or [relay] ledger_url), or pass --ledger URL"
-            .to_owned()
+        format!(
+            "no ledger is configured: set RELAY_LEDGER_URL (or [relay] ledger_url), or pass {flag} URL"
+        )
     })
 }
 
@@ -147,12 +155,15 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
         let since = args.since.as_deref().unwrap_or("24h");
         return refused::trace(args.config.as_deref(), since, args.json).await;
     }
-    let url = ledger_url(args)?;
+    let url = ledger_url(("--ledger", args.ledger.as_deref()), args.config.as_deref())?;
     let ledger = relay_core::ledger::open_read_only(&url)
         .await
         .map_err(|e| format!("{url}: {e}"))?;
     let lookup = match (&args.key, &args.bundle_uuid) {
-        (Some(key), _) => Lookup::Key(key.clone()),
+        (Some(key), bundle) => Lookup::Key {
+            key: key.clone(),
+            bundle: bundle.clone(),
+        },
         (None, Some(uuid)) => Lookup::Bundle(uuid.clone()),
         (None, None) => unreachable!("clap requires one"),
     };
@@ -162,9 +173,11 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
         .map_err(|e| format!("{url}: {e}"))?;
     entries.retain(|e| {
         let id = &e.identity;
-        args.version
-            .as_ref()
-            .is_none_or(|v| *v == id.bundle_version)
+        (args.bundle_uuid.as_ref()).is_none_or(|b| *b == id.bundle_uuid)
+            && args
+                .version
+                .as_ref()
+                .is_none_or(|v| *v == id.bundle_version)
             && args
                 .subscription
                 .as_ref()
@@ -241,7 +254,7 @@ impl Names {
 
 fn describe(lookup: &Lookup) -> String {
     match lookup {
-        Lookup::Key(key) => format!("the key {key}"),
+        Lookup::Key { key, .. } => format!("the key {key}"),
         Lookup::Bundle(uuid) => format!("the bundle {uuid}"),
     }
 }

@@ -40,6 +40,9 @@
 mod claim;
 mod fold;
 mod item;
+mod migrate;
+
+pub use migrate::Copied;
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -57,11 +60,9 @@ use crate::sink::SinkError;
 use claim::{acks_by_routing, claim_update};
 use item::{
     ACK, ATTEMPTS, BUNDLE_UUID, EXPIRES_AT, Item, KEY, LEASE, ack_value, corrupt, entry_of,
-    first_attempt_at, folded_of, item_of, lease_holder, n, outcome_value, position_of, s,
+    first_attempt_at, folded_of, item_of, lease_holder, n, outcome_value, position_of, primary_key,
+    s,
 };
-
-/// The global secondary index on `bundle_uuid`.
-const BY_BUNDLE: &str = "by_bundle";
 
 /// How soon to retry when two attempts reset one expired item at once: the loser answers
 /// [`Claimed::Busy`] for this long.
@@ -103,7 +104,7 @@ impl DynamoDbLedger {
             .client
             .update_item()
             .table_name(&self.table)
-            .key(KEY, s(claim.key))
+            .set_key(Some(primary_key(&claim.identity.bundle_uuid, claim.key)))
             .update_expression(update)
             .condition_expression(condition)
             .set_expression_attribute_names(Some(x.names))
@@ -134,7 +135,8 @@ impl DynamoDbLedger {
         let index = folded + attempt;
         // Kept between KEPT_ATTEMPTS and twice that: one more write every KEPT_ATTEMPTS claims.
         if attempt + 1 >= 2 * KEPT_ATTEMPTS {
-            folded += self.fold(claim.key, &old, attempt + 1).await;
+            let entry = (claim.identity.bundle_uuid.as_str(), claim.key);
+            folded += self.fold(entry, &old, attempt + 1).await;
         }
         Ok(Ok(Claimed::Granted {
             attempt: index,
@@ -236,7 +238,7 @@ impl DynamoDbLedger {
             .client
             .update_item()
             .table_name(&self.table)
-            .key(KEY, s(settlement.key))
+            .set_key(Some(primary_key(settlement.bundle, settlement.key)))
             .update_expression(update_expression(&set, &remove))
             .condition_expression(condition.join(" AND "))
             .set_expression_attribute_names(Some(x.names))
@@ -268,7 +270,20 @@ impl Ledger for DynamoDbLedger {
             .send()
             .await
         {
-            Ok(_) | Err(aws_sdk_dynamodb::error::SdkError::ServiceError(_)) => Ok(()),
+            Ok(described) => {
+                let schema = described.table.map(|t| t.key_schema.unwrap_or_default());
+                let keys: Vec<(&str, &str)> = (schema.iter().flatten())
+                    .map(|k| (k.attribute_name.as_str(), k.key_type.as_str()))
+                    .collect();
+                match keys[..] {
+                    [(BUNDLE_UUID, "HASH"), (KEY, "RANGE")] | [] => Ok(()),
+                    _ => Err(LedgerError::Refused(format!(
+                        "the table {} is keyed {keys:?}, not by {BUNDLE_UUID} and {KEY} (an earlier release's table: see docs/ledger.md, Upgrading)",
+                        self.table
+                    ).into())),
+                }
+            }
+            Err(aws_sdk_dynamodb::error::SdkError::ServiceError(_)) => Ok(()),
             Err(e) => Err(LedgerError::Unavailable(
                 aws_smithy_types::error::display::DisplayErrorContext(&e)
                     .to_string()
@@ -343,26 +358,25 @@ impl Ledger for DynamoDbLedger {
 
     async fn find(&self, lookup: &Lookup) -> Result<Vec<Entry>, LedgerError> {
         match lookup {
-            Lookup::Key(key) => {
+            Lookup::Key { key, bundle } => {
+                let bundle = bundle.as_deref().ok_or(LedgerError::KeyWithoutBundle)?;
                 let output = self
                     .client
                     .get_item()
                     .table_name(&self.table)
-                    .key(KEY, s(key))
+                    .set_key(Some(primary_key(bundle, key)))
                     .consistent_read(true)
                     .send()
                     .await
                     .map_err(failure)?;
                 output.item.as_ref().map(entry_of).into_iter().collect()
             }
-            // A global secondary index is eventually consistent: a write a moment old may be
-            // missing from it, which `relay trace` by key does not have.
             Lookup::Bundle(bundle) => {
                 let mut pages = self
                     .client
                     .query()
                     .table_name(&self.table)
-                    .index_name(BY_BUNDLE)
+                    .consistent_read(true)
                     .key_condition_expression("#bu = :bu")
                     .expression_attribute_names("#bu", BUNDLE_UUID)
                     .expression_attribute_values(":bu", s(bundle))

@@ -179,6 +179,8 @@ pub enum Claimed {
 pub struct Settlement<'a> {
     /// The ledger key.
     pub key: &'a str,
+    /// The entry's `bundle_uuid`, as its claim's identity gave it (where DynamoDB keeps it).
+    pub bundle: &'a str,
     /// The attempt's id (the holder of its leases).
     pub holder: &'a str,
     /// The attempt's index, as its claim gave it.
@@ -453,6 +455,7 @@ mod tests {
             .collect();
         entry.settle(&Settlement {
             key: "k",
+            bundle: "b",
             holder: &attempt.id,
             attempt: index,
             folded: 0,
@@ -483,6 +486,7 @@ mod tests {
         )]);
         entry.settle(&Settlement {
             key: "k",
+            bundle: "b",
             holder: "a2",
             attempt: 1,
             folded: 0,

@@ -456,7 +456,7 @@ impl Ledger for FirestoreLedger {
     async fn find(&self, lookup: &Lookup) -> Result<Vec<Entry>, LedgerError> {
         let inner = &self.inner;
         let uuid = match lookup {
-            Lookup::Key(key) => {
+            Lookup::Key { key, .. } => {
                 return Ok(inner
                     .read(key)
                     .await?

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 #[cfg(feature = "dynamodb")]
-pub use dynamodb::DynamoDbLedger;
+pub use dynamodb::{Copied, DynamoDbLedger};
 pub use entry::{
     Ack, Attempt, Claim, Claimed, Delivery, Entry, Identity, KEPT_ATTEMPTS, Lease, Settlement,
     Verdict,
@@ -191,6 +191,11 @@ pub enum LedgerError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A lookup by key without the bundle, in a store that keeps each entry under its bundle.
+    #[error(
+        "this ledger finds a key within its bundle: name the bundle (the message's dss.bundle_uuid attribute, or another sender's event id) with the key"
+    )]
+    KeyWithoutBundle,
     /// The store cannot be opened (a path that is not a database, a build without its feature).
     #[error("{0}")]
     Open(String),
@@ -199,8 +204,15 @@ pub enum LedgerError {
 /// What `relay trace` looks up: a lookup, never a scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
-    /// One entry, by its ledger key.
-    Key(String),
+    /// One entry, by its ledger key, with the bundle (or other sender's event id) it is about
+    /// where that is known: a DynamoDB ledger keeps each entry under its bundle, and finds a
+    /// key only within it ([`LedgerError::KeyWithoutBundle`]); the others need the key alone.
+    Key {
+        /// The ledger key.
+        key: String,
+        /// The entry's `bundle_uuid`.
+        bundle: Option<String>,
+    },
     /// Every entry of one bundle (each version, event and subscription).
     Bundle(String),
 }
@@ -267,6 +279,22 @@ pub async fn open(
             "{other}: this build leaves out the cargo feature for this store"
         ))),
     }
+}
+
+/// Copies the live entries of `earlier`, a DynamoDB table of the layout before tables were keyed
+/// by bundle, into the DynamoDB ledger `into` (`relay ledger migrate`); entries expired at `now`
+/// are left out.
+#[cfg(feature = "dynamodb")]
+pub async fn copy_earlier_table(
+    earlier: &str,
+    into: &str,
+    now: std::time::SystemTime,
+) -> Result<Copied, LedgerError> {
+    let sdk = crate::sink::given_or_loaded(None).await;
+    let now_s = epoch_ms(now).div_euclid(1000);
+    DynamoDbLedger::new(&sdk, into)
+        .copy_earlier(earlier, now_s)
+        .await
 }
 
 /// Milliseconds since the Unix epoch.

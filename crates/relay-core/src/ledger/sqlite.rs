@@ -266,6 +266,7 @@ impl Ledger for SqliteLedger {
                     }
                     entry.settle(&Settlement {
                         key: &key,
+                        bundle: "",
                         holder: &holder,
                         attempt,
                         folded,
@@ -283,7 +284,7 @@ impl Ledger for SqliteLedger {
         let lookup = lookup.clone();
         self.store.call(move |store: &mut Store| {
             let (sql, value) = match &lookup {
-                Lookup::Key(key) => (
+                Lookup::Key { key, .. } => (
                     "SELECT ledger_key, state FROM deliveries WHERE ledger_key = ?1",
                     key,
                 ),

@@ -27,6 +27,8 @@ pub(super) struct Recorder {
 #[derive(Debug)]
 pub(super) struct Holding {
     key: String,
+    /// The entry's bundle (or event id), where a DynamoDB ledger keeps it.
+    bundle: String,
     attempt_id: String,
     index: usize,
     /// The entry's acknowledgements, by resource (or an earlier release's name): the routed
@@ -112,6 +114,7 @@ impl Relay {
                 self.metrics.ledger("claim", "ok", latency_ms);
                 Ok(Some(Holding {
                     key,
+                    bundle: identity.bundle_uuid,
                     attempt_id: attempt.id,
                     index,
                     acks: super::attempt::all_acks(acked, others),
@@ -174,6 +177,7 @@ impl Relay {
         }
         let settlement = Settlement {
             key: &holding.key,
+            bundle: &holding.bundle,
             holder: &holding.attempt_id,
             attempt: holding.index,
             folded: holding.folded,
@@ -202,22 +206,30 @@ impl Relay {
 /// source's name (as `subscription_id`) and its event id (as `bundle_uuid`, so that
 /// `relay trace --bundle` finds it by its delivery id), with no version.
 fn identity(notification: &Notification<Verified>) -> Identity {
-    let (subscription_id, bundle_uuid, bundle_version) = match notification.is_dss() {
+    let (subscription_id, bundle_version) = match notification.is_dss() {
         true => (
             notification.subscription_id(),
-            notification.bundle_uuid(),
             notification.bundle_version(),
         ),
-        false => (Some(notification.source()), notification.event_id(), None),
+        false => (Some(notification.source()), None),
     };
     let text = |field: Option<&str>| field.unwrap_or_default().to_owned();
     Identity {
         dedup_key: notification.dedup_key().to_owned(),
         subscription_id: text(subscription_id),
-        bundle_uuid: text(bundle_uuid),
+        bundle_uuid: bundle_of(notification).to_owned(),
         bundle_version: text(bundle_version),
         event_type: notification.event_type().map(str::to_owned),
     }
+}
+
+/// The entry's `bundle_uuid`: the bundle, or another source's event id (empty without one).
+pub(super) fn bundle_of(notification: &Notification<Verified>) -> &str {
+    match notification.is_dss() {
+        true => notification.bundle_uuid(),
+        false => notification.event_id(),
+    }
+    .unwrap_or_default()
 }
 
 /// The entry's key: the notification's ledger key (`RELAY_LEDGER_KEY` chooses it among a DSS

@@ -83,7 +83,10 @@ impl Relay {
         let key = self.ledger_key(notification, run);
         let entries = recorder
             .store
-            .find(&Lookup::Key(key))
+            .find(&Lookup::Key {
+                key,
+                bundle: Some(super::ledger::bundle_of(notification).to_owned()),
+            })
             .await
             .map_err(|e| ReplayError::Ledger(e.to_string()))?;
         let now_ms = epoch_ms(self.clock.now());

@@ -122,7 +122,7 @@ pub(crate) use batched_sink;
 /// otherwise (the runtime's timers round it up to the next millisecond tick, so a wait is at
 /// most 2 ms). A message that arrives after this long without one, when no call is in flight,
 /// leaves at once.
-#[cfg(any(feature = "sqs", feature = "sns"))]
+#[cfg(any(feature = "sqs", feature = "sns", test))]
 pub(crate) const LINGER: Duration = Duration::from_millis(1);
 
 /// The limits of one call.

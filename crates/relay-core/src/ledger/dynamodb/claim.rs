@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{
-    ACK, ATTEMPTS, BUNDLE_UUID, BUNDLE_VERSION, DEDUP_KEY, EVENT_TYPE, EXPIRES_AT, Item, LEASE,
-    SUBSCRIPTION_ID, ack_of, attempt_value, lease_value, n, s,
+    ACK, ATTEMPTS, BUNDLE_VERSION, DEDUP_KEY, EVENT_TYPE, EXPIRES_AT, Item, LEASE, SUBSCRIPTION_ID,
+    ack_of, attempt_value, lease_value, n, s,
 };
 use super::{Expr, update_expression};
 use crate::ledger::{Ack, Claim, Lease, LedgerError};
@@ -33,11 +33,16 @@ pub(super) fn claim_update(
     )];
     let mut remove = Vec::new();
     let id = claim.identity;
+    // The bundle is the item's hash key, set by the call's key.
     for (placeholder, attribute, value) in [
-        ("bu", BUNDLE_UUID, Some(&id.bundle_uuid)),
         ("bv", BUNDLE_VERSION, Some(&id.bundle_version)),
         ("sub", SUBSCRIPTION_ID, Some(&id.subscription_id)),
-        ("dk", DEDUP_KEY, Some(&id.dedup_key)),
+        // Written only where it is not the ledger key (item_of).
+        (
+            "dk",
+            DEDUP_KEY,
+            Some(&id.dedup_key).filter(|k| *k != claim.key),
+        ),
         ("ev", EVENT_TYPE, id.event_type.as_ref()),
     ] {
         let name = x.name(&format!("#{placeholder}"), attribute);

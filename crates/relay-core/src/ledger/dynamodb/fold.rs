@@ -2,7 +2,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::item::{ATTEMPTS, FIRST_AT, FOLDED, Item, KEY, first_attempt_at, folded_of, n, s};
+use super::item::{ATTEMPTS, FIRST_AT, FOLDED, Item, first_attempt_at, folded_of, n, s};
 use super::{DynamoDbLedger, Expr, update_expression};
 use crate::ledger::KEPT_ATTEMPTS;
 
@@ -12,7 +12,7 @@ impl DynamoDbLedger {
     /// the first arrival, conditioned on the list still starting as in `old`. How many it
     /// folded: none when another writer changed the list first, or the call failed (the next
     /// claim tries again).
-    pub(super) async fn fold(&self, key: &str, old: &Item, kept: usize) -> usize {
+    pub(super) async fn fold(&self, (bundle, key): (&str, &str), old: &Item, kept: usize) -> usize {
         let count = kept - KEPT_ATTEMPTS;
         let Some(AttributeValue::L(list)) = old.get(ATTEMPTS) else {
             return 0;
@@ -52,7 +52,7 @@ impl DynamoDbLedger {
             .client
             .update_item()
             .table_name(&self.table)
-            .key(KEY, s(key))
+            .set_key(Some(super::item::primary_key(bundle, key)))
             .update_expression(update_expression(&set, &remove))
             .condition_expression(format!(
                 "{unchanged} AND {attempts}[{}].{id} = {last_id}",

@@ -11,7 +11,9 @@ use super::super::{Ack, Attempt, Delivery, Entry, Identity, Lease, LedgerError};
 /// An item, as the SDK holds it.
 pub(super) type Item = HashMap<String, AttributeValue>;
 
+/// The range key.
 pub(super) const KEY: &str = "ledger_key";
+/// The hash key: the entry's bundle ([`partition`]).
 pub(super) const BUNDLE_UUID: &str = "bundle_uuid";
 pub(super) const BUNDLE_VERSION: &str = "bundle_version";
 pub(super) const SUBSCRIPTION_ID: &str = "subscription_id";
@@ -29,6 +31,23 @@ pub(super) fn corrupt(key: &str, reason: impl Into<String>) -> LedgerError {
         key: key.to_owned(),
         reason: reason.into(),
     }
+}
+
+/// The hash key of the entry `key` about `bundle`: the bundle, or the key itself for an event
+/// without one (a key attribute cannot be empty).
+pub(super) fn partition<'a>(bundle: &'a str, key: &'a str) -> &'a str {
+    match bundle.is_empty() {
+        true => key,
+        false => bundle,
+    }
+}
+
+/// The primary key of the entry `key` about `bundle`.
+pub(super) fn primary_key(bundle: &str, key: &str) -> Item {
+    Item::from([
+        (BUNDLE_UUID.to_owned(), s(partition(bundle, key))),
+        (KEY.to_owned(), s(key)),
+    ])
 }
 
 pub(super) fn s(text: &str) -> AttributeValue {
@@ -100,18 +119,20 @@ pub(super) fn lease_value(lease: &Lease) -> AttributeValue {
 /// The whole item of `entry`.
 pub(super) fn item_of(entry: &Entry) -> Item {
     let id = &entry.identity;
-    let mut item = Item::from([
-        (KEY.to_owned(), s(&entry.key)),
-        (BUNDLE_UUID.to_owned(), s(&id.bundle_uuid)),
+    let mut item = primary_key(&id.bundle_uuid, &entry.key);
+    item.extend([
         (BUNDLE_VERSION.to_owned(), s(&id.bundle_version)),
         (SUBSCRIPTION_ID.to_owned(), s(&id.subscription_id)),
-        (DEDUP_KEY.to_owned(), s(&id.dedup_key)),
         (EXPIRES_AT.to_owned(), n(entry.expires_at)),
         (
             ATTEMPTS.to_owned(),
             AttributeValue::L(entry.attempts.iter().map(attempt_value).collect()),
         ),
     ]);
+    // The ledger key is the dedup key but under RELAY_LEDGER_KEY=bundle_event or a replay run.
+    if id.dedup_key != entry.key {
+        item.insert(DEDUP_KEY.to_owned(), s(&id.dedup_key));
+    }
     if let Some(event) = &id.event_type {
         item.insert(EVENT_TYPE.to_owned(), s(event));
     }
@@ -183,12 +204,18 @@ pub(super) fn entry_of(item: &Item) -> Result<Entry, LedgerError> {
         _ => return Err(corrupt("?", "an item without its ledger_key")),
     };
     let fields = Fields { key, map: item };
+    let partition = fields.text(BUNDLE_UUID)?;
     let mut entry = Entry::new(
         key,
         &Identity {
-            dedup_key: fields.text(DEDUP_KEY)?,
+            dedup_key: fields
+                .optional_text(DEDUP_KEY)?
+                .unwrap_or_else(|| key.to_owned()),
             subscription_id: fields.text(SUBSCRIPTION_ID)?,
-            bundle_uuid: fields.text(BUNDLE_UUID)?,
+            bundle_uuid: match partition == key {
+                true => String::new(),
+                false => partition,
+            },
             bundle_version: fields.text(BUNDLE_VERSION)?,
             event_type: fields.optional_text(EVENT_TYPE)?,
         },
@@ -505,5 +532,122 @@ mod tests {
             (key.as_str(), reason.as_str()),
             ("k", "a delivery's result is \"lost\"")
         );
+    }
+
+    /// An item's size as DynamoDB bills it: each attribute's name and value in UTF-8 bytes, a
+    /// number one byte per two significant digits plus one, a list or map 3 bytes plus one per
+    /// element (and each map element's name).
+    fn billed_size(item: &Item) -> usize {
+        fn size(value: &AttributeValue) -> usize {
+            match value {
+                AttributeValue::S(text) => text.len(),
+                AttributeValue::N(number) => {
+                    let digits = number.trim_start_matches('-').trim_matches('0');
+                    digits.replace('.', "").len().div_ceil(2) + 1
+                }
+                AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+                AttributeValue::L(list) => 3 + list.iter().map(|e| size(e) + 1).sum::<usize>(),
+                AttributeValue::M(map) => {
+                    3 + map
+                        .iter()
+                        .map(|(k, e)| k.len() + size(e) + 1)
+                        .sum::<usize>()
+                }
+                other => panic!("the ledger writes no {other:?}"),
+            }
+        }
+        item.iter()
+            .map(|(name, value)| name.len() + size(value))
+            .sum()
+    }
+
+    /// A DSS notification's entry as its claim leaves it: routed to `destinations`, each leased.
+    fn claimed(destinations: &[&str]) -> Entry {
+        let key = "d649e099e93e44b9b1682b362695caccd4e7ad961063788cb05690dec2ac6f38";
+        let mut entry = Entry::new(
+            key,
+            &Identity {
+                dedup_key: key.into(),
+                subscription_id: "0a3a5b4c-7a39-4f7a-9c1e-5d1c7f0e8b21".into(),
+                bundle_uuid: "c86309f6-e5b7-4698-abb6-b81644573bff".into(),
+                bundle_version: "2019-02-26T033907.789762Z".into(),
+                event_type: Some("TOMBSTONE".into()),
+            },
+        );
+        entry.expires_at = 1_800_691_200;
+        entry.attempts = vec![Attempt {
+            id: "9f86d081884c7d65".into(),
+            at_ms: 1_800_000_000_000,
+            routes_version: Some("\"9b2cf535f27731c974343645a3985328\"".into()),
+            split: None,
+            routed: destinations.iter().map(|d| (*d).to_owned()).collect(),
+            outcome: None,
+        }];
+        for destination in destinations {
+            let lease = Lease {
+                holder: "9f86d081884c7d65".into(),
+                until_ms: 1_800_000_032_000,
+            };
+            entry.leases.insert((*destination).to_owned(), lease);
+        }
+        entry
+    }
+
+    /// `entry` after its attempt's settlement: every destination acknowledged.
+    fn settled(mut entry: Entry) -> Entry {
+        let leased = std::mem::take(&mut entry.leases);
+        let mut outcome = BTreeMap::new();
+        for destination in leased.into_keys() {
+            let message_id = Some("5fea7756-0ea4-451a-a703-a558b933e274".to_owned());
+            let ack = Ack {
+                message_id: message_id.clone(),
+                at_ms: 1_800_000_000_180,
+                attempt: 0,
+            };
+            entry.acks.insert(destination.clone(), ack);
+            let delivery = Delivery::Acknowledged {
+                message_id,
+                carried_from: None,
+            };
+            outcome.insert(destination, delivery);
+        }
+        entry.attempts[0].outcome = Some(outcome);
+        entry
+    }
+
+    #[test]
+    fn a_new_notification_costs_two_write_units() {
+        // A write costs one unit per KB of the larger of the item before and after it; with no
+        // index, a claim and a settlement under 1 KB are one unit each.
+        let queue = "arn:aws:sqs:us-east-1:123456789012:hca-relay-notifications";
+        let topic = "arn:aws:sns:us-east-1:123456789012:hca-relay-notifications";
+        for destinations in [&[queue][..], &[queue, topic]] {
+            let claim = claimed(destinations);
+            let settlement = settled(claim.clone());
+            let (claimed, settled) = (item_of(&claim), item_of(&settlement));
+            for (when, item) in [("claimed", &claimed), ("settled", &settled)] {
+                let size = billed_size(item);
+                assert!(size <= 1024, "{destinations:?} {when}: {size} bytes");
+            }
+            assert_eq!(entry_of(&settled).unwrap(), settlement);
+        }
+        // The dedup key is the ledger key: written once.
+        assert!(!item_of(&claimed(&[queue])).contains_key(DEDUP_KEY));
+    }
+
+    #[test]
+    fn an_entry_is_kept_under_its_bundle_or_else_its_key() {
+        let entry = claimed(&["q"]);
+        let item = item_of(&entry);
+        assert_eq!(item[BUNDLE_UUID], s("c86309f6-e5b7-4698-abb6-b81644573bff"));
+        assert_eq!(item[KEY], s(&entry.key));
+        // Another sender's event without an id: its key stands in, and reads back as no bundle.
+        let mut event = entry.clone();
+        event.identity.bundle_uuid = String::new();
+        event.identity.dedup_key = "another key".into();
+        let item = item_of(&event);
+        assert_eq!(item[BUNDLE_UUID], s(&event.key));
+        assert_eq!(item[DEDUP_KEY], s("another key"));
+        assert_eq!(entry_of(&item).unwrap(), event);
     }
 }
