@@ -74,7 +74,7 @@ async fn gcs_call(request: http::Request<Full<Bytes>>) -> (u16, Bytes) {
 }
 
 /// A new bucket on fake-gcs-server, made through its JSON API.
-async fn gcs_bucket(name: &str) -> String {
+pub(crate) async fn gcs_bucket(name: &str) -> String {
     let bucket = bucket_name(name);
     let request = http::Request::post(format!("{}/storage/v1/b?project=test", gcs_endpoint()))
         .header("content-type", "application/json")

@@ -1,4 +1,4 @@
-//! The archive written through Amazon Data Firehose (`RELAY_ARCHIVE_STREAM=firehose://…`) on
+//! The archive written through an engine (`RELAY_ARCHIVE_STREAM`): Amazon Data Firehose on
 //! moto: the relay as production starts it, a delivery stream delivering to the archive's
 //! bucket and prefix, and the objects it delivers read back as `relay replay` reads them.
 //!
@@ -6,6 +6,9 @@
 //! `PREFIX/YYYY/MM/DD/HH/<stream>-…`; Firehose buffers for up to its buffering interval and
 //! size first, and moto ignores both. moto keeps no delivery role, and its stream never fails a
 //! record alone.
+//!
+//! And a Pub/Sub topic on the emulator, with fake-gcs-server as the archive: the emulator has
+//! no Cloud Storage subscriptions, so the test writes the object one would.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -83,35 +86,12 @@ async fn records_reach_the_archive_through_firehose() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("notifications.jsonl").display().to_string();
     let stream_url = format!("firehose://{stream}");
-    let vars = [
-        ("RELAY_HMAC_SECRET", capture::SECRET),
-        ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
-        ("RELAY_FILE_SINK", file.as_str()),
-        ("RELAY_ARCHIVE_URL", url.as_str()),
-        ("RELAY_ARCHIVE_STREAM", stream_url.as_str()),
-        ("RELAY_ARCHIVE_KEY", relay_testkit::archive::KEY),
-    ];
+    let vars = relay_vars(&file, &url, &stream_url);
     let relay = Relay::from_config(relay_testkit::config(&vars))
         .await
         .expect("the relay starts");
     let relay = Arc::new(relay);
-    let answers = futures_util::future::join_all(capture::NAMES.iter().map(|name| {
-        let relay = Arc::clone(&relay);
-        async move { (name, relay.accept(capture::request(name)).await) }
-    }))
-    .await;
-    let mut sent = BTreeMap::new();
-    for (name, outcome) in answers {
-        let answer: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
-        assert_eq!(outcome.status, 202, "{name}: {answer}");
-        let archive = answer["deliveries"]
-            .as_array()
-            .and_then(|d| d.iter().find(|d| d["sink"] == SINK_NAME))
-            .unwrap_or_else(|| panic!("{name}: no archive delivery: {answer}"));
-        let id = archive["message_id"].as_str().unwrap();
-        assert!(id.starts_with(&format!("{stream_url}/")), "{name}: {id}");
-        sent.insert(answer["dedup_key"].as_str().unwrap().to_owned(), name);
-    }
+    let sent = send_captures(&relay, &stream_url).await;
     let (records, objects) = archived(&url).await;
     let replayed = replay(&vars);
     assert_eq!(
@@ -135,6 +115,42 @@ async fn records_reach_the_archive_through_firehose() {
     );
     let lines = std::fs::read_to_string(&file).unwrap().lines().count();
     assert_eq!(lines, 2 * n, "each notification, then its replay");
+}
+
+/// The captures, sent at once to `relay`: each answered 202, its archive delivery naming the
+/// engine's id under `stream_url`. The captures' names by dedup key.
+async fn send_captures(relay: &Arc<Relay>, stream_url: &str) -> BTreeMap<String, &'static str> {
+    let answers = futures_util::future::join_all(capture::NAMES.iter().map(|name| {
+        let relay = Arc::clone(relay);
+        async move { (name, relay.accept(capture::request(name)).await) }
+    }))
+    .await;
+    let mut sent = BTreeMap::new();
+    for (name, outcome) in answers {
+        let answer: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
+        assert_eq!(outcome.status, 202, "{name}: {answer}");
+        let archive = answer["deliveries"]
+            .as_array()
+            .and_then(|d| d.iter().find(|d| d["sink"] == SINK_NAME))
+            .unwrap_or_else(|| panic!("{name}: no archive delivery: {answer}"));
+        let id = archive["message_id"].as_str().unwrap();
+        assert!(id.starts_with(&format!("{stream_url}/")), "{name}: {id}");
+        sent.insert(answer["dedup_key"].as_str().unwrap().to_owned(), *name);
+    }
+    sent
+}
+
+/// A relay's variables: the captures' secret, a file sink at `file`, the archive at `url`
+/// written through `stream`.
+fn relay_vars<'a>(file: &'a str, url: &'a str, stream: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("RELAY_HMAC_SECRET", capture::SECRET),
+        ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
+        ("RELAY_FILE_SINK", file),
+        ("RELAY_ARCHIVE_URL", url),
+        ("RELAY_ARCHIVE_STREAM", stream),
+        ("RELAY_ARCHIVE_KEY", relay_testkit::archive::KEY),
+    ]
 }
 
 /// `relay replay --since 1h --again` with the relay's variables (and the emulators'), without a
@@ -161,18 +177,19 @@ async fn a_missing_delivery_stream_fails_the_answer() {
     common::require_emulator_env();
     let (bucket, _) = bucket_and_stream("archive-firehose-missing").await;
     let url = format!("s3://{bucket}/{PREFIX}");
+    assert_the_stream_fails_the_answer(&url, "firehose://no-such-stream", &[]).await;
+}
+
+/// A relay archiving to `url` through `stream`, which does not exist: 502 `sink_failed` naming
+/// the archive, and nothing in the archive.
+async fn assert_the_stream_fails_the_answer(url: &str, stream: &str, more: &[(&str, &str)]) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("notifications.jsonl").display().to_string();
-    let relay = Relay::from_config(relay_testkit::config(&[
-        ("RELAY_HMAC_SECRET", capture::SECRET),
-        ("RELAY_MAX_CLOCK_SKEW_SECS", "0"),
-        ("RELAY_FILE_SINK", file.as_str()),
-        ("RELAY_ARCHIVE_URL", url.as_str()),
-        ("RELAY_ARCHIVE_STREAM", "firehose://no-such-stream"),
-        ("RELAY_ARCHIVE_KEY", relay_testkit::archive::KEY),
-    ]))
-    .await
-    .expect("the relay starts");
+    let mut vars = relay_vars(&file, url, stream);
+    vars.extend_from_slice(more);
+    let relay = Relay::from_config(relay_testkit::config(&vars))
+        .await
+        .expect("the relay starts");
     let outcome = relay.accept(capture::request(capture::NAMES[0])).await;
     let answer: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
     assert_eq!(
@@ -181,5 +198,86 @@ async fn a_missing_delivery_stream_fails_the_answer() {
         "{answer}"
     );
     assert!(answer.to_string().contains(SINK_NAME), "{answer}");
-    assert_eq!(archived(&url).await.1, 0, "nothing in the bucket");
+    assert_eq!(archived(url).await.1, 0, "nothing in the bucket");
+}
+
+/// The captures, sent at once to a relay writing its archive through a Pub/Sub topic
+/// (`pubsub://…`) on the emulator: each answered 202 once Pub/Sub took its record (the
+/// archive's delivery names the message id), each record one message of the line alone. The
+/// emulator has no Cloud Storage subscriptions, so the test plays the subscription's part: it
+/// pulls the messages and writes their data as one object to fake-gcs-server, a line each,
+/// named as a subscription with `filename_datetime_format = "YYYY/MM/DD/hh/mm_ss"` names its
+/// objects; `relay replay` then reads it as it reads the relay's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_reach_the_archive_through_a_pubsub_topic() {
+    common::require_emulator_env();
+    let (topic, subscription) = crate::pubsub::topic_with_subscription().await;
+    let bucket = crate::archive::gcs_bucket("archive-pubsub").await;
+    let url = format!("gs://{bucket}/{PREFIX}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notifications.jsonl").display().to_string();
+    let stream_url = format!("pubsub://{topic}");
+    let emulator = std::env::var("PUBSUB_EMULATOR_HOST").unwrap();
+    let mut vars = relay_vars(&file, &url, &stream_url);
+    vars.push(("PUBSUB_EMULATOR_HOST", emulator.as_str()));
+    let relay = Arc::new(
+        Relay::from_config(relay_testkit::config(&vars))
+            .await
+            .expect("the relay starts"),
+    );
+    let sent = send_captures(&relay, &stream_url).await;
+
+    // The subscription's part: the messages' data, each followed by a newline, as one object.
+    let messages = crate::pubsub::pull(&subscription, capture::NAMES.len()).await;
+    let mut object = Vec::new();
+    for message in &messages {
+        assert!(!message.data.contains(&b'\n'), "a record is one line");
+        assert!(message.attributes.is_empty(), "a record is its data alone");
+        object.extend_from_slice(&message.data);
+        object.push(b'\n');
+    }
+    let now = std::time::SystemTime::now();
+    let minute = now.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 3600;
+    let name = format!(
+        "{}{:02}_{:02}_{}",
+        archive::hours(now, now)[0],
+        minute / 60,
+        minute % 60,
+        common::unique("subscription")
+    );
+    let archive = archive::open(&url.parse().unwrap(), None).await.unwrap();
+    archive.put(&name, object.into()).await.expect("written");
+
+    let (records, objects) = archived(&url).await;
+    assert_eq!(objects, 1);
+    assert_eq!(
+        records.keys().collect::<Vec<_>>(),
+        sent.keys().collect::<Vec<_>>(),
+        "a record of each notification, and nothing else"
+    );
+    for (dedup_key, name) in &sent {
+        assert!(
+            records[dedup_key].payload == capture::payload(name),
+            "{name}: the archived payload differs from the one the DSS sent"
+        );
+    }
+    let replayed = replay(&vars);
+    let n = capture::NAMES.len();
+    assert!(
+        replayed.contains(&format!("{n} archived in the window: {n} sent")),
+        "{replayed}"
+    );
+}
+
+/// A topic that does not exist fails the answer, naming the archive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_topic_fails_the_answer() {
+    common::require_emulator_env();
+    let bucket = crate::archive::gcs_bucket("archive-pubsub-missing").await;
+    let url = format!("gs://{bucket}/{PREFIX}");
+    let emulator = std::env::var("PUBSUB_EMULATOR_HOST").unwrap();
+    let topic = common::unique("none");
+    let stream = format!("pubsub://projects/test-project/topics/{topic}");
+    let more = [("PUBSUB_EMULATOR_HOST", emulator.as_str())];
+    assert_the_stream_fails_the_answer(&url, &stream, &more).await;
 }

@@ -987,7 +987,10 @@ fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
 
     let readers: Vec<&(&str, &Body)> = on_archive
         .iter()
-        .filter(|(_, b)| source(b, "member").as_deref() != Some(SERVICE_ACCOUNT))
+        .filter(|(_, b)| {
+            let member = source(b, "member");
+            ![Some(SERVICE_ACCOUNT), Some(PUBSUB_AGENT)].contains(&member.as_deref())
+        })
         .collect();
     assert_eq!(readers.len(), 1, "gcp-relay: the archive readers' grant");
     let (_, readers) = readers[0];
@@ -1003,6 +1006,10 @@ fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
 
     for (name, grant) in &on_archive {
         let role = text(grant, "role").unwrap_or_default();
+        // A Cloud Storage subscription's writer needs the bucket's legacy reader role.
+        if source(grant, "member").as_deref() == Some(PUBSUB_AGENT) {
+            continue;
+        }
         for forbidden in ["objectAdmin", "objectUser", "legacy", "storage.admin"] {
             assert!(
                 !role.contains(forbidden),
@@ -1010,6 +1017,148 @@ fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
             );
         }
     }
+}
+
+/// The Pub/Sub service agent, which writes a Cloud Storage subscription's objects.
+const PUBSUB_AGENT: &str = "local.pubsub_service_agent";
+
+/// With `archive_pubsub` (the default), the records go through a topic the module creates,
+/// which only the relay may publish to, and a Cloud Storage subscription writes them under
+/// `archive_prefix` and the hour, as lines (text format, no Avro), in objects that readers take
+/// whole; the Pub/Sub service agent gets exactly the two roles a subscription needs, the object
+/// one on the prefix only, before the subscription exists; and a record it cannot write alerts.
+#[test]
+fn the_archive_topic_is_written_under_the_prefix_by_its_subscription() {
+    let config = model::module("gcp-relay");
+    assert_eq!(
+        variable_default(&config, "archive_pubsub").as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        config.locals()["archive_pubsub"].to_string(),
+        "var.archive_enabled && var.archive_pubsub"
+    );
+    let gated = Some("local.archive_pubsub ? 1 : 0");
+    let subscription = config
+        .resource("google_pubsub_subscription", "archive")
+        .body();
+    assert_eq!(source(subscription, "count").as_deref(), gated);
+    assert_eq!(
+        source(subscription, "topic").as_deref(),
+        Some("google_pubsub_topic.archive[0].id")
+    );
+    let storage = only_block(
+        subscription,
+        "cloud_storage_config",
+        "the archive's subscription",
+    );
+    assert_eq!(
+        source(storage, "bucket").as_deref(),
+        Some("google_storage_bucket.archive[0].name")
+    );
+    assert_eq!(
+        source(storage, "filename_prefix").as_deref(),
+        Some("var.archive_prefix")
+    );
+    // The hour's folder first, as the relay's own objects and `relay replay`'s listing have it.
+    assert_eq!(
+        text(storage, "filename_datetime_format").as_deref(),
+        Some("YYYY/MM/DD/hh/mm_ss")
+    );
+    assert!(
+        nested(storage, "avro_config").next().is_none(),
+        "text, a line each"
+    );
+    let max_bytes: u64 = source(storage, "max_bytes").unwrap().parse().unwrap();
+    assert!(
+        max_bytes <= 16 << 20,
+        "readers take an engine's object of up to 16 MiB"
+    );
+    assert_eq!(
+        source(subscription, "ack_deadline_seconds").as_deref(),
+        Some("var.archive_pubsub_max_duration_secs"),
+        "an object's duration may not exceed the ack deadline"
+    );
+    let depends = source(subscription, "depends_on").unwrap_or_default();
+    for grant in ["archive_subscription", "archive_subscription_bucket"] {
+        assert!(
+            depends.contains(&format!("google_storage_bucket_iam_member.{grant}")),
+            "{depends}"
+        );
+    }
+
+    let agent: Vec<(&str, &Body)> = config
+        .resources("google_storage_bucket_iam_member")
+        .into_iter()
+        .map(|(name, b)| (name, b.body()))
+        .filter(|(_, b)| source(b, "member").as_deref() == Some(PUBSUB_AGENT))
+        .collect();
+    let roles: Vec<(&str, Option<String>, Option<String>)> = agent
+        .iter()
+        .map(|(name, b)| {
+            let condition = nested(b, "condition")
+                .next()
+                .and_then(|c| source(c.body(), "expression"));
+            (*name, text(b, "role"), condition)
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            (
+                "archive_subscription",
+                Some("roles/storage.objectCreator".to_owned()),
+                Some("local.archive_prefix_condition".to_owned())
+            ),
+            (
+                "archive_subscription_bucket",
+                Some("roles/storage.legacyBucketReader".to_owned()),
+                None
+            ),
+        ],
+        "gcp-relay: the subscription's writer creates objects under the prefix, and finds the bucket"
+    );
+    for (name, grant) in &agent {
+        assert_eq!(source(grant, "count").as_deref(), gated, "{name}");
+    }
+
+    let publishers: Vec<&Body> = config
+        .resources("google_pubsub_topic_iam_member")
+        .into_iter()
+        .map(|(_, b)| b.body())
+        .filter(|b| source(b, "topic").is_some_and(|t| t.contains("google_pubsub_topic.archive")))
+        .collect();
+    assert_eq!(
+        publishers.len(),
+        1,
+        "gcp-relay: one grant on the archive's topic"
+    );
+    assert_eq!(
+        text(publishers[0], "role").as_deref(),
+        Some("roles/pubsub.publisher")
+    );
+    assert_eq!(
+        source(publishers[0], "member").as_deref(),
+        Some(SERVICE_ACCOUNT)
+    );
+
+    let env = cloud_run_environment(&config);
+    let stream = env
+        .iter()
+        .find(|v| v.name == "RELAY_ARCHIVE_STREAM")
+        .expect("gcp-relay sets RELAY_ARCHIVE_STREAM");
+    assert_eq!(stream.gate.as_deref(), Some("local.archive_pubsub"));
+
+    let alert = config
+        .resource("google_monitoring_alert_policy", "archive_delivery")
+        .body();
+    assert_eq!(source(alert, "count").as_deref(), gated);
+    let conditions = format!("{alert:?}");
+    assert!(
+        conditions.contains("subscription/oldest_unacked_message_age")
+            && conditions.contains("archive-to-storage"),
+        "{conditions}"
+    );
 }
 
 ////////////////////////////////////////////////////////////////////////////////////////////////

@@ -810,6 +810,18 @@ fn gcp_grants_are_on_single_resources() {
             "roles/pubsub.publisher",
             "each.value",
         ),
+        // With archive_pubsub, Pub/Sub's service agent writes the archive's subscription to
+        // the bucket: objects under the prefix, and the bucket found.
+        (
+            "google_storage_bucket_iam_member",
+            "roles/storage.objectCreator",
+            "local.pubsub_service_agent",
+        ),
+        (
+            "google_storage_bucket_iam_member",
+            "roles/storage.legacyBucketReader",
+            "local.pubsub_service_agent",
+        ),
     ]
     .iter()
     .map(|(t, r, m)| ((*t).to_owned(), (*r).to_owned(), (*m).to_owned()))

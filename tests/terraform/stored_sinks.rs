@@ -360,10 +360,16 @@ fn stored_sink_allowed_lists_every_destination_the_relay_may_send_to() {
         .map(|(name, _)| (*name).to_owned())
         .collect();
     topics.sort();
-    // archive_readers publish a replay to the relay's own topic, which the output names.
+    // archive_readers publish a replay to the relay's own topic, which the output names; the
+    // archive's topic (relay_archive_stream) takes only its records, never a stored sink's.
     assert_eq!(
         topics,
-        ["archive_readers", "relay", "stored_sinks"],
+        [
+            "archive_readers",
+            "relay",
+            "relay_archive_stream",
+            "stored_sinks"
+        ],
         "gcp-relay: publisher grants"
     );
     assert!(model::references(value, "local").contains(&"topic_id".to_owned()));

@@ -86,3 +86,90 @@ resource "google_storage_bucket" "archive" {
     }
   }
 }
+
+################################################################################
+# The archive through Pub/Sub (archive_pubsub): a topic, and a Cloud Storage subscription
+################################################################################
+
+# The relay publishes each sealed record, one line, to the topic (RELAY_ARCHIVE_STREAM) and
+# answers once Pub/Sub holds it. The subscription writes the messages it received in text
+# format (each message's data and a newline; no attributes) as objects under the prefix, named
+# <archive_prefix>YYYY/MM/DD/hh/mm_ss_<id> by the time it started each: `relay replay` lists
+# the hours around its window and takes each record by its own receipt time. Pub/Sub's service
+# agent writes them: objectCreator on the prefix and legacyBucketReader on the bucket (the
+# roles a Cloud Storage subscription needs), nothing else. A message the subscription cannot
+# write stays in it for 7 days, and the alert below fires after 30 minutes.
+locals {
+  archive_pubsub       = var.archive_enabled && var.archive_pubsub
+  pubsub_service_agent = one(google_project_service_identity.pubsub[*].member)
+  archive_stream       = local.archive_pubsub ? "pubsub://${google_pubsub_topic.archive[0].id}" : null
+  archive_subscription = one(google_pubsub_subscription.archive[*].name)
+}
+
+# On a fresh project Pub/Sub's service agent may not exist yet, and IAM refuses a binding to a
+# member that does not: this has Service Usage create it and waits for it, before the grants.
+resource "google_project_service_identity" "pubsub" {
+  count    = local.archive_pubsub ? 1 : 0
+  provider = google-beta
+
+  project = var.project_id
+  service = "pubsub.googleapis.com"
+}
+
+resource "google_pubsub_topic" "archive" {
+  count = local.archive_pubsub ? 1 : 0
+
+  project      = var.project_id
+  name         = "${var.name}-archive"
+  kms_key_name = var.topic_kms_key_name
+  labels       = var.labels
+}
+
+resource "google_storage_bucket_iam_member" "archive_subscription" {
+  count = local.archive_pubsub ? 1 : 0
+
+  bucket = google_storage_bucket.archive[0].name
+  role   = "roles/storage.objectCreator"
+  member = local.pubsub_service_agent
+
+  condition {
+    title       = "archive-prefix-only"
+    description = "Only objects under the archive prefix of the ${var.name} relay."
+    expression  = local.archive_prefix_condition
+  }
+}
+
+resource "google_storage_bucket_iam_member" "archive_subscription_bucket" {
+  count = local.archive_pubsub ? 1 : 0
+
+  bucket = google_storage_bucket.archive[0].name
+  role   = "roles/storage.legacyBucketReader"
+  member = local.pubsub_service_agent
+}
+
+resource "google_pubsub_subscription" "archive" {
+  count = local.archive_pubsub ? 1 : 0
+
+  project = var.project_id
+  name    = "${var.name}-archive-to-storage"
+  topic   = google_pubsub_topic.archive[0].id
+  labels  = var.labels
+
+  # An object is written for at most max_duration, which may not exceed the ack deadline.
+  ack_deadline_seconds       = var.archive_pubsub_max_duration_secs
+  message_retention_duration = "604800s"
+
+  cloud_storage_config {
+    bucket                   = google_storage_bucket.archive[0].name
+    filename_prefix          = var.archive_prefix
+    filename_datetime_format = "YYYY/MM/DD/hh/mm_ss"
+    max_duration             = "${var.archive_pubsub_max_duration_secs}s"
+    max_bytes                = 5242880
+  }
+
+  # The service agent must be able to write before the subscription starts.
+  depends_on = [
+    google_storage_bucket_iam_member.archive_subscription,
+    google_storage_bucket_iam_member.archive_subscription_bucket,
+  ]
+}

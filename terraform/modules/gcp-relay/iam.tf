@@ -128,6 +128,16 @@ resource "google_storage_bucket_iam_member" "relay_archive" {
   }
 }
 
+# With archive_pubsub, the relay publishes the archive's records to its topic, and only there.
+resource "google_pubsub_topic_iam_member" "relay_archive_stream" {
+  count = local.archive_pubsub ? 1 : 0
+
+  project = var.project_id
+  topic   = google_pubsub_topic.archive[0].name
+  role    = "roles/pubsub.publisher"
+  member  = "serviceAccount:${google_service_account.this.email}"
+}
+
 # After a 412 the relay reads the object at the name back (objects.get), to count it as written
 # only if it is the notification's sealed record: roles/storage.objectViewer, on the prefix only
 # (its objects.list is checked on the bucket's name, so the condition leaves the relay no list).

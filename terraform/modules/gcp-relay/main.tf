@@ -44,6 +44,7 @@ locals {
       RELAY_ARCHIVE_URL            = local.archive_url
       RELAY_ARCHIVE_RETENTION_DAYS = tostring(var.archive_retention_days)
     } : {},
+    local.archive_pubsub ? { RELAY_ARCHIVE_STREAM = local.archive_stream } : {},
   )
 }
 

@@ -745,3 +745,66 @@ resource "google_monitoring_alert_policy" "metric_lines_dropped" {
     EOT
   }
 }
+
+################################################################################
+# Alert: the archive's records wait in its Cloud Storage subscription
+################################################################################
+
+# With archive_pubsub, Pub/Sub took each record when the relay answered, and the subscription
+# writes it to the bucket within archive_pubsub_max_duration_secs. A record older than 30
+# minutes in the subscription is one the bucket does not have yet: a missing grant, a deleted
+# bucket, a retention rule refusing writes.
+resource "google_monitoring_alert_policy" "archive_delivery" {
+  count = local.archive_pubsub ? 1 : 0
+
+  project               = var.project_id
+  display_name          = "${var.name}: archive records not written to the bucket"
+  combiner              = "OR"
+  enabled               = var.alerts_enabled
+  notification_channels = var.alert_notification_channels
+  severity              = "ERROR"
+  user_labels           = var.labels
+
+  conditions {
+    display_name = "oldest unwritten archive record older than 30 minutes"
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "resource.type = \"pubsub_subscription\"",
+        "resource.labels.project_id = \"${var.project_id}\"",
+        "resource.labels.subscription_id = \"${var.name}-archive-to-storage\"",
+        "metric.type = \"pubsub.googleapis.com/subscription/oldest_unacked_message_age\"",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = 1800
+      duration        = "300s"
+
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "${var.name}: archive records not written to the bucket"
+    content   = <<-EOT
+      The Cloud Storage subscription **${var.name}-archive-to-storage** (project
+      ${var.project_id}) has held an archive record for more than 30 minutes: the relay
+      answered the DSS, Pub/Sub holds the record, and the archive bucket does not have it yet,
+      so `relay replay` cannot send it.
+
+      **What to do.** `gcloud pubsub subscriptions describe ${var.name}-archive-to-storage
+      --project=${var.project_id}` shows its cloudStorageConfig state: PERMISSION_DENIED (the
+      Pub/Sub service agent lost roles/storage.objectCreator or roles/storage.legacyBucketReader
+      on the bucket: apply the module again) or NOT_FOUND (the bucket is gone). Once it is fixed
+      the subscription writes what it holds, for up to 7 days; the incident closes when the
+      oldest record is younger than 30 minutes.
+    EOT
+  }
+}

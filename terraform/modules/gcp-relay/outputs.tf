@@ -77,7 +77,7 @@ output "metric_names" {
 }
 
 output "alert_policy_names" {
-  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, dead_letters (null without dead_letter_subscriptions), undelivered (null without ledger_enabled), verified_refused and metric_lines_dropped."
+  description = "Names (projects/P/alertPolicies/ID) of the alert policies: needs_operator, bad_signature, unavailable, platform_errors, dead_letters (null without dead_letter_subscriptions), undelivered (null without ledger_enabled), verified_refused, metric_lines_dropped and archive_delivery (null without archive_pubsub)."
   value = {
     needs_operator       = google_monitoring_alert_policy.needs_operator.name
     bad_signature        = google_monitoring_alert_policy.bad_signature.name
@@ -87,6 +87,7 @@ output "alert_policy_names" {
     undelivered          = one(google_monitoring_alert_policy.undelivered[*].name)
     verified_refused     = google_monitoring_alert_policy.verified_refused.name
     metric_lines_dropped = google_monitoring_alert_policy.metric_lines_dropped.name
+    archive_delivery     = one(google_monitoring_alert_policy.archive_delivery[*].name)
   }
 }
 
@@ -155,13 +156,23 @@ output "replay_environment" {
   description = "The RELAY_* variables `relay replay`, `relay trace` and `relay split start --backfill` run with: the relay's own, with its destination, ledger and archive, without its log format and metric lines, and without RELAY_CONFIG (a path in the container). Export them before running the command, with RELAY_ARCHIVE_KEY the latest version of archive_key_secret and, with relay_config, RELAY_CONFIG the path of a copy of relay_config_secret's latest version; a replay verifies nothing, so it needs no HMAC key."
   value = {
     for name, value in local.environment : name => value
-    if !contains(["RELAY_LOG_FORMAT", "RELAY_METRICS", "RELAY_CONFIG"], name)
+    if !contains(["RELAY_LOG_FORMAT", "RELAY_METRICS", "RELAY_CONFIG", "RELAY_ARCHIVE_STREAM"], name)
   }
 }
 
 output "archive_url" {
   description = "RELAY_ARCHIVE_URL, gs://<bucket>/<prefix>: the archive the relay writes every verified notification to, and the RELAY_ARCHIVE_URL of `relay replay`; null without archive_enabled."
   value       = local.archive_url
+}
+
+output "archive_stream" {
+  description = "RELAY_ARCHIVE_STREAM, pubsub://projects/P/topics/T: the topic the relay publishes the archive's records to, which the Cloud Storage subscription archive_subscription writes to the archive; null without archive_pubsub."
+  value       = local.archive_stream
+}
+
+output "archive_subscription" {
+  description = "Name of the Cloud Storage subscription that writes the archive's records from archive_stream to the bucket; null without archive_pubsub."
+  value       = local.archive_subscription
 }
 
 output "archive_key_secret" {

@@ -284,7 +284,7 @@ variable "topic_name" {
 }
 
 variable "topic_kms_key_name" {
-  description = "Cloud KMS key (projects/P/locations/L/keyRings/R/cryptoKeys/K) that encrypts the created topic's messages; null uses Google-managed encryption. The Pub/Sub service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
+  description = "Cloud KMS key (projects/P/locations/L/keyRings/R/cryptoKeys/K) that encrypts the created topic's messages, and the archive's topic's (archive_pubsub); null uses Google-managed encryption. The Pub/Sub service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
   type        = string
   default     = null
 
@@ -578,6 +578,23 @@ variable "archive_enabled" {
   description = "Give the relay an archive: a Cloud Storage bucket created here, in which it writes every verified notification, alone as the object <archive_prefix>YYYY/MM/DD/HH/<dedup key>, or with the records queued behind a write as the lines of one object <archive_prefix>YYYY/MM/DD/HH/batch-<id> (application/json), with ifGenerationMatch=0 (it never overwrites, and takes 412 as already written), so that operators can replay from it with `relay replay` after the DSS gave up. Sets RELAY_ARCHIVE_URL = gs://<bucket>/<archive_prefix>; the service account gets roles/storage.objectCreator on the bucket, conditioned on the prefix (create only: no read, no overwrite, no delete). archive_readers read it. false creates no bucket and sets no variable."
   type        = bool
   default     = true
+}
+
+variable "archive_pubsub" {
+  description = "Write the archive through Pub/Sub (RELAY_ARCHIVE_STREAM = pubsub://<topic>): the relay publishes each sealed record to a topic created here, <name>-archive, and a Cloud Storage subscription of it writes the records it received as objects of lines under <archive_prefix>YYYY/MM/DD/hh/mm_ss_<id>, one every archive_pubsub_max_duration_secs or 5 MiB, instead of the relay writing an object per notification: about $0.28 a million 1 KB notifications, written and kept 30 days, against $5.04. The relay answers 2xx once Pub/Sub holds the record. Needs archive_enabled. false: the relay writes its objects itself."
+  type        = bool
+  default     = true
+}
+
+variable "archive_pubsub_max_duration_secs" {
+  description = "How long the archive's Cloud Storage subscription writes one object before it starts the next (max_duration, 60 to 600 seconds; it also closes one at 5 MiB): how long a record waits before `relay replay` can read it."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.archive_pubsub_max_duration_secs >= 60 && var.archive_pubsub_max_duration_secs <= 600 && floor(var.archive_pubsub_max_duration_secs) == var.archive_pubsub_max_duration_secs
+    error_message = "archive_pubsub_max_duration_secs must be a whole number of seconds from 60 to 600."
+  }
 }
 
 variable "archive_bucket_name" {

@@ -84,23 +84,32 @@ pub(crate) fn kept_since(config: &Config, now: SystemTime) -> Option<SystemTime>
     Some(now.checked_sub(kept).unwrap_or(UNIX_EPOCH))
 }
 
-/// The names of the objects archived in the hours from `since` to `until`, and the hour after
-/// (an engine such as Firehose files a record under the hour it received it in, which may be
-/// the next), in order.
+/// The names of the objects archived in the hours from `since` to `until`, in order, with those
+/// an engine (`RELAY_ARCHIVE_STREAM`) wrote in the hour before and the hour after: it names an
+/// object by when it started it (Firehose, by its oldest record's arrival; a Cloud Storage
+/// subscription, by the object's creation), and fills it for up to 15 minutes, so a record may
+/// be filed under the hour before its own or, arriving late, the hour after. Readers take each
+/// record by its own receipt time.
 pub(crate) async fn list(
     archive: &dyn Archive,
     url: &str,
     since: SystemTime,
     until: SystemTime,
 ) -> Result<Vec<String>, String> {
+    let hour = Duration::from_secs(3600);
+    let before = since.checked_sub(hour).unwrap_or(UNIX_EPOCH);
+    let (first, last) = (hours(since, since), hours(until, until));
     let mut keys = Vec::new();
-    for hour in hours(since, until + Duration::from_secs(3600)) {
-        keys.extend(
-            archive
-                .list(&hour)
-                .await
-                .map_err(|e| format!("{url}: {e}"))?,
-        );
+    for prefix in hours(before, until + hour) {
+        let listed = archive
+            .list(&prefix)
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        // The relay files its own objects under their records' hour: the hours around the
+        // window hold none of the window's.
+        let around = prefix < first[0] || prefix > last[0];
+        let window = |key: &String| !around || !relay_core::archive::written_by_relay(key);
+        keys.extend(listed.into_iter().filter(window));
     }
     keys.sort();
     Ok(keys)
@@ -184,4 +193,43 @@ pub(crate) fn records(
             };
             futures_util::stream::iter(records)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relay_core::archive::DirArchive;
+
+    #[tokio::test]
+    async fn a_window_takes_an_engines_objects_of_the_hours_around_it_and_only_its_own_hours() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = DirArchive::open(dir.path()).unwrap();
+        let own = "d649e099e93e44b9b1682b362695caccd4e7ad961063788cb05690dec2ac6f38";
+        let names = [
+            format!("2026/12/05/13/{own}"),
+            "2026/12/05/13/batch-0123456789abcdef0123456789abcdef".to_owned(),
+            "2026/12/05/13/58_01_3a9c0e4e-engine".to_owned(),
+            format!("2026/12/05/14/{own}"),
+            "2026/12/05/15/00_02_7b1d-engine".to_owned(),
+            format!("2026/12/05/15/{own}"),
+            "2026/12/05/12/59_00_0000-engine".to_owned(),
+        ];
+        for name in &names {
+            let line = bytes::Bytes::from_static(b"{}\n");
+            archive.put(name, line).await.unwrap();
+        }
+        let at = |h: u64, m: u64| {
+            // 2026-12-05T00:00:00Z
+            UNIX_EPOCH + Duration::from_secs(1_796_428_800 + h * 3600 + m * 60)
+        };
+        let listed = list(&archive, "dir", at(14, 0), at(14, 30)).await.unwrap();
+        assert_eq!(
+            listed,
+            [
+                "2026/12/05/13/58_01_3a9c0e4e-engine".to_owned(),
+                format!("2026/12/05/14/{own}"),
+                "2026/12/05/15/00_02_7b1d-engine".to_owned(),
+            ]
+        );
+    }
 }

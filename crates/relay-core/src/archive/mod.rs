@@ -30,6 +30,8 @@ pub mod dir;
 mod firehose;
 #[cfg(feature = "gcs")]
 mod gcs;
+#[cfg(feature = "pubsub")]
+mod pubsub;
 mod record;
 #[cfg(feature = "s3")]
 mod s3;
@@ -49,13 +51,15 @@ pub use dir::DirArchive;
 pub use firehose::FirehoseStream;
 #[cfg(feature = "gcs")]
 pub use gcs::GcsArchive;
+#[cfg(feature = "pubsub")]
+pub use pubsub::PubSubStream;
 pub use record::{
     FORMAT, KEPT_HEADERS, REFUSED_PREFIX, Record, RecordError, Refused, is_secret_header,
 };
 #[cfg(feature = "s3")]
 pub use s3::S3Archive;
 pub use seal::{ArchiveKey, MIN_KEY_BYTES};
-pub use sink::{BATCH_BYTES, BATCH_RECORDS, destination, object_limit, records};
+pub use sink::{BATCH_BYTES, BATCH_RECORDS, destination, object_limit, records, written_by_relay};
 pub use stream::{RecordStream, StreamUrl, open_stream};
 
 /// The archive's name among the destinations: in answers, the ledger and `relay trace`. A

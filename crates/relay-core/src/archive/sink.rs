@@ -78,6 +78,22 @@ pub fn records(key: &str, object: &Bytes) -> Vec<(String, Bytes)> {
     }
 }
 
+/// Whether `key` names an object the relay wrote itself: a record under its dedup key (a DSS or
+/// other sender's key, `refused-<hash>`) or a batch (`batch-<32 hex>`). The relay files those
+/// under the hour it received their records in; an engine (`RELAY_ARCHIVE_STREAM`) names its
+/// objects by when it started them, so that one may hold records of the next hour too.
+pub fn written_by_relay(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    let hex = |text: &str, digits: usize| {
+        text.len() == digits && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    let record = name.strip_prefix(super::REFUSED_PREFIX).unwrap_or(name);
+    hex(record, 64)
+        || name
+            .strip_prefix("batch-")
+            .is_some_and(|batch| hex(batch, 32))
+}
+
 /// The most bytes of records in an object an engine writes (`RELAY_ARCHIVE_STREAM`) that
 /// readers take: the aws-relay module has Firehose write at most 5 MiB at a time, and a
 /// batch it takes in one call may carry it past that.
@@ -304,6 +320,26 @@ mod tests {
             dropped_headers: Vec::new(),
             payload: Bytes::from(format!("{{\"n\": {n},\n\"line\": \"two\"}}")),
             refused: None,
+        }
+    }
+
+    #[test]
+    fn the_relay_knows_its_own_objects_from_an_engines() {
+        let key = "d649e099e93e44b9b1682b362695caccd4e7ad961063788cb05690dec2ac6f38";
+        for own in [
+            format!("notifications/2026/12/05/14/{key}"),
+            format!("2026/12/05/14/refused-{key}"),
+            "2026/12/05/14/batch-0123456789abcdef0123456789abcdef".to_owned(),
+        ] {
+            assert!(written_by_relay(&own), "{own}");
+        }
+        for engine in [
+            "notifications/2026/12/05/14/dss-relay-archive-1-2026-12-05-14-58-01-8f1c2d3e-aaaa",
+            "notifications/2026/12/05/14/58_01_3a9c0e4e-7d2b-4b55-9b1e-0c4f6b2d7e10",
+            "2026/12/05/14/batch-0123",
+            "2026/12/05/14/D649E099E93E44B9B1682B362695CACCD4E7AD961063788CB05690DEC2AC6F38",
+        ] {
+            assert!(!written_by_relay(engine), "{engine}");
         }
     }
 

@@ -6,7 +6,13 @@
 //!
 //! - `firehose://<delivery stream>`: Amazon Data Firehose, delivering to the `s3://` archive
 //!   (cargo feature `firehose`). Its objects are `PREFIX/YYYY/MM/DD/HH/<stream>-…`, by the hour
-//!   in which Firehose received the records: the hour after a record's own at the latest.
+//!   in which Firehose received the oldest record of each.
+//! - `pubsub://projects/<project>/topics/<topic>`: a Pub/Sub topic whose Cloud Storage
+//!   subscription writes the `gs://` archive (cargo feature `pubsub`). Its objects are
+//!   `PREFIX/YYYY/MM/DD/HH/mm_ss_<id>`, by the time the subscription started each.
+//!
+//! Either engine fills an object for minutes after naming it: readers list the hours around
+//! their window too.
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,6 +20,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{ArchiveError, ArchiveUrl};
+use crate::sink::pubsub::PubSubTopic;
 
 /// Where the archive's records are written through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,9 +30,17 @@ pub enum StreamUrl {
         /// The delivery stream's name.
         name: String,
     },
+    /// A Pub/Sub topic with a Cloud Storage subscription.
+    PubSub {
+        /// The topic.
+        topic: PubSubTopic,
+        /// `PUBSUB_EMULATOR_HOST`, set by the configuration: publish to that emulator instead.
+        emulator_host: Option<String>,
+    },
 }
 
-const STREAM_FORMS: &str = "firehose://<delivery stream name>";
+const STREAM_FORMS: &str =
+    "firehose://<delivery stream name> or pubsub://projects/<project>/topics/<topic>";
 
 impl std::str::FromStr for StreamUrl {
     type Err = crate::text::InvalidValue;
@@ -39,11 +54,19 @@ impl std::str::FromStr for StreamUrl {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
         };
+        let refuse = || format!("expected {STREAM_FORMS}, got {text:?}").into();
+        if let Some(topic) = text.strip_prefix("pubsub://") {
+            let topic = topic.parse().map_err(|_| refuse())?;
+            return Ok(Self::PubSub {
+                topic,
+                emulator_host: None,
+            });
+        }
         match text.strip_prefix("firehose://") {
             Some(name) if valid(name) => Ok(Self::Firehose {
                 name: name.to_owned(),
             }),
-            _ => Err(format!("expected {STREAM_FORMS}, got {text:?}").into()),
+            _ => Err(refuse()),
         }
     }
 }
@@ -54,19 +77,24 @@ impl fmt::Display for StreamUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Firehose { name } => write!(f, "firehose://{name}"),
+            Self::PubSub { topic, .. } => write!(f, "pubsub://{topic}"),
         }
     }
 }
 
 impl StreamUrl {
-    /// Why this engine cannot write to `archive`, if it cannot: Firehose delivers to S3.
+    /// Why this engine cannot write to `archive`, if it cannot: Firehose delivers to S3, a
+    /// Cloud Storage subscription to Cloud Storage.
     pub fn refuses(&self, archive: &ArchiveUrl) -> Option<String> {
-        match (self, archive) {
-            (Self::Firehose { .. }, ArchiveUrl::S3 { .. }) => None,
-            (Self::Firehose { .. }, other) => Some(format!(
-                "{self} delivers to an s3:// archive; RELAY_ARCHIVE_URL is {other}"
-            )),
-        }
+        let delivers_to = match (self, archive) {
+            (Self::Firehose { .. }, ArchiveUrl::S3 { .. }) => return None,
+            (Self::PubSub { .. }, ArchiveUrl::Gcs { .. }) => return None,
+            (Self::Firehose { .. }, _) => "an s3://",
+            (Self::PubSub { .. }, _) => "a gs://",
+        };
+        Some(format!(
+            "{self} delivers to {delivers_to} archive; RELAY_ARCHIVE_URL is {archive}"
+        ))
     }
 }
 
@@ -99,6 +127,13 @@ pub async fn open_stream(
             let sdk = crate::sink::given_or_loaded(aws).await;
             Ok(Arc::new(super::firehose::FirehoseStream::new(&sdk, name)))
         }
+        #[cfg(feature = "pubsub")]
+        StreamUrl::PubSub {
+            topic,
+            emulator_host,
+        } => Ok(Arc::new(
+            super::pubsub::PubSubStream::new(topic, emulator_host.as_deref()).await?,
+        )),
         #[allow(unreachable_patterns)]
         other => Err(ArchiveError::Open(format!(
             "{other}: this build leaves out the cargo feature for this engine"
@@ -118,12 +153,23 @@ mod tests {
         assert_eq!(url.refuses(&s3), None);
         let folder: ArchiveUrl = "target/run/archive".parse().unwrap();
         assert!(url.refuses(&folder).unwrap().contains("s3://"));
+        let gs: ArchiveUrl = "gs://bucket-name/notifications".parse().unwrap();
+        assert!(url.refuses(&gs).unwrap().contains("s3://"));
+        let topic = "pubsub://projects/hca-relay/topics/dss-relay-archive";
+        let url: StreamUrl = topic.parse().unwrap();
+        assert_eq!(url.to_string(), topic);
+        assert_eq!(url.refuses(&gs), None);
+        assert!(url.refuses(&s3).unwrap().contains("gs://"));
+        assert!(url.refuses(&folder).unwrap().contains("gs://"));
         for bad in [
             "",
             "firehose://",
             "firehose://a/b",
             "kinesis://x",
             "firehose://a b",
+            "pubsub://",
+            "pubsub://dss-relay-archive",
+            "pubsub://projects/p/subscriptions/sub",
         ] {
             assert!(bad.parse::<StreamUrl>().is_err(), "{bad:?} was taken");
         }

@@ -126,6 +126,17 @@ impl ArchiveConfig {
     }
 }
 
+impl ArchiveConfig {
+    /// This archive with its Pub/Sub stream, if it has one, publishing to the emulator at
+    /// `host` (`PUBSUB_EMULATOR_HOST`), as Pub/Sub sinks do.
+    pub(super) fn through_emulator(mut self, host: Option<&str>) -> Self {
+        if let Some(StreamUrl::PubSub { emulator_host, .. }) = &mut self.stream {
+            *emulator_host = host.map(str::to_owned);
+        }
+        self
+    }
+}
+
 /// The archive the variables (and the `RELAY_CONFIG` file they name) configure, if any,
 /// without the rest of the relay's configuration: for tools that only read the archive.
 pub fn archive_from_vars(

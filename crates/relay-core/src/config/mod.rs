@@ -221,6 +221,7 @@ impl Config {
             return Err(ConfigErrors(errors));
         }
         let skew = settings.max_clock_skew_secs.map_or(0, |s| s.0);
+        let pubsub_emulator = var("PUBSUB_EMULATOR_HOST").filter(|h| !h.is_empty());
         Ok(Self {
             keys,
             keys_secret_arn,
@@ -253,9 +254,9 @@ impl Config {
                 }),
             sources,
             ledger: LedgerConfig::from_settings(&settings),
-            archive,
+            archive: archive.map(|a| a.through_emulator(pubsub_emulator.as_deref())),
             warm_connections: settings.warm_connections.is_none_or(|f| f.0),
-            pubsub_emulator: var("PUBSUB_EMULATOR_HOST").filter(|h| !h.is_empty()),
+            pubsub_emulator,
             config_file,
             settings,
         })

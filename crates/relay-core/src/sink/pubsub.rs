@@ -87,6 +87,8 @@ crate::text::checked_string!(
 
 #[cfg(feature = "pubsub")]
 pub use client::PubSubSink;
+#[cfg(feature = "pubsub")]
+pub(crate) use client::{classify, publisher};
 
 #[cfg(feature = "pubsub")]
 mod client {
@@ -112,22 +114,31 @@ mod client {
         pub async fn new(
             target: &PubSubConfig,
         ) -> Result<Self, google_cloud_gax::client_builder::Error> {
-            let mut builder = Publisher::builder(target.topic.to_string());
-            if let Some(host) = &target.emulator_host {
-                builder = builder
-                    .with_endpoint(format!("http://{host}"))
-                    .with_credentials(
-                        google_cloud_auth::credentials::anonymous::Builder::new().build(),
-                    );
-            }
             Ok(Self {
                 name: format!(
                     "pubsub:{}",
                     target.topic.as_str().rsplit('/').next().unwrap_or_default()
                 ),
-                publisher: builder.build().await?,
+                publisher: publisher(&target.topic, target.emulator_host.as_deref()).await?,
             })
         }
+    }
+
+    /// A publisher to `topic`: against the emulator at `emulator_host` with anonymous
+    /// credentials, else against Google with the platform's default credentials.
+    pub(crate) async fn publisher(
+        topic: &super::PubSubTopic,
+        emulator_host: Option<&str>,
+    ) -> Result<Publisher, google_cloud_gax::client_builder::Error> {
+        let mut builder = Publisher::builder(topic.to_string());
+        if let Some(host) = emulator_host {
+            builder = builder
+                .with_endpoint(format!("http://{host}"))
+                .with_credentials(
+                    google_cloud_auth::credentials::anonymous::Builder::new().build(),
+                );
+        }
+        builder.build().await
     }
 
     #[async_trait::async_trait]
@@ -168,7 +179,7 @@ mod client {
     }
 
     /// Missing topics, permissions and invalid arguments need an operator; the rest is retried.
-    fn classify(error: PublishError) -> SinkError {
+    pub(crate) fn classify(error: PublishError) -> SinkError {
         let permanent = match &error {
             PublishError::Rpc(e) => e.status().is_some_and(|s| {
                 matches!(
