@@ -21,3 +21,4 @@ mod routing;
 mod secrets;
 mod sns;
 mod sqs;
+mod trace_context;

@@ -3,9 +3,8 @@
 use crate::common::{attribute, create_queue, gcf, sdk, sqs, unique};
 use crate::sqs::json_and_multipart_arrive_unchanged;
 
-#[tokio::test]
-async fn json_and_multipart_reach_an_sns_topic_unchanged() {
-    let sqs = sqs().await;
+/// A new topic, and a new queue subscribed to it with raw message delivery: their ARN and URL.
+pub(crate) async fn topic_into_queue(sqs: &aws_sdk_sqs::Client) -> (String, String) {
     let sns = aws_sdk_sns::Client::new(&sdk().await);
     let topic = sns
         .create_topic()
@@ -16,7 +15,7 @@ async fn json_and_multipart_reach_an_sns_topic_unchanged() {
         .topic_arn()
         .unwrap()
         .to_owned();
-    let queue = create_queue(&sqs, false).await;
+    let queue = create_queue(sqs, false).await;
     let queue_arn = sqs
         .get_queue_attributes()
         .queue_url(&queue)
@@ -35,7 +34,13 @@ async fn json_and_multipart_reach_an_sns_topic_unchanged() {
         .send()
         .await
         .unwrap();
+    (topic, queue)
+}
 
+#[tokio::test]
+async fn json_and_multipart_reach_an_sns_topic_unchanged() {
+    let sqs = sqs().await;
+    let (topic, queue) = topic_into_queue(&sqs).await;
     let url = gcf(&[("RELAY_SNS_TOPIC_ARN", &topic)]).await;
     let messages = json_and_multipart_arrive_unchanged(&sqs, &queue, &url, "sns", "DELETE").await;
     assert_eq!(attribute(&messages[0], "dss.event_type"), Some("DELETE"));

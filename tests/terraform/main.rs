@@ -569,6 +569,12 @@ fn lambda_role_allows_exactly_what_the_enabled_sinks_call() {
         ));
     }
 
+    // tracing_mode = "Active": the function's segments to X-Ray, whose calls take no resource
+    // (their statement's only resource is "*", gated on the variable).
+    for action in ["xray:PutTraceSegments", "xray:PutTelemetryRecords"] {
+        expected.push((action, Some("var.tracing_mode == \"Active\"".to_owned())));
+    }
+
     let statements = policy_statements(&config, &documents[0]);
     let mut granted: Vec<(&str, Option<String>)> = Vec::new();
     for statement in &statements {

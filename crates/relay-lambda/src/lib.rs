@@ -21,12 +21,16 @@ const METRICS_FLUSH_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// Turns one event into one relay answer.
 pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
-    let deadline = request
-        .lambda_context_ref()
-        .and_then(|ctx| deadline(ctx.deadline));
+    let context = request.lambda_context_ref();
+    let deadline = context.and_then(|ctx| deadline(ctx.deadline));
+    // The invocation's X-Ray trace id (Lambda's `_X_AMZN_TRACE_ID`), in the header the core
+    // reads it from: the function's own segment, which the request's header precedes.
+    let xray = context
+        .and_then(|ctx| ctx.xray_trace_id.as_deref())
+        .and_then(|id| lambda_http::http::HeaderValue::from_str(id).ok());
     // Background work freezes between invocations: stored routes are read here, when stale.
     relay.refresh_if_due(ROUTES_READ_TIMEOUT).await;
-    let request = request.map(|body| {
+    let mut request = request.map(|body| {
         Full::new(match body {
             Body::Empty => Bytes::new(),
             Body::Text(text) => Bytes::from(text),
@@ -34,6 +38,11 @@ pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
             other => Bytes::copy_from_slice(other.as_ref()),
         })
     });
+    if let Some(xray) = xray {
+        request
+            .headers_mut()
+            .insert(relay_core::sink::XRAY_HEADER, xray);
+    }
     let outcome = relay.handle(request, deadline).await;
     // An environment can be frozen once it has answered, and stopped while frozen: the
     // invocation's metric lines are written (by relay-core's writer thread) before the answer

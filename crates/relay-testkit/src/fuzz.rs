@@ -173,6 +173,28 @@ pub fn config_file(data: &[u8]) {
     }
 }
 
+/// The trace context of `headers`, never a panic: what it passes on reads back as itself.
+fn trace_context(headers: &http::HeaderMap) -> Option<relay_core::sink::TraceContext> {
+    use relay_core::sink::TraceContext;
+    let context = TraceContext::from_headers(headers)?;
+    let again = |name: &str, value: String| {
+        let headers = http::HeaderMap::from_iter([(
+            http::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+            http::HeaderValue::from_str(&value).expect("a header value"),
+        )]);
+        TraceContext::from_headers(&headers).expect("it reads back")
+    };
+    if let Some(traceparent) = context.traceparent() {
+        assert_eq!(
+            again("traceparent", traceparent).trace_id(),
+            context.trace_id()
+        );
+    }
+    let xray = again(relay_core::sink::XRAY_HEADER, context.xray_header());
+    assert_eq!(xray.trace_id(), context.trace_id());
+    Some(context)
+}
+
 /// An archive record of a request: header lines (`name: value`), a blank line, the body. What
 /// the record keeps holds no header that may carry a credential or a signature, only headers of
 /// the allow-list or one a route names (`x-route-named`); kept and dropped name every header;
@@ -212,6 +234,7 @@ pub fn archive_record(data: &[u8]) {
         dedup_id: None,
         ordering_key: None,
         received_at: std::time::SystemTime::UNIX_EPOCH,
+        trace: trace_context(&headers).map(std::sync::Arc::new),
     };
     let named = std::collections::BTreeSet::from(["x-route-named".to_owned()]);
     let record = Record::of(&message, request, &named);

@@ -265,6 +265,17 @@ data "aws_iam_policy_document" "this" {
   # RELAY_ARCHIVE_STREAM: the records go through the archive's delivery stream, and only that
   # one (at start, RELAY_WARM_CONNECTIONS opens the connection with a PutRecordBatch of no
   # record, which Firehose refuses).
+  # tracing_mode = "Active": the function's segments sent to X-Ray (the calls take no resource).
+  dynamic "statement" {
+    for_each = var.tracing_mode == "Active" ? ["*"] : []
+    content {
+      sid       = "SendTraces"
+      effect    = "Allow"
+      actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+      resources = [statement.value]
+    }
+  }
+
   dynamic "statement" {
     for_each = local.archive_firehose ? [local.archive_stream_arn] : []
     content {

@@ -227,7 +227,7 @@ resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_116:The function is invoked synchronously through its Function URL; a Lambda dead-letter queue only receives failed asynchronous invocations. A failed relay answers non-2xx and the DSS retries.
   #checkov:skip=CKV_AWS_117:The function calls only public AWS endpoints (SQS, SNS, Secrets Manager, DynamoDB, S3); a VPC would add NAT or endpoints and no protection.
   #checkov:skip=CKV_AWS_272:The package is built from this repository by `make lambda` and uploaded by Terraform; there is no AWS Signer profile in this deployment.
-  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments and xray:PutTelemetryRecords, and the role grants only what the sinks call; the relay logs one line per request.
+  #checkov:skip=CKV_AWS_50:Active X-Ray tracing is an option (tracing_mode = "Active", with its grant); by default Lambda passes the caller's trace header through, and the relay passes it on to SQS (AWSTraceHeader) and SNS.
   function_name = var.name
   # The relay reads its configuration file once, at start: a new version of it changes the
   # description, and a changed configuration makes Lambda start new execution environments.
@@ -250,6 +250,12 @@ resource "aws_lambda_function" "this" {
   logging_config {
     log_format = "Text"
     log_group  = aws_cloudwatch_log_group.this.name
+  }
+
+  # The invocation's X-Ray trace id reaches the relay either way, which passes it on to the
+  # messages (docs/destinations.md, Trace context); Active also records the function's segments.
+  tracing_config {
+    mode = var.tracing_mode
   }
 
   tags = var.tags

@@ -776,3 +776,14 @@ variable "extra_environment" {
     error_message = "extra_environment takes RELAY_* settings only, no secret (RELAY_HMAC_KEYS, RELAY_HMAC_SECRET, RELAY_ARCHIVE_KEY), and not RELAY_CONFIG (set relay_config: the module keeps the file in a secret and grants reading it)."
   }
 }
+
+variable "tracing_mode" {
+  description = "The function's X-Ray tracing (tracing_config): \"PassThrough\" (Lambda's default) gives each invocation the caller's trace id, if any, and records nothing; \"Active\" samples and records the function's segments, and the role may then xray:PutTraceSegments and xray:PutTelemetryRecords (X-Ray bills traces recorded beyond its free tier). Either way the relay passes the trace on to its messages: AWSTraceHeader on SQS, traceparent on SNS."
+  type        = string
+  default     = "PassThrough"
+
+  validation {
+    condition     = contains(["PassThrough", "Active"], var.tracing_mode)
+    error_message = "tracing_mode must be \"PassThrough\" or \"Active\"."
+  }
+}

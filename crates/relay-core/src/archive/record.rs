@@ -234,6 +234,7 @@ impl Record {
             dedup_id: None,
             ordering_key: None,
             received_at: self.received_at,
+            trace: None,
         }
     }
 
@@ -424,6 +425,7 @@ mod tests {
             dedup_id: None,
             ordering_key: None,
             received_at: SystemTime::UNIX_EPOCH,
+            trace: None,
         };
         // A route names x-tenant, and (wrongly) x-api-key.
         let named: BTreeSet<String> = ["x-tenant".to_owned(), "x-api-key".to_owned()].into();

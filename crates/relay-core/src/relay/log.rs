@@ -18,6 +18,8 @@ pub(super) struct LogFields {
     identity: Option<Identity>,
     pub(super) routes_version: Option<String>,
     pub(super) split: Option<String>,
+    /// The request's trace id, when it carried a trace context.
+    pub(super) trace_id: Option<String>,
 }
 
 /// The identity fields of the log line, in [`Field`]'s order, one after the other in one string
@@ -117,6 +119,7 @@ impl Relay {
                     event_type = fields.identity(Field::EventType),
                     routes_version = fields.routes_version.as_deref(),
                     split = fields.split.as_deref(),
+                    trace_id = fields.trace_id.as_deref(),
                     latency_ms,
                     $msg
                 )

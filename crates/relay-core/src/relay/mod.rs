@@ -39,7 +39,7 @@ use self::attempt::{Attempt, Planned};
 pub use self::ledger::UNDELIVERED_AFTER_MS;
 use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
-use self::publish::Traffic;
+use self::publish::{Answered, Traffic};
 pub use self::replay::{
     REPLAYED, ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection,
 };
@@ -348,6 +348,8 @@ impl Relay {
         let filtered = decision.destinations.is_empty();
         fields.filtered = filtered;
         let base = Message::new(&notification, &parts.headers, received_at);
+        let trace_id = base.trace.as_ref().map(|t| t.trace_id());
+        fields.trace_id = trace_id.map(str::to_owned);
         // Every routed destination's message is shaped and size-checked before any sink is
         // called: a notification one of them cannot take is refused before anything leaves.
         let mut planned = Vec::with_capacity(decision.destinations.len() + 1);
@@ -387,7 +389,12 @@ impl Relay {
             })
             .await?;
         fields.duplicate = attempted.is_duplicate();
-        self.delivered(&notification, &attempted, routes_version, filtered)
+        let answered = Answered {
+            routes_version,
+            filtered,
+            trace_id,
+        };
+        self.delivered(&notification, &attempted, answered)
     }
 }
 

@@ -76,16 +76,22 @@ impl Relay {
         &self,
         notification: &Notification<Verified>,
         attempted: &Attempted<'_>,
-        routes_version: Option<&str>,
-        filtered: bool,
+        answered: Answered<'_>,
     ) -> Result<Outcome, Error> {
+        let Answered {
+            routes_version,
+            filtered,
+            trace_id,
+        } = answered;
         let deliveries = deliveries(notification, attempted)?;
         let status = match (attempted.is_duplicate(), filtered) {
             (true, _) => {
                 self.metrics.duplicate();
                 "duplicate"
             }
-            (false, true) => return Ok(self.filtered(notification, &deliveries, routes_version)),
+            (false, true) => {
+                return Ok(self.filtered(notification, &deliveries, routes_version, trace_id));
+            }
             (false, false) => "published",
         };
         Ok(Outcome::json(
@@ -95,6 +101,7 @@ impl Relay {
                 dedup_key: notification.dedup_key(),
                 deliveries: Some(&deliveries),
                 routes_version,
+                trace_id,
             },
         ))
     }
@@ -105,6 +112,7 @@ impl Relay {
         notification: &Notification<Verified>,
         deliveries: &[Delivery<'_>],
         routes_version: Option<&str>,
+        trace_id: Option<&str>,
     ) -> Outcome {
         Outcome::json(
             StatusCode::ACCEPTED,
@@ -113,6 +121,7 @@ impl Relay {
                 dedup_key: notification.dedup_key(),
                 routes_version,
                 deliveries: (!deliveries.is_empty()).then_some(deliveries),
+                trace_id,
             },
         )
     }
@@ -126,6 +135,18 @@ struct Accepted<'a> {
     dedup_key: &'a str,
     deliveries: Option<&'a [Delivery<'a>]>,
     routes_version: Option<&'a str>,
+    /// The request's trace id, when it carried a trace context.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<&'a str>,
+}
+
+/// How a delivered notification is answered, beside its deliveries.
+pub(super) struct Answered<'a> {
+    pub(super) routes_version: Option<&'a str>,
+    /// No route took it.
+    pub(super) filtered: bool,
+    /// The request's trace id, if it carried a trace context.
+    pub(super) trace_id: Option<&'a str>,
 }
 
 /// The body of a 202 `filtered` answer (`deliveries` only when the archive took it).
@@ -136,6 +157,8 @@ struct Filtered<'a> {
     routes_version: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     deliveries: Option<&'a [Delivery<'a>]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<&'a str>,
 }
 
 /// One destination's delivery in a 202 answer: its configured name, what it delivers to, and

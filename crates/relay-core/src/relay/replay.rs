@@ -337,6 +337,8 @@ fn message_of(record: &Record, notification: &Notification<Verified>) -> Message
         dedup_id: None,
         ordering_key: None,
         received_at: record.received_at,
+        // A replay starts a trace of its own, if any: the sender's has long ended.
+        trace: None,
     }
 }
 

@@ -104,6 +104,9 @@ pub(super) struct Entry {
     pub(super) group_id: Option<String>,
     /// FIFO `MessageDeduplicationId`.
     pub(super) dedup_id: Option<String>,
+    /// The request's trace context as X-Ray's header, SQS's `AWSTraceHeader` (SNS takes it
+    /// as an attribute instead).
+    pub(super) trace_header: Option<String>,
 }
 
 impl Entry {
@@ -115,6 +118,10 @@ impl Entry {
             attributes: message.attributes.clone(),
             group_id: message.group_id.clone(),
             dedup_id: message.dedup_id.clone(),
+            trace_header: message
+                .trace
+                .as_deref()
+                .map(super::TraceContext::xray_header),
         })
     }
 
@@ -137,6 +144,7 @@ impl Entry {
             attributes,
             group_id: None,
             dedup_id: None,
+            trace_header: None,
         }
     }
 }
@@ -341,6 +349,7 @@ mod tests {
             dedup_id: group.map(|_| "k".to_owned()),
             ordering_key: None,
             received_at: SystemTime::UNIX_EPOCH,
+            trace: None,
         }
     }
 

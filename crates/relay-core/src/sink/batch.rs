@@ -377,6 +377,7 @@ mod tests {
             dedup_id: None,
             ordering_key: None,
             received_at: SystemTime::now(),
+            trace: None,
         }
     }
 

@@ -16,6 +16,7 @@ mod resource;
 mod shape;
 pub mod sns;
 pub mod sqs;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub use shape::{
 };
 pub use sns::SnsConfig;
 pub use sqs::{SqsConfig, region_of_host};
+pub use trace::{TraceContext, XRAY_HEADER};
 
 use crate::notification::{Notification, Verified};
 
@@ -65,6 +67,9 @@ pub struct Message {
     pub ordering_key: Option<String>,
     /// When the relay received the request.
     pub received_at: SystemTime,
+    /// The request's trace context, passed on as each destination takes it (shared between
+    /// the destinations' messages).
+    pub trace: Option<std::sync::Arc<TraceContext>>,
 }
 
 impl Message {
@@ -84,6 +89,7 @@ impl Message {
             dedup_id: None,
             ordering_key: None,
             received_at,
+            trace: TraceContext::from_headers(headers).map(std::sync::Arc::new),
         }
     }
 

@@ -57,7 +57,11 @@ impl PubSubConfig {
     }
 
     pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
-        let mut shape = Shape::new(selection, None)?;
+        let trace = super::shape::TraceAttributes {
+            prefix: "googclient_",
+            state: true,
+        };
+        let mut shape = Shape::new(selection, None)?.with_trace(trace);
         shape.ordering_key = self.ordering_key.clone();
         Ok(shape)
     }

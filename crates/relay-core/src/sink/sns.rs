@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::shape::Template;
-use super::shape::{ShapeError, fifo_ids};
+use super::shape::{ShapeError, TraceAttributes, fifo_ids};
 use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape};
 
 /// A `type = "sns"` sink, or `RELAY_SNS_TOPIC_ARN` with `RELAY_SNS_MAX_MESSAGE_BYTES`.
@@ -63,8 +63,12 @@ impl SnsConfig {
             self.message_group_id.as_ref(),
             self.message_deduplication_id.as_ref(),
         );
+        let trace = TraceAttributes {
+            prefix: "",
+            state: false,
+        };
         fifo_ids(
-            Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?,
+            Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?.with_trace(trace),
             self.is_fifo(),
             group,
             dedup,

@@ -143,7 +143,10 @@ mod api {
 
     use aws_sdk_sqs::Client;
     use aws_sdk_sqs::config::Region;
-    use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+    use aws_sdk_sqs::types::{
+        MessageAttributeValue, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
+        SendMessageBatchRequestEntry,
+    };
 
     use super::super::SinkError;
     use super::super::aws::{
@@ -223,6 +226,25 @@ mod api {
             .collect()
     }
 
+    /// `AWSTraceHeader`, the system attribute X-Ray follows (outside the ten attributes).
+    fn trace_attribute(
+        header: Option<String>,
+    ) -> Result<
+        Option<HashMap<MessageSystemAttributeNameForSends, MessageSystemAttributeValue>>,
+        SinkError,
+    > {
+        let Some(header) = header else {
+            return Ok(None);
+        };
+        let value = MessageSystemAttributeValue::builder()
+            .data_type("String")
+            .string_value(header)
+            .build()
+            .map_err(invalid)?;
+        let name = MessageSystemAttributeNameForSends::AwsTraceHeader;
+        Ok(Some(HashMap::from([(name, value)])))
+    }
+
     #[async_trait::async_trait]
     impl AwsApi for Queue {
         async fn warm(&self) -> Result<(), SinkError> {
@@ -244,6 +266,7 @@ mod api {
                 .message_body(entry.body_string())
                 .set_message_group_id(entry.group_id)
                 .set_message_deduplication_id(entry.dedup_id)
+                .set_message_system_attributes(trace_attribute(entry.trace_header)?)
                 .send()
                 .await
                 .map_err(classify)?;
@@ -312,8 +335,9 @@ mod wire {
     use super::super::aws::Entry;
 
     /// The request body for `entries`:
-    /// `{"QueueUrl": …, "Entries": [{"Id", "MessageBody", "MessageAttributes", "MessageGroupId",
-    /// "MessageDeduplicationId"}, …]}`, each attribute `{"DataType": "String", "StringValue": …}`.
+    /// `{"QueueUrl": …, "Entries": [{"Id", "MessageBody", "MessageAttributes",
+    /// "MessageSystemAttributes", "MessageGroupId", "MessageDeduplicationId"}, …]}`, each
+    /// attribute `{"DataType": "String", "StringValue": …}`, the system one `AWSTraceHeader`.
     pub(super) fn batch_body(queue_url: &str, entries: &[Entry]) -> Bytes {
         let size = entries.iter().map(|e| e.body().len() + 512).sum::<usize>();
         let mut out = Vec::with_capacity(size + queue_url.len() + 32);
@@ -340,6 +364,12 @@ mod wire {
                     out.push(b'}');
                 }
                 out.push(b'}');
+            }
+            if let Some(header) = &entry.trace_header {
+                out.extend_from_slice(b",\"MessageSystemAttributes\":{\"AWSTraceHeader\":");
+                out.extend_from_slice(b"{\"DataType\":\"String\",\"StringValue\":");
+                string(&mut out, header);
+                out.extend_from_slice(b"}}");
             }
             for (key, value) in [
                 (&b",\"MessageGroupId\":"[..], &entry.group_id),
@@ -466,6 +496,8 @@ mod tests {
         let mut first = Entry::for_tests("0", tricky, attributes);
         first.group_id = Some("sub-1".into());
         first.dedup_id = Some("k".into());
+        let xray = "Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=1";
+        first.trace_header = Some(xray.into());
         let entries = [first, Entry::for_tests("1", "{}", Default::default())];
         let url = "https://sqs.eu-west-1.amazonaws.com/1/dss.fifo";
         let body = wire::batch_body(url, &entries);
@@ -480,6 +512,9 @@ mod tests {
                         "MessageBody": tricky,
                         "MessageAttributes": {
                             "dss.event_type": {"DataType": "String", "StringValue": "CREATE"}
+                        },
+                        "MessageSystemAttributes": {
+                            "AWSTraceHeader": {"DataType": "String", "StringValue": xray}
                         },
                         "MessageGroupId": "sub-1",
                         "MessageDeduplicationId": "k"

@@ -78,6 +78,7 @@ run "every_toggle_on" {
     role_path                     = "/relays/"
     permissions_boundary_arn      = "arn:aws:iam::111111111111:policy/boundaries/relay"
     queue_policy_documents        = ["{\"Version\":\"2012-10-17\",\"Statement\":[{\"Sid\":\"Consumer\",\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"arn:aws:iam::222222222222:root\"},\"Action\":\"sqs:ReceiveMessage\",\"Resource\":\"*\"}]}"]
+    tracing_mode                  = "Active"
   }
 
   assert {
@@ -103,6 +104,11 @@ run "every_toggle_on" {
   assert {
     condition     = length(aws_cloudwatch_metric_alarm.metric_lines_dropped) == 1
     error_message = "dropped metric lines alarm"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.tracing_config[0].mode == "Active"
+    error_message = "tracing_mode = \"Active\" records the function's traces"
   }
 }
 

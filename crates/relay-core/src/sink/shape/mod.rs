@@ -68,6 +68,19 @@ pub struct Shape {
     /// The group id is the default, `{subscription_id}`: another source's events, which have
     /// none, are grouped by their source's name instead.
     default_group: bool,
+    /// How the destination carries a request's trace context as attributes, if it does.
+    trace: Option<TraceAttributes>,
+}
+
+/// A destination's attributes for a request's trace context, the last and lowest-priority of
+/// its attributes (dropped first where a destination keeps ten): `<prefix>traceparent`, and
+/// `<prefix>tracestate` when it takes that too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TraceAttributes {
+    /// `googclient_` for Pub/Sub (what Google's clients read), none for SNS.
+    pub(crate) prefix: &'static str,
+    /// Whether `tracestate` goes too.
+    pub(crate) state: bool,
 }
 
 impl Shape {
@@ -163,6 +176,17 @@ impl Shape {
                 .insert_before("relay.source", &self.extra_attributes),
             false => message.attributes.append(&self.extra_attributes),
         }
+        if let (Some(trace), Some(context)) = (self.trace, base.trace.as_deref()) {
+            if let Some(traceparent) = context.traceparent() {
+                let name = format!("{}traceparent", trace.prefix);
+                message.attributes.push(&name, &traceparent);
+            }
+            if let Some(state) = context.tracestate().filter(|_| trace.state) {
+                message
+                    .attributes
+                    .push(&format!("{}tracestate", trace.prefix), state);
+            }
+        }
         if let Some(limit) = self.max_attributes {
             message.attributes.truncate(limit);
         }
@@ -180,6 +204,14 @@ impl Shape {
         message.dedup_id = fill(&self.dedup_id)?;
         message.ordering_key = fill(&self.ordering_key)?;
         Ok(message)
+    }
+
+    /// This shape, carrying a request's trace context as `trace` says.
+    pub(crate) fn with_trace(self, trace: TraceAttributes) -> Self {
+        Self {
+            trace: Some(trace),
+            ..self
+        }
     }
 
     /// Puts the attribute `name` first on `message`, within the destination's attribute
@@ -301,6 +333,61 @@ mod tests {
             all.sent_attributes(),
             ["relay.dedup_key", "dss.subscription_id", "dss.bundle_uuid"]
         );
+    }
+
+    #[test]
+    fn the_trace_context_is_the_last_attribute_and_the_first_dropped() {
+        const V2: &str = r#"{"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "dss_api": "https://dss.example"}"#;
+        let notification = Notification::parse(bytes::Bytes::from_static(V2.as_bytes()))
+            .unwrap()
+            .into_verified(Verified::for_tests(Some("hca-dss:x")));
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let headers: http::HeaderMap = [("traceparent", traceparent), ("tracestate", "a=b")]
+            .iter()
+            .map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap()))
+            .collect();
+        let base = Message::new(&notification, &headers, std::time::SystemTime::UNIX_EPOCH);
+        let sns = TraceAttributes {
+            prefix: "",
+            state: false,
+        };
+        let pubsub = TraceAttributes {
+            prefix: "googclient_",
+            state: true,
+        };
+        // Room for it: last, after the destination's own.
+        let few = selection(Some(&["dss.event_type"]), &[("team", "x")]);
+        let shape = Shape::new(&few, Some(10)).unwrap().with_trace(sns);
+        let message = shape.apply(&base, &notification).unwrap();
+        let names: Vec<&str> = message.attributes.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["dss.event_type", "team", "traceparent"]);
+        assert_eq!(message.attributes.get("traceparent"), Some(traceparent));
+        // As many as the destination keeps already: it is the one left out.
+        let mut full = Shape::new(&selection(None, &[("team", "x")]), Some(10)).unwrap();
+        let kept = full
+            .clone()
+            .apply(&base, &notification)
+            .unwrap()
+            .attributes
+            .len();
+        full.max_attributes = Some(kept);
+        let message = full.with_trace(sns).apply(&base, &notification).unwrap();
+        assert_eq!(message.attributes.len(), kept);
+        assert_eq!(message.attributes.get("traceparent"), None);
+        assert_eq!(message.attributes.get("team"), Some("x"));
+        // Pub/Sub keeps every attribute, and takes the tracestate too.
+        let shape = Shape::new(&Selection::default(), None)
+            .unwrap()
+            .with_trace(pubsub);
+        let message = shape.apply(&base, &notification).unwrap();
+        assert_eq!(
+            message.attributes.get("googclient_traceparent"),
+            Some(traceparent)
+        );
+        assert_eq!(message.attributes.get("googclient_tracestate"), Some("a=b"));
+        // A destination that takes no trace attribute (SQS: a system attribute) gets none.
+        let message = Shape::default().apply(&base, &notification).unwrap();
+        assert!(message.attributes.iter().all(|(n, _)| !n.contains("trace")));
     }
 
     #[test]
