@@ -335,12 +335,17 @@ mod tests {
         );
     }
 
+    /// A verified v2 notification.
+    fn v2() -> Notification<Verified> {
+        const V2: &str = r#"{"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "dss_api": "https://dss.example"}"#;
+        Notification::parse(bytes::Bytes::from_static(V2.as_bytes()))
+            .unwrap()
+            .into_verified(Verified::for_tests(Some("hca-dss:x")))
+    }
+
     #[test]
     fn the_trace_context_is_the_last_attribute_and_the_first_dropped() {
-        const V2: &str = r#"{"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "dss_api": "https://dss.example"}"#;
-        let notification = Notification::parse(bytes::Bytes::from_static(V2.as_bytes()))
-            .unwrap()
-            .into_verified(Verified::for_tests(Some("hca-dss:x")));
+        let notification = v2();
         let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let headers: http::HeaderMap = [("traceparent", traceparent), ("tracestate", "a=b")]
             .iter()
@@ -392,10 +397,7 @@ mod tests {
 
     #[test]
     fn shaped_messages_share_the_payload_and_the_attribute_text() {
-        const V2: &str = r#"{"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "dss_api": "https://dss.example"}"#;
-        let notification = Notification::parse(bytes::Bytes::from_static(V2.as_bytes()))
-            .unwrap()
-            .into_verified(Verified::for_tests(Some("hca-dss:x")));
+        let notification = v2();
         let base = Message::new(
             &notification,
             &http::HeaderMap::new(),
