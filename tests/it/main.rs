@@ -5,6 +5,7 @@
 
 mod archive;
 mod archive_stream;
+mod cloudevents;
 mod common;
 mod deployed;
 mod failures;

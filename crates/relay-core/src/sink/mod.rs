@@ -36,7 +36,7 @@ pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use pubsub::PubSubConfig;
 pub use resource::{SharedResource, check_resources};
 pub use shape::{
-    Attributes, NOTIFY_ATTEMPT, Selection, Shape, ShapeError, Template, TemplateError,
+    Attributes, Format, NOTIFY_ATTEMPT, Selection, Shape, ShapeError, Template, TemplateError,
 };
 pub use sns::SnsConfig;
 pub use sqs::{SqsConfig, region_of_host};

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::shape::Template;
+use super::shape::{Format, Template};
 use super::{ByteLimit, Selection, Shape, ShapeError};
 
 /// A `type = "pubsub"` sink, or `RELAY_PUBSUB_TOPIC` with `RELAY_PUBSUB_ORDERING` and
@@ -22,6 +22,9 @@ pub struct PubSubConfig {
     /// The ordering key template (default: no ordering key).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ordering_key: Option<Template>,
+    /// `cloudevents`: send CloudEvents in binary mode (docs/destinations.md); default `raw`.
+    #[serde(default, skip_serializing_if = "Format::is_raw")]
+    pub format: Format,
     /// `PUBSUB_EMULATOR_HOST` (`host:port`): talk to that emulator with anonymous credentials
     /// instead of Google with the platform's default credentials. Not a key of the table.
     #[serde(skip)]
@@ -46,6 +49,7 @@ impl PubSubConfig {
             topic,
             max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
             ordering_key: None,
+            format: Format::Raw,
             emulator_host: None,
         }
     }
@@ -61,7 +65,8 @@ impl PubSubConfig {
             prefix: "googclient_",
             state: true,
         };
-        let mut shape = Shape::new(selection, None)?.with_trace(trace);
+        let mut shape = (Shape::new(selection, None)?.with_trace(trace))
+            .with_format(self.format, super::shape::Mode::Binary);
         shape.ordering_key = self.ordering_key.clone();
         Ok(shape)
     }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::shape::Template;
-use super::shape::{ShapeError, TraceAttributes, fifo_ids};
+use super::shape::{Format, Mode, ShapeError, TraceAttributes, fifo_ids};
 use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape};
 
 /// A `type = "sns"` sink, or `RELAY_SNS_TOPIC_ARN` with `RELAY_SNS_MAX_MESSAGE_BYTES`.
@@ -24,6 +24,9 @@ pub struct SnsConfig {
     /// FIFO topics: the `MessageDeduplicationId` template (default `{$dedup_key}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_deduplication_id: Option<Template>,
+    /// `cloudevents`: send CloudEvents (docs/destinations.md); default `raw`.
+    #[serde(default, skip_serializing_if = "Format::is_raw")]
+    pub format: Format,
 }
 
 impl SnsConfig {
@@ -45,6 +48,7 @@ impl SnsConfig {
             max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
             message_group_id: None,
             message_deduplication_id: None,
+            format: Format::Raw,
         }
     }
 
@@ -67,8 +71,9 @@ impl SnsConfig {
             prefix: "",
             state: false,
         };
+        let shape = Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?.with_trace(trace);
         fifo_ids(
-            Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?.with_trace(trace),
+            shape.with_format(self.format, Mode::Structured),
             self.is_fifo(),
             group,
             dedup,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::shape::Template;
-use super::shape::{ShapeError, fifo_ids};
+use super::shape::{Format, Mode, ShapeError, fifo_ids};
 use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape};
 
 /// A `type = "sqs"` sink, or `RELAY_SQS_QUEUE_URL` with `RELAY_SQS_MAX_MESSAGE_BYTES`.
@@ -25,6 +25,9 @@ pub struct SqsConfig {
     /// FIFO queues: the `MessageDeduplicationId` template (default `{$dedup_key}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_deduplication_id: Option<Template>,
+    /// `cloudevents`: send CloudEvents (docs/destinations.md); default `raw`.
+    #[serde(default, skip_serializing_if = "Format::is_raw")]
+    pub format: Format,
 }
 
 impl SqsConfig {
@@ -46,6 +49,7 @@ impl SqsConfig {
             max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
             message_group_id: None,
             message_deduplication_id: None,
+            format: Format::Raw,
         }
     }
 
@@ -89,7 +93,7 @@ impl SqsConfig {
     pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
         let shape = Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?;
         fifo_ids(
-            shape,
+            shape.with_format(self.format, Mode::Structured),
             self.is_fifo(),
             self.message_group_id.as_ref(),
             self.message_deduplication_id.as_ref(),

@@ -7,10 +7,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 mod attributes;
+mod cloudevents;
 mod template;
 
 pub(crate) use attributes::notify_attempt;
 pub use attributes::{Attributes, NOTIFY_ATTEMPT};
+pub use cloudevents::Format;
+pub(crate) use cloudevents::Mode;
 pub use template::{Template, TemplateError};
 
 use super::Message;
@@ -70,6 +73,8 @@ pub struct Shape {
     default_group: bool,
     /// How the destination carries a request's trace context as attributes, if it does.
     trace: Option<TraceAttributes>,
+    /// How it sends CloudEvents, when its `format` is `cloudevents`.
+    cloudevents: Option<Mode>,
 }
 
 /// A destination's attributes for a request's trace context, the last and lowest-priority of
@@ -176,6 +181,13 @@ impl Shape {
                 .insert_before("relay.source", &self.extra_attributes),
             false => message.attributes.append(&self.extra_attributes),
         }
+        if let Some(mode) = self.cloudevents {
+            let event = cloudevents::Event::of(notification, &base.payload, base.received_at);
+            match mode {
+                Mode::Binary => event.attributes(&mut message.attributes),
+                Mode::Structured => message.payload = event.envelope(&base.payload),
+            }
+        }
         if let (Some(trace), Some(context)) = (self.trace, base.trace.as_deref()) {
             if let Some(traceparent) = context.traceparent() {
                 let name = format!("{}traceparent", trace.prefix);
@@ -214,6 +226,14 @@ impl Shape {
         }
     }
 
+    /// This shape, sending CloudEvents in `mode` when `format` asks for them.
+    pub(crate) fn with_format(self, format: Format, mode: Mode) -> Self {
+        Self {
+            cloudevents: (format == Format::Cloudevents).then_some(mode),
+            ..self
+        }
+    }
+
     /// Puts the attribute `name` first on `message`, within the destination's attribute
     /// limit (the lowest-priority attribute makes room): a mark that must not be dropped.
     pub fn mark(&self, message: &mut Message, name: &str, value: &str) {
@@ -240,6 +260,11 @@ impl Shape {
             if let Some(t) = template {
                 text.push_str(&format!("; {label} {}", t.source()));
             }
+        }
+        match self.cloudevents {
+            Some(Mode::Binary) => text.push_str("; CloudEvents, binary mode"),
+            Some(Mode::Structured) => text.push_str("; CloudEvents, structured mode"),
+            None => {}
         }
         text
     }
