@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt as _;
 use relay_core::archive::{ArchiveError, Record, RecordError};
-use relay_core::relay::{ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection};
+use relay_core::relay::{
+    ReplayError, ReplayPlan, ReplayRecord, ReplaySelection, ReplayTo, Replayed,
+};
 use relay_core::route::Pattern;
 use relay_core::{Config, Relay};
 
@@ -112,7 +114,7 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 pub(crate) struct Job {
     pub(crate) since: SystemTime,
     pub(crate) until: SystemTime,
-    pub(crate) selection: Selection,
+    pub(crate) selection: ReplaySelection,
     /// Only the records of requests refused on arrival (and only those).
     pub(crate) refused: bool,
     pub(crate) plan: ReplayPlan,
@@ -179,7 +181,7 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
     let job = Job {
         since,
         until,
-        selection: Selection {
+        selection: ReplaySelection {
             bundle_uuid: args.bundle.clone(),
             subscription_id: args.subscription.clone(),
             event_type: args.event_type.clone(),

@@ -36,7 +36,7 @@ pub(super) async fn backfill(
     let job = crate::replay::Job {
         since: until.checked_sub(window).unwrap_or(UNIX_EPOCH),
         until,
-        selection: relay_core::relay::Selection {
+        selection: relay_core::relay::ReplaySelection {
             pattern: Some(crate::replay::compile(&pattern.to_string())?),
             ..Default::default()
         },

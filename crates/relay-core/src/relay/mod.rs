@@ -41,7 +41,7 @@ use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
 use self::publish::{Answered, Traffic};
 pub use self::replay::{
-    REPLAYED, ReplayError, ReplayPlan, ReplayRecord, ReplayTo, Replayed, Selection,
+    REPLAYED, ReplayError, ReplayPlan, ReplayRecord, ReplaySelection, ReplayTo, Replayed,
 };
 pub use self::standing::Standing;
 pub use self::start::{StartError, open_archive};

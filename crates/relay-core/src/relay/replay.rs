@@ -32,7 +32,7 @@ pub const REPLAYED: &str = "relay.replayed";
 
 /// Which archived notifications a replay takes, beyond its time window.
 #[derive(Debug, Clone, Default)]
-pub struct Selection {
+pub struct ReplaySelection {
     /// Only this bundle's.
     pub bundle_uuid: Option<String>,
     /// Only this subscription's.
@@ -43,7 +43,7 @@ pub struct Selection {
     pub pattern: Option<Pattern>,
 }
 
-impl Selection {
+impl ReplaySelection {
     /// Whether the selection takes `record`, by its attributes and, with a pattern, its payload.
     pub fn takes(&self, record: &Record) -> bool {
         let equal = |want: &Option<String>, name: &str| {

@@ -47,7 +47,7 @@ pub struct Router {
 
 /// What one route decided about one notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub struct RouteVerdict {
     /// The route.
     pub route: String,
     /// Whether it delivers the notification.
@@ -60,7 +60,7 @@ pub struct Verdict {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routing {
     /// One verdict per route, in order (routes after a matching `stop` route included).
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<RouteVerdict>,
     /// The sinks to publish to, each once, in the order routes named them.
     pub sinks: Vec<usize>,
 }
@@ -194,7 +194,11 @@ impl Router {
 
     /// Routes one notification; with `verdicts`, says why for each route (only then is any
     /// text formatted).
-    fn evaluate(&self, input: &Input<'_>, mut verdicts: Option<&mut Vec<Verdict>>) -> Vec<usize> {
+    fn evaluate(
+        &self,
+        input: &Input<'_>,
+        mut verdicts: Option<&mut Vec<RouteVerdict>>,
+    ) -> Vec<usize> {
         let explaining = verdicts.is_some();
         let mut sinks: Vec<usize> = Vec::new();
         let mut matched_any = false;
@@ -208,7 +212,7 @@ impl Router {
         };
         let mut note = |route: &Route, matched: bool, reason: &dyn Fn() -> String| {
             if let Some(verdicts) = verdicts.as_deref_mut() {
-                verdicts.push(Verdict {
+                verdicts.push(RouteVerdict {
                     route: route.name.clone(),
                     matched,
                     reason: reason(),

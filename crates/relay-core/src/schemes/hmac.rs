@@ -52,7 +52,7 @@ impl Part {
 
 /// Why a generic HMAC scheme cannot be built from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
+pub enum HmacConfigError {
     /// A `{` without its `}`, or a lone `}`.
     #[error("the template has an unbalanced brace")]
     UnbalancedBrace,
@@ -142,15 +142,15 @@ pub struct GenericHmac {
     parts: Vec<Part>,
 }
 
-fn header_name(name: &str) -> Result<String, ConfigError> {
+fn header_name(name: &str) -> Result<String, HmacConfigError> {
     match HeaderName::try_from(name) {
         Ok(h) if h.as_str() == name => Ok(name.to_owned()),
-        _ => Err(ConfigError::BadHeaderName(name.to_owned())),
+        _ => Err(HmacConfigError::BadHeaderName(name.to_owned())),
     }
 }
 
 /// Parses a signed-content template into its parts.
-fn parse_template(template: &str) -> Result<Vec<Part>, ConfigError> {
+fn parse_template(template: &str) -> Result<Vec<Part>, HmacConfigError> {
     let mut parts = Vec::new();
     let mut text = String::new();
     let mut rest = template;
@@ -162,18 +162,18 @@ fn parse_template(template: &str) -> Result<Vec<Part>, ConfigError> {
             text.push('}');
             rest = after;
         } else if c == '}' {
-            return Err(ConfigError::UnbalancedBrace);
+            return Err(HmacConfigError::UnbalancedBrace);
         } else if c == '{' {
             let (name, after) = rest[1..]
                 .split_once('}')
-                .ok_or(ConfigError::UnbalancedBrace)?;
+                .ok_or(HmacConfigError::UnbalancedBrace)?;
             let part = match name {
                 "body" => Part::Body,
                 "timestamp" => Part::Timestamp,
                 "id" => Part::Id,
                 _ => match name.strip_prefix("header:") {
                     Some(h) => Part::Header(header_name(h)?),
-                    None => return Err(ConfigError::UnknownPlaceholder(name.to_owned())),
+                    None => return Err(HmacConfigError::UnknownPlaceholder(name.to_owned())),
                 },
             };
             if !text.is_empty() {
@@ -194,7 +194,7 @@ fn parse_template(template: &str) -> Result<Vec<Part>, ConfigError> {
 
 impl GenericHmac {
     /// Checks the configuration and parses its template.
-    pub fn new(config: HmacConfig) -> Result<Self, ConfigError> {
+    pub fn new(config: HmacConfig) -> Result<Self, HmacConfigError> {
         header_name(&config.header)?;
         for h in [&config.timestamp_header, &config.id_header]
             .into_iter()
@@ -204,29 +204,29 @@ impl GenericHmac {
         }
         let parts = parse_template(&config.template)?;
         if !parts.contains(&Part::Body) {
-            return Err(ConfigError::NoBody);
+            return Err(HmacConfigError::NoBody);
         }
         if parts.contains(&Part::Timestamp) && config.timestamp_header.is_none() {
-            return Err(ConfigError::NoHeaderFor("timestamp"));
+            return Err(HmacConfigError::NoHeaderFor("timestamp"));
         }
         if parts.contains(&Part::Id) && config.id_header.is_none() {
-            return Err(ConfigError::NoHeaderFor("id"));
+            return Err(HmacConfigError::NoHeaderFor("id"));
         }
         if config.timestamp_header.is_some() && !parts.contains(&Part::Timestamp) {
-            return Err(ConfigError::UnsignedTimestamp);
+            return Err(HmacConfigError::UnsignedTimestamp);
         }
         if let Some(pair) = parts
             .windows(2)
             .find(|w| w.iter().all(Part::is_placeholder))
         {
-            return Err(ConfigError::Adjacent(pair[0].name(), pair[1].name()));
+            return Err(HmacConfigError::Adjacent(pair[0].name(), pair[1].name()));
         }
         // Body last, and each other value followed by a separator it is checked not to hold
         // (`content`): the signed content then splits into its values one way only.
         if parts.last() != Some(&Part::Body)
             || parts.iter().filter(|p| **p == Part::Body).count() > 1
         {
-            return Err(ConfigError::BodyNotLast);
+            return Err(HmacConfigError::BodyNotLast);
         }
         Ok(Self { config, parts })
     }
@@ -402,11 +402,11 @@ mod tests {
             ]
         );
         for (bad, error) in [
-            ("{body", ConfigError::UnbalancedBrace),
-            ("body}", ConfigError::UnbalancedBrace),
-            ("{nope}", ConfigError::UnknownPlaceholder("nope".into())),
-            ("{header:X A}", ConfigError::BadHeaderName("X A".into())),
-            ("{header:X-A}", ConfigError::BadHeaderName("X-A".into())),
+            ("{body", HmacConfigError::UnbalancedBrace),
+            ("body}", HmacConfigError::UnbalancedBrace),
+            ("{nope}", HmacConfigError::UnknownPlaceholder("nope".into())),
+            ("{header:X A}", HmacConfigError::BadHeaderName("X A".into())),
+            ("{header:X-A}", HmacConfigError::BadHeaderName("X-A".into())),
         ] {
             assert_eq!(parse_template(bad), Err(error), "{bad}");
         }
@@ -414,10 +414,13 @@ mod tests {
         config.template = "{timestamp}.{body}".into();
         assert_eq!(
             GenericHmac::new(config.clone()).unwrap_err(),
-            ConfigError::NoHeaderFor("timestamp")
+            HmacConfigError::NoHeaderFor("timestamp")
         );
         config.template = "{timestamp}".into();
         config.timestamp_header = Some("x-ts".into());
-        assert_eq!(GenericHmac::new(config).unwrap_err(), ConfigError::NoBody);
+        assert_eq!(
+            GenericHmac::new(config).unwrap_err(),
+            HmacConfigError::NoBody
+        );
     }
 }

@@ -108,7 +108,7 @@ impl std::fmt::Debug for HmacKey {
 
 /// One key and the id it is known by, if any.
 #[derive(Debug, Clone)]
-pub(crate) struct Entry<K> {
+pub(crate) struct KeyEntry<K> {
     id: Option<String>,
     key: K,
 }
@@ -117,8 +117,8 @@ pub(crate) struct Entry<K> {
 /// the symmetric schemes, ed25519 public keys for the asymmetric ones.
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
-    hmac: Vec<Entry<HmacKey>>,
-    ed25519: Vec<Entry<Ed25519VerifyingKey>>,
+    hmac: Vec<KeyEntry<HmacKey>>,
+    ed25519: Vec<KeyEntry<Ed25519VerifyingKey>>,
 }
 
 impl Secrets {
@@ -129,7 +129,7 @@ impl Secrets {
 
     /// Adds an HMAC secret accepted for any key id.
     pub fn with_hmac(mut self, secret: impl Into<HmacKey>) -> Self {
-        self.hmac.push(Entry {
+        self.hmac.push(KeyEntry {
             id: None,
             key: secret.into(),
         });
@@ -138,7 +138,7 @@ impl Secrets {
 
     /// Adds an HMAC secret known by a key id.
     pub fn with_hmac_id(mut self, id: impl Into<String>, secret: impl Into<HmacKey>) -> Self {
-        self.hmac.push(Entry {
+        self.hmac.push(KeyEntry {
             id: Some(id.into()),
             key: secret.into(),
         });
@@ -147,13 +147,13 @@ impl Secrets {
 
     /// Adds an ed25519 public key accepted for any key id.
     pub fn with_ed25519(mut self, key: Ed25519VerifyingKey) -> Self {
-        self.ed25519.push(Entry { id: None, key });
+        self.ed25519.push(KeyEntry { id: None, key });
         self
     }
 
     /// Adds an ed25519 public key known by a key id.
     pub fn with_ed25519_id(mut self, id: impl Into<String>, key: Ed25519VerifyingKey) -> Self {
-        self.ed25519.push(Entry {
+        self.ed25519.push(KeyEntry {
             id: Some(id.into()),
             key,
         });
@@ -161,7 +161,7 @@ impl Secrets {
     }
 
     /// The HMAC secrets for a key id (those named so, and those for any id); all without one.
-    fn hmac_for<'s>(&'s self, id: Option<&'s str>) -> impl Iterator<Item = &'s Entry<HmacKey>> {
+    fn hmac_for<'s>(&'s self, id: Option<&'s str>) -> impl Iterator<Item = &'s KeyEntry<HmacKey>> {
         self.hmac
             .iter()
             .filter(move |e| id.is_none() || e.id.is_none() || e.id.as_deref() == id)
@@ -171,7 +171,7 @@ impl Secrets {
     fn ed25519_for<'s>(
         &'s self,
         id: Option<&'s str>,
-    ) -> impl Iterator<Item = &'s Entry<Ed25519VerifyingKey>> {
+    ) -> impl Iterator<Item = &'s KeyEntry<Ed25519VerifyingKey>> {
         self.ed25519
             .iter()
             .filter(move |e| id.is_none() || e.id.is_none() || e.id.as_deref() == id)
@@ -348,7 +348,7 @@ pub(crate) fn match_hmac<'s, I>(
     mac: impl Fn(&[u8]) -> Vec<u8>,
 ) -> Result<Option<String>, SchemeError>
 where
-    I: Iterator<Item = &'s Entry<HmacKey>>,
+    I: Iterator<Item = &'s KeyEntry<HmacKey>>,
 {
     let mut found: Option<Option<String>> = None;
     let mut tried = false;

@@ -91,7 +91,7 @@ const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::Crypt
 
 /// One message as SQS and SNS take it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Entry {
+pub(super) struct AwsEntry {
     /// The entry's id within its batch: its index.
     pub(super) id: String,
     /// The payload, shared with the message, not copied; checked to be UTF-8 (it was parsed
@@ -109,7 +109,7 @@ pub(super) struct Entry {
     pub(super) trace_header: Option<String>,
 }
 
-impl Entry {
+impl AwsEntry {
     pub(super) fn new(id: usize, message: &Message) -> Result<Self, SinkError> {
         std::str::from_utf8(&message.payload).map_err(|e| SinkError::Permanent(Box::new(e)))?;
         Ok(Self {
@@ -160,9 +160,9 @@ pub(super) struct BatchReport {
 #[async_trait::async_trait]
 pub(super) trait AwsApi: Send + Sync + std::fmt::Debug + 'static {
     /// Sends one entry; the message id on success.
-    async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError>;
+    async fn send(&self, entry: AwsEntry) -> Result<Option<String>, SinkError>;
     /// Sends up to ten entries in one call.
-    async fn send_batch(&self, entries: Vec<Entry>) -> Result<BatchReport, SinkError>;
+    async fn send_batch(&self, entries: Vec<AwsEntry>) -> Result<BatchReport, SinkError>;
     /// One call that publishes nothing (the queue's or topic's attributes), to open the
     /// connection ([`opened`] reads its result).
     async fn warm(&self) -> Result<(), SinkError> {
@@ -191,7 +191,7 @@ pub(super) struct AwsSender<A>(pub(super) A);
 #[async_trait::async_trait]
 impl<A: AwsApi> super::batch::SendBatch for AwsSender<A> {
     async fn send_one(&self, message: &Message) -> Result<Receipt, SinkError> {
-        let message_id = self.0.send(Entry::new(0, message)?).await?;
+        let message_id = self.0.send(AwsEntry::new(0, message)?).await?;
         Ok(Receipt::new(message_id))
     }
 
@@ -211,7 +211,7 @@ async fn send_entries(api: &dyn AwsApi, batch: &[Message]) -> Vec<Result<Receipt
     let mut results: Vec<Option<Result<Receipt, SinkError>>> = Vec::with_capacity(batch.len());
     let mut entries = Vec::with_capacity(batch.len());
     for (i, message) in batch.iter().enumerate() {
-        match Entry::new(i, message) {
+        match AwsEntry::new(i, message) {
             Ok(entry) => {
                 entries.push(entry);
                 results.push(None);
@@ -322,17 +322,17 @@ mod tests {
     #[derive(Debug, Default)]
     struct Scripted {
         report: Mutex<Option<Result<BatchReport, SinkError>>>,
-        seen: Mutex<Vec<Entry>>,
+        seen: Mutex<Vec<AwsEntry>>,
     }
 
     #[async_trait::async_trait]
     impl AwsApi for Scripted {
-        async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError> {
+        async fn send(&self, entry: AwsEntry) -> Result<Option<String>, SinkError> {
             self.seen.lock().unwrap().push(entry);
             Ok(Some("one".into()))
         }
 
-        async fn send_batch(&self, entries: Vec<Entry>) -> Result<BatchReport, SinkError> {
+        async fn send_batch(&self, entries: Vec<AwsEntry>) -> Result<BatchReport, SinkError> {
             self.seen.lock().unwrap().extend(entries);
             self.report.lock().unwrap().take().expect("one call")
         }
@@ -355,7 +355,7 @@ mod tests {
 
     #[test]
     fn entries_carry_the_body_attributes_and_fifo_ids() {
-        let entry = Entry::new(3, &message(b"{\"a\":1}", Some("g"))).unwrap();
+        let entry = AwsEntry::new(3, &message(b"{\"a\":1}", Some("g"))).unwrap();
         assert_eq!(entry.id, "3");
         assert_eq!(entry.body(), b"{\"a\":1}");
         assert_eq!(
@@ -366,10 +366,10 @@ mod tests {
             (entry.group_id.as_deref(), entry.dedup_id.as_deref()),
             (Some("g"), Some("k"))
         );
-        let standard = Entry::new(0, &message(b"{}", None)).unwrap();
+        let standard = AwsEntry::new(0, &message(b"{}", None)).unwrap();
         assert_eq!((standard.group_id, standard.dedup_id), (None, None));
         assert!(
-            !Entry::new(0, &message(b"\xff", None))
+            !AwsEntry::new(0, &message(b"\xff", None))
                 .unwrap_err()
                 .is_retryable()
         );
@@ -378,7 +378,7 @@ mod tests {
     #[test]
     fn entries_share_the_payload_and_the_attributes() {
         let message = message(b"{\"a\":1}", None);
-        let entry = Entry::new(0, &message).unwrap();
+        let entry = AwsEntry::new(0, &message).unwrap();
         assert_eq!(entry.body().as_ptr(), message.payload.as_ptr());
         assert_eq!(
             entry.attributes.get("dss.event_type").map(str::as_ptr),

@@ -117,7 +117,7 @@ mod api {
 
     use super::super::SinkError;
     use super::super::aws::{
-        AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, opened,
+        AwsApi, AwsEntry, AwsSender, BatchReport, classify, entry_failure, invalid, opened,
     };
     use super::super::batch::{BatchedSink, LINGER, Limits, batched_sink};
 
@@ -165,7 +165,7 @@ mod api {
         arn: String,
     }
 
-    fn attributes(entry: &Entry) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
+    fn attributes(entry: &AwsEntry) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
         let value = |v: &str| {
             MessageAttributeValue::builder()
                 .data_type("String")
@@ -191,7 +191,7 @@ mod api {
             )
         }
 
-        async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError> {
+        async fn send(&self, entry: AwsEntry) -> Result<Option<String>, SinkError> {
             let request = self.client.publish().topic_arn(&self.arn);
             let output = request
                 .set_message_attributes(Some(attributes(&entry)?))
@@ -204,7 +204,7 @@ mod api {
             Ok(output.message_id().map(str::to_owned))
         }
 
-        async fn send_batch(&self, entries: Vec<Entry>) -> Result<BatchReport, SinkError> {
+        async fn send_batch(&self, entries: Vec<AwsEntry>) -> Result<BatchReport, SinkError> {
             let mut built = Vec::with_capacity(entries.len());
             for entry in entries {
                 let attributes = attributes(&entry)?;

@@ -154,7 +154,7 @@ mod api {
 
     use super::super::SinkError;
     use super::super::aws::{
-        AwsApi, AwsSender, BatchReport, Entry, classify, entry_failure, invalid, opened,
+        AwsApi, AwsEntry, AwsSender, BatchReport, classify, entry_failure, invalid, opened,
     };
     use super::super::batch::{BatchedSink, LINGER, Limits, batched_sink};
     use super::region_of_host;
@@ -217,7 +217,7 @@ mod api {
         url: String,
     }
 
-    fn attributes(entry: &Entry) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
+    fn attributes(entry: &AwsEntry) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
         entry
             .attributes
             .iter()
@@ -261,7 +261,7 @@ mod api {
             )
         }
 
-        async fn send(&self, entry: Entry) -> Result<Option<String>, SinkError> {
+        async fn send(&self, entry: AwsEntry) -> Result<Option<String>, SinkError> {
             let output = self
                 .client
                 .send_message()
@@ -277,7 +277,7 @@ mod api {
             Ok(output.message_id().map(str::to_owned))
         }
 
-        async fn send_batch(&self, entries: Vec<Entry>) -> Result<BatchReport, SinkError> {
+        async fn send_batch(&self, entries: Vec<AwsEntry>) -> Result<BatchReport, SinkError> {
             let body = wire::batch_body(&self.url, &entries);
             // The SDK is given each entry's id and an empty body; the request body it sends is
             // `body`, which holds the same entries in full (see `wire`).
@@ -336,13 +336,13 @@ mod wire {
     use aws_smithy_types::config_bag::ConfigBag;
     use bytes::Bytes;
 
-    use super::super::aws::Entry;
+    use super::super::aws::AwsEntry;
 
     /// The request body for `entries`:
     /// `{"QueueUrl": …, "Entries": [{"Id", "MessageBody", "MessageAttributes",
     /// "MessageSystemAttributes", "MessageGroupId", "MessageDeduplicationId"}, …]}`, each
     /// attribute `{"DataType": "String", "StringValue": …}`, the system one `AWSTraceHeader`.
-    pub(super) fn batch_body(queue_url: &str, entries: &[Entry]) -> Bytes {
+    pub(super) fn batch_body(queue_url: &str, entries: &[AwsEntry]) -> Bytes {
         let size = entries.iter().map(|e| e.body().len() + 512).sum::<usize>();
         let mut out = Vec::with_capacity(size + queue_url.len() + 32);
         out.extend_from_slice(b"{\"QueueUrl\":");
@@ -493,16 +493,16 @@ mod tests {
     #[cfg(feature = "sqs")]
     #[test]
     fn the_batch_body_carries_every_entry_as_the_json_protocol_defines_it() {
-        use super::super::aws::Entry;
+        use super::super::aws::AwsEntry;
         let tricky = "{\"quote\": \"\\\"\", \"tab\": \"\t\", \"é\": \"\u{1F600}\"}\n";
         let mut attributes = crate::sink::Attributes::default();
         attributes.push("dss.event_type", "CREATE");
-        let mut first = Entry::for_tests("0", tricky, attributes);
+        let mut first = AwsEntry::for_tests("0", tricky, attributes);
         first.group_id = Some("sub-1".into());
         first.dedup_id = Some("k".into());
         let xray = "Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=1";
         first.trace_header = Some(xray.into());
-        let entries = [first, Entry::for_tests("1", "{}", Default::default())];
+        let entries = [first, AwsEntry::for_tests("1", "{}", Default::default())];
         let url = "https://sqs.eu-west-1.amazonaws.com/1/dss.fifo";
         let body = wire::batch_body(url, &entries);
         let parsed: serde_json::Value = serde_json::from_slice(&body).unwrap();

@@ -3,7 +3,7 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use relay_core::schemes::Proof;
-use relay_core::schemes::hmac::{ConfigError, Encoding, GenericHmac, HmacConfig};
+use relay_core::schemes::hmac::{Encoding, GenericHmac, HmacConfig, HmacConfigError};
 use relay_core::schemes::{DEFAULT_WINDOW, HmacKey, Scheme, Secrets};
 use relay_core::verify::Secret;
 
@@ -27,31 +27,31 @@ enum Piece<'t> {
     Header(&'t str),
 }
 
-fn header_name(name: &str) -> Result<(), ConfigError> {
+fn header_name(name: &str) -> Result<(), HmacConfigError> {
     match HeaderName::try_from(name) {
         Ok(h) if h.as_str() == name => Ok(()),
-        _ => Err(ConfigError::BadHeaderName(name.to_owned())),
+        _ => Err(HmacConfigError::BadHeaderName(name.to_owned())),
     }
 }
 
 /// A template's pieces: `{{` and `}}` are braces, `{body}`, `{timestamp}`, `{id}` and
 /// `{header:<lower-case name>}` placeholders, any other `{…}` or a lone brace an error.
-fn pieces(template: &str) -> Result<Vec<Piece<'_>>, ConfigError> {
+fn pieces(template: &str) -> Result<Vec<Piece<'_>>, HmacConfigError> {
     let mut pieces = Vec::new();
     let mut rest = template;
     while let Some(c) = rest.chars().next() {
         let (piece, len) = match c {
             '{' | '}' if rest[1..].starts_with(c) => (Piece::Text(c), 2),
-            '}' => return Err(ConfigError::UnbalancedBrace),
+            '}' => return Err(HmacConfigError::UnbalancedBrace),
             '{' => {
-                let end = rest.find('}').ok_or(ConfigError::UnbalancedBrace)?;
+                let end = rest.find('}').ok_or(HmacConfigError::UnbalancedBrace)?;
                 let piece = match &rest[1..end] {
                     "body" => Piece::Body,
                     "timestamp" => Piece::Timestamp,
                     "id" => Piece::Id,
                     name => match name.strip_prefix("header:") {
                         Some(h) => header_name(h).map(|()| Piece::Header(h))?,
-                        None => return Err(ConfigError::UnknownPlaceholder(name.to_owned())),
+                        None => return Err(HmacConfigError::UnknownPlaceholder(name.to_owned())),
                     },
                 };
                 (piece, end + 1)
@@ -65,7 +65,7 @@ fn pieces(template: &str) -> Result<Vec<Piece<'_>>, ConfigError> {
 }
 
 /// What `GenericHmac::new` answers for `config`, in the order its documentation gives.
-fn expected_config(config: &HmacConfig) -> Result<(), ConfigError> {
+fn expected_config(config: &HmacConfig) -> Result<(), HmacConfigError> {
     header_name(&config.header)?;
     for name in [&config.timestamp_header, &config.id_header]
         .into_iter()
@@ -75,16 +75,16 @@ fn expected_config(config: &HmacConfig) -> Result<(), ConfigError> {
     }
     let pieces = pieces(&config.template)?;
     if !pieces.contains(&Piece::Body) {
-        return Err(ConfigError::NoBody);
+        return Err(HmacConfigError::NoBody);
     }
     if pieces.contains(&Piece::Timestamp) && config.timestamp_header.is_none() {
-        return Err(ConfigError::NoHeaderFor("timestamp"));
+        return Err(HmacConfigError::NoHeaderFor("timestamp"));
     }
     if pieces.contains(&Piece::Id) && config.id_header.is_none() {
-        return Err(ConfigError::NoHeaderFor("id"));
+        return Err(HmacConfigError::NoHeaderFor("id"));
     }
     if config.timestamp_header.is_some() && !pieces.contains(&Piece::Timestamp) {
-        return Err(ConfigError::UnsignedTimestamp);
+        return Err(HmacConfigError::UnsignedTimestamp);
     }
     // Literal text between two placeholders, a brace included, keeps them apart.
     let named = |p: &Piece<'_>| match p {
@@ -98,7 +98,7 @@ fn expected_config(config: &HmacConfig) -> Result<(), ConfigError> {
         .windows(2)
         .find(|w| named(&w[0]).is_some() && named(&w[1]).is_some())
     {
-        return Err(ConfigError::Adjacent(
+        return Err(HmacConfigError::Adjacent(
             named(&w[0]).expect("a placeholder"),
             named(&w[1]).expect("a placeholder"),
         ));
@@ -106,7 +106,7 @@ fn expected_config(config: &HmacConfig) -> Result<(), ConfigError> {
     // The body once, and last: nothing after it can move the boundary.
     let bodies = pieces.iter().filter(|p| **p == Piece::Body).count();
     if pieces.last() != Some(&Piece::Body) || bodies > 1 {
-        return Err(ConfigError::BodyNotLast);
+        return Err(HmacConfigError::BodyNotLast);
     }
     Ok(())
 }

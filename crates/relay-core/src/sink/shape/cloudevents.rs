@@ -49,7 +49,7 @@ const SPEC_VERSION: &str = "1.0";
 
 /// One notification's event attributes.
 #[derive(Debug, Serialize)]
-pub(super) struct Event<'a> {
+pub(super) struct CloudEvent<'a> {
     specversion: &'static str,
     id: &'a str,
     source: String,
@@ -60,7 +60,7 @@ pub(super) struct Event<'a> {
     datacontenttype: Option<&'static str>,
 }
 
-impl<'a> Event<'a> {
+impl<'a> CloudEvent<'a> {
     /// The event of `notification`, received at `received_at`, whose payload is `payload`.
     pub(super) fn of(
         notification: &'a Notification<Verified>,
@@ -112,7 +112,7 @@ impl<'a> Event<'a> {
         #[derive(Serialize)]
         struct Envelope<'e> {
             #[serde(flatten)]
-            event: &'e Event<'e>,
+            event: &'e CloudEvent<'e>,
             #[serde(skip_serializing_if = "Option::is_none")]
             data: Option<&'e RawValue>,
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,7 +163,7 @@ mod tests {
     fn structured_mode_wraps_the_payload_as_data() {
         let notification = v2(V2);
         let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_796_428_800_123);
-        let event = Event::of(&notification, V2.as_bytes(), at);
+        let event = CloudEvent::of(&notification, V2.as_bytes(), at);
         let envelope: serde_json::Value =
             serde_json::from_slice(&event.envelope(V2.as_bytes())).unwrap();
         assert_required(&envelope);
@@ -184,7 +184,7 @@ mod tests {
     fn a_payload_that_is_not_strict_json_goes_as_base64() {
         const NAN: &str = r#"{"subscription_id": "s-1", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "score": NaN}"#;
         let notification = v2(NAN);
-        let event = Event::of(&notification, NAN.as_bytes(), std::time::UNIX_EPOCH);
+        let event = CloudEvent::of(&notification, NAN.as_bytes(), std::time::UNIX_EPOCH);
         let envelope: serde_json::Value =
             serde_json::from_slice(&event.envelope(NAN.as_bytes())).unwrap();
         assert_required(&envelope);
@@ -200,7 +200,7 @@ mod tests {
     #[test]
     fn binary_mode_is_the_attributes_alone() {
         let notification = v2(V2);
-        let event = Event::of(&notification, V2.as_bytes(), std::time::UNIX_EPOCH);
+        let event = CloudEvent::of(&notification, V2.as_bytes(), std::time::UNIX_EPOCH);
         let mut attributes = Attributes::default();
         event.attributes(&mut attributes);
         let names: Vec<&str> = attributes.iter().map(|(n, _)| n).collect();

@@ -182,7 +182,7 @@ impl Shape {
             false => message.attributes.append(&self.extra_attributes),
         }
         if let Some(mode) = self.cloudevents {
-            let event = cloudevents::Event::of(notification, &base.payload, base.received_at);
+            let event = cloudevents::CloudEvent::of(notification, &base.payload, base.received_at);
             match mode {
                 Mode::Binary => event.attributes(&mut message.attributes),
                 Mode::Structured => message.payload = event.envelope(&base.payload),
