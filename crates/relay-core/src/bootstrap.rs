@@ -11,6 +11,20 @@ use crate::telemetry;
 /// Reads the configuration, starts logging and builds the relay. The error is what the binary
 /// prints before it exits; it has been logged already.
 pub async fn start() -> Result<Relay, StartError> {
+    start_as(|relay| relay).await
+}
+
+/// [`start`], for a platform that runs one request at a time and may freeze the process once it
+/// has answered (Lambda): each request is one [`Relay::invoke`], which writes the invocation's
+/// metric lines itself.
+pub async fn start_per_invocation() -> Result<Relay, StartError> {
+    let relay = start_as(Relay::per_invocation).await?;
+    relay.write_held_metrics();
+    Ok(relay)
+}
+
+/// Starts the relay, `shaped` before its connections open.
+async fn start_as(shaped: impl FnOnce(Relay) -> Relay) -> Result<Relay, StartError> {
     let file = std::env::var("RELAY_CONFIG").ok();
     let config = match fetch_config_file(file.as_deref())
         .await
@@ -28,9 +42,9 @@ pub async fn start() -> Result<Relay, StartError> {
     for name in Config::unknown_vars(std::env::vars().map(|(name, _)| name)) {
         tracing::warn!(variable = %name, "Unknown RELAY_ variable ignored.");
     }
-    let relay = Relay::from_config(config).await.inspect_err(|e| {
+    let relay = shaped(Relay::from_config(config).await.inspect_err(|e| {
         tracing::error!(error = %e, "The relay cannot start.");
-    })?;
+    })?);
     relay.warm().await;
     Ok(relay)
 }

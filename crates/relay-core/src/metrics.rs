@@ -31,8 +31,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::sink::{Receipt, SinkError};
 
+mod held;
 mod queue;
 
+pub use held::Held;
 pub use queue::{GATHER, LineQueue, STDOUT_QUEUE_LINES, Stdout, flush_stdout};
 
 /// The CloudWatch namespace of every metric.

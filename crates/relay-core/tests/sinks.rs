@@ -250,3 +250,44 @@ async fn a_deadline_already_passed_is_503_and_no_sink_is_called() {
     assert_eq!(outcome.headers["retry-after"], "5");
     assert!(file.messages().is_empty() && queue.messages().is_empty());
 }
+
+/// A writer that keeps each write apart.
+#[derive(Clone, Default)]
+struct Writes(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl std::io::Write for Writes {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(data).into_owned();
+        self.0.lock().unwrap().push(text);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// On Lambda a request is one `Relay::invoke`: its metric lines are written, in one write, by
+/// the time it returns, with nothing left for the adapter to flush.
+#[tokio::test]
+async fn an_invocation_writes_its_metric_lines_before_it_returns() {
+    let (a, b) = (RecordingSink::new("a"), RecordingSink::new("b"));
+    let file = ConfigFile::new(&format!("{ROUTED}\n"));
+    let config = file
+        .load(&[("RELAY_METRICS", "emf")])
+        .expect("a valid configuration");
+    let (sa, sb): (Arc<dyn Sink>, Arc<dyn Sink>) = (Arc::clone(&a) as _, Arc::clone(&b) as _);
+    let writes = Writes::default();
+    let held = Arc::new(relay_core::metrics::Held::new(writes.clone()));
+    let relay = relay(config, &[("a", sa), ("b", sb)], capture_clock()).holding_metrics(held);
+    let request = signed(&notification("CREATE", Some("x"))).map(Full::new);
+    let outcome = relay.invoke(request, None).await;
+    assert_eq!(outcome.status, StatusCode::ACCEPTED);
+    let writes = writes.0.lock().unwrap().clone();
+    assert_eq!(writes.len(), 1, "one write: {writes:?}");
+    let answered = writes[0]
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|line| line["Status"] == "202");
+    assert!(answered, "the answer's line: {writes:?}");
+}

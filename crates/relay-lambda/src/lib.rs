@@ -13,12 +13,6 @@ use relay_core::Relay;
 /// Time kept back from the invocation's deadline to send the answer.
 const MARGIN: Duration = Duration::from_millis(500);
 
-/// How long an invocation waits, at most, for stale stored routes to be read.
-const ROUTES_READ_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// How long an invocation waits, at most, for its metric lines to be written.
-const METRICS_FLUSH_TIMEOUT: Duration = Duration::from_millis(200);
-
 /// Turns one event into one relay answer.
 pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
     let context = request.lambda_context_ref();
@@ -28,8 +22,6 @@ pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
     let xray = context
         .and_then(|ctx| ctx.xray_trace_id.as_deref())
         .and_then(|id| lambda_http::http::HeaderValue::from_str(id).ok());
-    // Background work freezes between invocations: stored routes are read here, when stale.
-    relay.refresh_if_due(ROUTES_READ_TIMEOUT).await;
     let mut request = request.map(|body| {
         Full::new(match body {
             Body::Empty => Bytes::new(),
@@ -43,11 +35,7 @@ pub async fn handle(relay: &Relay, request: Request) -> Response<Body> {
             .headers_mut()
             .insert(relay_core::sink::XRAY_HEADER, xray);
     }
-    let outcome = relay.handle(request, deadline).await;
-    // An environment can be frozen once it has answered, and stopped while frozen: the
-    // invocation's metric lines are written (by relay-core's writer thread) before the answer
-    // leaves. That wait is the invocation's latency only; one invocation runs at a time here.
-    relay_core::metrics::flush_stdout(METRICS_FLUSH_TIMEOUT).await;
+    let outcome = relay.invoke(request, deadline).await;
     // relay-core always answers JSON text.
     outcome
         .into_response()

@@ -16,6 +16,7 @@
 //! relay from its configuration, once.
 
 mod attempt;
+mod invoke;
 mod ledger;
 mod live;
 mod log;
@@ -82,6 +83,9 @@ pub struct Relay {
     clock: Arc<dyn Clock>,
     admission: Admission,
     metrics: Metrics,
+    /// The metric lines held for the end of each invocation ([`Relay::invoke`]), when the
+    /// relay runs one request at a time (Lambda).
+    held: Option<Arc<metrics::Held>>,
 }
 
 impl Relay {
@@ -142,6 +146,7 @@ impl Relay {
             clock,
             admission,
             metrics,
+            held: None,
         }
     }
 
