@@ -1,14 +1,54 @@
 //! What GitHub and Shopify share: an HMAC-SHA256 of the raw body alone, in one header (hex
 //! after a prefix, or base64), no timestamp, a delivery id and an event type in headers of
-//! their own. Each sender is one [`BodyHmac`] constant.
+//! their own. Each sender is a type with one [`BodyHmac`] constant ([`BodyHmacSender`]), and
+//! is a [`Scheme`] by it.
+
+use std::time::SystemTime;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use http::{HeaderName, HeaderValue};
 
 use super::hmac::Encoding;
-use super::{Proof, SchemeError, Secrets, SignedRequest, SigningKey};
+use super::{Proof, Scheme, SchemeError, Secrets, SignedRequest, SigningKey};
 use super::{header, hmac_sha256, match_hmac, owned, pair};
+
+/// A sender whose scheme is one [`BodyHmac`].
+pub(super) trait BodyHmacSender: std::fmt::Debug + Send + Sync {
+    /// The scheme's name in the configuration.
+    const NAME: &'static str;
+    /// Its signature.
+    const SIGNED: BodyHmac;
+}
+
+impl<T: BodyHmacSender> Scheme for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn verify(
+        &self,
+        request: &SignedRequest<'_>,
+        secrets: &Secrets,
+        _now: SystemTime,
+    ) -> Result<Proof, SchemeError> {
+        T::SIGNED.verify(request, secrets)
+    }
+
+    fn has_timestamp(&self) -> bool {
+        false
+    }
+
+    fn sign(
+        &self,
+        body: &[u8],
+        key: &SigningKey,
+        _at: SystemTime,
+        id: Option<&str>,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
+        T::SIGNED.sign(body, key, id)
+    }
+}
 
 /// One sender's body signature.
 #[derive(Debug, Clone, Copy)]
