@@ -9,6 +9,11 @@ provider "google" {
   project = var.relay_project_id
 }
 
+# gcp-relay's one google-beta resource, in the relay's project.
+provider "google-beta" {
+  project = var.relay_project_id
+}
+
 provider "google" {
   alias                       = "subscriber"
   project                     = var.subscriber_project_id
