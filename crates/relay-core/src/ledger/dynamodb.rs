@@ -1,8 +1,11 @@
 //! The DynamoDB ledger (`dynamodb://TABLE`), for the Lambda. One item per entry:
 //!
-//! - `ledger_key` S: the hash key; `bundle_uuid` S: the hash key of the index `by_bundle`
-//!   (projection ALL), which `relay trace BUNDLE_UUID` queries;
-//! - `bundle_version`, `subscription_id`, `dedup_key` S, `event_type` S (absent for v1);
+//! - `bundle_uuid` S: the hash key, the entry's bundle (another sender's event id; the ledger
+//!   key itself for an event without one), which `relay trace BUNDLE_UUID` queries;
+//!   `ledger_key` S: the range key. No index: a claim and a settlement under 1 KB are one
+//!   write unit each;
+//! - `bundle_version`, `subscription_id` S, `dedup_key` S (only where it is not the ledger
+//!   key), `event_type` S (absent for v1);
 //! - `expires_at` N: epoch seconds, the table's TTL attribute;
 //! - `a:<destination>` M: the first acknowledgement {`message_id` S?, `at` N ms, `attempt` N};
 //! - `l:<destination>` M: a lease {`holder` S, `until` N ms}, or a copy of the destination's
