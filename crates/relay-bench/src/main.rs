@@ -6,7 +6,8 @@
 //!
 //! Run with `make bench-load`, which builds the Lambda's bootstrap as `make lambda` does and
 //! pins this process (the load and the endpoints) to core 1, or `cargo build --release -p
-//! relay-gcf -p relay-cli -p relay-bench --features relay-gcf/dynamodb` and then `BENCH_LAMBDA=…
+//! relay-gcf -p relay-cli -p relay-bench --features
+//! relay-gcf/dynamodb,relay-gcf/s3,relay-gcf/firehose` and then `BENCH_LAMBDA=…
 //! taskset -c 1 target/release/bench-load`. `BENCH_SECONDS` sets
 //! each measured run's length (default 5); `BENCH_ONLY=saturation` runs the first table,
 //! `BENCH_ONLY=burst` the burst and slow-sender tables, `BENCH_ONLY=memory` the memory table
@@ -199,7 +200,7 @@ async fn bursts() {
         let sqs = FakeSqs::start(fault(latency)).await;
         let folder = memory::folder();
         let relay = match remembered {
-            true => Pinned::relay_with(&sqs, &memory.env(&folder, None)),
+            true => Pinned::relay_with(&sqs, &memory.env(&folder, None, None)),
             false => Pinned::relay(&sqs),
         };
         relay.reset_peak_rss();

@@ -1,7 +1,8 @@
 //! The memory table: relay-gcf without memory, with the embedded stores (an SQLite ledger,
 //! then the ledger and a folder archive, both in a fresh temporary folder), and with a DynamoDB
 //! ledger on relay-testkit's loopback DynamoDB-protocol endpoint (answering at once, then after
-//! 5 ms), each sent the same distinct notifications twice: once new, then again (with the
+//! 5 ms; then with the archive through a loopback Firehose endpoint, which needs a relay-gcf
+//! built with `dynamodb`, `s3` and `firehose`), each sent the same distinct notifications twice: once new, then again (with the
 //! ledger, duplicates answered without a sink call). Each notification is sent once per pass,
 //! over 32 connections kept busy, then 20 more one at a time for the latency of a lone
 //! notification. The ledger's calls per notification come from the endpoint's own counters;
@@ -18,6 +19,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use relay_testkit::fake_dynamodb::{Calls, FakeDynamoDb};
+use relay_testkit::fake_firehose::FakeFirehose;
 use relay_testkit::fake_sqs::{FakeSqs, Fault};
 
 use crate::load::{Measured, signed};
@@ -57,6 +59,9 @@ pub(crate) enum Memory {
     SqliteLedgerAndFolder,
     /// `RELAY_LEDGER_URL=dynamodb://…` on the loopback endpoint, answering after this many ms.
     DynamoDb(u64),
+    /// That ledger, answering at once, and the archive through a delivery stream
+    /// (`RELAY_ARCHIVE_STREAM=firehose://…`) on a loopback Firehose endpoint.
+    DynamoDbAndFirehose,
 }
 
 impl Memory {
@@ -67,6 +72,7 @@ impl Memory {
             Self::SqliteLedger => "SQLite ledger".into(),
             Self::SqliteLedgerAndFolder => "SQLite ledger + folder archive".into(),
             Self::DynamoDb(ms) => format!("DynamoDB ledger, endpoint {ms} ms"),
+            Self::DynamoDbAndFirehose => "DynamoDB ledger + archive through Firehose".into(),
         }
     }
 
@@ -75,6 +81,7 @@ impl Memory {
         self,
         folder: &std::path::Path,
         dynamodb: Option<&FakeDynamoDb>,
+        firehose: Option<&FakeFirehose>,
     ) -> Vec<(&'static str, String)> {
         let ledger = (
             "RELAY_LEDGER_URL",
@@ -88,26 +95,45 @@ impl Memory {
             "RELAY_ARCHIVE_KEY",
             "bench-archive-key-0123456789".to_owned(),
         );
-        match (self, dynamodb) {
-            (Self::None, _) => vec![],
-            (Self::SqliteLedger, _) => vec![ledger],
-            (Self::SqliteLedgerAndFolder, _) => vec![ledger, archive, seal],
-            (Self::DynamoDb(_), Some(endpoint)) => vec![
+        let table = |endpoint: &FakeDynamoDb| {
+            [
                 ("RELAY_LEDGER_URL", "dynamodb://relay-ledger".into()),
                 ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.endpoint.clone()),
-            ],
-            (Self::DynamoDb(_), None) => panic!("a DynamoDB row needs its endpoint"),
+            ]
+        };
+        match (self, dynamodb, firehose) {
+            (Self::None, ..) => vec![],
+            (Self::SqliteLedger, ..) => vec![ledger],
+            (Self::SqliteLedgerAndFolder, ..) => vec![ledger, archive, seal],
+            (Self::DynamoDb(_), Some(endpoint), _) => table(endpoint).to_vec(),
+            (Self::DynamoDbAndFirehose, Some(endpoint), Some(stream)) => {
+                let mut env = table(endpoint).to_vec();
+                env.extend([
+                    (
+                        "RELAY_ARCHIVE_URL",
+                        "s3://relay-archive/notifications/".into(),
+                    ),
+                    ("RELAY_ARCHIVE_STREAM", "firehose://relay-archive".into()),
+                    ("AWS_ENDPOINT_URL_FIREHOSE", stream.endpoint.clone()),
+                    // Only a record too large for the stream would reach S3: none here.
+                    ("AWS_ENDPOINT_URL_S3", stream.endpoint.clone()),
+                    seal,
+                ]);
+                env
+            }
+            _ => panic!("a DynamoDB row needs its endpoints"),
         }
     }
 }
 
 /// The rows, in order.
-const ROWS: [Memory; 5] = [
+const ROWS: [Memory; 6] = [
     Memory::None,
     Memory::SqliteLedger,
     Memory::SqliteLedgerAndFolder,
     Memory::DynamoDb(0),
     Memory::DynamoDb(5),
+    Memory::DynamoDbAndFirehose,
 ];
 
 /// The table: every row of [`ROWS`], each through four passes.
@@ -140,9 +166,15 @@ pub(crate) async fn table() {
                 fake.set_latency(Duration::from_millis(ms));
                 Some(fake)
             }
+            Memory::DynamoDbAndFirehose => Some(FakeDynamoDb::start().await),
             _ => None,
         };
-        let relay = Pinned::relay_with(&sqs, &memory.env(&folder, dynamodb.as_ref()));
+        let firehose = match memory {
+            Memory::DynamoDbAndFirehose => Some(FakeFirehose::start().await),
+            _ => None,
+        };
+        let env = memory.env(&folder, dynamodb.as_ref(), firehose.as_ref());
+        let relay = Pinned::relay_with(&sqs, &env);
         // Connections opened and the relay's first calls made before anything is measured.
         saturate(&client, &relay, &warm).await;
         relay.reset_peak_rss();

@@ -17,8 +17,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
 
 use evaluate::holds;
@@ -86,23 +84,10 @@ impl Calls {
 impl FakeDynamoDb {
     /// Starts the endpoint on a free loopback port, on the current Tokio runtime.
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port");
-        let endpoint = format!("http://{}", listener.local_addr().expect("an address"));
         let state = Arc::new(State::default());
         let serving = Arc::clone(&state);
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let _ = stream.set_nodelay(true);
-                let state = Arc::clone(&serving);
-                let service = service_fn(move |request| answer(Arc::clone(&state), request));
-                tokio::spawn(
-                    hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service),
-                );
-            }
-        });
+        let endpoint =
+            crate::loopback::serve(move |request| answer(Arc::clone(&serving), request)).await;
         Self { endpoint, state }
     }
 

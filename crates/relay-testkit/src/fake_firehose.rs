@@ -1,0 +1,91 @@
+//! An Amazon Data Firehose endpoint on loopback, in memory, for the benchmark: the archive's
+//! delivery stream (`RELAY_ARCHIVE_STREAM=firehose://NAME`, any name), answering the AWS JSON
+//! 1.1 protocol the SDK speaks (`X-Amz-Target: Firehose_20150804.PutRecordBatch`, …):
+//! `PutRecord` and `PutRecordBatch` take every record and answer its id, anything else is
+//! answered 400. It keeps nothing but counts: calls and records.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+
+/// The running endpoint. Clones share it.
+#[derive(Debug, Clone)]
+pub struct FakeFirehose {
+    /// `http://127.0.0.1:<port>`.
+    pub endpoint: String,
+    state: Arc<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    calls: AtomicU64,
+    records: AtomicU64,
+}
+
+impl FakeFirehose {
+    /// Starts the endpoint on a free loopback port, on the current Tokio runtime.
+    pub async fn start() -> Self {
+        let state = Arc::new(State::default());
+        let serving = Arc::clone(&state);
+        let endpoint =
+            crate::loopback::serve(move |request| answer(Arc::clone(&serving), request)).await;
+        Self { endpoint, state }
+    }
+
+    /// Calls received so far.
+    pub fn calls(&self) -> u64 {
+        self.state.calls.load(Ordering::Relaxed)
+    }
+
+    /// Records taken so far.
+    pub fn records(&self) -> u64 {
+        self.state.records.load(Ordering::Relaxed)
+    }
+}
+
+async fn answer(
+    state: Arc<State>,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, std::convert::Infallible> {
+    state.calls.fetch_add(1, Ordering::Relaxed);
+    let operation = (request.headers().get("x-amz-target"))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.strip_prefix("Firehose_20150804."))
+        .unwrap_or_default()
+        .to_owned();
+    let body = request.into_body().collect().await.map(|b| b.to_bytes());
+    let input: Value = body
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let id = |n: u64| format!("{n:056}");
+    let (status, answer) = match operation.as_str() {
+        "PutRecord" => {
+            let n = state.records.fetch_add(1, Ordering::Relaxed);
+            (200, json!({"RecordId": id(n), "Encrypted": false}))
+        }
+        "PutRecordBatch" => {
+            let count = input["Records"].as_array().map_or(0, Vec::len) as u64;
+            let first = state.records.fetch_add(count, Ordering::Relaxed);
+            let responses: Vec<Value> = (first..first + count)
+                .map(|n| json!({"RecordId": id(n)}))
+                .collect();
+            let answer =
+                json!({"FailedPutCount": 0, "Encrypted": false, "RequestResponses": responses});
+            (200, answer)
+        }
+        other => (
+            400,
+            json!({"__type": "InvalidArgumentException", "message": format!("the fake answers no {other:?}")}),
+        ),
+    };
+    let response = hyper::Response::builder()
+        .status(status)
+        .header("content-type", "application/x-amz-json-1.1")
+        .body(Full::new(Bytes::from(answer.to_string())))
+        .expect("a response");
+    Ok(response)
+}
