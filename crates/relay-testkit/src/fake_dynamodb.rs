@@ -85,9 +85,7 @@ impl FakeDynamoDb {
     /// Starts the endpoint on a free loopback port, on the current Tokio runtime.
     pub async fn start() -> Self {
         let state = Arc::new(State::default());
-        let serving = Arc::clone(&state);
-        let endpoint =
-            crate::loopback::serve(move |request| answer(Arc::clone(&serving), request)).await;
+        let endpoint = crate::loopback::serve_with(Arc::clone(&state), answer).await;
         Self { endpoint, state }
     }
 

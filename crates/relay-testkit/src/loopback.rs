@@ -8,6 +8,23 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
+/// Serves `handler` with `state` (an endpoint's shared state) on a free loopback port; its
+/// `http://127.0.0.1:<port>`.
+pub async fn serve_with<S, F, R>(state: std::sync::Arc<S>, handler: F) -> String
+where
+    S: Send + Sync + 'static,
+    F: Fn(std::sync::Arc<S>, hyper::Request<hyper::body::Incoming>) -> R
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    R: Future<Output = Result<hyper::Response<Full<Bytes>>, std::convert::Infallible>>
+        + Send
+        + 'static,
+{
+    serve(move |request| handler(std::sync::Arc::clone(&state), request)).await
+}
+
 /// Serves `handler` on a free loopback port, on the current Tokio runtime; its
 /// `http://127.0.0.1:<port>`.
 pub async fn serve<F, R>(handler: F) -> String
