@@ -44,9 +44,7 @@ impl Relay {
     {
         self.refresh_if_due(ROUTES_READ_TIMEOUT).await;
         let outcome = self.handle(request, deadline).await;
-        if let Some(held) = &self.held {
-            held.write_out();
-        }
+        self.write_held_metrics();
         outcome
     }
 

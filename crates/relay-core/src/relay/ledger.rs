@@ -75,7 +75,7 @@ impl Relay {
             return Ok(None);
         }
         let identity = identity(notification);
-        let key = key(recorder, notification, routing.run);
+        let key = key(recorder, &identity, notification.is_dss(), routing.run);
         let now_ms = epoch_ms(self.clock.now());
         let attempt = Attempt {
             id: ledger::attempt_id(),
@@ -151,7 +151,10 @@ impl Relay {
     ) -> String {
         self.ledger
             .as_ref()
-            .map(|recorder| key(recorder, notification, run))
+            .map(|recorder| {
+                let identity = identity(notification);
+                key(recorder, &identity, notification.is_dss(), run)
+            })
             .unwrap_or_default()
     }
 
@@ -235,10 +238,10 @@ pub(super) fn bundle_of(notification: &Notification<Verified>) -> &str {
 /// The entry's key: the notification's ledger key (`RELAY_LEDGER_KEY` chooses it among a DSS
 /// notification's fields; another source's event has only its dedup key), under a replay run's
 /// prefix for its run.
-fn key(recorder: &Recorder, notification: &Notification<Verified>, run: Option<&str>) -> String {
-    let key = match notification.is_dss() {
-        true => recorder.config.key.of(&identity(notification)),
-        false => notification.dedup_key().to_owned(),
+fn key(recorder: &Recorder, identity: &Identity, dss: bool, run: Option<&str>) -> String {
+    let key = match dss {
+        true => recorder.config.key.of(identity),
+        false => identity.dedup_key.clone(),
     };
     match run {
         Some(run) => format!("replay:{run}:{key}"),

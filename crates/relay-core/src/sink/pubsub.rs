@@ -62,8 +62,8 @@ impl PubSubConfig {
 
     pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
         let trace = super::shape::TraceAttributes {
-            prefix: "googclient_",
-            state: true,
+            traceparent: "googclient_traceparent",
+            tracestate: Some("googclient_tracestate"),
         };
         let mut shape = (Shape::new(selection, None)?.with_trace(trace))
             .with_format(self.format, super::shape::Mode::Binary);

@@ -68,8 +68,8 @@ impl SnsConfig {
             self.message_deduplication_id.as_ref(),
         );
         let trace = TraceAttributes {
-            prefix: "",
-            state: false,
+            traceparent: "traceparent",
+            tracestate: None,
         };
         let shape = Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?.with_trace(trace);
         fifo_ids(

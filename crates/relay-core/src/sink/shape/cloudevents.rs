@@ -58,15 +58,21 @@ pub(super) struct CloudEvent<'a> {
     time: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     datacontenttype: Option<&'static str>,
+    /// The payload as JSON text, when it is strict JSON (parsed once, here).
+    #[serde(skip)]
+    json: Option<&'a RawValue>,
 }
 
 impl<'a> CloudEvent<'a> {
     /// The event of `notification`, received at `received_at`, whose payload is `payload`.
     pub(super) fn of(
         notification: &'a Notification<Verified>,
-        payload: &[u8],
+        payload: &'a [u8],
         received_at: std::time::SystemTime,
     ) -> Self {
+        let json = std::str::from_utf8(payload)
+            .ok()
+            .and_then(|text| serde_json::from_str::<&RawValue>(text).ok());
         let (source, kind) = match notification.is_dss() {
             true => {
                 let subscription = notification.subscription_id().unwrap_or_default();
@@ -90,7 +96,8 @@ impl<'a> CloudEvent<'a> {
             source,
             kind,
             time: humantime::format_rfc3339_millis(received_at).to_string(),
-            datacontenttype: is_json(payload).then_some("application/json"),
+            datacontenttype: json.is_some().then_some("application/json"),
+            json,
         }
     }
 
@@ -118,9 +125,7 @@ impl<'a> CloudEvent<'a> {
             #[serde(skip_serializing_if = "Option::is_none")]
             data_base64: Option<String>,
         }
-        let data = std::str::from_utf8(payload)
-            .ok()
-            .and_then(|text| serde_json::from_str::<&RawValue>(text).ok());
+        let data = self.json;
         let data_base64 = data
             .is_none()
             .then(|| base64::engine::general_purpose::STANDARD.encode(payload));
@@ -131,11 +136,6 @@ impl<'a> CloudEvent<'a> {
         };
         Bytes::from(serde_json::to_vec(&envelope).expect("an envelope always serializes"))
     }
-}
-
-/// Whether `payload` is strict JSON text (a DSS payload may hold `NaN`, which is not).
-fn is_json(payload: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(payload).is_ok()
 }
 
 #[cfg(test)]

@@ -78,14 +78,14 @@ pub struct Shape {
 }
 
 /// A destination's attributes for a request's trace context, the last and lowest-priority of
-/// its attributes (dropped first where a destination keeps ten): `<prefix>traceparent`, and
-/// `<prefix>tracestate` when it takes that too.
+/// its attributes (dropped first where a destination keeps ten).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TraceAttributes {
-    /// `googclient_` for Pub/Sub (what Google's clients read), none for SNS.
-    pub(crate) prefix: &'static str,
-    /// Whether `tracestate` goes too.
-    pub(crate) state: bool,
+    /// The `traceparent`'s name: `googclient_traceparent` on Pub/Sub (what Google's clients
+    /// read), `traceparent` on SNS.
+    pub(crate) traceparent: &'static str,
+    /// The `tracestate`'s name, where the destination takes it.
+    pub(crate) tracestate: Option<&'static str>,
 }
 
 impl Shape {
@@ -190,13 +190,10 @@ impl Shape {
         }
         if let (Some(trace), Some(context)) = (self.trace, base.trace.as_deref()) {
             if let Some(traceparent) = context.traceparent() {
-                let name = format!("{}traceparent", trace.prefix);
-                message.attributes.push(&name, &traceparent);
+                message.attributes.push(trace.traceparent, &traceparent);
             }
-            if let Some(state) = context.tracestate().filter(|_| trace.state) {
-                message
-                    .attributes
-                    .push(&format!("{}tracestate", trace.prefix), state);
+            if let (Some(name), Some(state)) = (trace.tracestate, context.tracestate()) {
+                message.attributes.push(name, state);
             }
         }
         if let Some(limit) = self.max_attributes {
@@ -378,12 +375,12 @@ mod tests {
             .collect();
         let base = Message::new(&notification, &headers, std::time::SystemTime::UNIX_EPOCH);
         let sns = TraceAttributes {
-            prefix: "",
-            state: false,
+            traceparent: "traceparent",
+            tracestate: None,
         };
         let pubsub = TraceAttributes {
-            prefix: "googclient_",
-            state: true,
+            traceparent: "googclient_traceparent",
+            tracestate: Some("googclient_tracestate"),
         };
         // Room for it: last, after the destination's own.
         let few = selection(Some(&["dss.event_type"]), &[("team", "x")]);
