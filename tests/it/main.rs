@@ -23,3 +23,4 @@ mod secrets;
 mod sns;
 mod sqs;
 mod trace_context;
+mod transform;

@@ -90,6 +90,15 @@ pub enum Error {
         /// The sink that failed.
         sink: String,
     },
+    /// A destination's transform yielded no body for the notification (502); the other
+    /// destinations were published to.
+    #[error("the transform of the destination {sink} failed: {reason}")]
+    TransformFailed {
+        /// The destination whose transform failed.
+        sink: String,
+        /// Why: the program's error, its time limit, no value, several, or one too large.
+        reason: String,
+    },
 }
 
 /// Seconds a sender is asked to wait after a 503.
@@ -112,7 +121,7 @@ impl Error {
             Self::SinkRetryable { .. } | Self::LedgerUnavailable | Self::InProgress { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            Self::SinkFailed { .. } => StatusCode::BAD_GATEWAY,
+            Self::SinkFailed { .. } | Self::TransformFailed { .. } => StatusCode::BAD_GATEWAY,
         }
     }
 
@@ -136,6 +145,7 @@ impl Error {
             Self::InProgress { .. } => "in_progress",
             Self::SinkRetryable { .. } => "sink_unavailable",
             Self::SinkFailed { .. } => "sink_failed",
+            Self::TransformFailed { .. } => "transform_failed",
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod sink;
 pub mod source;
 pub mod telemetry;
 mod text;
+pub mod transform;
 pub mod verify;
 
 pub use config::Config;

@@ -50,6 +50,8 @@ pub struct Config {
     pub payload_field: String,
     /// The deadline for every routed sink to acknowledge.
     pub sink_timeout: Duration,
+    /// The longest a destination's transform may run over one notification.
+    pub transform_timeout: Duration,
     /// How long, at most, an SQS or SNS batch waits for more messages, resolved for the
     /// platform (zero on Lambda).
     pub batch_wait: Duration,
@@ -233,6 +235,9 @@ impl Config {
                 .as_ref()
                 .map_or(DEFAULT_PAYLOAD_FIELD.into(), |f| f.to_string()),
             sink_timeout: Duration::from_millis(settings.sink_timeout_ms.map_or(0, |m| m.0)),
+            transform_timeout: Duration::from_millis(
+                settings.transform_timeout_ms.map_or(100, |m| m.0),
+            ),
             batch_wait: Duration::from_millis(batch_wait),
             log_format,
             metrics,

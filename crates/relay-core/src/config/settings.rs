@@ -9,7 +9,7 @@ use serde::de::{Error as _, MapAccess, Visitor};
 
 use super::values::{
     Count, FieldName, Flag, HmacKeys, ListenAddr, LogFormat, MetricsFormat, Millis, Seconds,
-    SecretArn, Show, WaitMillis,
+    SecretArn, Show, TransformMillis, WaitMillis,
 };
 use crate::archive::{ArchiveUrl, StreamUrl};
 use crate::ledger::{LedgerKey, LedgerUrl};
@@ -129,6 +129,8 @@ settings! {
     sink_timeout_ms: Millis = "RELAY_SINK_TIMEOUT_MS", file, default "5000";
     /// How long, at most, a notification for SQS or SNS waits for others to share its call, unless it comes after a quiet spell as long with no call in flight (it then leaves at once); `0`: never. On Lambda an instance handles one notification at a time, so none could join it.
     batch_wait_ms: WaitMillis = "RELAY_BATCH_WAIT_MS", file, default "1, 0 on Lambda";
+    /// The longest a destination's `transform` may run over one notification (at most 1000); one still running then is stopped, and that destination fails with 502 `transform_failed`.
+    transform_timeout_ms: TransformMillis = "RELAY_TRANSFORM_TIMEOUT_MS", file, default "100";
     /// `json` or `text` log lines, to standard error; `RUST_LOG` filters them (a level, `target=level` directives, or both).
     log_format: LogFormat = "RELAY_LOG_FORMAT", file, default "json on Lambda and Cloud Run, else text";
     /// `emf`: one CloudWatch Embedded Metric Format line per answer and per sink publish, on standard output; `off`: none.

@@ -125,6 +125,14 @@ value!(
 );
 
 value!(
+    /// Milliseconds between 1 and 1000: a transform's time limit, within
+    /// [`MAX_TIMEOUT`](crate::transform::MAX_TIMEOUT).
+    TransformMillis(u64),
+    "milliseconds between 1 and 1000",
+    |s| s.parse().ok().filter(|n| (1..=1000).contains(n))
+);
+
+value!(
     /// A positive count.
     Count(usize),
     "a positive whole number",

@@ -21,7 +21,10 @@ use crate::error::Error;
 use crate::ledger::{Ack, Delivery};
 use crate::live::RoutingTable;
 use crate::notification::{Notification, Verified};
-use crate::sink::{Destination, Message};
+use crate::sink::{Destination, Message, SinkError};
+
+/// A destination's message to publish, or why it has none.
+pub(super) type Unsent = Result<Message, SinkError>;
 
 /// What one attempt is asked to deliver.
 pub(super) struct Attempt<'a, 't> {
@@ -45,27 +48,30 @@ pub(super) struct Attempt<'a, 't> {
     pub(super) record: bool,
 }
 
-/// A destination's message: shaped and checked already, or the archive's record, written out
-/// only when the archive still needs it (a duplicate's never is).
+/// A destination's message: shaped and checked already, its transform's failure, or the
+/// archive's record, written out only when the archive still needs it (a duplicate's never is).
 pub(super) enum Planned {
     /// A routed destination's message.
     Shaped(Message),
+    /// A routed destination whose transform yielded no body: that destination fails, alone.
+    Untransformed(crate::transform::RunError),
     /// The archive's record.
     Record(Box<crate::archive::Record>),
 }
 
 impl Planned {
-    /// The message to publish.
-    fn into_message(self) -> Message {
+    /// The message to publish, or the destination's failure without one.
+    fn into_message(self) -> Result<Message, SinkError> {
         match self {
-            Self::Shaped(message) => message,
-            Self::Record(record) => record.message(),
+            Self::Shaped(message) => Ok(message),
+            Self::Untransformed(error) => Err(SinkError::transform(error)),
+            Self::Record(record) => Ok(record.message()),
         }
     }
 }
 
 /// The messages of `planned`, made.
-fn messages(planned: Vec<(&Destination, Planned)>) -> Vec<(&Destination, Message)> {
+fn messages(planned: Vec<(&Destination, Planned)>) -> Vec<(&Destination, Unsent)> {
     planned
         .into_iter()
         .map(|(destination, planned)| (destination, planned.into_message()))

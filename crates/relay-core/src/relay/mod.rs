@@ -55,7 +55,7 @@ use crate::metrics::{self, Metrics};
 use crate::notification::Notification;
 use crate::outcome::Outcome;
 use crate::route::{Input, request_document};
-use crate::sink::{Destination, Message, Sink, SinkConfig};
+use crate::sink::{Destination, Message, Sink, SinkConfig, Unshaped};
 use crate::source::{Opened, Sources};
 use crate::verify::{Clock, Policy};
 
@@ -360,8 +360,11 @@ impl Relay {
         let mut planned = Vec::with_capacity(decision.destinations.len() + 1);
         for &i in &decision.destinations {
             let destination = &table.destinations[i];
-            let message = shape(destination, &base, &notification)?;
-            planned.push((destination, Planned::Shaped(message)));
+            let timeout = self.config.transform_timeout;
+            planned.push((
+                destination,
+                shape(destination, &base, &notification, timeout)?,
+            ));
         }
         if let Some(archive) = &self.archive {
             // The routing is done with the request document: the record takes it.
@@ -428,19 +431,29 @@ impl Relay {
 }
 
 /// `destination`'s message for `notification`: its shape applied, its size checked (502 when a
-/// template cannot be filled, 413 over the destination's limit).
+/// template cannot be filled, 413 over the destination's limit). A transform that yields no
+/// body within `transform_timeout` and the destination's limit fails that destination alone.
 fn shape(
     destination: &crate::sink::Destination,
     base: &Message,
     notification: &Notification<crate::notification::Verified>,
-) -> Result<Message, Error> {
+    transform_timeout: std::time::Duration,
+) -> Result<Planned, Error> {
     let sink = destination.sink.name();
-    let message = destination.shape.apply(base, notification).map_err(|e| {
-        tracing::error!(sink, error = %e, "A template cannot be filled; an operator must act.");
-        Error::SinkFailed {
-            sink: sink.to_owned(),
+    let limits = crate::transform::Limits {
+        timeout: transform_timeout,
+        max_output: destination.max_message_bytes.unwrap_or(FILE_MESSAGE_BYTES),
+    };
+    let message = match destination.shape.apply(base, notification, limits) {
+        Ok(message) => message,
+        Err(Unshaped::Transform(error)) => return Ok(Planned::Untransformed(error)),
+        Err(Unshaped::Template(e)) => {
+            tracing::error!(sink, error = %e, "A template cannot be filled; an operator must act.");
+            return Err(Error::SinkFailed {
+                sink: sink.to_owned(),
+            });
         }
-    })?;
+    };
     if let Some(limit) = destination
         .max_message_bytes
         .filter(|&max| message.encoded_size() > max)
@@ -450,5 +463,9 @@ fn shape(
             limit,
         });
     }
-    Ok(message)
+    Ok(Planned::Shaped(message))
 }
+
+/// The largest body a transform may yield for a destination without a message size limit (a
+/// file).
+const FILE_MESSAGE_BYTES: usize = 1 << 20;

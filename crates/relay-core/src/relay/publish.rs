@@ -8,7 +8,7 @@ use http::StatusCode;
 use serde::Serialize;
 
 use super::Relay;
-use super::attempt::Attempted;
+use super::attempt::{Attempted, Unsent};
 use crate::error::Error;
 use crate::notification::{Notification, Verified};
 use crate::outcome::Outcome;
@@ -30,7 +30,7 @@ impl Relay {
     /// Publishes to the destinations concurrently, each until `deadline`.
     pub(super) async fn publish<'t>(
         &self,
-        messages: Vec<(&'t Destination, Message)>,
+        messages: Vec<(&'t Destination, Unsent)>,
         deadline: Instant,
         traffic: Traffic,
     ) -> Published<'t> {
@@ -39,16 +39,9 @@ impl Relay {
                 .into_iter()
                 .map(|(destination, message)| async move {
                     let started = Instant::now();
-                    let publish = destination.sink.publish(std::slice::from_ref(&message));
-                    let result = match tokio::time::timeout_at(deadline.into(), publish).await {
-                        Ok(results) => results.into_iter().next().unwrap_or_else(|| {
-                            Err(SinkError::Permanent(
-                                "the sink answered for no message".into(),
-                            ))
-                        }),
-                        Err(_) => Err(SinkError::Retryable(
-                            "no acknowledgement before the deadline".into(),
-                        )),
+                    let result = match message {
+                        Ok(message) => self.publish_one(destination, &message, deadline).await,
+                        Err(unsent) => Err(unsent),
                     };
                     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
                     let (name, resource) = (&destination.name, &destination.resource);
@@ -66,6 +59,26 @@ impl Relay {
                 }),
         )
         .await
+    }
+
+    /// One destination's publish of `message`, until `deadline`.
+    async fn publish_one(
+        &self,
+        destination: &Destination,
+        message: &Message,
+        deadline: Instant,
+    ) -> Result<Receipt, SinkError> {
+        let publish = destination.sink.publish(std::slice::from_ref(message));
+        match tokio::time::timeout_at(deadline.into(), publish).await {
+            Ok(results) => results.into_iter().next().unwrap_or_else(|| {
+                Err(SinkError::Permanent(
+                    "the sink answered for no message".into(),
+                ))
+            }),
+            Err(_) => Err(SinkError::Retryable(
+                "no acknowledgement before the deadline".into(),
+            )),
+        }
     }
 
     /// The answer to a live attempt: 202 `duplicate` when every destination had acknowledged
@@ -202,15 +215,27 @@ fn deliveries<'a>(
                 let retryable = e.is_retryable();
                 if retryable {
                     tracing::warn!(sink, resource, error = %e, dedup_key = notification.dedup_key(), "Sink failed; the sender will retry.");
+                } else if let Some(reason) = e.as_transform() {
+                    tracing::error!(sink, resource, error = %reason, code = reason.code(), dedup_key = notification.dedup_key(), "The destination's transform yielded no message; it was not published to.");
                 } else {
                     tracing::error!(sink, resource, error = %e, dedup_key = notification.dedup_key(), "Sink rejected the notification; an operator must act.");
                 }
                 let sink = sink.to_owned();
-                failure = match failure {
-                    Some(f @ Error::SinkFailed { .. }) => Some(f),
-                    _ if !retryable => Some(Error::SinkFailed { sink }),
-                    Some(f) => Some(f),
-                    None => Some(Error::SinkRetryable { sink }),
+                let permanent = match e.as_transform() {
+                    Some(reason) => Some(Error::TransformFailed {
+                        sink,
+                        reason: reason.to_string(),
+                    }),
+                    None if !retryable => Some(Error::SinkFailed { sink }),
+                    None => None,
+                };
+                failure = match (failure, permanent) {
+                    (Some(f), _) if f.status() == StatusCode::BAD_GATEWAY => Some(f),
+                    (_, Some(permanent)) => Some(permanent),
+                    (Some(f), None) => Some(f),
+                    (None, None) => Some(Error::SinkRetryable {
+                        sink: destination.name.clone(),
+                    }),
                 };
             }
         }

@@ -195,10 +195,14 @@ impl Relay {
         let mut planned = Vec::with_capacity(routed.indexes.len());
         for &i in &routed.indexes {
             let destination = &table.destinations[i];
-            let mut message = super::shape(destination, &routed.base, &routed.notification)
+            let timeout = self.config.transform_timeout;
+            let (base, notification) = (&routed.base, &routed.notification);
+            let mut shaped = super::shape(destination, base, notification, timeout)
                 .map_err(ReplayError::Shape)?;
-            destination.shape.mark(&mut message, REPLAYED, "true");
-            planned.push((destination, Planned::Shaped(message)));
+            if let Planned::Shaped(message) = &mut shaped {
+                destination.shape.mark(message, REPLAYED, "true");
+            }
+            planned.push((destination, shaped));
         }
         let run = match &plan.record {
             ReplayRecord::Run(run) => Some(run.as_str()),

@@ -36,7 +36,8 @@ pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use pubsub::PubSubConfig;
 pub use resource::{SharedResource, check_resources};
 pub use shape::{
-    Attributes, Format, NOTIFY_ATTEMPT, Selection, Shape, ShapeError, Template, TemplateError,
+    Attributes, Format, NOTIFY_ATTEMPT, Selection, Shape, ShapeError, TRANSFORMED, Template,
+    TemplateError, Unshaped,
 };
 pub use sns::SnsConfig;
 pub use sqs::{SqsConfig, region_of_host};
@@ -140,6 +141,20 @@ impl SinkError {
     /// True when the sender should retry.
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Retryable(_))
+    }
+
+    /// A destination's transform that yielded no body for a message: permanent (retrying runs
+    /// the same program over the same document), its own code in the answer.
+    pub fn transform(error: crate::transform::RunError) -> Self {
+        Self::Permanent(Box::new(error))
+    }
+
+    /// The transform's failure, when this is one.
+    pub fn as_transform(&self) -> Option<&crate::transform::RunError> {
+        match self {
+            Self::Permanent(e) => e.downcast_ref(),
+            Self::Retryable(_) => None,
+        }
     }
 
     /// The same failure again, for every message of a batch that one error failed.

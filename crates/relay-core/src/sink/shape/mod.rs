@@ -1,6 +1,7 @@
-//! How a destination shapes each message beyond the payload, which never changes: the relay
-//! attributes it sends ([`Attributes`], with the attempt header), static attributes it adds,
-//! and its FIFO ids or ordering key ([`Template`]s).
+//! How a destination shapes each message: the relay attributes it sends ([`Attributes`], with
+//! the attempt header), static attributes it adds, its FIFO ids or ordering key
+//! ([`Template`]s), and the body: the payload byte for byte, unless the destination has a
+//! transform ([`Program`]) or takes CloudEvents in structured mode.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,10 @@ pub use template::{Template, TemplateError};
 
 use super::Message;
 use crate::notification::{Notification, Verified};
+use crate::transform::{Limits, Program, RunError};
+
+/// The attribute a transformed message carries (`true`), the lowest-priority of the relay's.
+pub const TRANSFORMED: &str = "relay.transformed";
 
 /// The keys every `[sinks.<name>]` table takes, whatever its type.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -29,11 +34,25 @@ pub struct Selection {
     /// Static attributes added to every message, after the relay's own.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra_attributes: BTreeMap<String, String>,
+    /// A jq program whose one value, as compact JSON, is the message body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transform: Option<String>,
 }
 
 impl Selection {
     /// The field names above, as a table spells them.
-    pub const KEYS: [&'static str; 2] = ["attributes", "extra_attributes"];
+    pub const KEYS: [&'static str; 3] = ["attributes", "extra_attributes", "transform"];
+}
+
+/// Why a destination's message could not be made for a notification.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unshaped {
+    /// A template reads a field the notification lacks.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// The destination's transform yielded no body.
+    #[error(transparent)]
+    Transform(#[from] RunError),
 }
 
 /// A sink setting that cannot work; `field` names the key at fault.
@@ -75,6 +94,8 @@ pub struct Shape {
     trace: Option<TraceAttributes>,
     /// How it sends CloudEvents, when its `format` is `cloudevents`.
     cloudevents: Option<Mode>,
+    /// Its transform, compiled once and shared by every message.
+    transform: Option<std::sync::Arc<Program>>,
 }
 
 /// A destination's attributes for a request's trace context, the last and lowest-priority of
@@ -133,10 +154,17 @@ impl Shape {
         for (name, value) in &selection.extra_attributes {
             extra_attributes.push(name, value);
         }
+        let transform = selection
+            .transform
+            .as_deref()
+            .map(|source| Program::compile(source).map(std::sync::Arc::new))
+            .transpose()
+            .map_err(|e| ShapeError::new("transform", e.to_string()))?;
         Ok(Self {
             attributes: selection.attributes.clone(),
             extra_attributes,
             max_attributes,
+            transform,
             ..Self::default()
         })
     }
@@ -158,16 +186,21 @@ impl Shape {
         names
     }
 
-    /// The message as this destination sends it: its attributes, and its templates filled
-    /// from the notification. A notification that lacks a field a template reads fails here,
-    /// before any sink is called. The payload and the attributes' text are shared with `base`,
-    /// never copied; the attribute list itself is copied only when the shape changes it.
+    /// The message as this destination sends it: its body (the transform's value, within
+    /// `limits`), its attributes, and its templates filled from the notification. A
+    /// notification that lacks a field a template reads fails here, before any sink is called.
+    /// The payload and the attributes' text are shared with `base`, never copied; the
+    /// attribute list itself is copied only when the shape changes it.
     pub fn apply(
         &self,
         base: &Message,
         notification: &Notification<Verified>,
-    ) -> Result<Message, TemplateError> {
+        limits: Limits,
+    ) -> Result<Message, Unshaped> {
         let mut message = base.clone();
+        if let Some(program) = &self.transform {
+            message.payload = program.run(notification.document(), limits)?.into();
+        }
         if let Some(names) = &self.attributes {
             message
                 .attributes
@@ -182,11 +215,15 @@ impl Shape {
             false => message.attributes.append(&self.extra_attributes),
         }
         if let Some(mode) = self.cloudevents {
-            let event = cloudevents::CloudEvent::of(notification, &base.payload, base.received_at);
+            let payload = message.payload.clone();
+            let event = cloudevents::CloudEvent::of(notification, &payload, base.received_at);
             match mode {
                 Mode::Binary => event.attributes(&mut message.attributes),
-                Mode::Structured => message.payload = event.envelope(&base.payload),
+                Mode::Structured => message.payload = event.envelope(&payload),
             }
+        }
+        if self.transform.is_some() {
+            message.attributes.push(TRANSFORMED, "true");
         }
         if let (Some(trace), Some(context)) = (self.trace, base.trace.as_deref()) {
             if let Some(traceparent) = context.traceparent() {
@@ -258,6 +295,9 @@ impl Shape {
                 text.push_str(&format!("; {label} {}", t.source()));
             }
         }
+        if let Some(program) = &self.transform {
+            text.push_str(&format!("; transform {}", program.source()));
+        }
         match self.cloudevents {
             Some(Mode::Binary) => text.push_str("; CloudEvents, binary mode"),
             Some(Mode::Structured) => text.push_str("; CloudEvents, structured mode"),
@@ -303,8 +343,14 @@ const NOT_FIFO: &str =
 mod tests {
     use super::*;
 
+    const LIMITS: Limits = Limits {
+        timeout: std::time::Duration::from_millis(100),
+        max_output: 1 << 20,
+    };
+
     fn selection(attributes: Option<&[&str]>, extra: &[(&str, &str)]) -> Selection {
         Selection {
+            transform: None,
             attributes: attributes.map(|a| a.iter().map(|s| (*s).to_owned()).collect()),
             extra_attributes: extra
                 .iter()
@@ -316,7 +362,11 @@ mod tests {
     #[test]
     fn every_key_of_a_selection_is_listed() {
         for key in Selection::KEYS {
-            let value = if key == "attributes" { "[]" } else { "{}" };
+            let value = match key {
+                "attributes" => "[]",
+                "transform" => "\".\"",
+                _ => "{}",
+            };
             let parsed: Result<Selection, _> =
                 serde_json::from_str(&format!("{{\"{key}\": {value}}}"));
             assert!(parsed.is_ok(), "{key}: {parsed:?}");
@@ -366,6 +416,59 @@ mod tests {
     }
 
     #[test]
+    fn a_transform_makes_the_body_and_marks_the_message() {
+        let notification = v2();
+        let base = Message::new(
+            &notification,
+            &http::HeaderMap::new(),
+            std::time::SystemTime::UNIX_EPOCH,
+        );
+        let transformed = |program: &str| Selection {
+            transform: Some(program.to_owned()),
+            ..selection(None, &[("team", "x")])
+        };
+        let mut shape = Shape::new(&transformed("{bundle: .match.bundle_uuid}"), Some(10)).unwrap();
+        let message = shape.apply(&base, &notification, LIMITS).unwrap();
+        assert_eq!(&message.payload[..], br#"{"bundle":"u"}"#);
+        assert_eq!(
+            message.attributes.get("relay.dedup_key"),
+            Some(notification.dedup_key())
+        );
+        assert_eq!(message.attributes.get("team"), Some("x"));
+        assert_eq!(message.attributes.get(TRANSFORMED), Some("true"));
+        // Lowest priority: the first left out where a destination keeps no more.
+        shape.max_attributes = Some(message.attributes.len() - 1);
+        let message = shape.apply(&base, &notification, LIMITS).unwrap();
+        assert_eq!(message.attributes.get(TRANSFORMED), None);
+        assert_eq!(message.attributes.get("team"), Some("x"));
+        let unlimited = Shape::new(&transformed(".match"), None).unwrap();
+        let message = unlimited.apply(&base, &notification, LIMITS).unwrap();
+        let last = message.attributes.iter().last();
+        assert_eq!(last, Some((TRANSFORMED, "true")));
+        // Structured CloudEvents carry the transformed body as their data.
+        let envelope = unlimited
+            .clone()
+            .with_format(Format::Cloudevents, Mode::Structured)
+            .apply(&base, &notification, LIMITS)
+            .unwrap();
+        let envelope: serde_json::Value = serde_json::from_slice(&envelope.payload).unwrap();
+        assert_eq!(
+            envelope["data"],
+            serde_json::json!({"bundle_uuid": "u", "bundle_version": "v"})
+        );
+        // A program that yields nothing is the shape's failure, named as such.
+        let empty = Shape::new(&transformed("empty"), None).unwrap();
+        assert_eq!(
+            empty.apply(&base, &notification, LIMITS).unwrap_err(),
+            Unshaped::Transform(RunError::NoValue)
+        );
+        // One that does not compile is refused with the key and its position.
+        let e = Shape::new(&transformed("{a: }"), None).unwrap_err();
+        assert_eq!(e.field, "transform");
+        assert!(e.message.starts_with("line 1, column 5:"), "{e}");
+    }
+
+    #[test]
     fn the_trace_context_is_the_last_attribute_and_the_first_dropped() {
         let notification = v2();
         let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -385,7 +488,7 @@ mod tests {
         // Room for it: last, after the destination's own.
         let few = selection(Some(&["dss.event_type"]), &[("team", "x")]);
         let shape = Shape::new(&few, Some(10)).unwrap().with_trace(sns);
-        let message = shape.apply(&base, &notification).unwrap();
+        let message = shape.apply(&base, &notification, LIMITS).unwrap();
         let names: Vec<&str> = message.attributes.iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["dss.event_type", "team", "traceparent"]);
         assert_eq!(message.attributes.get("traceparent"), Some(traceparent));
@@ -393,12 +496,15 @@ mod tests {
         let mut full = Shape::new(&selection(None, &[("team", "x")]), Some(10)).unwrap();
         let kept = full
             .clone()
-            .apply(&base, &notification)
+            .apply(&base, &notification, LIMITS)
             .unwrap()
             .attributes
             .len();
         full.max_attributes = Some(kept);
-        let message = full.with_trace(sns).apply(&base, &notification).unwrap();
+        let message = full
+            .with_trace(sns)
+            .apply(&base, &notification, LIMITS)
+            .unwrap();
         assert_eq!(message.attributes.len(), kept);
         assert_eq!(message.attributes.get("traceparent"), None);
         assert_eq!(message.attributes.get("team"), Some("x"));
@@ -406,14 +512,16 @@ mod tests {
         let shape = Shape::new(&Selection::default(), None)
             .unwrap()
             .with_trace(pubsub);
-        let message = shape.apply(&base, &notification).unwrap();
+        let message = shape.apply(&base, &notification, LIMITS).unwrap();
         assert_eq!(
             message.attributes.get("googclient_traceparent"),
             Some(traceparent)
         );
         assert_eq!(message.attributes.get("googclient_tracestate"), Some("a=b"));
         // A destination that takes no trace attribute (SQS: a system attribute) gets none.
-        let message = Shape::default().apply(&base, &notification).unwrap();
+        let message = Shape::default()
+            .apply(&base, &notification, LIMITS)
+            .unwrap();
         assert!(message.attributes.iter().all(|(n, _)| !n.contains("trace")));
     }
 
@@ -431,7 +539,7 @@ mod tests {
         )
         .unwrap();
         for shape in [Shape::default(), selected] {
-            let message = shape.apply(&base, &notification).unwrap();
+            let message = shape.apply(&base, &notification, LIMITS).unwrap();
             assert_eq!(message.payload.as_ptr(), base.payload.as_ptr());
             for name in ["dss.event_type", "dss.kind"] {
                 let (shaped, unshaped) = (message.attributes.get(name), base.attributes.get(name));
