@@ -232,6 +232,39 @@ fn a_configuration_in_a_secret_is_read_before_any_command_and_its_failure_named(
 }
 
 #[test]
+fn check_compiles_every_transform_and_names_its_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("relay.toml");
+    let write = |program: &str| {
+        let table = format!(
+            "[sinks.out]\ntype = \"file\"\npath = \"-\"\ntransform = '{program}'\n\n\
+             [[routes]]\nname = \"all\"\nmatch = {{}}\nto = [\"out\"]\n"
+        );
+        std::fs::write(&config, table).unwrap();
+    };
+    let check = || {
+        relay_cmd()
+            .env("RELAY_HMAC_SECRET", "s")
+            .env("RELAY_CONFIG", &config)
+            .arg("check")
+            .output()
+            .unwrap()
+    };
+    write("{bundle: .match.bundle_uuid}");
+    let stdout = succeeded(&check());
+    assert!(
+        stdout.contains("transform {bundle: .match.bundle_uuid}"),
+        "{stdout}"
+    );
+    write("{bundle: .match.bundle_uuid,, }");
+    let stderr = failed(&check(), 1);
+    assert!(stderr.contains("transform: line 1, column 29"), "{stderr}");
+    write("def walker: .[] | walker; walker");
+    let stderr = failed(&check(), 1);
+    assert!(stderr.contains("walker can call itself"), "{stderr}");
+}
+
+#[test]
 fn check_reports_bad_values_by_variable() {
     let out = relay_cmd()
         .env("RELAY_HMAC_SECRET", "s")
@@ -727,6 +760,37 @@ fn split_start_refuses_patterns_every_dss_notification_matches() {
     assert!(
         stderr.contains(r#"sinks "split:a" and "split:d" both deliver to file:"#),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_split_takes_a_transform_compiled_before_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    let pattern = r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#;
+    let out = start_split(
+        &routes,
+        &[],
+        pattern,
+        &["--transform", "{bundle: .match.bundle_uuid"],
+    );
+    let stderr = failed(&out, 1);
+    assert!(
+        stderr.contains("--transform: line 1, column 28"),
+        "{stderr}"
+    );
+    assert!(!routes.exists(), "nothing is written");
+    let program = "{bundle: .match.bundle_uuid}";
+    succeeded(&start_split(
+        &routes,
+        &[],
+        pattern,
+        &["--transform", program],
+    ));
+    let document: toml::Value = toml::from_str(&std::fs::read_to_string(&routes).unwrap()).unwrap();
+    assert_eq!(
+        document["splits"][0]["to"]["transform"].as_str(),
+        Some(program)
     );
 }
 

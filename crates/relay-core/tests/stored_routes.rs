@@ -456,3 +456,57 @@ fn a_store_error_names_the_path() {
     assert_eq!(error.url(), path.to_str().unwrap());
     assert!(error.to_string().starts_with(path.to_str().unwrap()));
 }
+
+/// A stored sink of `dir` whose transform is `program`, and a route of everything to it.
+fn transformed_document(dir: &Path, program: &str) -> String {
+    let out = dir.join("shaped.jsonl");
+    format!(
+        "[sinks.shaped]\ntype = \"file\"\npath = \"{}\"\ntransform = '{program}'\n\n\
+         [[routes]]\nname = \"shaped\"\nmatch = {{}}\nto = [\"shaped\"]\n",
+        out.display()
+    )
+}
+
+#[test]
+fn a_stored_transform_that_does_not_compile_keeps_the_last_good_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = dir.path().join("routes.toml");
+    std::fs::write(
+        &routes,
+        transformed_document(dir.path(), "{event: .event_type}"),
+    )
+    .unwrap();
+    let config = relay_config(dir.path(), &routes);
+    let relay = within(Duration::from_secs(5), Relay::from_config(config))
+        .expect("the relay starts")
+        .unwrap();
+    let relay = Arc::new(relay);
+    let broken = transformed_document(dir.path(), "{event: .event_type");
+    std::fs::write(&routes, broken).unwrap();
+    let refreshed = {
+        let relay = Arc::clone(&relay);
+        within(Duration::from_secs(2), async move { relay.refresh().await })
+            .unwrap()
+            .unwrap()
+    };
+    match refreshed {
+        Refreshed::Kept(problem) => assert!(
+            problem.contains("transform: line 1, column 20"),
+            "{problem}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // The last good transform still shapes what arrives.
+    let request = http::Request::post("/")
+        .header("content-type", "application/json")
+        .body(bytes::Bytes::from(relay_testkit::v2("CREATE")))
+        .unwrap();
+    let outcome = within(Duration::from_secs(5), async move {
+        relay.accept(request).await
+    })
+    .unwrap();
+    let body = String::from_utf8_lossy(&outcome.body).into_owned();
+    assert_eq!(outcome.status, http::StatusCode::ACCEPTED, "{body}");
+    let written = std::fs::read_to_string(dir.path().join("shaped.jsonl")).expect(&body);
+    assert!(written.contains(r#"{\"event\":\"CREATE\"}"#), "{written}");
+}

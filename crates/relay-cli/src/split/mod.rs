@@ -117,6 +117,10 @@ pub(crate) struct StartArgs {
     /// live.
     #[arg(long, value_name = "DURATION", value_parser = parse_backfill)]
     backfill: Option<Duration>,
+    /// A jq program whose one value, as compact JSON, is what your destination receives
+    /// instead of the payload, e.g. '{bundle: .match.bundle_uuid, event: .event_type}'.
+    #[arg(long, value_name = "PROGRAM")]
+    transform: Option<String>,
     /// The name prefix of created queues, which the relay may send to: the Terraform output
     /// split_prefix.
     #[arg(long, env = "RELAY_SPLIT_PREFIX", default_value = "relay-split-")]
@@ -311,7 +315,10 @@ fn split_of(
         pattern: pattern.clone(),
         to: SinkSpec {
             target,
-            selection: Selection::default(),
+            selection: Selection {
+                transform: args.transform.clone(),
+                ..Selection::default()
+            },
         },
         copy: args.copy,
         registered_at: to_the_second(now),
@@ -326,6 +333,10 @@ async fn start(args: StartArgs) -> Result<(), String> {
         serde_json::from_str(&args.pattern).map_err(|e| format!("--match: not JSON: {e}"))?;
     // The document is TOML, which has no null.
     toml::Value::try_from(&pattern).map_err(|e| format!("--match: {e}"))?;
+    if let Some(program) = &args.transform {
+        relay_core::transform::Program::compile(program)
+            .map_err(|e| format!("--transform: {e}"))?;
+    }
     // The split is checked before a destination is made for it.
     let max = max_ttl(&args.store)?;
     within(args.ttl, max)?;
