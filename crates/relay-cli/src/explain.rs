@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use bytes::Bytes;
 use relay_core::route::{FilterLanguage, Input, request_document};
+use relay_core::sink::SinkConfig;
+use relay_core::transform::{Limits, Program};
 use relay_core::{Config, Notification};
 
 #[derive(Debug, clap::Args)]
@@ -23,6 +25,10 @@ pub(crate) struct ExplainArgs {
     /// A request header NAME:VALUE; repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", value_parser = crate::parse_header)]
     headers: Vec<(String, String)>,
+    /// Also print what each destination would receive: its transform's body, or why it has
+    /// none, or the payload unchanged.
+    #[arg(long)]
+    transform: bool,
 }
 
 /// The filter languages `relay export` writes.
@@ -205,12 +211,47 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
             decision.route, decision.reason
         ));
     }
-    let names: Vec<&str> = plan.sink_configs().map(|s| s.name.as_str()).collect();
-    let sinks: Vec<&str> = decision.destinations.iter().map(|&i| names[i]).collect();
+    let configs: Vec<&SinkConfig> = plan.sink_configs().collect();
+    let sinks: Vec<&SinkConfig> = decision.destinations.iter().map(|&i| configs[i]).collect();
     if sinks.is_empty() {
         out.push_str("sinks: none: the relay answers 202 {\"status\":\"filtered\"}\n");
     } else {
-        out.push_str(&format!("sinks: {}\n", sinks.join(", ")));
+        let names: Vec<&str> = sinks.iter().map(|s| s.name.as_str()).collect();
+        out.push_str(&format!("sinks: {}\n", names.join(", ")));
+    }
+    if args.transform {
+        for sink in sinks {
+            let document = notification.document();
+            out.push_str(&received(sink, document, config.transform_timeout));
+        }
     }
     Ok(out)
+}
+
+/// What `sink` would receive for a notification's `document`: its transform's body, or why it has none;
+/// else the payload, unchanged.
+fn received(
+    sink: &SinkConfig,
+    document: &serde_json::Value,
+    timeout: std::time::Duration,
+) -> String {
+    let name = &sink.name;
+    let Some(source) = &sink.selection.transform else {
+        return format!("{name} receives the payload unchanged\n");
+    };
+    let program = match Program::compile(source) {
+        Ok(program) => program,
+        Err(e) => return format!("{name}: the transform does not compile: {e}\n"),
+    };
+    let limits = Limits {
+        timeout,
+        max_output: sink.target.max_message_bytes().unwrap_or(1 << 20),
+    };
+    match program.run(document, limits) {
+        Ok(body) => format!("{name} receives {}\n", String::from_utf8_lossy(&body)),
+        Err(e) => format!(
+            "{name} receives nothing: 502 transform_failed ({}): {e}\n",
+            e.code()
+        ),
+    }
 }

@@ -332,6 +332,58 @@ fn explain_shows_each_route_and_the_sinks() {
 }
 
 #[test]
+fn explain_transform_prints_what_each_destination_receives() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("relay.toml");
+    let sink = |name: &str, transform: &str| {
+        let path = dir.path().join(name);
+        format!(
+            "[sinks.{name}]\ntype = \"file\"\npath = \"{}\"\n{transform}\n",
+            path.display()
+        )
+    };
+    let table = [
+        sink("plain", ""),
+        sink(
+            "shaped",
+            "transform = '{bundle: .match.bundle_uuid, event: .event_type}'",
+        ),
+        sink("endless", "transform = 'last(range(1e18))'"),
+        "[[routes]]\nname = \"all\"\nmatch = {}\nto = [\"plain\", \"shaped\", \"endless\"]\n"
+            .into(),
+    ];
+    std::fs::write(&config, table.concat()).unwrap();
+    let notification = examples().join("v2-create.json");
+    let out = relay_cmd()
+        .env("RELAY_TRANSFORM_TIMEOUT_MS", "20")
+        .args([
+            "explain",
+            "--transform",
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .arg(&notification)
+        .output()
+        .unwrap();
+    let text = succeeded(&out);
+    let document: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&notification).unwrap()).unwrap();
+    let shaped = format!(
+        r#"shaped receives {{"bundle":{},"event":"CREATE"}}"#,
+        document["match"]["bundle_uuid"]
+    );
+    assert!(text.contains(&shaped), "{text}");
+    assert!(
+        text.contains("plain receives the payload unchanged"),
+        "{text}"
+    );
+    assert!(
+        text.contains("endless receives nothing: 502 transform_failed (timed_out): the program did not finish within 20 ms"),
+        "{text}"
+    );
+}
+
+#[test]
 fn check_validates_a_configuration_file() {
     let out = relay_cmd()
         .env("RELAY_HMAC_SECRET", "s")
