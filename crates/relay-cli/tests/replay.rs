@@ -1007,3 +1007,74 @@ async fn events_refuse_what_they_cannot_read_precisely() {
     assert_eq!(bad_status.status.code(), Some(2));
     assert!(text(&bad_status.stderr).contains("invalid value 'lost'"));
 }
+
+/// A configuration of two file sinks in `deployment`'s folder, `plain` and `shaped` (with
+/// `program` as its transform), and one route to both.
+fn two_files(deployment: &Deployment, program: &str) -> String {
+    let sink = |name: &str| {
+        deployment
+            .path(&format!("{name}.jsonl"))
+            .display()
+            .to_string()
+    };
+    format!(
+        "[sinks.plain]\ntype = \"file\"\npath = \"{}\"\n\n\
+         [sinks.shaped]\ntype = \"file\"\npath = \"{}\"\ntransform = '{program}'\n\n\
+         [[routes]]\nname = \"both\"\nmatch = {{}}\nto = [\"plain\", \"shaped\"]\n",
+        sink("plain"),
+        sink("shaped")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_transform_is_delivered_by_replay_undelivered_alone() {
+    let mut deployment = Deployment::new(&[("RELAY_TRANSFORM_TIMEOUT_MS", "20".to_owned())]);
+    let config_file = deployment.path("relay.toml");
+    let config_path = config_file.to_str().unwrap().to_owned();
+    deployment.vars.push(("RELAY_CONFIG", config_path));
+    std::fs::write(&config_file, two_files(&deployment, "last(range(1e18))")).unwrap();
+    let relay = Relay::from_config(deployment.config()).await.unwrap();
+    let signer = Signer {
+        key_id: "dss".into(),
+        secret: SECRET.into(),
+        at: SystemTime::now(),
+    };
+    let payloads: Vec<String> = (0..3).map(|i| notification(&format!("b-{i}"))).collect();
+    for payload in &payloads {
+        let outcome = relay.accept(signer.json(payload)).await;
+        assert_eq!(
+            status_and_code(&outcome),
+            (502, "transform_failed".to_owned())
+        );
+    }
+    let lines = |name: &str| {
+        let file = deployment.path(&format!("{name}.jsonl"));
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        text.lines().map(str::to_owned).collect::<Vec<_>>()
+    };
+    assert_eq!(lines("plain").len(), 3, "the other destination took each");
+    assert!(lines("shaped").is_empty());
+
+    // The program fixed, the replay delivers to the destination that failed, and only to it.
+    std::fs::write(
+        &config_file,
+        two_files(&deployment, "{bundle: .match.bundle_uuid}"),
+    )
+    .unwrap();
+    let since = humantime::format_rfc3339_seconds(SystemTime::now() - Duration::from_secs(600));
+    let replay =
+        output(deployment.cmd(&["replay", "--undelivered", "--since", &since.to_string()])).await;
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    assert_eq!(lines("plain").len(), 3, "not again");
+    let mut bundles: Vec<String> = lines("shaped")
+        .iter()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let body: serde_json::Value =
+                serde_json::from_str(record["payload"].as_str().unwrap()).unwrap();
+            body["bundle"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    bundles.sort();
+    assert_eq!(bundles, ["b-0", "b-1", "b-2"]);
+}
