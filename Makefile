@@ -159,7 +159,7 @@ faults: ## The fault matrix with 10,000 notifications per fault; prints the tabl
 FUZZ_TOOLS := .tools-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := signature_header verification intake notification pattern config_file \
-	stripe_signature standard_webhooks rfc9421 slack body_hmac hmac_template archive_record
+	stripe_signature standard_webhooks rfc9421 slack body_hmac hmac_template archive_record transform
 
 fuzz-tools: $(FUZZ_TOOLS)/bin/cargo-fuzz ## Install cargo-fuzz into .tools-fuzz (needs the nightly toolchain)
 

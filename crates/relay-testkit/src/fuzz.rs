@@ -269,3 +269,44 @@ pub fn archive_record(data: &[u8]) {
         "byte {at} changed unnoticed"
     );
 }
+
+/// A destination's transform: a program on the first line, a JSON document after it (or, when
+/// it is not JSON, its text as a string). Compiling and running never panic; a body is compact
+/// JSON within the size limit; a run ends within its time limit and a generous margin.
+/// Programs that repeat a string (`*`) are left out: jaq allocates a repetition in one step,
+/// which no time limit can stop (docs/destinations.md says so).
+pub fn transform(data: &[u8]) {
+    use relay_core::transform::{Limits, Program};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (source, document) = text.split_once('\n').unwrap_or((text, "null"));
+    if source.contains('*') {
+        return;
+    }
+    let document = serde_json::from_str(document)
+        .unwrap_or_else(|_| serde_json::Value::String(document.to_owned()));
+    let Ok(program) = Program::compile(source) else {
+        return;
+    };
+    let limits = Limits {
+        timeout: std::time::Duration::from_millis(10),
+        max_output: 4096,
+    };
+    let started = std::time::Instant::now();
+    let result = program.run(&document, limits);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{source:?} ran for {:?}",
+        started.elapsed()
+    );
+    if let Ok(body) = result {
+        assert!(body.len() <= limits.max_output, "{source:?}");
+        let parsed: Result<serde_json::Value, _> = serde_json::from_slice(&body);
+        assert!(
+            parsed.is_ok(),
+            "{source:?} wrote {:?}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+}

@@ -8,7 +8,7 @@ use std::path::Path;
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 13] = [
+const TARGETS: [(&str, Target); 14] = [
     ("signature_header", relay_testkit::fuzz::signature_header),
     ("verification", relay_testkit::fuzz::verification),
     ("intake", relay_testkit::fuzz::intake),
@@ -28,6 +28,7 @@ const TARGETS: [(&str, Target); 13] = [
     ("body_hmac", relay_testkit::fuzz_schemes::body_hmac),
     ("hmac_template", relay_testkit::fuzz_schemes::hmac_template),
     ("archive_record", relay_testkit::fuzz::archive_record),
+    ("transform", relay_testkit::fuzz::transform),
 ];
 
 /// Runs `target` over every file in `dir`, a missing folder being empty; returns how many it ran.
