@@ -17,7 +17,9 @@
 //! and those whose name holds that text) and `BENCH_ONLY=replay` the replay table
 //! (`relay replay --since 3h` over an archive folder of `BENCH_REPLAY_NOTIFICATIONS`
 //! notifications, default 10,000, to the loopback SQS-protocol endpoint: without a ledger,
-//! through an SQLite ledger twice, and to an endpoint answering in 10 ms), `BENCH_ONLY=cold`
+//! through an SQLite ledger twice, and to an endpoint answering in 10 ms), `BENCH_ONLY=transform`
+//! the transform table (transform.rs: a sink's payload byte for byte against a small
+//! transform), `BENCH_ONLY=cold`
 //! relay-lambda's cold starts under Lambda's CPU quotas (cold.rs, which needs root
 //! for its cgroups; `BENCH_COLD_STARTS` starts per row, default 20); `BENCH_RELAY` names
 //! another relay-gcf binary to measure, such as `cargo build --profile profiling -p
@@ -28,6 +30,7 @@ mod load;
 mod memory;
 mod process;
 mod replay;
+mod transform;
 
 use std::time::Duration;
 
@@ -49,7 +52,7 @@ fn main() {
 }
 
 /// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst", "memory",
-/// "replay" or "cold").
+/// "replay", "transform" or "cold").
 fn wanted(table: &str) -> bool {
     std::env::var("BENCH_ONLY").map_or(true, |only| only == table)
 }
@@ -110,6 +113,10 @@ async fn run() {
     }
     if wanted("replay") {
         replay::table().await;
+        println!();
+    }
+    if wanted("transform") {
+        transform::table().await;
         println!();
     }
     if wanted("cold") {

@@ -94,6 +94,10 @@ impl Pinned {
             ("AWS_SECRET_ACCESS_KEY", "bench".into()),
             ("AWS_REGION", "us-east-1".into()),
         ];
+        // A configuration file names its own sinks, never beside the variables' sink.
+        if extra.iter().any(|(name, _)| *name == "RELAY_CONFIG") {
+            env.retain(|(name, _)| *name != "RELAY_SQS_QUEUE_URL");
+        }
         env.extend(extra.iter().cloned());
         Self::spawn(&binary, &[], &env, port)
     }

@@ -213,12 +213,7 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
     }
     let configs: Vec<&SinkConfig> = plan.sink_configs().collect();
     let sinks: Vec<&SinkConfig> = decision.destinations.iter().map(|&i| configs[i]).collect();
-    if sinks.is_empty() {
-        out.push_str("sinks: none: the relay answers 202 {\"status\":\"filtered\"}\n");
-    } else {
-        let names: Vec<&str> = sinks.iter().map(|s| s.name.as_str()).collect();
-        out.push_str(&format!("sinks: {}\n", names.join(", ")));
-    }
+    out.push_str(&destinations(&sinks));
     if args.transform {
         for sink in sinks {
             let document = notification.document();
@@ -226,6 +221,15 @@ fn explain(args: &ExplainArgs) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// The line naming the destinations a notification goes to, or saying it is filtered.
+fn destinations(sinks: &[&SinkConfig]) -> String {
+    if sinks.is_empty() {
+        return "sinks: none: the relay answers 202 {\"status\":\"filtered\"}\n".to_owned();
+    }
+    let names: Vec<&str> = sinks.iter().map(|s| s.name.as_str()).collect();
+    format!("sinks: {}\n", names.join(", "))
 }
 
 /// What `sink` would receive for a notification's `document`: its transform's body, or why it has none;

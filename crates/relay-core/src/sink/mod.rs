@@ -11,6 +11,7 @@
 mod aws;
 pub(crate) mod batch;
 pub mod file;
+mod limit;
 pub mod pubsub;
 mod resource;
 mod shape;
@@ -33,6 +34,7 @@ pub(crate) use aws::given_or_loaded;
 #[cfg(feature = "aws")]
 pub use aws::{aws_http_client, load_aws_config};
 pub use file::{FileSink, FileSinkConfig, FileTarget};
+pub use limit::ByteLimit;
 pub use pubsub::PubSubConfig;
 pub use resource::{SharedResource, check_resources};
 pub use shape::{
@@ -454,51 +456,5 @@ impl Target {
             #[cfg(not(feature = "pubsub"))]
             Self::PubSub(_) => return Err(BuildError::NotBuiltIn("pubsub")),
         })
-    }
-}
-
-/// A positive byte count, from a TOML integer or a variable's text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ByteLimit(std::num::NonZeroUsize);
-
-impl ByteLimit {
-    /// A limit known to be positive.
-    pub const fn new(bytes: usize) -> Self {
-        match std::num::NonZeroUsize::new(bytes) {
-            Some(n) => Self(n),
-            None => panic!("a byte limit is positive"),
-        }
-    }
-
-    /// The limit in bytes.
-    pub fn get(self) -> usize {
-        self.0.get()
-    }
-}
-
-impl std::fmt::Display for ByteLimit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::str::FromStr for ByteLimit {
-    type Err = crate::text::InvalidValue;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        s.trim()
-            .parse::<usize>()
-            .ok()
-            .and_then(std::num::NonZeroUsize::new)
-            .map(Self)
-            .ok_or_else(|| "expected a positive number of bytes".into())
-    }
-}
-
-crate::text::deserialize_from_text!(ByteLimit, "a positive number of bytes");
-
-/// A TOML integer, as written.
-impl Serialize for ByteLimit {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(serializer)
     }
 }
