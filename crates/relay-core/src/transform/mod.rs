@@ -12,9 +12,11 @@ mod budget;
 mod output;
 mod recursion;
 
+use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::time::{Duration, Instant};
 
+use corosensei::stack::DefaultStack;
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars};
 use jaq_json::Val;
@@ -26,8 +28,15 @@ use recursion::recursive_definition;
 
 /// Stack a run takes (reserved, touched only as deep as it goes): values nested as deep as a
 /// program can build them before its deadline are dropped recursively, far deeper than a
-/// request task's stack. A value nested a level per step for [`MAX_TIMEOUT`] fits.
+/// request task's stack. A value nested a level per step for [`MAX_TIMEOUT`] fits. Each thread
+/// keeps its stack between runs, so a run's pages are touched once, not at every run; a run
+/// stopped at its deadline leaves its stack to be unmapped.
 const STACK_BYTES: usize = 256 << 20;
+
+thread_local! {
+    /// This thread's stack for runs, between them.
+    static STACK: RefCell<Option<DefaultStack>> = const { RefCell::new(None) };
+}
 
 /// Longest time limit a run may be given (`RELAY_TRANSFORM_TIMEOUT_MS`), so that
 /// [`STACK_BYTES`] holds what it builds.
@@ -181,13 +190,21 @@ impl Program {
     /// Runs the program over `document`: its one value, written as compact JSON.
     pub fn run(&self, document: &serde_json::Value, limits: Limits) -> Result<Vec<u8>, RunError> {
         let deadline = Instant::now() + limits.timeout;
-        let outcome = stacker::grow(STACK_BYTES, || {
+        let taken = STACK.with(|kept| kept.borrow_mut().take());
+        let mut stack = match taken.map_or_else(|| DefaultStack::new(STACK_BYTES), Ok) {
+            Ok(stack) => stack,
+            Err(e) => return Err(RunError::Failed(format!("no stack to run on: {e}"))),
+        };
+        let outcome = corosensei::on_stack(&mut stack, || {
             catch_unwind(AssertUnwindSafe(|| {
                 self.evaluate(document, deadline, limits.max_output)
             }))
         });
         match outcome {
-            Ok(result) => result,
+            Ok(result) => {
+                STACK.with(|kept| *kept.borrow_mut() = Some(stack));
+                result
+            }
             Err(payload) if payload.is::<OutOfTime>() => Err(RunError::TimedOut(limits.timeout)),
             Err(payload) => resume_unwind(payload),
         }
