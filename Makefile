@@ -60,7 +60,8 @@ $(TOOLS)/bin/cargo-lambda:
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check cargo-lambda ziglang
 
 # Cargo features added to relay-lambda's defaults (sqs, sns, secrets, s3, dynamodb), e.g.
-# LAMBDA_FEATURES=pubsub, or aws-lc (the AWS clients' TLS on aws-lc rather than ring).
+# LAMBDA_FEATURES=pubsub, aws-lc (the AWS clients' TLS on aws-lc rather than ring), or transform
+# (destinations' jq transforms, about 2 MB of binary).
 LAMBDA_FEATURES ?=
 LAMBDA_FEATURE_ARGS = $(if $(LAMBDA_FEATURES),--features $(LAMBDA_FEATURES))
 

@@ -4,48 +4,33 @@
 //! jaq bounds neither its time nor its stack, so the relay does: a program that defines a
 //! filter able to call itself is refused when it compiles ([`recursion`]); a run stops at its
 //! deadline, read as the interpreter steps ([`budget`]); it runs on a stack of its own, deep
-//! enough for the values it can build before then ([`STACK_BYTES`], with the timeout at most
+//! enough for the values it can build before then (its own stack, with the timeout at most
 //! [`MAX_TIMEOUT`]); and its value is written within a size ([`output`]). A run that fails
 //! answers for its destination alone.
 
+#[cfg(feature = "transform")]
 mod budget;
+#[cfg(feature = "transform")]
+mod engine;
+#[cfg(feature = "transform")]
 mod output;
+#[cfg(feature = "transform")]
 mod recursion;
 
-use std::cell::RefCell;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use corosensei::stack::DefaultStack;
-use jaq_core::load::{Arena, File, Loader};
-use jaq_core::{Compiler, Ctx, Vars};
-use jaq_json::Val;
-
-use budget::{Budget, Clock, OutOfTime, Timed, definitions, natives};
-pub use output::Unwritable;
-use output::write;
-use recursion::recursive_definition;
-
-/// Stack a run takes (reserved, touched only as deep as it goes): values nested as deep as a
-/// program can build them before its deadline are dropped recursively, far deeper than a
-/// request task's stack. A value nested a level per step for [`MAX_TIMEOUT`] fits. Each thread
-/// keeps its stack between runs, so a run's pages are touched once, not at every run; a run
-/// stopped at its deadline leaves its stack to be unmapped.
-const STACK_BYTES: usize = 256 << 20;
-
-thread_local! {
-    /// This thread's stack for runs, between them.
-    static STACK: RefCell<Option<DefaultStack>> = const { RefCell::new(None) };
-}
-
-/// Longest time limit a run may be given (`RELAY_TRANSFORM_TIMEOUT_MS`), so that
-/// [`STACK_BYTES`] holds what it builds.
+/// Longest time limit a run may be given (`RELAY_TRANSFORM_TIMEOUT_MS`), so that a run's
+/// stack holds what it builds.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Deepest nesting a message body may have (as deep as the relay parses).
+const MAX_DEPTH: usize = 128;
 
 /// A compiled program.
 pub struct Program {
     source: String,
-    filter: jaq_core::Filter<Timed>,
+    #[cfg(feature = "transform")]
+    compiled: engine::Compiled,
 }
 
 impl std::fmt::Debug for Program {
@@ -77,6 +62,7 @@ pub struct ProgramError {
 
 impl ProgramError {
     /// The fault at `at`, a part of `source` (or its end when `at` is empty and outside it).
+    #[cfg_attr(not(feature = "transform"), allow(dead_code))]
     fn at(source: &str, at: &str, message: String) -> Self {
         let offset = (at.as_ptr() as usize)
             .checked_sub(source.as_ptr() as usize)
@@ -100,6 +86,23 @@ pub struct Limits {
     pub timeout: Duration,
     /// Largest body it may yield, in bytes.
     pub max_output: usize,
+}
+
+/// Why a value cannot be a message body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unwritable {
+    /// Larger than the limit.
+    #[error("the value is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// Nested deeper than JSON parsers take.
+    #[error("the value is nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    /// An object key that is not a string (jaq allows them; JSON does not).
+    #[error("an object key is not a string: {0}")]
+    KeyNotString(String),
 }
 
 /// Why a run yielded no message body.
@@ -139,46 +142,22 @@ impl RunError {
 impl Program {
     /// Compiles `source`: refused with its position when it does not parse, calls a filter
     /// that does not exist (or that transforms may not call), imports modules, or defines a
-    /// filter that can call itself.
+    /// filter that can call itself. A build without the cargo feature `transform` refuses
+    /// every program.
     pub fn compile(source: &str) -> Result<Self, ProgramError> {
-        let arena = Arena::default();
-        let file = File {
-            code: source,
-            path: (),
-        };
-        let modules = Loader::new(definitions())
-            .load(&arena, file)
-            .map_err(|errors| {
-                let (_, error) = errors
-                    .into_iter()
-                    .next()
-                    .expect("a failed load has an error");
-                load_error(source, error)
-            })?;
-        let term = jaq_core::load::parse(source, |p| p.term());
-        if let Some(name) = term.as_ref().and_then(recursive_definition) {
-            return Err(ProgramError::at(
-                source,
-                name,
-                format!(
-                    "{name} can call itself; a transform may not define recursive filters (use recurse, while or until)"
-                ),
-            ));
-        }
-        let filter = Compiler::default()
-            .with_funs(natives::<Timed>())
-            .compile(modules)
-            .map_err(|errors| {
-                let (_, mut undefined) = errors
-                    .into_iter()
-                    .next()
-                    .expect("a failed compile has an error");
-                let (name, _) = undefined.remove(0);
-                ProgramError::at(source, name, format!("{name} is not defined"))
-            })?;
-        Ok(Self {
+        #[cfg(feature = "transform")]
+        return Ok(Self {
             source: source.to_owned(),
-            filter,
+            compiled: engine::Compiled::compile(source)?,
+        });
+        #[cfg(not(feature = "transform"))]
+        Err(ProgramError {
+            line: 1,
+            column: 1,
+            message: format!(
+                "transforms need the cargo feature `transform`, which this build leaves out ({} bytes of program refused)",
+                source.len()
+            ),
         })
     }
 
@@ -189,91 +168,20 @@ impl Program {
 
     /// Runs the program over `document`: its one value, written as compact JSON.
     pub fn run(&self, document: &serde_json::Value, limits: Limits) -> Result<Vec<u8>, RunError> {
-        let deadline = Instant::now() + limits.timeout;
-        let taken = STACK.with(|kept| kept.borrow_mut().take());
-        let mut stack = match taken.map_or_else(|| DefaultStack::new(STACK_BYTES), Ok) {
-            Ok(stack) => stack,
-            Err(e) => return Err(RunError::Failed(format!("no stack to run on: {e}"))),
-        };
-        let outcome = corosensei::on_stack(&mut stack, || {
-            catch_unwind(AssertUnwindSafe(|| {
-                self.evaluate(document, deadline, limits.max_output)
-            }))
-        });
-        match outcome {
-            Ok(result) => {
-                STACK.with(|kept| *kept.borrow_mut() = Some(stack));
-                result
-            }
-            Err(payload) if payload.is::<OutOfTime>() => Err(RunError::TimedOut(limits.timeout)),
-            Err(payload) => resume_unwind(payload),
-        }
-    }
-
-    fn evaluate(
-        &self,
-        document: &serde_json::Value,
-        deadline: Instant,
-        max_output: usize,
-    ) -> Result<Vec<u8>, RunError> {
-        let input: Val = serde::Deserialize::deserialize(document)
-            .map_err(|e| RunError::Failed(e.to_string()))?;
-        let budget = Budget::until(deadline);
-        let clock = Clock {
-            lut: &self.filter.lut,
-            budget: &budget,
-        };
-        let mut outputs = self
-            .filter
-            .id
-            .run((Ctx::<Timed>::new(clock, Vars::new([])), input));
-        let value = match outputs.next() {
-            None => return Err(RunError::NoValue),
-            Some(Err(e)) => {
-                let error: jaq_core::ValR<Val> = jaq_core::unwrap_valr(Err(e));
-                return Err(RunError::Failed(
-                    error.map_or_else(|e| e.to_string(), |_| String::new()),
-                ));
-            }
-            Some(Ok(value)) => value,
-        };
-        if outputs.next().is_some() {
-            return Err(RunError::SeveralValues);
-        }
-        Ok(write(&value, max_output)?)
-    }
-}
-
-/// A parse or lex failure, at the text it found.
-fn load_error(source: &str, error: jaq_core::load::Error<&str>) -> ProgramError {
-    use jaq_core::load::Error;
-    match error {
-        Error::Io(mut errors) => {
-            let (path, message) = errors.remove(0);
-            ProgramError::at(source, path, format!("modules cannot be loaded: {message}"))
-        }
-        Error::Lex(mut errors) => {
-            let (expected, at) = errors.remove(0);
-            ProgramError::at(source, at, format!("expected {}", expected.as_str()))
-        }
-        Error::Parse(mut errors) => {
-            let (expected, at) = errors.remove(0);
-            let found = if at.is_empty() {
-                "the end".to_owned()
-            } else {
-                format!("{at:?}")
-            };
-            ProgramError::at(
-                source,
-                at,
-                format!("expected {}, found {found}", expected.as_str()),
-            )
+        #[cfg(feature = "transform")]
+        return self.compiled.run(document, limits);
+        #[cfg(not(feature = "transform"))]
+        {
+            let _ = (document, limits);
+            Err(RunError::Failed("this build has no transforms".into()))
         }
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "transform"))]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
 
     const LIMITS: Limits = Limits {

@@ -2,25 +2,7 @@
 
 use jaq_json::Val;
 
-/// Deepest nesting a message body may have (as deep as the relay parses).
-const MAX_DEPTH: usize = 128;
-
-/// Why a value cannot be a message body.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unwritable {
-    /// Larger than the limit.
-    #[error("the value is larger than {limit} bytes")]
-    TooLarge {
-        /// The limit, in bytes.
-        limit: usize,
-    },
-    /// Nested deeper than JSON parsers take.
-    #[error("the value is nested deeper than {MAX_DEPTH} levels")]
-    TooDeep,
-    /// An object key that is not a string (jaq allows them; JSON does not).
-    #[error("an object key is not a string: {0}")]
-    KeyNotString(String),
-}
+use super::{MAX_DEPTH, Unwritable};
 
 /// `value` as compact JSON of at most `limit` bytes. Numbers that JSON cannot hold (NaN,
 /// infinities) are written `null`, as jq writes them; byte strings as text, any invalid

@@ -416,6 +416,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "transform")]
     fn a_transform_makes_the_body_and_marks_the_message() {
         let notification = v2();
         let base = Message::new(
