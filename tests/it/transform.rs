@@ -165,3 +165,48 @@ fn a_program_that_does_not_compile_is_refused_at_start_with_its_position() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_value_over_the_destinations_limit_fails_that_destination_alone() {
+    crate::common::require_emulator_env();
+    let sqs = sqs().await;
+    let (plain, shaped) = (
+        create_queue(&sqs, false).await,
+        create_queue(&sqs, false).await,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("relay.toml");
+    // 2 MB, then a body under the 256 KiB limit that its attributes take over it.
+    for (program, size) in [
+        (r#""x" * 2000000"#, "2000000"),
+        (r#""x" * 262100"#, "262100"),
+    ] {
+        std::fs::write(
+            &file,
+            format!(
+                "[sinks.plain]\ntype = \"sqs\"\nqueue_url = \"{plain}\"\n\n\
+                 [sinks.shaped]\ntype = \"sqs\"\nqueue_url = \"{shaped}\"\n\
+                 max_message_bytes = 262144\ntransform = '{program}'\n\n\
+                 [[routes]]\nname = \"all\"\nmatch = {{}}\nto = [\"plain\", \"shaped\"]\n"
+            ),
+        )
+        .unwrap();
+        let url = relay(&file, &[]).await;
+        let payload = v2(&unique("sub"), &unique("bundle"), "CREATE", "t1");
+        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+        assert_eq!(status, 502, "{size}: {body}");
+        assert_eq!(body["error"]["code"], "transform_failed", "{size}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("shaped") && message.contains("larger than 262144 bytes"),
+            "{message}"
+        );
+        let delivered = receive(&sqs, &plain, 1, Duration::from_millis(300)).await;
+        assert_eq!(delivered.len(), 1, "{size}: the other destination took it");
+    }
+    assert!(
+        receive(&sqs, &shaped, 0, Duration::from_millis(300))
+            .await
+            .is_empty()
+    );
+}

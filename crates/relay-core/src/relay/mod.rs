@@ -432,7 +432,8 @@ impl Relay {
 
 /// `destination`'s message for `notification`: its shape applied, its size checked (502 when a
 /// template cannot be filled, 413 over the destination's limit). A transform that yields no
-/// body within `transform_timeout` and the destination's limit fails that destination alone.
+/// body within `transform_timeout` and the destination's limit (its attributes counted) fails
+/// that destination alone.
 fn shape(
     destination: &crate::sink::Destination,
     base: &Message,
@@ -458,6 +459,11 @@ fn shape(
         .max_message_bytes
         .filter(|&max| message.encoded_size() > max)
     {
+        // A transformed body with its attributes over the limit is the transform's failure.
+        if destination.shape.transforms() {
+            let too_large = crate::transform::Unwritable::TooLarge { limit };
+            return Ok(Planned::Untransformed(too_large.into()));
+        }
         return Err(Error::MessageTooLarge {
             sink: sink.to_owned(),
             limit,

@@ -252,6 +252,11 @@ impl Shape {
         Ok(message)
     }
 
+    /// True when the destination's body is its transform's.
+    pub fn transforms(&self) -> bool {
+        self.transform.is_some()
+    }
+
     /// This shape, carrying a request's trace context as `trace` says.
     pub(crate) fn with_trace(self, trace: TraceAttributes) -> Self {
         Self {
