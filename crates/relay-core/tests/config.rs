@@ -382,6 +382,7 @@ fn every_relay_key_works_from_the_file_or_is_refused_with_its_location() {
         ("body_min_bytes_per_sec", "2048", "2048"),
         ("max_concurrent_requests", "3", "3"),
         ("max_buffered_bytes", "100000", "100000"),
+        ("transform_timeout_ms", "250", "250"),
     ];
     for setting in SETTINGS {
         let value = values.iter().find(|(key, _, _)| *key == setting.key);
