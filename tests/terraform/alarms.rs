@@ -1001,7 +1001,9 @@ fn expected_alarm(status: u16, code: &str) -> Result<&'static str, &'static str>
         return Ok("verified_refused");
     }
     match (status, code) {
-        (502, "sink_failed") | (413, "message_too_large") => Ok("needs_operator"),
+        (502, "sink_failed" | "transform_failed") | (413, "message_too_large") => {
+            Ok("needs_operator")
+        }
         (503, "sink_unavailable" | "ledger_unavailable" | "overloaded" | "deadline_passed") => {
             Ok("unavailable")
         }

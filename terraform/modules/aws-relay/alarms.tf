@@ -44,7 +44,7 @@ resource "aws_cloudwatch_metric_alarm" "needs_operator" {
   count = var.alarms_enabled ? 1 : 0
 
   alarm_name        = "${var.name}-answers-need-operator"
-  alarm_description = "The ${var.name} relay refused a DSS notification in a way its retries cannot fix (at least one answer in the last ${local.alarm_window_minutes} minutes). Check first which code, in the DssRelay metric Answers by Relay, Status and Code (Relay = ${var.name}): 502 sink_failed, the queue or topic refuses the message (the role's sqs:SendMessage/sns:Publish, a deleted queue or topic, its KMS key; the log group ${aws_cloudwatch_log_group.this.name} has the sink's error); 413 message_too_large, a notification too big for the sink (a large attachment). The DSS keeps retrying for days (v2: 3 days), then drops the notification."
+  alarm_description = "The ${var.name} relay refused a DSS notification in a way its retries cannot fix (at least one answer in the last ${local.alarm_window_minutes} minutes). Check first which code, in the DssRelay metric Answers by Relay, Status and Code (Relay = ${var.name}): 502 sink_failed, the queue or topic refuses the message (the role's sqs:SendMessage/sns:Publish, a deleted queue or topic, its KMS key; the log group ${aws_cloudwatch_log_group.this.name} has the sink's error); 413 message_too_large, a notification too big for the sink (a large attachment); 502 transform_failed, a destination's transform failed, ran out of time or yielded no body (the error line names the destination and why; relay explain --transform shows it). The DSS keeps retrying for days (v2: 3 days), then drops the notification."
   alarm_actions     = var.alarm_actions
   ok_actions        = var.alarm_actions
 
@@ -57,7 +57,7 @@ resource "aws_cloudwatch_metric_alarm" "needs_operator" {
 
   metric_query {
     id          = "needs_operator"
-    expression  = "FILL(sink_failed, 0) + FILL(message_too_large, 0)"
+    expression  = "FILL(sink_failed, 0) + FILL(message_too_large, 0) + FILL(transform_failed, 0)"
     label       = "Answers an operator must act on, per minute"
     return_data = true
   }
@@ -79,6 +79,17 @@ resource "aws_cloudwatch_metric_alarm" "needs_operator" {
       namespace   = "DssRelay"
       metric_name = "Answers"
       dimensions  = { Relay = local.alarm_relay, Status = "413", Code = "message_too_large" }
+      period      = 60
+      stat        = "Sum"
+    }
+  }
+
+  metric_query {
+    id = "transform_failed"
+    metric {
+      namespace   = "DssRelay"
+      metric_name = "Answers"
+      dimensions  = { Relay = local.alarm_relay, Status = "502", Code = "transform_failed" }
       period      = 60
       stat        = "Sum"
     }

@@ -214,10 +214,10 @@ resource "google_monitoring_alert_policy" "needs_operator" {
   user_labels           = var.labels
 
   conditions {
-    display_name = "sink_failed or message_too_large answers"
+    display_name = "sink_failed, transform_failed or message_too_large answers"
 
     condition_threshold {
-      filter          = "${local.answers_metric} AND metric.labels.code = one_of(\"sink_failed\", \"message_too_large\")"
+      filter          = "${local.answers_metric} AND metric.labels.code = one_of(\"sink_failed\", \"transform_failed\", \"message_too_large\")"
       comparison      = "COMPARISON_GT"
       threshold_value = 0
       duration        = "0s"
@@ -253,6 +253,8 @@ resource "google_monitoring_alert_policy" "needs_operator" {
         publish to it, the topic is gone, or the Pub/Sub API is disabled. The relay's error line
         names the sink.
       - **413 message_too_large**: a notification too big for the sink (a large attachment).
+      - **502 transform_failed**: a destination's transform failed, ran out of time or yielded
+        no body; the relay's error line names the destination and why.
 
       Logs Explorer: `resource.type="cloud_run_revision" resource.labels.service_name="${var.name}" (jsonPayload.Class="4xx" OR jsonPayload.Class="5xx" OR jsonPayload.level="WARN" OR jsonPayload.level="ERROR")`.
     EOT
