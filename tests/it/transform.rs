@@ -84,6 +84,20 @@ async fn a_reshaped_notification_arrives_on_sqs_and_pubsub() {
     assert_eq!(get("relay.transformed"), Some("true"));
 }
 
+/// Two SQS sinks, `plain` and `shaped` (with `program` as its transform and `extra` keys), and
+/// one route to both, written to `file`.
+fn write_two_queues(file: &Path, plain: &str, shaped: &str, extra: &str, program: &str) {
+    std::fs::write(
+        file,
+        format!(
+            "[sinks.plain]\ntype = \"sqs\"\nqueue_url = \"{plain}\"\n\n\
+             [sinks.shaped]\ntype = \"sqs\"\nqueue_url = \"{shaped}\"\n{extra}transform = '{program}'\n\n\
+             [[routes]]\nname = \"all\"\nmatch = {{}}\nto = [\"plain\", \"shaped\"]\n"
+        ),
+    )
+    .unwrap();
+}
+
 #[tokio::test]
 async fn a_transform_without_end_fails_its_destination_alone_until_it_is_fixed() {
     crate::common::require_emulator_env();
@@ -97,17 +111,7 @@ async fn a_transform_without_end_fails_its_destination_alone_until_it_is_fixed()
         dir.path().join("relay.toml"),
         dir.path().join("ledger.sqlite"),
     );
-    let write = |program: &str| {
-        std::fs::write(
-            &file,
-            format!(
-                "[sinks.plain]\ntype = \"sqs\"\nqueue_url = \"{plain}\"\n\n\
-                 [sinks.shaped]\ntype = \"sqs\"\nqueue_url = \"{shaped}\"\ntransform = '{program}'\n\n\
-                 [[routes]]\nname = \"all\"\nmatch = {{}}\nto = [\"plain\", \"shaped\"]\n"
-            ),
-        )
-        .unwrap()
-    };
+    let write = |program: &str| write_two_queues(&file, &plain, &shaped, "", program);
     let vars = [
         ("RELAY_LEDGER_URL", ledger.to_str().unwrap()),
         ("RELAY_TRANSFORM_TIMEOUT_MS", "50"),
@@ -181,16 +185,8 @@ async fn a_value_over_the_destinations_limit_fails_that_destination_alone() {
         (r#""x" * 2000000"#, "2000000"),
         (r#""x" * 262100"#, "262100"),
     ] {
-        std::fs::write(
-            &file,
-            format!(
-                "[sinks.plain]\ntype = \"sqs\"\nqueue_url = \"{plain}\"\n\n\
-                 [sinks.shaped]\ntype = \"sqs\"\nqueue_url = \"{shaped}\"\n\
-                 max_message_bytes = 262144\ntransform = '{program}'\n\n\
-                 [[routes]]\nname = \"all\"\nmatch = {{}}\nto = [\"plain\", \"shaped\"]\n"
-            ),
-        )
-        .unwrap();
+        let limit = "max_message_bytes = 262144\n";
+        write_two_queues(&file, &plain, &shaped, limit, program);
         let url = relay(&file, &[]).await;
         let payload = v2(&unique("sub"), &unique("bundle"), "CREATE", "t1");
         let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
