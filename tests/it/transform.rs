@@ -84,6 +84,15 @@ async fn a_reshaped_notification_arrives_on_sqs_and_pubsub() {
     assert_eq!(get("relay.transformed"), Some("true"));
 }
 
+/// moto's SQS and two new queues, for the sinks `plain` and `shaped`.
+async fn two_queues() -> (aws_sdk_sqs::Client, String, String) {
+    crate::common::require_emulator_env();
+    let sqs = sqs().await;
+    let plain = create_queue(&sqs, false).await;
+    let shaped = create_queue(&sqs, false).await;
+    (sqs, plain, shaped)
+}
+
 /// Two SQS sinks, `plain` and `shaped` (with `program` as its transform and `extra` keys), and
 /// one route to both, written to `file`.
 fn write_two_queues(file: &Path, plain: &str, shaped: &str, extra: &str, program: &str) {
@@ -100,12 +109,7 @@ fn write_two_queues(file: &Path, plain: &str, shaped: &str, extra: &str, program
 
 #[tokio::test]
 async fn a_transform_without_end_fails_its_destination_alone_until_it_is_fixed() {
-    crate::common::require_emulator_env();
-    let sqs = sqs().await;
-    let (plain, shaped) = (
-        create_queue(&sqs, false).await,
-        create_queue(&sqs, false).await,
-    );
+    let (sqs, plain, shaped) = two_queues().await;
     let dir = tempfile::tempdir().unwrap();
     let (file, ledger) = (
         dir.path().join("relay.toml"),
@@ -172,12 +176,7 @@ fn a_program_that_does_not_compile_is_refused_at_start_with_its_position() {
 
 #[tokio::test]
 async fn a_value_over_the_destinations_limit_fails_that_destination_alone() {
-    crate::common::require_emulator_env();
-    let sqs = sqs().await;
-    let (plain, shaped) = (
-        create_queue(&sqs, false).await,
-        create_queue(&sqs, false).await,
-    );
+    let (sqs, plain, shaped) = two_queues().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("relay.toml");
     // 2 MB, then a body under the 256 KiB limit that its attributes take over it.
