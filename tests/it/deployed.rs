@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use relay_core::Relay;
-use relay_core::schemes::{Scheme, SigningKey};
+use relay_core::schemes::{Scheme, Signer, SigningKey};
 use relay_core::verify::Secret;
 use serde_json::Value;
 
@@ -97,9 +97,11 @@ async fn the_example_applied_to_moto_takes_the_dss_and_a_github_delivery() {
     let headers = relay_core::schemes::github::GitHub
         .sign(
             github.as_bytes(),
-            &key,
-            SystemTime::now(),
-            Some(&unique("delivery")),
+            Signer {
+                key: &key,
+                at: SystemTime::now(),
+                id: Some(&unique("delivery")),
+            },
         )
         .unwrap();
     let headers: Vec<(String, String)> = headers

@@ -130,7 +130,14 @@ fn github_request(body: &'static [u8], secret: &str) -> http::Request<bytes::Byt
         secret: relay_core::verify::Secret::new(secret).into(),
     };
     let headers = relay_core::schemes::github::GitHub
-        .sign(body, &key, std::time::SystemTime::now(), Some("d-1"))
+        .sign(
+            body,
+            relay_core::schemes::Signer {
+                key: &key,
+                at: std::time::SystemTime::now(),
+                id: Some("d-1"),
+            },
+        )
         .unwrap();
     let mut builder = http::Request::post("/github").header("content-type", "application/json");
     for (name, value) in headers {

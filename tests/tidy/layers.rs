@@ -212,3 +212,22 @@ fn the_reader_sees_every_form_of_path() {
     assert_eq!(layers["relay"], 0);
     assert_eq!((layers["config"], layers["sink"]), (1, 1));
 }
+
+/// ARCHITECTURE.md's "only verified notifications are published": `Verified` has one maker,
+/// and production code calls it only where a request is checked and where an archived record
+/// (checked when it arrived) is reopened.
+#[test]
+fn only_checks_and_the_archive_make_a_verified() {
+    let root = repository().join("crates/relay-core/src");
+    let mut files = Vec::new();
+    sources(&root, None, &mut files);
+    let makers: Vec<String> = files
+        .iter()
+        .filter(|(_, path)| code(path).contains("Verified::new("))
+        .map(|(_, path)| path.strip_prefix(&root).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        makers,
+        ["relay/refused.rs", "relay/replay.rs", "source/open.rs"]
+    );
+}

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use relay_core::Notification;
-use relay_core::schemes::SigningKey;
+use relay_core::schemes::{Signer, SigningKey};
 use relay_core::source::{SchemeName, SourceSpec};
 use relay_core::verify::{Secret, sign};
 
@@ -215,7 +215,14 @@ impl Sender {
         };
         let headers = self
             .scheme
-            .sign_request(&request, &key, SystemTime::now(), id.as_deref())
+            .sign_request(
+                &request,
+                Signer {
+                    key: &key,
+                    at: SystemTime::now(),
+                    id: id.as_deref(),
+                },
+            )
             .map_err(|e| format!("{}: {e}", self.name))?;
         Ok(headers
             .into_iter()

@@ -58,7 +58,7 @@ pub enum Error {
     Unauthorized(#[from] VerifyError),
     /// Another source's signature check failed (401).
     #[error(transparent)]
-    Signature(#[from] SchemeError),
+    Signature(SchemeError),
     /// The body has no usable payload (415 or 400).
     #[error(transparent)]
     Intake(#[from] IntakeError),
@@ -103,6 +103,16 @@ pub enum Error {
 
 /// Seconds a sender is asked to wait after a 503.
 pub const RETRY_AFTER_SECS: u32 = 5;
+
+impl From<SchemeError> for Error {
+    /// The DSS's refusals keep their own variant (and its `WWW-Authenticate`).
+    fn from(error: SchemeError) -> Self {
+        match error {
+            SchemeError::Dss(e) => Self::Unauthorized(e),
+            other => Self::Signature(other),
+        }
+    }
+}
 
 impl Error {
     /// The HTTP status both adapters return. The DSS retries every non-2xx.

@@ -10,11 +10,60 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest as _, Sha256};
 
+use crate::schemes::Proof;
+
 /// Marker: the notification arrived without a checked signature (for `relay explain` and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unverified;
 
-pub use crate::verify::Verified;
+/// Proof that a request passed its source's signature check: the key id that signed, and where
+/// the proof came from. [`Verified::new`] is its one maker, called where a scheme's proof is
+/// taken: a request verified now, or an archived record the relay verified when it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    key_id: Option<String>,
+    origin: Origin,
+}
+
+/// Where a [`Verified`] proof came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The request's signature was checked now.
+    Request,
+    /// An archived record, which holds only what passed its check on arrival (and which the
+    /// relay may only add to), sent again by `relay replay`.
+    Archive,
+}
+
+impl Verified {
+    /// The proof `proof` gave, from `origin`.
+    pub(crate) fn new(proof: &Proof, origin: Origin) -> Self {
+        Self {
+            key_id: proof.key_id.clone(),
+            origin,
+        }
+    }
+
+    /// The key id that signed the request; `None` for an unsigned request the policy accepts.
+    pub fn key_id(&self) -> Option<&str> {
+        self.key_id.as_deref()
+    }
+
+    /// Where the proof came from.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// A request's proof with this key id, for unit tests of what comes after the check.
+    #[cfg(test)]
+    pub(crate) fn for_tests(key_id: Option<&str>) -> Self {
+        let proof = Proof {
+            key_id: key_id.map(str::to_owned),
+            ..Proof::default()
+        };
+        Self::new(&proof, Origin::Request)
+    }
+}
 
 /// Which DSS subscription generation produced a notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

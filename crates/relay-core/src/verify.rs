@@ -56,44 +56,6 @@ impl std::str::FromStr for Secret {
 
 crate::text::deserialize_from_text!(Secret, "a non-empty secret");
 
-/// Proof that a request passed verification. Only [`verify`] makes one, and the replay of an
-/// archived notification, which [`verify`] checked when it arrived.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verified {
-    key_id: Option<String>,
-}
-
-impl Verified {
-    /// The `keyId` that signed the request; `None` for an unsigned request the policy accepts.
-    pub fn key_id(&self) -> Option<&str> {
-        self.key_id.as_deref()
-    }
-
-    /// The proof of a notification read back from the relay's own archive, which holds only
-    /// what passed verification on arrival (and which the relay may only add to); `key_id` as
-    /// the archived attributes recorded it.
-    pub(crate) fn archived(key_id: Option<&str>) -> Self {
-        Self {
-            key_id: key_id.map(str::to_owned),
-        }
-    }
-
-    /// The proof another source's scheme gave: the key id that signed, where it has one.
-    pub(crate) fn signed(key_id: Option<&str>) -> Self {
-        Self {
-            key_id: key_id.map(str::to_owned),
-        }
-    }
-
-    /// A proof for unit tests of what comes after verification.
-    #[cfg(test)]
-    pub(crate) fn for_tests(key_id: Option<&str>) -> Self {
-        Self {
-            key_id: key_id.map(str::to_owned),
-        }
-    }
-}
-
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret(****)")
@@ -336,15 +298,15 @@ pub struct SignedRequest<'a> {
     pub body: &'a [u8],
 }
 
-/// Verifies a request: the proof carries the `keyId` that signed it, or none for an unsigned
-/// request that the policy accepts.
+/// Verifies a request: the `keyId` that signed it, or none for an unsigned request that the
+/// policy accepts.
 pub fn verify(
     req: SignedRequest<'_>,
     keys: &KeyRing,
     policy: &Policy,
     clock: &dyn Clock,
-) -> Result<Verified, VerifyError> {
-    let unsigned = Verified { key_id: None };
+) -> Result<Option<String>, VerifyError> {
+    let unsigned = None;
     let Some(authorization) = single(req.headers, &header::AUTHORIZATION)? else {
         return if policy.allow_unsigned {
             Ok(unsigned)
@@ -401,9 +363,7 @@ pub fn verify(
             _ => {}
         }
     }
-    Ok(Verified {
-        key_id: Some(params.key_id.to_owned()),
-    })
+    Ok(Some(params.key_id.to_owned()))
 }
 
 /// Builds the draft-cavage signing string from the listed (lower-cased) header names.
@@ -476,12 +436,22 @@ pub fn sign(
     date: SystemTime,
     body: &[u8],
 ) -> Result<Signature, SignError> {
+    sign_with(key_id, secret.expose(), date, body)
+}
+
+/// [`sign`] with the secret's bytes.
+pub(crate) fn sign_with(
+    key_id: &str,
+    secret: &[u8],
+    date: SystemTime,
+    body: &[u8],
+) -> Result<Signature, SignError> {
     if key_id.contains('"') {
         return Err(SignError::InvalidKeyId);
     }
     let date = httpdate::fmt_http_date(date);
     let digest = digest_header(body);
-    let mut mac = HmacSha256::new_from_slice(secret.expose()).expect("HMAC accepts any key size");
+    let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC accepts any key size");
     mac.update(format!("date: {date}\ndigest: {digest}").as_bytes());
     let signature = BASE64.encode(mac.finalize().into_bytes());
     let authorization = format!(
@@ -539,7 +509,7 @@ mod tests {
             headers,
             body: BODY,
         };
-        verify(req, keys, policy, &FixedClock(at(now))).map(|v| v.key_id().map(str::to_owned))
+        verify(req, keys, policy, &FixedClock(at(now)))
     }
 
     const DATE: &str = "Fri, 15 Nov 2019 20:24:11 GMT";
@@ -731,7 +701,7 @@ mod tests {
             body: BODY,
         };
         assert_eq!(
-            verify(req, &keys(), &policy(), &FixedClock(at(DATE))).map(|v| v.key_id),
+            verify(req, &keys(), &policy(), &FixedClock(at(DATE))),
             Ok(Some("k1".into()))
         );
     }

@@ -16,8 +16,8 @@ use relay_core::schemes::slack::Slack;
 use relay_core::schemes::standard_webhooks::StandardWebhooks;
 use relay_core::schemes::stripe::Stripe;
 use relay_core::schemes::{
-    Ed25519SigningKey, Ed25519VerifyingKey, HmacKey, Proof, Scheme, SchemeError, Secrets,
-    SigningKey,
+    Check, Ed25519SigningKey, Ed25519VerifyingKey, HmacKey, Proof, Scheme, SchemeError, Secrets,
+    Signer, SigningKey,
 };
 use relay_core::verify::{Secret, SignedRequest};
 use serde_json::Value;
@@ -91,7 +91,11 @@ impl Fixture {
             headers: &self.headers,
             body,
         };
-        scheme.verify(&request, secrets, now)
+        scheme.verify(Check {
+            request: &request,
+            secrets,
+            now,
+        })
     }
 
     fn tampered(&self) -> Vec<u8> {
@@ -126,7 +130,13 @@ fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
         headers: &headers,
         body,
     };
-    let proof = scheme.verify(&request(body), secrets, now).unwrap();
+    let proof = scheme
+        .verify(Check {
+            request: &request(body),
+            secrets,
+            now,
+        })
+        .unwrap();
     assert_eq!(
         proof.signed_at.is_some(),
         scheme.has_timestamp(),
@@ -135,7 +145,11 @@ fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
     );
     assert!(
         scheme
-            .verify(&request(br#"{"event":"pong"}"#), secrets, now)
+            .verify(Check {
+                request: &request(br#"{"event":"pong"}"#),
+                secrets,
+                now
+            })
             .is_err()
     );
 }
@@ -364,7 +378,14 @@ fn standard_webhooks_v1a_signs_and_verifies_with_ed25519() {
     let body = b"{}";
     let mut headers = HeaderMap::new();
     for (n, v) in StandardWebhooks::default()
-        .sign(body, &key, at(100), Some("m"))
+        .sign(
+            body,
+            Signer {
+                key: &key,
+                at: at(100),
+                id: Some("m"),
+            },
+        )
         .unwrap()
     {
         headers.insert(n, v);
@@ -377,7 +398,11 @@ fn standard_webhooks_v1a_signs_and_verifies_with_ed25519() {
         body,
     };
     assert_eq!(
-        StandardWebhooks::default().verify(&request, &Secrets::new().with_ed25519(other), at(100)),
+        StandardWebhooks::default().verify(Check {
+            request: &request,
+            secrets: &Secrets::new().with_ed25519(other),
+            now: at(100)
+        }),
         Err(SchemeError::BadSignature)
     );
 }
@@ -536,11 +561,19 @@ fn rfc9421_covers_the_body_through_content_digest() {
         body,
     };
     assert_eq!(
-        Rfc9421::default().verify(&request(b"[]"), &secrets, at(1_000)),
+        Rfc9421::default().verify(Check {
+            request: &request(b"[]"),
+            secrets: &secrets,
+            now: at(1_000)
+        }),
         Err(SchemeError::DigestMismatch)
     );
     assert_eq!(
-        Rfc9421::default().verify(&request(body), &secrets, at(1_301)),
+        Rfc9421::default().verify(Check {
+            request: &request(body),
+            secrets: &secrets,
+            now: at(1_301)
+        }),
         Err(SchemeError::StaleTimestamp)
     );
 }
@@ -662,7 +695,13 @@ fn malformed_headers_never_panic() {
                 body: b"x",
             };
             assert!(
-                scheme.verify(&request, &secrets, at(1)).is_err(),
+                scheme
+                    .verify(Check {
+                        request: &request,
+                        secrets: &secrets,
+                        now: at(1)
+                    })
+                    .is_err(),
                 "{} {value:?}",
                 scheme.name()
             );
@@ -684,7 +723,14 @@ fn malformed_headers_never_panic() {
             body: b"x",
         };
         assert_eq!(
-            scheme.verify(&request, &secrets, at(1)).unwrap_err().code(),
+            scheme
+                .verify(Check {
+                    request: &request,
+                    secrets: &secrets,
+                    now: at(1)
+                })
+                .unwrap_err()
+                .code(),
             "duplicate_header",
             "{}",
             scheme.name()
@@ -722,7 +768,7 @@ proptest::proptest! {
         let request = SignedRequest { method: &method, uri: &uri, headers: &headers, body: b"x" };
         let secrets = Secrets::new().with_hmac(Secret::new("k"));
         for scheme in &schemes {
-            let _ = scheme.verify(&request, &secrets, at(1_700_000_000));
+            let _ = scheme.verify(Check { request: &request, secrets: &secrets, now: at(1_700_000_000) });
         }
     }
 }

@@ -9,7 +9,7 @@ use http::Request;
 use relay_core::schemes::github::GitHub;
 use relay_core::schemes::slack::Slack;
 use relay_core::schemes::standard_webhooks::StandardWebhooks;
-use relay_core::schemes::{Scheme, SigningKey};
+use relay_core::schemes::{Scheme, Signer, SigningKey};
 use relay_core::verify::Secret;
 use relay_core::{Relay, Sink};
 use relay_testkit::capture;
@@ -326,7 +326,14 @@ async fn standard_webhooks_refuses_a_stale_timestamp_and_a_tampered_body() {
     let (relay, sinks, _file) = relay_with_sources();
     let old = capture::time() - Duration::from_secs(3600);
     let headers = StandardWebhooks::default()
-        .sign(INVOICE.as_bytes(), &hmac_key(SW_SECRET), old, Some("msg_1"))
+        .sign(
+            INVOICE.as_bytes(),
+            Signer {
+                key: &hmac_key(SW_SECRET),
+                at: old,
+                id: Some("msg_1"),
+            },
+        )
         .unwrap();
     let mut builder = Request::post("/billing").header("content-type", "application/json");
     for (name, value) in &headers {

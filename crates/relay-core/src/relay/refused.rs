@@ -15,7 +15,7 @@ use super::Relay;
 use super::replay::ReplayError;
 use crate::archive::{Record, Refused};
 use crate::error::Error;
-use crate::notification::{Notification, Verified};
+use crate::notification::{Notification, Origin, Verified};
 use crate::route::request_document;
 use crate::schemes::Proof;
 use crate::sink::Message;
@@ -124,7 +124,7 @@ impl Relay {
             event_type: record.attribute("relay.event_type").map(str::to_owned),
             signed_at: None,
         };
-        let verified = Verified::archived(proof.key_id.as_deref());
+        let verified = Verified::new(&proof, Origin::Archive);
         let payload_field = &self.config.payload_field;
         let notification = source
             .read(

@@ -22,10 +22,10 @@ use super::publish::Traffic;
 use crate::archive::Record;
 use crate::error::Error;
 use crate::live::RoutingTable;
-use crate::notification::{Notification, PayloadError, Verified};
+use crate::notification::{Notification, Origin, PayloadError, Verified};
 use crate::route::{Input, Pattern};
+use crate::schemes::Proof;
 use crate::sink::{Attributes, Destination, Message};
-use crate::verify;
 
 /// The attribute every replayed message carries, with the value `true`.
 pub const REPLAYED: &str = "relay.replayed";
@@ -377,7 +377,11 @@ fn outcome(attempted: &Attempted<'_>) -> Replayed {
 /// notification parsed again (through its source, when the record names one), another source's
 /// event from its recorded attributes, its request's `Content-Type` and its dedup key.
 fn reopen(record: &Record) -> Result<Notification<Verified>, ReplayError> {
-    let proof = verify::Verified::archived(record.attribute("relay.key_id"));
+    let proof = Proof {
+        key_id: record.attribute("relay.key_id").map(str::to_owned),
+        ..Proof::default()
+    };
+    let proof = Verified::new(&proof, Origin::Archive);
     let source = record.attribute("relay.source");
     if record.attribute("dss.subscription_id").is_some() || source.is_none() {
         let notification = Notification::parse(record.payload.clone())?;

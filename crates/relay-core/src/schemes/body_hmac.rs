@@ -3,15 +3,11 @@
 //! their own. Each sender is a type with one [`BodyHmac`] constant ([`BodyHmacSender`]), and
 //! is a [`Scheme`] by it.
 
-use std::time::SystemTime;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use http::{HeaderName, HeaderValue};
 
 use super::hmac::Encoding;
-use super::{Proof, Scheme, SchemeError, Secrets, SignedRequest, SigningKey};
-use super::{header, hmac_sha256, match_hmac, owned, pair};
+use super::{Check, Headers, Proof, Scheme, SchemeError, Signer, owned, pair};
 
 /// A sender whose scheme is one [`BodyHmac`].
 pub(super) trait BodyHmacSender: std::fmt::Debug + Send + Sync {
@@ -26,27 +22,16 @@ impl<T: BodyHmacSender> Scheme for T {
         T::NAME
     }
 
-    fn verify(
-        &self,
-        request: &SignedRequest<'_>,
-        secrets: &Secrets,
-        _now: SystemTime,
-    ) -> Result<Proof, SchemeError> {
-        T::SIGNED.verify(request, secrets)
+    fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
+        T::SIGNED.verify(check)
     }
 
     fn has_timestamp(&self) -> bool {
         false
     }
 
-    fn sign(
-        &self,
-        body: &[u8],
-        key: &SigningKey,
-        _at: SystemTime,
-        id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
-        T::SIGNED.sign(body, key, id)
+    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
+        T::SIGNED.sign(body, signer)
     }
 }
 
@@ -69,13 +54,8 @@ pub(super) struct BodyHmac {
 
 impl BodyHmac {
     /// Verifies `request`'s body against the secrets without a key id.
-    pub(super) fn verify(
-        &self,
-        request: &SignedRequest<'_>,
-        secrets: &Secrets,
-    ) -> Result<Proof, SchemeError> {
-        let value = header(request.headers, self.signature)?
-            .ok_or(SchemeError::MissingSignature(self.shown))?;
+    pub(super) fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
+        let value = check.signature(self.signature, self.shown)?;
         let encoded = value
             .strip_prefix(self.prefix)
             .ok_or(SchemeError::MalformedSignature(
@@ -88,34 +68,25 @@ impl BodyHmac {
                 .decode(encoded)
                 .map_err(|_| SchemeError::MalformedSignature("the signature is not base64"))?,
         };
-        let key_id = match_hmac(
-            secrets.hmac_for(None),
-            &[candidate],
-            |s| Some(s.expose().to_vec()),
-            |key| hmac_sha256(key, &[request.body]).to_vec(),
-        )?;
+        let key_id = check.hmac(&[candidate], &[check.request.body])?;
+        let headers = check.request.headers;
         Ok(Proof {
             key_id,
-            delivery_id: owned(request.headers, self.delivery)?,
-            event_type: owned(request.headers, self.event)?,
+            delivery_id: owned(headers, self.delivery)?,
+            event_type: owned(headers, self.event)?,
             signed_at: None,
         })
     }
 
     /// The headers a sender adds: the signature, and the delivery id when given.
-    pub(super) fn sign(
-        &self,
-        body: &[u8],
-        key: &SigningKey,
-        id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
-        let mac = hmac_sha256(key.hmac_secret()?.expose(), &[body]);
+    pub(super) fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
+        let mac = signer.hmac(&[body])?;
         let encoded = match self.encoding {
             Encoding::Hex => hex::encode(mac),
             Encoding::Base64 => BASE64.encode(mac),
         };
         let mut headers = vec![pair(self.signature, format!("{}{encoded}", self.prefix))?];
-        if let Some(id) = id {
+        if let Some(id) = signer.id {
             headers.push(pair(self.delivery, id.to_owned())?);
         }
         Ok(headers)

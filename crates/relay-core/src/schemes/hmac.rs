@@ -4,14 +4,13 @@
 //! With a timestamp header, the timestamp is checked within a window; without one, a captured
 //! request can be replayed.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use http::{HeaderName, HeaderValue};
 
-use super::{DEFAULT_WINDOW, Proof, Scheme, SchemeError, Secrets, SignedRequest, SigningKey};
-use super::{check_timestamp, header, hmac_sha256, match_hmac, owned, unix_secs};
+use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer, owned};
 
 /// How the signature is written in its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -285,15 +284,9 @@ impl Scheme for GenericHmac {
         "hmac"
     }
 
-    fn verify(
-        &self,
-        request: &SignedRequest<'_>,
-        secrets: &Secrets,
-        now: SystemTime,
-    ) -> Result<Proof, SchemeError> {
-        let c = &self.config;
-        let value = header(request.headers, &c.header)?
-            .ok_or(SchemeError::MissingSignature("the configured signature"))?;
+    fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
+        let (c, headers) = (&self.config, check.request.headers);
+        let value = check.signature(&c.header, "the configured signature")?;
         let encoded = match &c.prefix {
             Some(p) => value
                 .strip_prefix(p.as_str())
@@ -310,31 +303,21 @@ impl Scheme for GenericHmac {
         let mut signed_at = None;
         let mut ts = None;
         if let Some(name) = &c.timestamp_header {
-            let t = header(request.headers, name)?
-                .ok_or_else(|| SchemeError::MissingHeader(name.clone()))?;
-            signed_at = Some(check_timestamp(t, now, c.window)?);
+            let t = check.needed(name)?;
+            signed_at = Some(check.timestamp(t, c.window)?);
             ts = Some(t);
         }
         let id = match &c.id_header {
-            Some(name) => owned(request.headers, name)?,
+            Some(name) => owned(headers, name)?,
             None => None,
         };
         if self.parts.contains(&Part::Id) && id.is_none() {
             let name = c.id_header.clone().unwrap_or_default();
             return Err(SchemeError::MissingHeader(name));
         }
-        let other = |name: &str| {
-            header(request.headers, name)?
-                .map(str::to_owned)
-                .ok_or_else(|| SchemeError::MissingHeader(name.to_owned()))
-        };
-        let content = self.content(request.body, ts, id.as_deref(), &other)?;
-        let key_id = match_hmac(
-            secrets.hmac_for(None),
-            &[candidate],
-            |s| Some(s.expose().to_vec()),
-            |key| hmac_sha256(key, &[&content]).to_vec(),
-        )?;
+        let other = |name: &str| check.needed(name).map(str::to_owned);
+        let content = self.content(check.request.body, ts, id.as_deref(), &other)?;
+        let key_id = check.hmac(&[candidate], &[&content])?;
         Ok(Proof {
             key_id,
             delivery_id: id,
@@ -347,18 +330,12 @@ impl Scheme for GenericHmac {
         self.config.timestamp_header.is_some()
     }
 
-    fn sign(
-        &self,
-        body: &[u8],
-        key: &SigningKey,
-        at: SystemTime,
-        id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
-        let c = &self.config;
-        let ts = unix_secs(at).to_string();
+    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
+        let (c, id) = (&self.config, signer.id);
+        let ts = signer.unix();
         let refuse = |_: &str| Err(SchemeError::Unsignable("the template signs another header"));
         let content = self.content(body, Some(&ts), id, &refuse)?;
-        let mac = hmac_sha256(key.hmac_secret()?.expose(), &[&content]);
+        let mac = signer.hmac(&[&content])?;
         let value = |v: String| {
             HeaderValue::try_from(v).map_err(|_| SchemeError::Unsignable("not a header value"))
         };

@@ -3,7 +3,8 @@
 //! [`SchemeError`] with a stable code. A scheme without a timestamp says so
 //! ([`Scheme::has_timestamp`]): a captured request can be replayed to it.
 //!
-//! Not yet on the relay's request path; draft-cavage (the DSS) stays in [`crate::verify`].
+//! Every source's requests are checked here, the DSS's among them ([`dss::Dss`], over
+//! [`crate::verify`]).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,9 +13,11 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
+use crate::verify::VerifyError;
 pub use crate::verify::{Secret, SignedRequest};
 
 mod body_hmac;
+pub mod dss;
 pub mod github;
 pub mod hmac;
 pub mod rfc9421;
@@ -30,37 +33,106 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(300);
 
 /// One way a sender signs its webhooks.
 pub trait Scheme: Send + Sync + std::fmt::Debug {
-    /// The scheme's stable name (`github`, `stripe`, …).
+    /// The scheme's stable name (`dss`, `github`, `stripe`, …).
     fn name(&self) -> &'static str;
-    /// Verifies a request against the secrets, with `now` for the timestamp window.
-    fn verify(
-        &self,
-        request: &SignedRequest<'_>,
-        secrets: &Secrets,
-        now: SystemTime,
-    ) -> Result<Proof, SchemeError>;
+    /// Verifies a request against the secrets, at the time the check gives.
+    fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError>;
     /// False when the scheme signs no timestamp, so a captured request can be replayed.
-    fn has_timestamp(&self) -> bool;
-    /// The headers a sender would add to a request with this body, signed with `key` at `at`;
-    /// `id` is the delivery id where the scheme signs one.
-    fn sign(
-        &self,
-        body: &[u8],
-        key: &SigningKey,
-        at: SystemTime,
-        id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError>;
+    fn has_timestamp(&self) -> bool {
+        true
+    }
+    /// The headers a sender would add to a request with this body.
+    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError>;
     /// The headers a sender would add to `request` (its method, target, headers and body, as
-    /// they will be sent), signed with `key` at `at`: what a scheme that signs more than the
-    /// body (RFC 9421's `@method` and `@path`) needs; the others sign the body alone.
+    /// they will be sent): what a scheme that signs more than the body (RFC 9421's `@method`
+    /// and `@path`) needs; the others sign the body alone.
     fn sign_request(
         &self,
         request: &SignedRequest<'_>,
-        key: &SigningKey,
-        at: SystemTime,
-        id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
-        self.sign(request.body, key, at, id)
+        signer: Signer<'_>,
+    ) -> Result<Headers, SchemeError> {
+        self.sign(request.body, signer)
+    }
+}
+
+/// The headers a signer adds to a request.
+pub type Headers = Vec<(HeaderName, HeaderValue)>;
+
+/// One request to verify: what arrived, the keys it may be signed with, and the time to check
+/// its timestamp against.
+#[derive(Debug, Clone, Copy)]
+pub struct Check<'a> {
+    /// The request as received.
+    pub request: &'a SignedRequest<'a>,
+    /// The keys its source accepts.
+    pub secrets: &'a Secrets,
+    /// Now, for the timestamp window.
+    pub now: SystemTime,
+}
+
+impl<'a> Check<'a> {
+    /// The signature header's one value; a missing one is [`SchemeError::MissingSignature`],
+    /// named as the sender writes it (`shown`).
+    pub(crate) fn signature(
+        &self,
+        name: &str,
+        shown: &'static str,
+    ) -> Result<&'a str, SchemeError> {
+        header(self.request.headers, name)?.ok_or(SchemeError::MissingSignature(shown))
+    }
+
+    /// Another header the scheme signs (a timestamp, an id); a missing one is
+    /// [`SchemeError::MissingHeader`].
+    pub(crate) fn needed(&self, name: &str) -> Result<&'a str, SchemeError> {
+        header(self.request.headers, name)?.ok_or_else(|| SchemeError::MissingHeader(name.into()))
+    }
+
+    /// A signed Unix timestamp, checked within `window` of now.
+    pub(crate) fn timestamp(
+        &self,
+        text: &str,
+        window: Duration,
+    ) -> Result<SystemTime, SchemeError> {
+        check_timestamp(text, self.now, window)
+    }
+
+    /// The id of the HMAC secret (any key id) whose HMAC-SHA256 of `parts` is one of the
+    /// candidates ([`match_hmac`]).
+    pub(crate) fn hmac(
+        &self,
+        candidates: &[Vec<u8>],
+        parts: &[&[u8]],
+    ) -> Result<Option<String>, SchemeError> {
+        match_hmac(
+            self.secrets.hmac_for(None),
+            candidates,
+            |s| Some(s.expose().to_vec()),
+            |key| hmac_sha256(key, parts).to_vec(),
+        )
+    }
+}
+
+/// How a sender signs: its key, the time it signs at, and the delivery id where the scheme
+/// signs one.
+#[derive(Debug, Clone, Copy)]
+pub struct Signer<'a> {
+    /// The key.
+    pub key: &'a SigningKey,
+    /// When it signs.
+    pub at: SystemTime,
+    /// The delivery id, for the schemes that sign or send one.
+    pub id: Option<&'a str>,
+}
+
+impl Signer<'_> {
+    /// The signing time in Unix seconds, as a sender writes it.
+    pub(crate) fn unix(&self) -> String {
+        unix_secs(self.at).to_string()
+    }
+
+    /// HMAC-SHA256 of the parts with the signer's HMAC secret.
+    pub(crate) fn hmac(&self, parts: &[&[u8]]) -> Result<[u8; 32], SchemeError> {
+        Ok(hmac_sha256(self.key.hmac_secret()?.expose(), parts))
     }
 }
 
@@ -75,6 +147,17 @@ pub struct Proof {
     pub event_type: Option<String>,
     /// The signed timestamp, where the scheme signs one.
     pub signed_at: Option<SystemTime>,
+}
+
+impl Proof {
+    /// What a timestamped signature proved: the key id, and when it was signed.
+    pub(crate) fn timed(key_id: Option<String>, signed_at: SystemTime) -> Self {
+        Self {
+            key_id,
+            signed_at: Some(signed_at),
+            ..Self::default()
+        }
+    }
 }
 
 /// An HMAC key's bytes (a [`Secret`]'s UTF-8 bytes, or raw bytes where the sender's key is
@@ -258,6 +341,9 @@ pub enum SchemeError {
     /// content could be split another way.
     #[error("the signed value {{{0}}} holds the separator that follows it in the template")]
     AmbiguousValue(String),
+    /// The DSS's draft-cavage signature was refused, with the DSS's own codes.
+    #[error(transparent)]
+    Dss(#[from] VerifyError),
 }
 
 impl SchemeError {
@@ -279,6 +365,7 @@ impl SchemeError {
             Self::WrongKeyType => "wrong_key_type",
             Self::Unsignable(_) => "unsignable",
             Self::AmbiguousValue(_) => "ambiguous_signed_value",
+            Self::Dss(e) => e.code(),
         }
     }
 }

@@ -10,7 +10,7 @@
 //! `content-digest` is recomputed over the body; an unknown `keyid` answers as a bad signature
 //! does.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -19,8 +19,8 @@ use http::{HeaderName, HeaderValue};
 use sfv::{BareItem, Dictionary, InnerList, ListEntry, ListSerializer, Parser};
 use sha2::{Digest as _, Sha256, Sha512};
 
-use super::{DEFAULT_WINDOW, Proof, Scheme, SchemeError, Secrets, SignedRequest, SigningKey};
-use super::{check_timestamp, ct_eq, header, hmac_sha256, match_hmac, pair, unix_secs};
+use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer};
+use super::{SignedRequest, SigningKey, ct_eq, header, hmac_sha256, match_hmac, pair, unix_secs};
 
 const INPUT: &str = "signature-input";
 const SIGNATURE: &str = "signature";
@@ -269,19 +269,18 @@ fn params(list: &InnerList) -> Result<Params<'_>, SchemeError> {
 impl Rfc9421 {
     fn verify_one(
         &self,
-        request: &SignedRequest<'_>,
+        check: Check<'_>,
         list: &InnerList,
         signature: &[u8],
-        secrets: &Secrets,
-        now: SystemTime,
     ) -> Result<Proof, SchemeError> {
+        let (request, secrets, now) = (check.request, check.secrets, check.now);
         let p = params(list)?;
         let names = components(list)?;
         let covers_digest = names.contains(&CONTENT_DIGEST);
         if let Some(missing) = self.required.iter().find(|r| !names.contains(&r.as_str())) {
             return Err(SchemeError::IncompleteCoverage(missing.clone()));
         }
-        let signed_at = check_timestamp(&p.created.to_string(), now, self.window)?;
+        let signed_at = check.timestamp(&p.created.to_string(), self.window)?;
         if let Some(expires) = p.expires
             && unix_secs(now) > u64::try_from(expires).unwrap_or(0)
         {
@@ -330,16 +329,9 @@ impl Scheme for Rfc9421 {
         "rfc9421"
     }
 
-    fn verify(
-        &self,
-        request: &SignedRequest<'_>,
-        secrets: &Secrets,
-        now: SystemTime,
-    ) -> Result<Proof, SchemeError> {
-        let signatures = header(request.headers, SIGNATURE)?
-            .ok_or(SchemeError::MissingSignature("Signature"))?;
-        let inputs = header(request.headers, INPUT)?
-            .ok_or(SchemeError::MissingSignature("Signature-Input"))?;
+    fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
+        let signatures = check.signature(SIGNATURE, "Signature")?;
+        let inputs = check.signature(INPUT, "Signature-Input")?;
         let (signatures, inputs) = (dictionary(signatures)?, dictionary(inputs)?);
         if inputs.len() > MAX_SIGNATURES {
             return Err(SchemeError::MalformedSignature("too many signatures"));
@@ -361,7 +353,7 @@ impl Scheme for Rfc9421 {
             .ok_or(SchemeError::MalformedSignature(
                 "no byte-sequence Signature for a label",
             ))?;
-            match self.verify_one(request, list, signature, secrets, now) {
+            match self.verify_one(check, list, signature) {
                 Ok(proof) => return Ok(proof),
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -371,20 +363,10 @@ impl Scheme for Rfc9421 {
         Err(first_error.unwrap_or(SchemeError::MissingSignature("Signature-Input")))
     }
 
-    fn has_timestamp(&self) -> bool {
-        true
-    }
-
     /// Signs the body alone: RFC 9421 signs the request's method and path too, which
     /// [`sign_request`](Scheme::sign_request) knows; this covers only what needs no request
     /// (the headers of `required`, `content-digest` among them).
-    fn sign(
-        &self,
-        body: &[u8],
-        key: &SigningKey,
-        at: SystemTime,
-        id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
+    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
         if self.required.iter().any(|r| r.starts_with('@')) {
             return Err(SchemeError::Unsignable(
                 "RFC 9421 covers the request's method and path: sign the request",
@@ -397,7 +379,7 @@ impl Scheme for Rfc9421 {
             headers: &http::HeaderMap::new(),
             body,
         };
-        self.sign_request(&request, key, at, id)
+        self.sign_request(&request, signer)
     }
 
     /// Signs `request` as `sig1`, covering the source's required components (or
@@ -406,10 +388,9 @@ impl Scheme for Rfc9421 {
     fn sign_request(
         &self,
         request: &SignedRequest<'_>,
-        key: &SigningKey,
-        at: SystemTime,
-        _id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
+        signer: Signer<'_>,
+    ) -> Result<Headers, SchemeError> {
+        let (key, at) = (signer.key, signer.at);
         let (key_id, alg) = match key {
             SigningKey::Hmac { key_id, .. } => (key_id, "hmac-sha256"),
             SigningKey::Ed25519 { key_id, .. } => (key_id, "ed25519"),

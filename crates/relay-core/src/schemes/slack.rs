@@ -1,12 +1,9 @@
 //! Slack v0: `X-Slack-Signature: v0=<hex HMAC-SHA256(secret, "v0:{timestamp}:{body}")>` with
 //! `X-Slack-Request-Timestamp` (Unix seconds), checked within a window (5 minutes by default).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use http::{HeaderName, HeaderValue};
-
-use super::{DEFAULT_WINDOW, Proof, Scheme, SchemeError, Secrets, SignedRequest, SigningKey};
-use super::{check_timestamp, header, hmac_sha256, match_hmac, pair, unix_secs};
+use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer, pair};
 
 const SIGNATURE: &str = "x-slack-signature";
 const TIMESTAMP: &str = "x-slack-request-timestamp";
@@ -31,51 +28,25 @@ impl Scheme for Slack {
         "slack"
     }
 
-    fn verify(
-        &self,
-        request: &SignedRequest<'_>,
-        secrets: &Secrets,
-        now: SystemTime,
-    ) -> Result<Proof, SchemeError> {
-        let value = header(request.headers, SIGNATURE)?
-            .ok_or(SchemeError::MissingSignature("X-Slack-Signature"))?;
-        let ts = header(request.headers, TIMESTAMP)?
-            .ok_or_else(|| SchemeError::MissingHeader("X-Slack-Request-Timestamp".into()))?;
+    fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
+        let value = check.signature(SIGNATURE, "X-Slack-Signature")?;
+        let ts = check.needed(TIMESTAMP)?;
         let hex_sig = value
             .strip_prefix("v0=")
             .ok_or(SchemeError::MalformedSignature("expected v0=<hex>"))?;
         let candidate = hex::decode(hex_sig)
             .map_err(|_| SchemeError::MalformedSignature("the signature is not hex"))?;
-        let signed_at = check_timestamp(ts, now, self.window)?;
-        let key_id = match_hmac(
-            secrets.hmac_for(None),
+        let signed_at = check.timestamp(ts, self.window)?;
+        let key_id = check.hmac(
             &[candidate],
-            |s| Some(s.expose().to_vec()),
-            |key| hmac_sha256(key, &[b"v0:", ts.as_bytes(), b":", request.body]).to_vec(),
+            &[b"v0:", ts.as_bytes(), b":", check.request.body],
         )?;
-        Ok(Proof {
-            key_id,
-            signed_at: Some(signed_at),
-            ..Proof::default()
-        })
+        Ok(Proof::timed(key_id, signed_at))
     }
 
-    fn has_timestamp(&self) -> bool {
-        true
-    }
-
-    fn sign(
-        &self,
-        body: &[u8],
-        key: &SigningKey,
-        at: SystemTime,
-        _id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
-        let ts = unix_secs(at).to_string();
-        let mac = hmac_sha256(
-            key.hmac_secret()?.expose(),
-            &[b"v0:", ts.as_bytes(), b":", body],
-        );
+    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
+        let ts = signer.unix();
+        let mac = signer.hmac(&[b"v0:", ts.as_bytes(), b":", body])?;
         Ok(vec![
             pair(SIGNATURE, format!("v0={}", hex::encode(mac)))?,
             pair(TIMESTAMP, ts)?,

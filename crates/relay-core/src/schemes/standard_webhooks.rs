@@ -3,15 +3,14 @@
 //! `"{id}.{timestamp}.{body}"`. A symmetric secret is `whsec_` + base64 of its bytes. Several
 //! signatures allow rotation; any one verifying is enough. `webhook-id` is the delivery id.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ed25519_dalek::{Signature, Signer as _};
-use http::{HeaderName, HeaderValue};
 
-use super::{DEFAULT_WINDOW, HmacKey, Proof, Scheme, SchemeError, Secrets, SignedRequest};
-use super::{SigningKey, check_timestamp, header, hmac_sha256, match_hmac, pair, unix_secs};
+use super::{Check, DEFAULT_WINDOW, Headers, HmacKey, Proof, Scheme, SchemeError, Signer};
+use super::{SigningKey, hmac_sha256, match_hmac, pair};
 
 const ID: &str = "webhook-id";
 const TIMESTAMP: &str = "webhook-timestamp";
@@ -89,24 +88,15 @@ impl Scheme for StandardWebhooks {
         "standard-webhooks"
     }
 
-    fn verify(
-        &self,
-        request: &SignedRequest<'_>,
-        secrets: &Secrets,
-        now: SystemTime,
-    ) -> Result<Proof, SchemeError> {
-        let value = header(request.headers, SIGNATURE)?
-            .ok_or(SchemeError::MissingSignature("webhook-signature"))?;
-        let id =
-            header(request.headers, ID)?.ok_or_else(|| SchemeError::MissingHeader(ID.into()))?;
-        let ts = header(request.headers, TIMESTAMP)?
-            .ok_or_else(|| SchemeError::MissingHeader(TIMESTAMP.into()))?;
+    fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
+        let value = check.signature(SIGNATURE, "webhook-signature")?;
+        let (id, ts) = (check.needed(ID)?, check.needed(TIMESTAMP)?);
         let (v1, v1a) = parse(value)?;
-        let signed_at = check_timestamp(ts, now, self.window)?;
-        let content: [&[u8]; 5] = [id.as_bytes(), b".", ts.as_bytes(), b".", request.body];
+        let signed_at = check.timestamp(ts, self.window)?;
+        let content: [&[u8]; 5] = [id.as_bytes(), b".", ts.as_bytes(), b".", check.request.body];
         let by_hmac = match v1.is_empty() {
             true => Err(SchemeError::BadSignature),
-            false => match_hmac(secrets.hmac_for(None), &v1, secret_bytes, |key| {
+            false => match_hmac(check.secrets.hmac_for(None), &v1, secret_bytes, |key| {
                 hmac_sha256(key, &content).to_vec()
             }),
         };
@@ -114,38 +104,25 @@ impl Scheme for StandardWebhooks {
             Ok(key_id) => key_id,
             Err(_) => {
                 let message = content.concat();
-                secrets
-                    .ed25519_for(None)
+                (check.secrets.ed25519_for(None))
                     .find(|e| v1a.iter().any(|s| e.key.verify_strict(&message, s).is_ok()))
                     .map(|e| e.id.clone())
                     .ok_or(SchemeError::BadSignature)?
             }
         };
         Ok(Proof {
-            key_id,
             delivery_id: Some(id.to_owned()),
-            event_type: None,
-            signed_at: Some(signed_at),
+            ..Proof::timed(key_id, signed_at)
         })
     }
 
-    fn has_timestamp(&self) -> bool {
-        true
-    }
-
-    fn sign(
-        &self,
-        body: &[u8],
-        key: &SigningKey,
-        at: SystemTime,
-        id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
-        let id = id.ok_or(SchemeError::Unsignable(
+    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
+        let id = (signer.id).ok_or(SchemeError::Unsignable(
             "Standard Webhooks signs a webhook-id",
         ))?;
-        let ts = unix_secs(at).to_string();
+        let ts = signer.unix();
         let content: [&[u8]; 5] = [id.as_bytes(), b".", ts.as_bytes(), b".", body];
-        let signature = match key {
+        let signature = match signer.key {
             SigningKey::Hmac { secret, .. } => {
                 let key = secret_bytes(secret)
                     .ok_or(SchemeError::Unsignable("the secret is not whsec_<base64>"))?;

@@ -3,12 +3,9 @@
 //! schemes (`v0`, the test scheme) are ignored. The timestamp is checked within a window
 //! (5 minutes by default, as Stripe's libraries do).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use http::{HeaderName, HeaderValue};
-
-use super::{DEFAULT_WINDOW, Proof, Scheme, SchemeError, Secrets, SignedRequest, SigningKey};
-use super::{check_timestamp, header, hmac_sha256, match_hmac, pair, unix_secs};
+use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer, pair};
 
 const SIGNATURE: &str = "stripe-signature";
 /// More `v1` values than any rotation needs are refused rather than each tried.
@@ -67,42 +64,16 @@ impl Scheme for Stripe {
         "stripe"
     }
 
-    fn verify(
-        &self,
-        request: &SignedRequest<'_>,
-        secrets: &Secrets,
-        now: SystemTime,
-    ) -> Result<Proof, SchemeError> {
-        let value = header(request.headers, SIGNATURE)?
-            .ok_or(SchemeError::MissingSignature("Stripe-Signature"))?;
-        let (t, candidates) = parse(value)?;
-        let signed_at = check_timestamp(t, now, self.window)?;
-        let key_id = match_hmac(
-            secrets.hmac_for(None),
-            &candidates,
-            |s| Some(s.expose().to_vec()),
-            |key| hmac_sha256(key, &[t.as_bytes(), b".", request.body]).to_vec(),
-        )?;
-        Ok(Proof {
-            key_id,
-            signed_at: Some(signed_at),
-            ..Proof::default()
-        })
+    fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
+        let (t, candidates) = parse(check.signature(SIGNATURE, "Stripe-Signature")?)?;
+        let signed_at = check.timestamp(t, self.window)?;
+        let key_id = check.hmac(&candidates, &[t.as_bytes(), b".", check.request.body])?;
+        Ok(Proof::timed(key_id, signed_at))
     }
 
-    fn has_timestamp(&self) -> bool {
-        true
-    }
-
-    fn sign(
-        &self,
-        body: &[u8],
-        key: &SigningKey,
-        at: SystemTime,
-        _id: Option<&str>,
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, SchemeError> {
-        let t = unix_secs(at).to_string();
-        let mac = hmac_sha256(key.hmac_secret()?.expose(), &[t.as_bytes(), b".", body]);
+    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
+        let t = signer.unix();
+        let mac = signer.hmac(&[t.as_bytes(), b".", body])?;
         Ok(vec![pair(
             SIGNATURE,
             format!("t={t},v1={}", hex::encode(mac)),

@@ -2,8 +2,8 @@
 //! its signature scheme and keys, its clock window, and what identifies one of its events across
 //! the sender's retries (its dedup key).
 //!
-//! Without `[sources]` there is one source, the DSS, on every path, verified by
-//! [`verify`](crate::verify) with the relay's keys: exactly the relay without sources. With
+//! Without `[sources]` there is one source, the DSS, on every path, verified by its scheme
+//! ([`Dss`]) with the relay's keys: exactly the relay without sources. With
 //! `[sources.<name>]` tables, a request goes to the source whose `paths` hold its path (or to
 //! the one source without `paths`), and is verified with that source's keys only, so a request
 //! signed with another source's key is refused.
@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::schemes::dss::Dss;
 use crate::schemes::hmac::GenericHmac;
 use crate::schemes::{self, Scheme, Secrets};
 use crate::verify::{KeyRing, Policy};
@@ -89,7 +90,7 @@ impl SchemeName {
 
     /// What a request of this scheme is checked with, from a source's options (the defaults
     /// for [`SchemeName::Hmac`] sign the raw body into `x-signature`, in hex); `None` for the
-    /// DSS, which [`verify`] checks.
+    /// DSS, whose [`Dss`] scheme is built with its source's key ring ([`Sources::new`]).
     pub fn scheme(self, options: &SourceSpec) -> Result<Option<Box<dyn Scheme>>, String> {
         let window = options.window()?;
         Ok(Some(match self {
@@ -216,38 +217,34 @@ pub struct Source {
     /// Named in `[sources]` (its notifications carry `relay.source`), not the implicit DSS.
     configured: bool,
     paths: Vec<String>,
-    check: Check,
+    /// Its scheme: the DSS's, which holds its own keys, or another sender's.
+    scheme: Box<dyn Scheme>,
+    /// The keys another sender's scheme checks against (none for the DSS).
+    secrets: Secrets,
+    /// [`DedupRule::Dss`] for the DSS, whose body is read as its notification.
     dedup: DedupRule,
     event_type_field: Option<Vec<String>>,
     event_type_header: Option<http::HeaderName>,
-}
-
-#[derive(Debug)]
-enum Check {
-    Dss {
-        keys: KeyRing,
-        policy: Policy,
-    },
-    Scheme {
-        scheme: Box<dyn Scheme>,
-        secrets: Secrets,
-    },
 }
 
 impl Sources {
     /// The sources of a configuration: `configured` (empty: the DSS alone, on every path, with
     /// `keys` and `policy`, exactly the relay without sources).
     pub fn new(configured: &[SourceConfig], keys: &KeyRing, policy: &Policy) -> Self {
+        let dss = |keys: &KeyRing, policy: Policy| -> Box<dyn Scheme> {
+            Box::new(Dss {
+                keys: keys.clone(),
+                policy,
+            })
+        };
         if configured.is_empty() {
             return Self {
                 list: vec![Source {
                     name: crate::notification::DEFAULT_SOURCE.into(),
                     configured: false,
                     paths: Vec::new(),
-                    check: Check::Dss {
-                        keys: keys.clone(),
-                        policy: policy.clone(),
-                    },
+                    scheme: dss(keys, policy.clone()),
+                    secrets: Secrets::new(),
                     dedup: DedupRule::Dss,
                     event_type_field: None,
                     event_type_header: None,
@@ -256,36 +253,38 @@ impl Sources {
         }
         let list = configured
             .iter()
-            .map(|source| Source {
-                name: source.name.as_str().into(),
-                configured: true,
-                paths: source.paths.clone(),
-                check: match (source.scheme(), &source.keys) {
-                    (None, own) => Check::Dss {
-                        // A DSS source without its own keys uses the relay's.
-                        keys: match own {
-                            Some(SourceKeys::Dss(ring)) => ring.clone(),
-                            _ => keys.clone(),
-                        },
-                        policy: Policy {
-                            max_clock_skew: match source.spec.window_secs {
-                                Some(_) => source.window,
-                                None => policy.max_clock_skew,
-                            },
-                            allow_unsigned: policy.allow_unsigned,
-                        },
-                    },
-                    (Some(scheme), keys) => Check::Scheme {
-                        scheme,
-                        secrets: match keys {
-                            Some(SourceKeys::Scheme(secrets)) => secrets.clone(),
-                            _ => Secrets::new(),
-                        },
-                    },
-                },
-                dedup: source.dedup.clone(),
-                event_type_field: source.event_type_field.clone(),
-                event_type_header: source.event_type_header.clone(),
+            .map(|source| {
+                let (scheme, secrets) = match (source.scheme(), &source.keys) {
+                    (Some(scheme), Some(SourceKeys::Scheme(secrets))) => (scheme, secrets.clone()),
+                    (Some(scheme), _) => (scheme, Secrets::new()),
+                    // A DSS source without its own keys uses the relay's.
+                    (None, own) => {
+                        let ring = match own {
+                            Some(SourceKeys::Dss(ring)) => ring,
+                            _ => keys,
+                        };
+                        let max_clock_skew = match source.spec.window_secs {
+                            Some(_) => source.window,
+                            None => policy.max_clock_skew,
+                        };
+                        let allow_unsigned = policy.allow_unsigned;
+                        let policy = Policy {
+                            max_clock_skew,
+                            allow_unsigned,
+                        };
+                        (dss(ring, policy), Secrets::new())
+                    }
+                };
+                Source {
+                    name: source.name.as_str().into(),
+                    configured: true,
+                    paths: source.paths.clone(),
+                    scheme,
+                    secrets,
+                    dedup: source.dedup.clone(),
+                    event_type_field: source.event_type_field.clone(),
+                    event_type_header: source.event_type_header.clone(),
+                }
             })
             .collect();
         Self { list }

@@ -9,12 +9,12 @@ use http::request::Parts;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use super::{Check, DedupRule, Source};
+use super::{DedupRule, Source};
 use crate::error::Error;
 use crate::intake::extract_payload;
-use crate::notification::{Event, Notification, PayloadError, Verified};
-use crate::schemes::{self, Proof, SignedRequest};
-use crate::verify::{self, Clock};
+use crate::notification::{Event, Notification, Origin, PayloadError, Verified};
+use crate::schemes::{self, Check, Proof, SignedRequest};
+use crate::verify::Clock;
 
 /// Why a request was not opened.
 #[derive(Debug)]
@@ -58,24 +58,13 @@ impl Source {
             headers: &parts.headers,
             body: &body,
         };
-        let (proof, verified) = match &self.check {
-            Check::Dss { keys, policy } => {
-                let verified = verify::verify(signed, keys, policy, clock)
-                    .map_err(|e| Opened::Unverified(e.into()))?;
-                let proof = Proof {
-                    key_id: verified.key_id().map(str::to_owned),
-                    ..Proof::default()
-                };
-                (proof, verified)
-            }
-            Check::Scheme { scheme, secrets } => {
-                let proof = scheme
-                    .verify(&signed, secrets, clock.now())
-                    .map_err(|e| Opened::Unverified(e.into()))?;
-                let verified = Verified::signed(proof.key_id.as_deref());
-                (proof, verified)
-            }
+        let check = Check {
+            request: &signed,
+            secrets: &self.secrets,
+            now: clock.now(),
         };
+        let proof = (self.scheme.verify(check)).map_err(|e| Opened::Unverified(e.into()))?;
+        let verified = Verified::new(&proof, Origin::Request);
         match self
             .read(parts, body, payload_field, &proof, verified)
             .await
@@ -99,8 +88,8 @@ impl Source {
         proof: &Proof,
         verified: Verified,
     ) -> Result<Notification<Verified>, Error> {
-        match &self.check {
-            Check::Dss { .. } => {
+        match &self.dedup {
+            DedupRule::Dss => {
                 let payload = extract_payload(&parts.headers, body, payload_field).await?;
                 let notification = Notification::parse(payload)?;
                 let notification = match self.configured {
@@ -109,7 +98,7 @@ impl Source {
                 };
                 Ok(notification.into_verified(verified))
             }
-            Check::Scheme { .. } => {
+            _ => {
                 let document = document(&parts.headers, &body)?;
                 let event = self.event(parts, body, document, proof)?;
                 Ok(Notification::event(event, verified))

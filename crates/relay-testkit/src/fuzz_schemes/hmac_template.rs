@@ -4,7 +4,7 @@
 use http::{HeaderMap, HeaderName, HeaderValue};
 use relay_core::schemes::Proof;
 use relay_core::schemes::hmac::{Encoding, GenericHmac, HmacConfig, HmacConfigError};
-use relay_core::schemes::{DEFAULT_WINDOW, HmacKey, Scheme, Secrets};
+use relay_core::schemes::{DEFAULT_WINDOW, HmacKey, Scheme, Secrets, Signer};
 use relay_core::verify::Secret;
 
 use super::{DELIVERY, GITHUB_SECRET, SHOPIFY_SECRET, SLACK_NOW, SLACK_SECRET};
@@ -239,7 +239,14 @@ fn check_signing(
     let now = at(SLACK_NOW);
     let signs_a_header = pieces.iter().any(|p| matches!(p, Piece::Header(_)));
     let ts = SLACK_NOW.to_string();
-    match scheme.sign(body, &hmac_key(&template_key("slack")), now, Some(DELIVERY)) {
+    match scheme.sign(
+        body,
+        Signer {
+            key: &hmac_key(&template_key("slack")),
+            at: now,
+            id: Some(DELIVERY),
+        },
+    ) {
         Err(error) => {
             let unfit = HeaderValue::from_bytes(prefix.as_bytes()).is_err();
             let shifts = ambiguous(pieces, &ts, DELIVERY, &|_| String::new());

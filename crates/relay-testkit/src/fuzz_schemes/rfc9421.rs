@@ -3,7 +3,7 @@
 
 use http::HeaderMap;
 use relay_core::schemes::rfc9421::{Rfc9421, content_digest};
-use relay_core::schemes::{Ed25519SigningKey, HmacKey, Scheme, Secrets, SigningKey};
+use relay_core::schemes::{Ed25519SigningKey, HmacKey, Scheme, Secrets, Signer, SigningKey};
 use relay_core::verify::{Secret, SignedRequest};
 
 use super::{ANY_ID_SECRET, ED25519_TEST_KEY, OLD, RFC9421_NOW, RFC9421_SHARED_SECRET, TARGET};
@@ -103,7 +103,14 @@ fn signs_and_verifies(
         .iter()
         .zip(["test-shared-secret", "test-key-ed25519"])
     {
-        let own = required.sign(body, signer, now, None);
+        let own = required.sign(
+            body,
+            Signer {
+                key: signer,
+                at: now,
+                id: None,
+            },
+        );
         let own = round_trip(required, own, secrets, body, now, id);
         assert_eq!(own["content-digest"], content_digest(body));
         let uri = http::Uri::from_static(TARGET);
@@ -113,7 +120,14 @@ fn signs_and_verifies(
             headers: &HeaderMap::new(),
             body,
         };
-        let own = default.sign_request(&request, signer, now, None);
+        let own = default.sign_request(
+            &request,
+            Signer {
+                key: signer,
+                at: now,
+                id: None,
+            },
+        );
         round_trip(default, own, secrets, body, now, id);
     }
 }

@@ -239,7 +239,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::verify::Verified;
+    use crate::notification::Verified;
 
     const V2: &str = r#"{"subscription_id": "s", "event_type": "CREATE", "match": {"bundle_uuid": "u", "bundle_version": "v"}, "transaction_id": "t", "bundle_url": "https://dss.example/v1/bundles/u?version=v", "dss_api": "https://dss.example", "event_timestamp": "2019-11-15T202411.123456Z"}"#;
     const V1: &str = r#"{"transaction_id": "t", "subscription_id": "s", "es_query": {"query": {}}, "match": {"bundle_uuid": "u", "bundle_version": "v"}}"#;
