@@ -97,11 +97,7 @@ async fn the_example_applied_to_moto_takes_the_dss_and_a_github_delivery() {
     let headers = relay_core::schemes::github::GitHub
         .sign(
             github.as_bytes(),
-            Signer {
-                key: &key,
-                at: SystemTime::now(),
-                id: Some(&unique("delivery")),
-            },
+            Signer::new(&key, SystemTime::now(), Some(&unique("delivery"))),
         )
         .unwrap();
     let headers: Vec<(String, String)> = headers

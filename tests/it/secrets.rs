@@ -132,11 +132,7 @@ fn github_request(body: &'static [u8], secret: &str) -> http::Request<bytes::Byt
     let headers = relay_core::schemes::github::GitHub
         .sign(
             body,
-            relay_core::schemes::Signer {
-                key: &key,
-                at: std::time::SystemTime::now(),
-                id: Some("d-1"),
-            },
+            relay_core::schemes::Signer::new(&key, std::time::SystemTime::now(), Some("d-1")),
         )
         .unwrap();
     let mut builder = http::Request::post("/github").header("content-type", "application/json");

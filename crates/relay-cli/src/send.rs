@@ -217,11 +217,7 @@ impl Sender {
             .scheme
             .sign_request(
                 &request,
-                Signer {
-                    key: &key,
-                    at: SystemTime::now(),
-                    id: id.as_deref(),
-                },
+                Signer::new(&key, SystemTime::now(), id.as_deref()),
             )
             .map_err(|e| format!("{}: {e}", self.name))?;
         Ok(headers

@@ -91,11 +91,7 @@ impl Fixture {
             headers: &self.headers,
             body,
         };
-        scheme.verify(Check {
-            request: &request,
-            secrets,
-            now,
-        })
+        scheme.verify(Check::new(&request, secrets, now))
     }
 
     fn tampered(&self) -> Vec<u8> {
@@ -131,11 +127,7 @@ fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
         body,
     };
     let proof = scheme
-        .verify(Check {
-            request: &request(body),
-            secrets,
-            now,
-        })
+        .verify(Check::new(&request(body), secrets, now))
         .unwrap();
     assert_eq!(
         proof.signed_at.is_some(),
@@ -145,11 +137,7 @@ fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
     );
     assert!(
         scheme
-            .verify(Check {
-                request: &request(br#"{"event":"pong"}"#),
-                secrets,
-                now
-            })
+            .verify(Check::new(&request(br#"{"event":"pong"}"#), secrets, now))
             .is_err()
     );
 }
@@ -378,14 +366,7 @@ fn standard_webhooks_v1a_signs_and_verifies_with_ed25519() {
     let body = b"{}";
     let mut headers = HeaderMap::new();
     for (n, v) in StandardWebhooks::default()
-        .sign(
-            body,
-            Signer {
-                key: &key,
-                at: at(100),
-                id: Some("m"),
-            },
-        )
+        .sign(body, Signer::new(&key, at(100), Some("m")))
         .unwrap()
     {
         headers.insert(n, v);
@@ -398,11 +379,11 @@ fn standard_webhooks_v1a_signs_and_verifies_with_ed25519() {
         body,
     };
     assert_eq!(
-        StandardWebhooks::default().verify(Check {
-            request: &request,
-            secrets: &Secrets::new().with_ed25519(other),
-            now: at(100)
-        }),
+        StandardWebhooks::default().verify(Check::new(
+            &request,
+            &Secrets::new().with_ed25519(other),
+            at(100)
+        )),
         Err(SchemeError::BadSignature)
     );
 }
@@ -561,19 +542,11 @@ fn rfc9421_covers_the_body_through_content_digest() {
         body,
     };
     assert_eq!(
-        Rfc9421::default().verify(Check {
-            request: &request(b"[]"),
-            secrets: &secrets,
-            now: at(1_000)
-        }),
+        Rfc9421::default().verify(Check::new(&request(b"[]"), &secrets, at(1_000))),
         Err(SchemeError::DigestMismatch)
     );
     assert_eq!(
-        Rfc9421::default().verify(Check {
-            request: &request(body),
-            secrets: &secrets,
-            now: at(1_301)
-        }),
+        Rfc9421::default().verify(Check::new(&request(body), &secrets, at(1_301))),
         Err(SchemeError::StaleTimestamp)
     );
 }
@@ -696,11 +669,7 @@ fn malformed_headers_never_panic() {
             };
             assert!(
                 scheme
-                    .verify(Check {
-                        request: &request,
-                        secrets: &secrets,
-                        now: at(1)
-                    })
+                    .verify(Check::new(&request, &secrets, at(1)))
                     .is_err(),
                 "{} {value:?}",
                 scheme.name()
@@ -724,11 +693,7 @@ fn malformed_headers_never_panic() {
         };
         assert_eq!(
             scheme
-                .verify(Check {
-                    request: &request,
-                    secrets: &secrets,
-                    now: at(1)
-                })
+                .verify(Check::new(&request, &secrets, at(1)))
                 .unwrap_err()
                 .code(),
             "duplicate_header",
@@ -768,7 +733,7 @@ proptest::proptest! {
         let request = SignedRequest { method: &method, uri: &uri, headers: &headers, body: b"x" };
         let secrets = Secrets::new().with_hmac(Secret::new("k"));
         for scheme in &schemes {
-            let _ = scheme.verify(Check { request: &request, secrets: &secrets, now: at(1_700_000_000) });
+            let _ = scheme.verify(Check::new(&request, &secrets, at(1_700_000_000)));
         }
     }
 }

@@ -328,11 +328,7 @@ async fn standard_webhooks_refuses_a_stale_timestamp_and_a_tampered_body() {
     let headers = StandardWebhooks::default()
         .sign(
             INVOICE.as_bytes(),
-            Signer {
-                key: &hmac_key(SW_SECRET),
-                at: old,
-                id: Some("msg_1"),
-            },
+            Signer::new(&hmac_key(SW_SECRET), old, Some("msg_1")),
         )
         .unwrap();
     let mut builder = Request::post("/billing").header("content-type", "application/json");

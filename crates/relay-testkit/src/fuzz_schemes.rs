@@ -131,11 +131,7 @@ fn verify(
         headers,
         body,
     };
-    scheme.verify(Check {
-        request: &request,
-        secrets,
-        now,
-    })
+    scheme.verify(Check::new(&request, secrets, now))
 }
 
 /// Verifies: the same answer twice, a refusal with a stable code, and for an accepted request
@@ -196,14 +192,7 @@ fn hmac_key(secret: &HmacKey) -> SigningKey {
 
 /// The hex HMAC-SHA256 of `content` with `key`: GitHub's signature of it as a body.
 fn mac_hex(key: &HmacKey, content: &[u8]) -> String {
-    let signed = GitHub.sign(
-        content,
-        Signer {
-            key: &hmac_key(key),
-            at: at(0),
-            id: None,
-        },
-    );
+    let signed = GitHub.sign(content, Signer::new(&hmac_key(key), at(0), None));
     let value = signed.expect("GitHub signs any body")[0].1.clone();
     let value = value.to_str().expect("a hex signature");
     value
@@ -214,14 +203,7 @@ fn mac_hex(key: &HmacKey, content: &[u8]) -> String {
 
 /// The base64 HMAC-SHA256 of `content` with `key`: Shopify's signature of it as a body.
 fn mac_base64(key: &HmacKey, content: &[u8]) -> String {
-    let signed = Shopify.sign(
-        content,
-        Signer {
-            key: &hmac_key(key),
-            at: at(0),
-            id: None,
-        },
-    );
+    let signed = Shopify.sign(content, Signer::new(&hmac_key(key), at(0), None));
     let value = signed.expect("Shopify signs any body")[0].1.clone();
     value.to_str().expect("a base64 signature").to_owned()
 }
@@ -270,14 +252,7 @@ fn check_stripe(data: &[u8]) -> bool {
     let key = HmacKey::from(Secret::new(STRIPE_SECRET));
     let secrets = rotation(key.clone());
     let content = |t: &str| [t.as_bytes(), b".", body].concat();
-    let own = scheme.sign(
-        body,
-        Signer {
-            key: &hmac_key(&key),
-            at: now,
-            id: None,
-        },
-    );
+    let own = scheme.sign(body, Signer::new(&hmac_key(&key), now, None));
     let own = round_trip(&scheme, own, &secrets, body, now, "current");
     let expected = mac_hex(&key, &content(&STRIPE_NOW.to_string()));
     assert_eq!(
@@ -319,14 +294,7 @@ fn check_slack(data: &[u8]) -> bool {
     let key = HmacKey::from(Secret::new(SLACK_SECRET));
     let secrets = rotation(key.clone());
     let content = |ts: &str| [b"v0:", ts.as_bytes(), b":", body].concat();
-    let own = scheme.sign(
-        body,
-        Signer {
-            key: &hmac_key(&key),
-            at: now,
-            id: None,
-        },
-    );
+    let own = scheme.sign(body, Signer::new(&hmac_key(&key), now, None));
     let own = round_trip(&scheme, own, &secrets, body, now, "current");
     let expected = mac_hex(&key, &content(&SLACK_NOW.to_string()));
     assert_eq!(own["x-slack-signature"], format!("v0={expected}"));
@@ -365,14 +333,7 @@ fn check_standard_webhooks(data: &[u8]) -> bool {
         .with_hmac_id("current", secret.clone())
         .with_ed25519_id("ed25519", ed25519.verifying_key());
     let content = |id: &str, ts: &str| [id.as_bytes(), b".", ts.as_bytes(), b".", body].concat();
-    let own = scheme.sign(
-        body,
-        Signer {
-            key: &hmac_key(&secret),
-            at: now,
-            id: Some(DELIVERY),
-        },
-    );
+    let own = scheme.sign(body, Signer::new(&hmac_key(&secret), now, Some(DELIVERY)));
     let own = round_trip(&scheme, own, &secrets, body, now, "current");
     let expected = mac_base64(&key, &content(DELIVERY, &WEBHOOKS_NOW.to_string()));
     assert_eq!(own["webhook-signature"], format!("v1,{expected}"));
@@ -380,14 +341,7 @@ fn check_standard_webhooks(data: &[u8]) -> bool {
         key_id: None,
         key: ed25519,
     };
-    let own = scheme.sign(
-        body,
-        Signer {
-            key: &signer,
-            at: now,
-            id: Some(DELIVERY),
-        },
-    );
+    let own = scheme.sign(body, Signer::new(&signer, now, Some(DELIVERY)));
     round_trip(&scheme, own, &secrets, body, now, "ed25519");
     let Some(proof) = checked(&scheme, &headers, body, &secrets, now, true) else {
         return false;
@@ -401,14 +355,7 @@ fn check_standard_webhooks(data: &[u8]) -> bool {
         Some("ed25519") => {
             // ed25519 signs deterministically: the test key's one signature of this content,
             // with the timestamp written as `sign` writes it.
-            let signed = scheme.sign(
-                body,
-                Signer {
-                    key: &signer,
-                    at: signed_at,
-                    id: Some(id),
-                },
-            );
+            let signed = scheme.sign(body, Signer::new(&signer, signed_at, Some(id)));
             let signed = signed.expect("the test key signs any request");
             let signature = signed.iter().find(|h| h.0 == "webhook-signature");
             let signature = signature.expect("a signature").1.to_str();
@@ -458,14 +405,7 @@ fn check_body_hmac(data: &[u8]) -> bool {
     for (scheme, secret, signature, prefix, delivery, event) in [github, shopify] {
         let key = HmacKey::from(Secret::new(secret));
         let secrets = rotation(key.clone());
-        let own = scheme.sign(
-            body,
-            Signer {
-                key: &hmac_key(&key),
-                at: now,
-                id: Some(DELIVERY),
-            },
-        );
+        let own = scheme.sign(body, Signer::new(&hmac_key(&key), now, Some(DELIVERY)));
         round_trip(scheme, own, &secrets, body, now, "current");
         let Some(proof) = checked(scheme, &headers, body, &secrets, now, true) else {
             continue;

@@ -113,7 +113,7 @@ pub fn scheme_headers(
         body,
     };
     scheme
-        .sign_request(&request, relay_core::schemes::Signer { key, at, id })
+        .sign_request(&request, relay_core::schemes::Signer::new(key, at, id))
         .expect("the scheme signs it")
         .into_iter()
         .collect()

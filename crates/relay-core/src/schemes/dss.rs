@@ -93,11 +93,7 @@ mod tests {
             body: b"{}",
         };
         let secrets = Secrets::new();
-        dss.verify(Check {
-            request: &request,
-            secrets: &secrets,
-            now,
-        })
+        dss.verify(Check::new(&request, &secrets, now))
     }
 
     #[test]
@@ -110,11 +106,7 @@ mod tests {
             key_id: Some("hca-dss:k1".into()),
             secret: HmacKey::from_bytes(*b"ribos0me"),
         };
-        let signer = Signer {
-            key: &key,
-            at,
-            id: None,
-        };
+        let signer = Signer::new(&key, at, None);
         let headers: http::HeaderMap = dss.sign(b"{}", signer).unwrap().into_iter().collect();
         let proof = checked(&dss, &headers, at).unwrap();
         assert_eq!(proof.key_id.as_deref(), Some("hca-dss:k1"));

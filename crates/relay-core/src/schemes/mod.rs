@@ -71,6 +71,15 @@ pub struct Check<'a> {
 }
 
 impl<'a> Check<'a> {
+    /// A check of `request` against `secrets` at `now`.
+    pub fn new(request: &'a SignedRequest<'a>, secrets: &'a Secrets, now: SystemTime) -> Self {
+        Self {
+            request,
+            secrets,
+            now,
+        }
+    }
+
     /// The signature header's one value; a missing one is [`SchemeError::MissingSignature`],
     /// named as the sender writes it (`shown`).
     pub(crate) fn signature(
@@ -124,7 +133,12 @@ pub struct Signer<'a> {
     pub id: Option<&'a str>,
 }
 
-impl Signer<'_> {
+impl<'a> Signer<'a> {
+    /// A signer with `key` at `at`, with the delivery id `id` where the scheme signs one.
+    pub fn new(key: &'a SigningKey, at: SystemTime, id: Option<&'a str>) -> Self {
+        Self { key, at, id }
+    }
+
     /// The signing time in Unix seconds, as a sender writes it.
     pub(crate) fn unix(&self) -> String {
         unix_secs(self.at).to_string()

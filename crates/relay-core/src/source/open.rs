@@ -58,11 +58,7 @@ impl Source {
             headers: &parts.headers,
             body: &body,
         };
-        let check = Check {
-            request: &signed,
-            secrets: &self.secrets,
-            now: clock.now(),
-        };
+        let check = Check::new(&signed, &self.secrets, clock.now());
         let proof = (self.scheme.verify(check)).map_err(|e| Opened::Unverified(e.into()))?;
         let verified = Verified::new(&proof, Origin::Request);
         match self

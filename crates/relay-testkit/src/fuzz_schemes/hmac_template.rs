@@ -241,11 +241,7 @@ fn check_signing(
     let ts = SLACK_NOW.to_string();
     match scheme.sign(
         body,
-        Signer {
-            key: &hmac_key(&template_key("slack")),
-            at: now,
-            id: Some(DELIVERY),
-        },
+        Signer::new(&hmac_key(&template_key("slack")), now, Some(DELIVERY)),
     ) {
         Err(error) => {
             let unfit = HeaderValue::from_bytes(prefix.as_bytes()).is_err();

@@ -103,14 +103,7 @@ fn signs_and_verifies(
         .iter()
         .zip(["test-shared-secret", "test-key-ed25519"])
     {
-        let own = required.sign(
-            body,
-            Signer {
-                key: signer,
-                at: now,
-                id: None,
-            },
-        );
+        let own = required.sign(body, Signer::new(signer, now, None));
         let own = round_trip(required, own, secrets, body, now, id);
         assert_eq!(own["content-digest"], content_digest(body));
         let uri = http::Uri::from_static(TARGET);
@@ -120,14 +113,7 @@ fn signs_and_verifies(
             headers: &HeaderMap::new(),
             body,
         };
-        let own = default.sign_request(
-            &request,
-            Signer {
-                key: signer,
-                at: now,
-                id: None,
-            },
-        );
+        let own = default.sign_request(&request, Signer::new(signer, now, None));
         round_trip(default, own, secrets, body, now, id);
     }
 }
