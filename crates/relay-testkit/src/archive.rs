@@ -291,8 +291,7 @@ pub fn fresh_record(name: &str, payload: &'static str) -> Record {
 /// under, or the sink's error.
 pub async fn write(archive: &Arc<dyn Archive>, record: &Record) -> Result<String, String> {
     let destination = destination(Arc::clone(archive), key(), None);
-    let mut receipts = destination.sink.publish(&[record.message()]).await;
-    match receipts.pop().expect("one receipt per message") {
+    match destination.sink.publish(&record.message()).await {
         Ok(receipt) => Ok(receipt.message_id.expect("the archive names its object")),
         Err(e) => Err(e.to_string()),
     }

@@ -36,15 +36,10 @@ impl Sink for RecordingSink {
         &self.name
     }
 
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+    async fn publish(&self, message: &Message) -> Result<Receipt, SinkError> {
         let mut messages = self.messages.lock().expect("not poisoned");
-        batch
-            .iter()
-            .map(|m| {
-                messages.push(m.clone());
-                Ok(Receipt::new(Some(messages.len().to_string())))
-            })
-            .collect()
+        messages.push(message.clone());
+        Ok(Receipt::new(Some(messages.len().to_string())))
     }
 }
 
@@ -78,16 +73,13 @@ impl Sink for FailingSink {
         &self.name
     }
 
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+    async fn publish(&self, _: &Message) -> Result<Receipt, SinkError> {
         *self.calls.lock().expect("not poisoned") += 1;
-        let fail = || -> SinkError {
-            let cause = "simulated failure".into();
-            match self.retryable {
-                true => SinkError::Retryable(cause),
-                false => SinkError::Permanent(cause),
-            }
-        };
-        batch.iter().map(|_| Err(fail())).collect()
+        let cause = "simulated failure".into();
+        Err(match self.retryable {
+            true => SinkError::Retryable(cause),
+            false => SinkError::Permanent(cause),
+        })
     }
 }
 
@@ -132,15 +124,12 @@ impl Sink for SwitchSink {
         self.recorder.name()
     }
 
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+    async fn publish(&self, message: &Message) -> Result<Receipt, SinkError> {
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
-            return batch
-                .iter()
-                .map(|_| Err(SinkError::Retryable("switched off".into())))
-                .collect();
+            return Err(SinkError::Retryable("switched off".into()));
         }
-        self.recorder.publish(batch).await
+        self.recorder.publish(message).await
     }
 }
 
@@ -154,7 +143,7 @@ impl Sink for StuckSink {
         "stuck"
     }
 
-    async fn publish(&self, _: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+    async fn publish(&self, _: &Message) -> Result<Receipt, SinkError> {
         std::future::pending().await
     }
 }

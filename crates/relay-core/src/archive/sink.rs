@@ -377,13 +377,11 @@ mod tests {
             .collect();
         let messages: Vec<Message> = written.iter().map(Record::message).collect();
         // On this test's one thread, all 50 are queued before the writer runs.
-        let receipts = futures_util::future::join_all(
-            (messages.iter()).map(|m| sink.publish(std::slice::from_ref(m))),
-        )
-        .await;
+        let receipts =
+            futures_util::future::join_all(messages.iter().map(|m| sink.publish(m))).await;
         let objects: Vec<String> = receipts
             .into_iter()
-            .map(|mut r| r.remove(0).unwrap().message_id.unwrap())
+            .map(|r| r.unwrap().message_id.unwrap())
             .collect();
         // 3000 s + 30 s × 20 passes the hour: 20 in the first, 30 in the next.
         let (first, second) = (&objects[0], &objects[20]);
@@ -401,7 +399,7 @@ mod tests {
             }
         }
         let alone = record(99, hour);
-        let receipt = sink.publish(&[alone.message()]).await.remove(0).unwrap();
+        let receipt = sink.publish(&alone.message()).await.unwrap();
         let name = object_key(hour, &alone.dedup_key);
         assert_eq!(receipt.message_id.as_deref(), Some(name.as_str()));
         let bytes = archive.get(&name).await.unwrap().unwrap();
@@ -449,13 +447,11 @@ mod tests {
         let mut written: Vec<Record> = (0..5).map(|n| record(n, at)).collect();
         written[4].payload = Bytes::from(format!("\"{}\"", "x".repeat(800)));
         let messages: Vec<Message> = written.iter().map(Record::message).collect();
-        let receipts = futures_util::future::join_all(
-            (messages.iter()).map(|m| sink.publish(std::slice::from_ref(m))),
-        )
-        .await;
+        let receipts =
+            futures_util::future::join_all(messages.iter().map(|m| sink.publish(m))).await;
         let ids: Vec<String> = receipts
             .into_iter()
-            .map(|mut r| r.remove(0).unwrap().message_id.unwrap())
+            .map(|r| r.unwrap().message_id.unwrap())
             .collect();
         assert_eq!(ids[..4], ["1/1", "1/2", "1/3", "1/4"]);
         let calls = stream.0.lock().unwrap().clone();

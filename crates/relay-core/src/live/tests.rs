@@ -71,8 +71,10 @@ impl Sink for Idle {
         &self.0
     }
 
-    async fn publish(&self, _: &[crate::Message]) -> Vec<Result<crate::Receipt, crate::SinkError>> {
-        Vec::new()
+    async fn publish(&self, _: &crate::Message) -> Result<crate::Receipt, crate::SinkError> {
+        Err(crate::SinkError::Permanent(
+            "a table that only decides".into(),
+        ))
     }
 }
 

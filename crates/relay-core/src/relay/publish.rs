@@ -68,13 +68,9 @@ impl Relay {
         message: &Message,
         deadline: Instant,
     ) -> Result<Receipt, SinkError> {
-        let publish = destination.sink.publish(std::slice::from_ref(message));
+        let publish = destination.sink.publish(message);
         match tokio::time::timeout_at(deadline.into(), publish).await {
-            Ok(results) => results.into_iter().next().unwrap_or_else(|| {
-                Err(SinkError::Permanent(
-                    "the sink answered for no message".into(),
-                ))
-            }),
+            Ok(result) => result,
             Err(_) => Err(SinkError::Retryable(
                 "no acknowledgement before the deadline".into(),
             )),

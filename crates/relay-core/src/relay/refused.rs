@@ -68,15 +68,11 @@ impl Relay {
         let named = self.table.load().request_headers().clone();
         let record = Record::refused(received_at, body, attributes, request, &named, refused);
         let message = record.message();
-        let written = tokio::time::timeout(
-            self.config.sink_timeout,
-            archive.sink.publish(std::slice::from_ref(&message)),
-        )
-        .await;
-        let failure = match written.as_deref() {
-            Ok([Ok(_)]) => None,
-            Ok([Err(e)]) => Some(e.to_string()),
-            Ok(_) => Some("no answer from the archive".to_owned()),
+        let written =
+            tokio::time::timeout(self.config.sink_timeout, archive.sink.publish(&message)).await;
+        let failure = match written {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some("the archive did not answer in time".to_owned()),
         };
         self.metrics.verified_refused(code, failure.is_none());

@@ -79,44 +79,14 @@ impl Sink for BatchedSink {
         &self.name
     }
 
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        self.batcher.publish(batch).await
+    async fn publish(&self, message: &Message) -> Result<Receipt, SinkError> {
+        self.batcher.publish(message).await
     }
 
     async fn warm(&self) -> Result<(), SinkError> {
         self.sender.warm().await
     }
 }
-
-/// Defines a destination's own sink type over a [`BatchedSink`] (`SqsSink`, `SnsSink`).
-#[cfg(any(feature = "sqs", feature = "sns"))]
-macro_rules! batched_sink {
-    ($(#[$meta:meta])* $name:ident) => {
-        $(#[$meta])*
-        #[derive(Debug)]
-        pub struct $name(super::super::batch::BatchedSink);
-
-        #[async_trait::async_trait]
-        impl super::super::Sink for $name {
-            fn name(&self) -> &str {
-                self.0.name()
-            }
-
-            async fn publish(
-                &self,
-                batch: &[super::super::Message],
-            ) -> Vec<Result<super::super::Receipt, super::super::SinkError>> {
-                self.0.publish(batch).await
-            }
-
-            async fn warm(&self) -> Result<(), super::super::SinkError> {
-                self.0.warm().await
-            }
-        }
-    };
-}
-#[cfg(any(feature = "sqs", feature = "sns"))]
-pub(crate) use batched_sink;
 
 /// How long a partial batch may wait for more messages, unless `RELAY_BATCH_WAIT_MS` says
 /// otherwise (the runtime's timers round it up to the next millisecond tick, so a wait is at
@@ -154,27 +124,16 @@ impl Batcher {
         Self { tx }
     }
 
-    pub(crate) async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-        let waiting: Vec<_> = batch
-            .iter()
-            .map(|message| {
-                let (reply, result) = oneshot::channel();
-                match self.tx.try_send((message.clone(), reply)) {
-                    Ok(()) => Ok(result),
-                    Err(_) => Err(SinkError::Retryable("the sink's queue is full".into())),
-                }
-            })
-            .collect();
-        let mut results = Vec::with_capacity(waiting.len());
-        for result in waiting {
-            results.push(match result {
-                Ok(reply) => reply.await.unwrap_or_else(|_| {
-                    Err(SinkError::Retryable("the sink's dispatcher stopped".into()))
-                }),
-                Err(full) => Err(full),
-            });
+    /// Queues `message` for the next call and waits for its own result; refused at once when
+    /// the queue is full.
+    pub(crate) async fn publish(&self, message: &Message) -> Result<Receipt, SinkError> {
+        let (reply, result) = oneshot::channel();
+        if self.tx.try_send((message.clone(), reply)).is_err() {
+            return Err(SinkError::Retryable("the sink's queue is full".into()));
         }
-        results
+        result
+            .await
+            .unwrap_or_else(|_| Err(SinkError::Retryable("the sink's dispatcher stopped".into())))
     }
 }
 
@@ -397,8 +356,8 @@ mod tests {
             .map(|payload| {
                 let batcher = Arc::clone(&batcher);
                 tokio::spawn(async move {
-                    let mut results = batcher.publish(&[message(&payload)]).await;
-                    (payload, results.remove(0))
+                    let result = batcher.publish(&message(&payload)).await;
+                    (payload, result)
                 })
             })
             .collect();
@@ -513,7 +472,7 @@ mod tests {
         payload: &str,
     ) -> tokio::task::JoinHandle<Result<Receipt, SinkError>> {
         let (batcher, message) = (Arc::clone(batcher), message(payload));
-        tokio::spawn(async move { batcher.publish(&[message]).await.remove(0) })
+        tokio::spawn(async move { batcher.publish(&message).await })
     }
 
     #[tokio::test]
@@ -551,7 +510,7 @@ mod tests {
         let first = publish_in_background(&batcher, "a");
         tokio::time::sleep(Duration::from_millis(20)).await;
         let gave_up =
-            tokio::time::timeout(Duration::from_millis(50), batcher.publish(&[message("b")])).await;
+            tokio::time::timeout(Duration::from_millis(50), batcher.publish(&message("b"))).await;
         assert!(gave_up.is_err(), "b waits behind a");
         let after = publish_in_background(&batcher, "c");
         gated.gate.add_permits(100);
@@ -651,10 +610,7 @@ mod tests {
             let batcher = Arc::clone(&batcher);
             tasks.push(tokio::spawn(async move {
                 let sent = Instant::now();
-                let result = batcher
-                    .publish(&[message(&format!("m{i}"))])
-                    .await
-                    .remove(0);
+                let result = batcher.publish(&message(&format!("m{i}"))).await;
                 (result, sent.elapsed())
             }));
             for _ in 0..4 {
@@ -684,10 +640,7 @@ mod tests {
         let (recorder, batcher) = instant_calls(Duration::ZERO);
         for i in 0..20 {
             let sent = Instant::now();
-            let result = batcher
-                .publish(&[message(&format!("m{i}"))])
-                .await
-                .remove(0);
+            let result = batcher.publish(&message(&format!("m{i}"))).await;
             assert!(result.is_ok());
             assert_eq!(sent.elapsed(), Duration::ZERO, "message {i} waited");
             tokio::time::advance(Duration::from_micros(300)).await;

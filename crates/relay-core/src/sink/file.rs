@@ -146,20 +146,13 @@ impl Sink for FileSink {
         &self.name
     }
 
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
+    async fn publish(&self, message: &Message) -> Result<Receipt, SinkError> {
         // Serialize before taking the lock, so concurrent requests only queue for the write.
-        let lines: Vec<_> = batch.iter().map(Self::render).collect();
+        let line = Self::render(message)?;
         let mut out = self.out.lock().await;
-        let mut results = Vec::with_capacity(lines.len());
-        for line in lines {
-            results.push(match line {
-                Ok(line) => write_line(&mut out, &line)
-                    .await
-                    .map_err(|e| SinkError::Retryable(Box::new(e))),
-                Err(e) => Err(e),
-            });
-        }
-        results
+        write_line(&mut out, &line)
+            .await
+            .map_err(|e| SinkError::Retryable(Box::new(e)))
     }
 }
 

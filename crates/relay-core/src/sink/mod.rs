@@ -178,9 +178,9 @@ pub trait Sink: Send + Sync + std::fmt::Debug {
     /// Short name for logs and responses, e.g. `sqs:dss-events`.
     fn name(&self) -> &str;
 
-    /// Publishes a batch and returns only once the destination has answered, with one result
-    /// per message, in order, so a partly accepted batch fails exactly the rejected messages.
-    async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>>;
+    /// Publishes one message and returns only once the destination has answered. A sink that
+    /// batches (SQS, SNS, the archive) shares its calls among the messages in flight together.
+    async fn publish(&self, message: &Message) -> Result<Receipt, SinkError>;
 
     /// Opens the destination's connection (its TLS session too) before the first message, with
     /// one cheap call that publishes nothing; any answer, a refusal included, leaves the

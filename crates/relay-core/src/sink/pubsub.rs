@@ -156,34 +156,24 @@ mod client {
             &self.name
         }
 
-        async fn publish(&self, batch: &[Message]) -> Vec<Result<Receipt, SinkError>> {
-            // Start every publish before awaiting any, so the client batches them together.
-            let pending: Vec<_> = batch
-                .iter()
-                .map(|message| {
-                    let mut out = PubSubMessage::new()
-                        .set_data(message.payload.clone())
-                        .set_attributes(message.attributes.iter());
-                    if let Some(key) = &message.ordering_key {
-                        out = out.set_ordering_key(key.clone());
-                    }
-                    self.publisher.publish(out)
-                })
-                .collect();
-            let mut results = Vec::with_capacity(pending.len());
-            for (future, message) in pending.into_iter().zip(batch) {
-                results.push(match future.await {
-                    Ok(id) => Ok(Receipt::new(Some(id))),
-                    Err(e) => {
-                        if let Some(key) = &message.ordering_key {
-                            // A failure pauses its ordering key; the sender's retry must go through.
-                            self.publisher.resume_publish(key.clone());
-                        }
-                        Err(classify(e))
-                    }
-                });
+        /// The client batches the messages published together by concurrent requests.
+        async fn publish(&self, message: &Message) -> Result<Receipt, SinkError> {
+            let mut out = PubSubMessage::new()
+                .set_data(message.payload.clone())
+                .set_attributes(message.attributes.iter());
+            if let Some(key) = &message.ordering_key {
+                out = out.set_ordering_key(key.clone());
             }
-            results
+            match self.publisher.publish(out).await {
+                Ok(id) => Ok(Receipt::new(Some(id))),
+                Err(e) => {
+                    if let Some(key) = &message.ordering_key {
+                        // A failure pauses its ordering key; the sender's retry must go through.
+                        self.publisher.resume_publish(key.clone());
+                    }
+                    Err(classify(e))
+                }
+            }
         }
     }
 

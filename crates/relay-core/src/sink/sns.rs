@@ -103,9 +103,6 @@ impl TopicArn {
 }
 
 #[cfg(feature = "sns")]
-pub use api::SnsSink;
-
-#[cfg(feature = "sns")]
 mod api {
     use std::collections::HashMap;
     use std::sync::Arc;
@@ -119,12 +116,7 @@ mod api {
     use super::super::aws::{
         AwsApi, AwsEntry, AwsSender, BatchReport, classify, entry_failure, invalid, opened,
     };
-    use super::super::batch::{BatchedSink, LINGER, Limits, batched_sink};
-
-    batched_sink!(
-        /// An SNS topic's sink: `PublishBatch` for messages in flight together.
-        SnsSink
-    );
+    use super::super::batch::{BatchedSink, LINGER, Limits};
     use super::SnsConfig;
 
     /// SNS takes at most ten entries and 256 KiB per `PublishBatch`.
@@ -137,13 +129,14 @@ mod api {
     };
 
     impl SnsConfig {
-        /// The sink, its client built once; the topic ARN's region becomes its region. A
-        /// partial batch waits at most `wait` for more messages.
+        /// The sink (`PublishBatch` for messages in flight together), its client built once;
+        /// the topic ARN's region becomes its region. A partial batch waits at most `wait` for
+        /// more messages.
         pub(in crate::sink) fn build(
             &self,
             sdk: &aws_config::SdkConfig,
             wait: Duration,
-        ) -> SnsSink {
+        ) -> BatchedSink {
             let config = aws_sdk_sns::config::Builder::from(sdk)
                 .region(Region::new(self.topic_arn.region().to_owned()));
             let topic = Topic {
@@ -155,7 +148,7 @@ mod api {
                 linger: wait,
                 ..BATCH
             };
-            SnsSink(BatchedSink::new(name, Arc::new(AwsSender(topic)), limits))
+            BatchedSink::new(name, Arc::new(AwsSender(topic)), limits)
         }
     }
 

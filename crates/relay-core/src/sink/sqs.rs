@@ -137,7 +137,7 @@ crate::text::checked_string!(
 );
 
 #[cfg(feature = "sqs")]
-pub use api::{SqsSink, client_for_queue};
+pub use api::client_for_queue;
 
 #[cfg(feature = "sqs")]
 mod api {
@@ -156,13 +156,8 @@ mod api {
     use super::super::aws::{
         AwsApi, AwsEntry, AwsSender, BatchReport, classify, entry_failure, invalid, opened,
     };
-    use super::super::batch::{BatchedSink, LINGER, Limits, batched_sink};
+    use super::super::batch::{BatchedSink, LINGER, Limits};
     use super::region_of_host;
-
-    batched_sink!(
-        /// An SQS queue's sink: `SendMessageBatch` for messages in flight together.
-        SqsSink
-    );
     use super::{SqsConfig, wire};
 
     /// SQS takes at most ten entries and 1 MiB per `SendMessageBatch`.
@@ -175,14 +170,15 @@ mod api {
     };
 
     impl SqsConfig {
-        /// The sink, its client built once from the shared AWS configuration. A queue URL on
-        /// an AWS host sets the client's region, so a relay can publish to another region.
-        /// A partial batch waits at most `wait` for more messages.
+        /// The sink (`SendMessageBatch` for messages in flight together), its client built once
+        /// from the shared AWS configuration. A queue URL on an AWS host sets the client's
+        /// region, so a relay can publish to another region. A partial batch waits at most
+        /// `wait` for more messages.
         pub(in crate::sink) fn build(
             &self,
             sdk: &aws_config::SdkConfig,
             wait: Duration,
-        ) -> SqsSink {
+        ) -> BatchedSink {
             let url = self.queue_url.as_str();
             let queue = Queue {
                 client: client_for_queue(sdk, url),
@@ -193,7 +189,7 @@ mod api {
                 linger: wait,
                 ..BATCH
             };
-            SqsSink(BatchedSink::new(name, Arc::new(AwsSender(queue)), limits))
+            BatchedSink::new(name, Arc::new(AwsSender(queue)), limits)
         }
     }
 
