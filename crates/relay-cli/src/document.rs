@@ -5,6 +5,7 @@
 //!
 //! The document is rewritten in TOML's canonical form: comments in it are not kept.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -51,7 +52,7 @@ pub(crate) enum IfUnparsable {
 
 /// Runs the work of `relay <what>` on a runtime of its own; prints its error as
 /// `relay <what>: …`.
-pub(crate) fn run(what: &str, work: impl Future<Output = Result<(), String>>) -> ExitCode {
+pub(crate) fn run(what: &str, work: impl Future<Output = Result<(), CliError>>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -73,7 +74,7 @@ pub(crate) fn run(what: &str, work: impl Future<Output = Result<(), String>>) ->
 
 /// The routes a relay with `config` has in effect now: the deployed ones merged with the stored
 /// document when `RELAY_ROUTES_URL` names one, and that document's version.
-pub(crate) fn routes_in_effect(config: &Config) -> Result<(Routes, Option<Version>), String> {
+pub(crate) fn routes_in_effect(config: &Config) -> Result<(Routes, Option<Version>), CliError> {
     let deployed = config.routes();
     let Some(url) = &config.routes_url else {
         return Ok((deployed, None));
@@ -81,17 +82,20 @@ pub(crate) fn routes_in_effect(config: &Config) -> Result<(Routes, Option<Versio
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(CliError::from)?;
     runtime.block_on(async {
         let store = store::open(url, config.routes_max_bytes)
             .await
-            .map_err(|e| e.to_string())?;
-        match store.read(None).await.map_err(|e| e.to_string())? {
+            .map_err(CliError::from)?;
+        match store.read(None).await.map_err(CliError::from)? {
             Fetched::Document { text, version } => {
                 let stored = StoredRoutes::parse(&text)
-                    .map_err(|e| format!("stored routes {}:{e}", store.url()))?;
+                    .map_err(|e| CliError::Invalid(format!("stored routes {}:{e}", store.url())))?;
                 let routes = deployed.merge(&stored).map_err(|e| {
-                    format!("stored routes {} (version {version}): {e}", store.url())
+                    CliError::Invalid(format!(
+                        "stored routes {} (version {version}): {e}",
+                        store.url()
+                    ))
                 })?;
                 Ok((routes, Some(version)))
             }
@@ -101,25 +105,27 @@ pub(crate) fn routes_in_effect(config: &Config) -> Result<(Routes, Option<Versio
 }
 
 /// The deployed sinks and routes, when a configuration is given or in the environment.
-pub(crate) fn deployed(args: &StoreArgs) -> Result<Option<Routes>, String> {
+pub(crate) fn deployed(args: &StoreArgs) -> Result<Option<Routes>, CliError> {
     let given = args.config.is_some() || std::env::var_os("RELAY_CONFIG").is_some();
     match Config::from_vars(crate::env_with_config(args.config.as_deref())) {
         Ok(config) => Ok(Some(config.routes())),
-        Err(errors) if given => Err(format!("the relay configuration is invalid:\n{errors}")),
+        Err(errors) if given => Err(CliError::Invalid(format!(
+            "the relay configuration is invalid:\n{errors}"
+        ))),
         Err(_) => Ok(None),
     }
 }
 
 /// The store `args` names.
-pub(crate) async fn open(args: &StoreArgs) -> Result<Box<dyn Store>, String> {
+pub(crate) async fn open(args: &StoreArgs) -> Result<Box<dyn Store>, CliError> {
     store::open(&args.url, store::DEFAULT_MAX_BYTES)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(CliError::from)
 }
 
 /// The stored text and its version; none when there is no document.
-async fn fetch(store: &dyn Store) -> Result<Option<(String, Version)>, String> {
-    match store.read(None).await.map_err(|e| e.to_string())? {
+async fn fetch(store: &dyn Store) -> Result<Option<(String, Version)>, CliError> {
+    match store.read(None).await.map_err(CliError::from)? {
         Fetched::Missing | Fetched::Unchanged => Ok(None),
         Fetched::Document { text, version } => Ok(Some((text, version))),
     }
@@ -131,22 +137,29 @@ fn unparsable(store: &dyn Store, error: &DocumentError) -> String {
 }
 
 /// The stored document (empty when there is none); one that does not parse is refused.
-pub(crate) async fn read(store: &dyn Store) -> Result<StoredRoutes, String> {
+pub(crate) async fn read(store: &dyn Store) -> Result<StoredRoutes, CliError> {
     match fetch(store).await? {
         None => Ok(StoredRoutes::default()),
         Some((text, _)) => StoredRoutes::parse(&text)
-            .map_err(|e| format!("{}; {HOW_TO_REPLACE}", unparsable(store, &e))),
+            .map_err(|e| CliError::Invalid(format!("{}; {HOW_TO_REPLACE}", unparsable(store, &e)))),
     }
 }
 
 /// The stored document as TOML, whether or not the relay would take it (empty when there is
 /// none), and its version: what `relay routes show` prints. Text that is not TOML is refused.
-pub(crate) async fn read_toml(store: &dyn Store) -> Result<(toml::Table, Option<Version>), String> {
+pub(crate) async fn read_toml(
+    store: &dyn Store,
+) -> Result<(toml::Table, Option<Version>), CliError> {
     match fetch(store).await? {
         None => Ok((toml::Table::new(), None)),
         Some((text, version)) => {
-            let table = toml::from_str(&text)
-                .map_err(|e| format!("{}: {}; {HOW_TO_REPLACE}", store.url(), e.message()))?;
+            let table = toml::from_str(&text).map_err(|e| {
+                CliError::Invalid(format!(
+                    "{}: {}; {HOW_TO_REPLACE}",
+                    store.url(),
+                    e.message()
+                ))
+            })?;
             Ok((table, Some(version)))
         }
     }
@@ -154,14 +167,14 @@ pub(crate) async fn read_toml(store: &dyn Store) -> Result<(toml::Table, Option<
 
 /// The document as stored: TOML without the empty `[sinks]`, `routes` or `splits`, which say
 /// nothing.
-fn to_text(document: &StoredRoutes) -> Result<String, String> {
-    let mut table = toml::Table::try_from(document).map_err(|e| e.to_string())?;
+fn to_text(document: &StoredRoutes) -> Result<String, CliError> {
+    let mut table = toml::Table::try_from(document).map_err(CliError::from)?;
     table.retain(|_, value| match value {
         toml::Value::Table(table) => !table.is_empty(),
         toml::Value::Array(array) => !array.is_empty(),
         _ => true,
     });
-    toml::to_string(&table).map_err(|e| e.to_string())
+    toml::to_string(&table).map_err(CliError::from)
 }
 
 /// Reads the document, applies `edit`, checks the result and writes it if nobody wrote in
@@ -170,8 +183,8 @@ fn to_text(document: &StoredRoutes) -> Result<String, String> {
 pub(crate) async fn update<T>(
     args: &StoreArgs,
     if_unparsable: IfUnparsable,
-    mut edit: impl FnMut(&mut StoredRoutes) -> Result<T, String>,
-) -> Result<T, String> {
+    mut edit: impl FnMut(&mut StoredRoutes) -> Result<T, CliError>,
+) -> Result<T, CliError> {
     const ATTEMPTS: u32 = 50;
     let store = open(args).await?;
     let deployed = deployed(args)?;
@@ -187,15 +200,15 @@ pub(crate) async fn update<T>(
                 StoredRoutes::default()
             }
             Some(Err(e)) => {
-                return Err(format!(
+                return Err(CliError::Invalid(format!(
                     "{}; {HOW_TO_REPLACE}",
                     unparsable(store.as_ref(), &e)
-                ));
+                )));
             }
         };
         let edited = edit(&mut document)?;
         let text = to_text(&document)?;
-        check_document(&text, deployed.as_ref()).map_err(|e| e.to_string())?;
+        check_document(&text, deployed.as_ref()).map_err(CliError::from)?;
         match store.write(version.as_ref(), &text).await {
             Ok(version) => {
                 eprintln!("{}: version {version}", store.url());
@@ -206,11 +219,11 @@ pub(crate) async fn update<T>(
                 let jitter = u64::from(std::process::id() % 7 + attempt % 5);
                 tokio::time::sleep(Duration::from_millis(2 + jitter * 3)).await;
             }
-            Err(WriteError::Store(e)) => return Err(e.to_string()),
+            Err(WriteError::Store(e)) => return Err(e.into()),
         }
     }
-    Err(format!(
+    Err(CliError::Incomplete(format!(
         "{}: the document kept changing; gave up after {ATTEMPTS} attempts",
         store.url()
-    ))
+    )))
 }

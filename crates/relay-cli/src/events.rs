@@ -3,6 +3,7 @@
 //! the ledger), or refused on arrival; narrowed by status, destination and source, and counted
 //! per destination: what a bulk `relay replay` would find, before it sends.
 
+use crate::error::CliError;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -129,24 +130,25 @@ pub(crate) fn run(args: &EventsArgs) -> ExitCode {
             }
         }
         Err(message) => {
-            eprintln!("relay events: {}", safe(&message));
+            eprintln!("relay events: {}", safe(&message.to_string()));
             ExitCode::from(2)
         }
     }
 }
 
-async fn events(args: &EventsArgs) -> Result<Found, String> {
+async fn events(args: &EventsArgs) -> Result<Found, CliError> {
     let config = Config::for_replay(crate::env_with_config(args.config.as_deref()))
-        .map_err(|e| e.to_string())?;
+        .map_err(CliError::from)?;
     if config.ledger.is_none() {
-        return Err(
-            "RELAY_LEDGER_URL is not set: where a notification stands is read from the ledger"
-                .into(),
-        );
+        return Err(CliError::invalid(
+            "RELAY_LEDGER_URL is not set: where a notification stands is read from the ledger",
+        ));
     }
-    let archive_url = config.archive.as_ref().map(|a| a.url.clone()).ok_or(
-        "no archive is configured: set RELAY_ARCHIVE_URL and RELAY_ARCHIVE_KEY (or [relay] archive_url and archive_key) as the relays have them",
-    )?;
+    let archive_url = config
+        .archive
+        .as_ref()
+        .map(|a| a.url.clone())
+        .ok_or(CliError::NoArchive)?;
     let (since, until) = window(
         &config,
         args.since.as_deref(),
@@ -155,17 +157,17 @@ async fn events(args: &EventsArgs) -> Result<Found, String> {
     )?;
     let archive = relay_core::archive::open(&archive_url, None)
         .await
-        .map_err(|e| format!("{archive_url}: {e}"))?;
+        .map_err(|e| CliError::at(&archive_url, e))?;
     let relay = Relay::from_config(config)
         .await
-        .map_err(|e| format!("cannot start the relay's destinations: {e}"))?;
+        .map_err(CliError::Destinations)?;
     if let Some(name) = &args.destination {
         let names = relay.destination_names();
         if !names.iter().any(|n| n == name) {
-            return Err(format!(
+            return Err(CliError::Invalid(format!(
                 "--destination {name}: no such destination; the routes in effect have {}",
                 names.join(", ")
-            ));
+            )));
         }
     }
     let keys = list(archive.as_ref(), &archive_url.to_string(), since, until).await?;

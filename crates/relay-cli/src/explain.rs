@@ -1,6 +1,7 @@
 //! `relay explain`: what the routes decide for one notification, without sending it; and
 //! `relay export`: a route as a cloud-side filter.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 
 use bytes::Bytes;
@@ -114,7 +115,7 @@ pub(crate) fn export(args: &ExportArgs) -> ExitCode {
 
 /// The configuration, for commands that need routes but not keys: without any key configured,
 /// it is read as unsigned rather than refused.
-fn load(config: Option<&str>) -> Result<Config, String> {
+fn load(config: Option<&str>) -> Result<Config, CliError> {
     let env = crate::env_with_config(config);
     let no_keys = [
         "RELAY_HMAC_KEYS",
@@ -127,7 +128,7 @@ fn load(config: Option<&str>) -> Result<Config, String> {
         "RELAY_ALLOW_UNSIGNED" if no_keys => Some("true".into()),
         _ => env(name),
     })
-    .map_err(|e| e.to_string())
+    .map_err(CliError::from)
 }
 
 pub(crate) fn run(args: &ExplainArgs) -> ExitCode {
@@ -143,18 +144,20 @@ pub(crate) fn run(args: &ExplainArgs) -> ExitCode {
     }
 }
 
-fn explain(args: &ExplainArgs) -> Result<String, String> {
+fn explain(args: &ExplainArgs) -> Result<String, CliError> {
     let config = load(args.config.as_deref())?;
-    let payload = std::fs::read(&args.notification)
-        .map_err(|e| format!("cannot read {}: {e}", args.notification.display()))?;
-    let notification = Notification::parse(Bytes::from(payload)).map_err(|e| e.to_string())?;
+    let payload = std::fs::read(&args.notification).map_err(|e| CliError::Read {
+        path: args.notification.display().to_string(),
+        source: e,
+    })?;
+    let notification = Notification::parse(Bytes::from(payload)).map_err(CliError::from)?;
 
     let mut headers = http::HeaderMap::new();
     for (name, value) in &args.headers {
         let name = http::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|e| format!("--header {name}: {e}"))?;
-        let value =
-            http::HeaderValue::from_str(value).map_err(|e| format!("--header {name}: {e}"))?;
+            .map_err(|e| CliError::Invalid(format!("--header {name}: {e}")))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|e| CliError::Invalid(format!("--header {name}: {e}")))?;
         headers.append(name, value);
     }
     let request = request_document(&args.path, args.query.as_deref(), &headers);

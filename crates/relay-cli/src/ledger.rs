@@ -2,6 +2,7 @@
 //! `ledger_key` alone, with the index `by_bundle`) into a table of this release's (keyed by
 //! `bundle_uuid` and `ledger_key`), so that an upgrade keeps what the relay remembers.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 
 use relay_core::ledger::LedgerUrl;
@@ -30,7 +31,7 @@ pub(crate) fn run(command: &LedgerCommand) -> ExitCode {
     let answer = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start: {e}"))
+        .map_err(CliError::Runtime)
         .and_then(|runtime| runtime.block_on(migrate(from, to.as_deref(), config.as_deref())));
     match answer {
         Ok(()) => ExitCode::SUCCESS,
@@ -41,26 +42,30 @@ pub(crate) fn run(command: &LedgerCommand) -> ExitCode {
     }
 }
 
-fn table(flag: &str, url: &LedgerUrl) -> Result<String, String> {
+fn table(flag: &str, url: &LedgerUrl) -> Result<String, CliError> {
     match url {
         LedgerUrl::DynamoDb { table } => Ok(table.clone()),
-        other => Err(format!(
+        other => Err(CliError::Invalid(format!(
             "{flag}: {other} is not a DynamoDB table; only the DynamoDB ledger's layout changed"
-        )),
+        ))),
     }
 }
 
-async fn migrate(from: &str, to: Option<&str>, config: Option<&str>) -> Result<(), String> {
-    let earlier: LedgerUrl = from.parse().map_err(|e| format!("--from: {e}"))?;
+async fn migrate(from: &str, to: Option<&str>, config: Option<&str>) -> Result<(), CliError> {
+    let earlier: LedgerUrl = from
+        .parse()
+        .map_err(|e| CliError::Invalid(format!("--from: {e}")))?;
     let earlier = table("--from", &earlier)?;
     let into = table("--to", &crate::trace::ledger_url(("--to", to), config)?)?;
     if earlier == into {
-        return Err(format!("--from and --to both name {earlier}"));
+        return Err(CliError::Invalid(format!(
+            "--from and --to both name {earlier}"
+        )));
     }
     let copied =
         relay_core::ledger::copy_earlier_table(&earlier, &into, std::time::SystemTime::now())
             .await
-            .map_err(|e| format!("{earlier} → {into}: {e}"))?;
+            .map_err(|e| CliError::at(format!("{earlier} → {into}"), e))?;
     println!(
         "{earlier} → {into}: {} copied, {} already in {into} (kept), {} expired (not copied)",
         copied.copied, copied.kept, copied.expired

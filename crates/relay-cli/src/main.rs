@@ -5,6 +5,7 @@
 
 mod allowed;
 mod document;
+mod error;
 mod events;
 mod explain;
 mod ledger;
@@ -16,6 +17,7 @@ mod split;
 mod terminal;
 mod trace;
 
+use crate::error::CliError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -159,20 +161,20 @@ struct SendArgs {
     timeout: u64,
 }
 
-fn parse_scheme(s: &str) -> Result<relay_core::source::SchemeName, String> {
-    s.parse()
+fn parse_scheme(s: &str) -> Result<relay_core::source::SchemeName, CliError> {
+    s.parse().map_err(CliError::Invalid)
 }
 
-fn parse_pair(s: &str) -> Result<(String, String), String> {
+fn parse_pair(s: &str) -> Result<(String, String), CliError> {
     s.split_once('=')
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .ok_or_else(|| format!("expected NAME=VALUE, got {s:?}"))
+        .ok_or_else(|| CliError::Invalid(format!("expected NAME=VALUE, got {s:?}")))
 }
 
-fn parse_header(s: &str) -> Result<(String, String), String> {
+fn parse_header(s: &str) -> Result<(String, String), CliError> {
     s.split_once(':')
         .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .ok_or_else(|| format!("expected NAME:VALUE, got {s:?}"))
+        .ok_or_else(|| CliError::Invalid(format!("expected NAME:VALUE, got {s:?}")))
 }
 
 fn main() -> ExitCode {
@@ -219,7 +221,7 @@ fn main() -> ExitCode {
 
 /// Reads the configuration document from Secrets Manager, once, when the command's `--config`
 /// (or else `RELAY_CONFIG`) names a secret rather than a file, as the relays do at start.
-fn fetch_config_file(matches: &clap::ArgMatches) -> Result<(), String> {
+fn fetch_config_file(matches: &clap::ArgMatches) -> Result<(), CliError> {
     let mut command = matches;
     let given = loop {
         if let Ok(Some(path)) = command.try_get_one::<String>("config") {
@@ -240,9 +242,9 @@ fn fetch_config_file(matches: &clap::ArgMatches) -> Result<(), String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start: {e}"))?
+        .map_err(CliError::Runtime)?
         .block_on(relay_core::bootstrap::fetch_config_file(value.as_deref()))
-        .map_err(|errors| errors.to_string())
+        .map_err(CliError::from)
 }
 
 /// Runs `future` on a runtime of two workers (the archive's reads and the destinations'

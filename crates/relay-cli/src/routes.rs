@@ -1,6 +1,7 @@
 //! `relay routes`: show the stored routes document, replace its sinks and routes, or remove one
 //! stored route.
 
+use crate::error::CliError;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::ExitCode;
@@ -57,12 +58,12 @@ pub(crate) fn routes(command: RoutesCommand) -> ExitCode {
 }
 
 /// Prints the document as stored, even one the relay would refuse, as long as it is TOML.
-async fn show(args: &StoreArgs, json: bool) -> Result<(), String> {
+async fn show(args: &StoreArgs, json: bool) -> Result<(), CliError> {
     let store = document::open(args).await?;
     let (document, version) = document::read_toml(store.as_ref()).await?;
     let version = version.map(|v| v.0);
     if json {
-        let document = serde_json::to_value(&document).map_err(|e| e.to_string())?;
+        let document = serde_json::to_value(&document).map_err(CliError::from)?;
         println!(
             "{}",
             serde_json::json!({"version": version, "document": document})
@@ -73,23 +74,28 @@ async fn show(args: &StoreArgs, json: bool) -> Result<(), String> {
             store.url(),
             version.as_deref().unwrap_or("none (no document)")
         );
-        print!("{}", toml::to_string(&document).map_err(|e| e.to_string())?);
+        print!("{}", toml::to_string(&document).map_err(CliError::from)?);
     }
     Ok(())
 }
 
 /// Replaces the stored sinks and routes with those of `file`, keeping the splits; replaces a
 /// stored document that does not parse whole. Warns about the sinks outside `allowed`.
-async fn put(args: &StoreArgs, file: &Path, allowed: &[String]) -> Result<(), String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+async fn put(args: &StoreArgs, file: &Path, allowed: &[String]) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(file).map_err(|e| CliError::Read {
+        path: file.display().to_string(),
+        source: e,
+    })?;
     // Splits are refused by their key alone, whatever is in them.
-    let keys: toml::Table =
-        toml::from_str(&text).map_err(|e| format!("{}: {}", file.display(), e.message()))?;
+    let keys: toml::Table = toml::from_str(&text)
+        .map_err(|e| CliError::Invalid(format!("{}: {}", file.display(), e.message())))?;
     if keys.contains_key("splits") {
-        return Err("splits are changed with `relay split`, not `relay routes put`".into());
+        return Err(CliError::invalid(
+            "splits are changed with `relay split`, not `relay routes put`",
+        ));
     }
-    let given = StoredRoutes::parse(&text).map_err(|e| format!("{}:{e}", file.display()))?;
+    let given = StoredRoutes::parse(&text)
+        .map_err(|e| CliError::Invalid(format!("{}:{e}", file.display())))?;
     for warning in crate::allowed::warnings(&given.sinks, allowed) {
         eprintln!("relay routes: {warning}");
     }
@@ -102,13 +108,13 @@ async fn put(args: &StoreArgs, file: &Path, allowed: &[String]) -> Result<(), St
 }
 
 /// Removes the stored route `name`, refusing a deployed one.
-async fn remove(args: &StoreArgs, name: &str) -> Result<(), String> {
+async fn remove(args: &StoreArgs, name: &str) -> Result<(), CliError> {
     if let Some(deployed) = document::deployed(args)?
         && deployed.has_deployed_route(name)
     {
-        return Err(format!(
+        return Err(CliError::Invalid(format!(
             "route {name:?} is deployed (RELAY_CONFIG or the variables); remove it there"
-        ));
+        )));
     }
     document::update(args, IfUnparsable::Refuse, |document| {
         remove_route(document, name)
@@ -117,11 +123,11 @@ async fn remove(args: &StoreArgs, name: &str) -> Result<(), String> {
 }
 
 /// Removes the stored route `name`, then the stored sinks no stored route names.
-fn remove_route(document: &mut StoredRoutes, name: &str) -> Result<(), String> {
+fn remove_route(document: &mut StoredRoutes, name: &str) -> Result<(), CliError> {
     let before = document.routes.len();
     document.routes.retain(|route| route.name != name);
     if document.routes.len() == before {
-        return Err(format!("no stored route named {name:?}"));
+        return Err(CliError::Invalid(format!("no stored route named {name:?}")));
     }
     let named: BTreeSet<&String> = document.routes.iter().flat_map(|r| &r.to).collect();
     document.sinks.retain(|sink, _| named.contains(sink));

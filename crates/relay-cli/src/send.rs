@@ -1,5 +1,6 @@
 //! `relay send`: build the request the DSS would have sent for a notification, and send it.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
@@ -11,9 +12,9 @@ use relay_core::verify::{Secret, sign};
 
 use crate::{Encoding, HttpMethod, SendArgs};
 
-pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
+pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, CliError> {
     let payload = std::fs::read(&args.file)
-        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+        .map_err(|e| CliError::Invalid(format!("cannot read {}: {e}", args.file.display())))?;
     if let Some(sender) = Sender::of(args)? {
         let mut headers = vec![("Content-Type".to_owned(), args.content_type.clone())];
         headers.extend(args.headers.iter().cloned());
@@ -43,16 +44,16 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
         let key_id = match &args.key_id {
             Some(id) => id.clone(),
             None => {
-                let notification = Notification::parse(Bytes::from(payload))
-                    .map_err(|e| format!("{e}; pass --key-id to send it anyway"))?;
+                let notification = Notification::parse(Bytes::from(payload)).map_err(|e| {
+                    CliError::Invalid(format!("{e}; pass --key-id to send it anyway"))
+                })?;
                 format!(
                     "hca-dss:{}",
                     notification.subscription_id().unwrap_or_default()
                 )
             }
         };
-        let signature =
-            sign(&key_id, &secret, SystemTime::now(), &body).map_err(|e| e.to_string())?;
+        let signature = sign(&key_id, &secret, SystemTime::now(), &body).map_err(CliError::from)?;
         for (name, value) in [
             ("Date", signature.date),
             ("Digest", signature.digest),
@@ -66,7 +67,11 @@ pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, String> {
 }
 
 /// Sends the request and prints the answer; success when it is a 2xx.
-fn deliver(args: &SendArgs, headers: &[(String, String)], body: &[u8]) -> Result<ExitCode, String> {
+fn deliver(
+    args: &SendArgs,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<ExitCode, CliError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0) // the DSS never followed redirects
@@ -82,7 +87,7 @@ fn deliver(args: &SendArgs, headers: &[(String, String)], body: &[u8]) -> Result
     }
     let mut response = request
         .send(body)
-        .map_err(|e| format!("request to {} failed: {e}", args.url))?;
+        .map_err(|e| CliError::Invalid(format!("request to {} failed: {e}", args.url)))?;
     let status = response.status();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     println!("{status}");
@@ -94,29 +99,31 @@ fn deliver(args: &SendArgs, headers: &[(String, String)], body: &[u8]) -> Result
     })
 }
 
-fn secret(args: &SendArgs) -> Result<Secret, String> {
+fn secret(args: &SendArgs) -> Result<Secret, CliError> {
     secret_text(args, None).map(Secret::new)
 }
 
 /// The secret given with --secret or --secret-file, else the variable `fallback` names.
-fn secret_text(args: &SendArgs, fallback: Option<&str>) -> Result<String, String> {
+fn secret_text(args: &SendArgs, fallback: Option<&str>) -> Result<String, CliError> {
     let value = match (&args.secret, &args.secret_file, fallback) {
         (Some(s), _, _) => s.clone(),
         (None, Some(path), _) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .map_err(|e| CliError::Invalid(format!("cannot read {}: {e}", path.display())))?
             .trim()
             .to_owned(),
-        (None, None, Some(var)) => std::env::var(var)
-            .map_err(|_| format!("no secret: pass --secret or --secret-file, or set {var}"))?,
+        (None, None, Some(var)) => std::env::var(var).map_err(|_| {
+            CliError::Invalid(format!(
+                "no secret: pass --secret or --secret-file, or set {var}"
+            ))
+        })?,
         (None, None, None) => {
-            return Err(
-                "no HMAC secret: set RELAY_SEND_SECRET, or pass --secret-file, or --unsigned"
-                    .into(),
-            );
+            return Err(CliError::invalid(
+                "no HMAC secret: set RELAY_SEND_SECRET, or pass --secret-file, or --unsigned",
+            ));
         }
     };
     if value.trim().is_empty() {
-        return Err("the secret is empty".into());
+        return Err(CliError::invalid("the secret is empty"));
     }
     Ok(value.trim().to_owned())
 }
@@ -134,14 +141,14 @@ struct Sender {
 
 impl Sender {
     /// `None`: sign as the DSS.
-    fn of(args: &SendArgs) -> Result<Option<Self>, String> {
+    fn of(args: &SendArgs) -> Result<Option<Self>, CliError> {
         let (name, spec, secret_env) = match (&args.scheme, &args.source) {
             (Some(SchemeName::Dss), _) | (None, None) => return Ok(None),
             (Some(name), _) => (*name, SourceSpec::default(), None),
             (None, Some(source)) => {
                 let config =
                     relay_core::Config::from_vars(crate::env_with_config(args.config.as_deref()))
-                        .map_err(|e| e.to_string())?;
+                        .map_err(CliError::from)?;
                 let source = config
                     .sources
                     .iter()
@@ -149,7 +156,9 @@ impl Sender {
                     .ok_or_else(|| {
                         let names: Vec<&str> =
                             config.sources.iter().map(|s| s.name.as_str()).collect();
-                        format!("no source {source:?} in the configuration; its sources: {names:?}")
+                        CliError::Invalid(format!(
+                            "no source {source:?} in the configuration; its sources: {names:?}"
+                        ))
                     })?;
                 if source.scheme == SchemeName::Dss {
                     return Ok(None);
@@ -162,7 +171,8 @@ impl Sender {
             }
         };
         let scheme = name
-            .scheme(&spec)?
+            .scheme(&spec)
+            .map_err(CliError::Invalid)?
             .expect("every scheme but the DSS's is one");
         let sends_id = matches!(
             name,
@@ -183,7 +193,7 @@ impl Sender {
         args: &SendArgs,
         headers: &[(String, String)],
         body: &[u8],
-    ) -> Result<Vec<(String, String)>, String> {
+    ) -> Result<Vec<(String, String)>, CliError> {
         let text = secret_text(args, self.secret_env.as_deref())?;
         let key = signing_key(&text, args.key_id.as_deref())?;
         let id = match (&args.id, self.sends_id) {
@@ -194,7 +204,7 @@ impl Sender {
         let uri: http::Uri = args
             .url
             .parse()
-            .map_err(|e| format!("--url {}: {e}", args.url))?;
+            .map_err(|e| CliError::Invalid(format!("--url {}: {e}", args.url)))?;
         let method = match args.method {
             crate::HttpMethod::Post => http::Method::POST,
             crate::HttpMethod::Put => http::Method::PUT,
@@ -202,9 +212,9 @@ impl Sender {
         let mut sent = http::HeaderMap::new();
         for (name, value) in headers {
             let name = http::HeaderName::try_from(name.as_str())
-                .map_err(|_| format!("{name:?} is not a header name"))?;
+                .map_err(|_| CliError::Invalid(format!("{name:?} is not a header name")))?;
             let value = http::HeaderValue::try_from(value.as_str())
-                .map_err(|_| format!("{name}: not a header value"))?;
+                .map_err(|_| CliError::Invalid(format!("{name}: not a header value")))?;
             sent.append(name, value);
         }
         let request = relay_core::schemes::SignedRequest {
@@ -219,7 +229,7 @@ impl Sender {
                 &request,
                 Signer::new(&key, SystemTime::now(), id.as_deref()),
             )
-            .map_err(|e| format!("{}: {e}", self.name))?;
+            .map_err(|e| CliError::Invalid(format!("{}: {e}", self.name)))?;
         Ok(headers
             .into_iter()
             .map(|(name, value)| {
@@ -232,18 +242,25 @@ impl Sender {
 
 /// The key a secret's text gives: one secret, or the entry `key_id` names in a JSON object of
 /// key ids to secrets; `ed25519-seed:<base64 of 32 bytes>` is an ed25519 private key.
-fn signing_key(text: &str, key_id: Option<&str>) -> Result<SigningKey, String> {
+fn signing_key(text: &str, key_id: Option<&str>) -> Result<SigningKey, CliError> {
     use base64::Engine as _;
     let (key_id, secret) = match text.starts_with('{') {
         true => {
             let map: std::collections::BTreeMap<String, String> = serde_json::from_str(text)
-                .map_err(|_| "the secret is not a JSON object of key ids to secrets".to_owned())?;
+                .map_err(|_| {
+                    CliError::invalid("the secret is not a JSON object of key ids to secrets")
+                })?;
             let (id, secret) = match key_id {
-                Some(id) => map
-                    .get_key_value(id)
-                    .ok_or_else(|| format!("no key {id:?} among {:?}", map.keys()))?,
+                Some(id) => map.get_key_value(id).ok_or_else(|| {
+                    CliError::Invalid(format!("no key {id:?} among {:?}", map.keys()))
+                })?,
                 None if map.len() == 1 => map.iter().next().expect("one"),
-                None => return Err(format!("pass --key-id, one of {:?}", map.keys())),
+                None => {
+                    return Err(CliError::Invalid(format!(
+                        "pass --key-id, one of {:?}",
+                        map.keys()
+                    )));
+                }
             };
             (Some(id.clone()), secret.clone())
         }
@@ -255,7 +272,7 @@ fn signing_key(text: &str, key_id: Option<&str>) -> Result<SigningKey, String> {
                 .decode(seed)
                 .ok()
                 .and_then(|b| b.try_into().ok())
-                .ok_or("an ed25519 seed is 32 bytes of base64")?;
+                .ok_or(CliError::invalid("an ed25519 seed is 32 bytes of base64"))?;
             Ok(SigningKey::Ed25519 {
                 key_id,
                 key: relay_core::schemes::Ed25519SigningKey::from_bytes(&seed),
@@ -269,9 +286,9 @@ fn signing_key(text: &str, key_id: Option<&str>) -> Result<SigningKey, String> {
 }
 
 /// 32 lowercase hex characters, like urllib3's `choose_boundary()`.
-fn random_boundary() -> Result<String, String> {
+fn random_boundary() -> Result<String, CliError> {
     let mut raw = [0u8; 16];
-    getrandom::fill(&mut raw).map_err(|e| format!("no randomness available: {e}"))?;
+    getrandom::fill(&mut raw).map_err(CliError::Randomness)?;
     Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
 }
 

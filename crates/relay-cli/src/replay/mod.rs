@@ -4,6 +4,7 @@
 //! twice publishes nothing the second time, and an interrupted one run again goes on where it
 //! stopped.
 
+use crate::error::CliError;
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -95,17 +96,17 @@ const CONFIRM_ABOVE: usize = 100;
 /// The slowest and the fastest `--rate`: one notification every 100 s, 100,000 a second.
 const RATES: std::ops::RangeInclusive<f64> = 0.01..=100_000.0;
 
-fn parse_rate(text: &str) -> Result<f64, String> {
+fn parse_rate(text: &str) -> Result<f64, CliError> {
     match text.parse::<f64>() {
         Ok(rate) if RATES.contains(&rate) => Ok(rate),
-        Ok(rate) if rate.is_finite() && rate > 0.0 => Err(format!(
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Err(CliError::Invalid(format!(
             "{text}: expected between {} and {} notifications per second",
             RATES.start(),
             RATES.end()
-        )),
-        _ => Err(format!(
+        ))),
+        _ => Err(CliError::Invalid(format!(
             "expected a positive number of notifications per second, got {text:?}"
-        )),
+        ))),
     }
 }
 
@@ -141,15 +142,15 @@ pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
             }
         }
         Err(message) => {
-            eprintln!("relay replay: {}", safe(&message));
+            eprintln!("relay replay: {}", safe(&message.to_string()));
             ExitCode::from(2)
         }
     }
 }
 
-async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
+async fn replay(args: &ReplayArgs) -> Result<Summary, CliError> {
     let config = Config::for_replay(crate::env_with_config(args.config.as_deref()))
-        .map_err(|e| e.to_string())?;
+        .map_err(CliError::from)?;
     let defaults = args.undelivered || args.refused;
     let (since, until) = window(
         &config,
@@ -157,7 +158,7 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
         args.until.as_deref(),
         |now| {
             kept_since(&config, now).filter(|_| defaults).ok_or_else(|| {
-            "--since is required (with --undelivered or --refused and a ledger, it defaults to the ledger's retention)".into()
+            CliError::invalid("--since is required (with --undelivered or --refused and a ledger, it defaults to the ledger's retention)")
         })
         },
     )?;
@@ -201,14 +202,14 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, String> {
     };
     let asks = !args.yes && !args.dry_run && std::io::stdin().is_terminal();
     if asks && !confirmed(&config, &job).await? {
-        return Err("not confirmed: nothing sent".into());
+        return Err(CliError::invalid("not confirmed: nothing sent"));
     }
     run_job(config, job).await
 }
 
 /// Whether to go on: a dry run of `job` counts what it would send, and above
 /// [`CONFIRM_ABOVE`] notifications the operator is asked.
-async fn confirmed(config: &Config, job: &Job) -> Result<bool, String> {
+async fn confirmed(config: &Config, job: &Job) -> Result<bool, CliError> {
     let mut preview = job.clone();
     preview.plan.dry_run = true;
     preview.rate = None;
@@ -229,15 +230,16 @@ async fn confirmed(config: &Config, job: &Job) -> Result<bool, String> {
     let mut answer = String::new();
     std::io::stdin()
         .read_line(&mut answer)
-        .map_err(|e| format!("cannot read the answer: {e}"))?;
+        .map_err(|e| CliError::at("cannot read the answer", e))?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
 }
 
 /// A route pattern from its JSON text.
-pub(crate) fn compile(text: &str) -> Result<Pattern, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("--match: not JSON: {e}"))?;
-    Pattern::compile(&value).map_err(|e| format!("--match: {}: {}", e.at, e.message))
+pub(crate) fn compile(text: &str) -> Result<Pattern, CliError> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| CliError::Invalid(format!("--match: not JSON: {e}")))?;
+    Pattern::compile(&value)
+        .map_err(|e| CliError::Invalid(format!("--match: {}: {}", e.at, e.message)))
 }
 
 /// The run's id: the same for the same command, so that running it again continues it.
@@ -261,37 +263,39 @@ fn run_id(args: &ReplayArgs) -> String {
     hex::encode(&hash.finalize()[..8])
 }
 
-fn fresh_run_id() -> Result<String, String> {
+fn fresh_run_id() -> Result<String, CliError> {
     let mut id = [0u8; 8];
-    getrandom::fill(&mut id).map_err(|e| format!("no randomness available: {e}"))?;
+    getrandom::fill(&mut id).map_err(CliError::Randomness)?;
     Ok(hex::encode(id))
 }
 
 /// Lists the window's hours, then replays what the selection takes, `job.concurrency` at a
 /// time and at most `job.rate` per second.
-pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, String> {
-    let archive_url = config.archive.as_ref().map(|a| a.url.clone()).ok_or(
-        "no archive is configured: set RELAY_ARCHIVE_URL and RELAY_ARCHIVE_KEY (or [relay] archive_url and archive_key) as the relays have them",
-    )?;
+pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, CliError> {
+    let archive_url = config
+        .archive
+        .as_ref()
+        .map(|a| a.url.clone())
+        .ok_or(CliError::NoArchive)?;
     if config.ledger.is_none() && job.plan.record != ReplayRecord::Unrecorded {
-        return Err(ReplayError::NoLedger.to_string());
+        return Err(ReplayError::NoLedger.into());
     }
     let archive = relay_core::archive::open(&archive_url, None)
         .await
-        .map_err(|e| format!("{archive_url}: {e}"))?;
+        .map_err(|e| CliError::at(&archive_url, e))?;
     let relay = Relay::from_config(config)
         .await
-        .map_err(|e| format!("cannot start the relay's destinations: {e}"))?;
+        .map_err(CliError::Destinations)?;
     if let ReplayTo::Destination(name) = &job.plan.to {
         let names = relay.destination_names();
         if !names
             .iter()
             .any(|n| n == name || *n == format!("split:{name}"))
         {
-            return Err(format!(
+            return Err(CliError::Invalid(format!(
                 "--to {name}: no such destination; the routes in effect have {}",
                 names.join(", ")
-            ));
+            )));
         }
     }
     let keys = list(

@@ -2,23 +2,24 @@
 //! what the archive keeps, its objects listed hour by hour, and each read once within the
 //! largest object a relay writes and split into its records.
 
+use crate::error::CliError;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use relay_core::Config;
 use relay_core::archive::{Archive, ArchiveError, hours};
 
 /// A time, or a duration before `now`.
-pub(crate) fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, String> {
+pub(crate) fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, CliError> {
     if let Ok(at) = humantime::parse_rfc3339_weak(text) {
         return Ok(at);
     }
     let ago = humantime::parse_duration(text).map_err(|_| {
-        format!(
+        CliError::Invalid(format!(
             "expected a time like 2026-12-01T08:00:00Z or a duration ago like 24h, got {text:?}"
-        )
+        ))
     })?;
     now.checked_sub(ago)
-        .ok_or_else(|| format!("{text:?} ago is before 1970"))
+        .ok_or_else(|| CliError::Invalid(format!("{text:?} ago is before 1970")))
 }
 
 /// The window `--since` and `--until` give (`since` from `default_since` when not given, `until`
@@ -27,19 +28,23 @@ pub(crate) fn window(
     config: &Config,
     since: Option<&str>,
     until: Option<&str>,
-    default_since: impl FnOnce(SystemTime) -> Result<SystemTime, String>,
-) -> Result<(SystemTime, SystemTime), String> {
+    default_since: impl FnOnce(SystemTime) -> Result<SystemTime, CliError>,
+) -> Result<(SystemTime, SystemTime), CliError> {
     let now = SystemTime::now();
     let since = match since {
-        Some(text) => parse_time(text, now).map_err(|e| format!("--since: {e}"))?,
+        Some(text) => {
+            parse_time(text, now).map_err(|e| CliError::Invalid(format!("--since: {e}")))?
+        }
         None => default_since(now)?,
     };
     let until = match until {
-        Some(text) => parse_time(text, now).map_err(|e| format!("--until: {e}"))?,
+        Some(text) => {
+            parse_time(text, now).map_err(|e| CliError::Invalid(format!("--until: {e}")))?
+        }
         None => now,
     };
     if until < since {
-        return Err("--until is before --since".into());
+        return Err(CliError::invalid("--until is before --since"));
     }
     check_window(config, since, until, now)?;
     Ok((since, until))
@@ -52,7 +57,7 @@ pub(crate) fn check_window(
     since: SystemTime,
     until: SystemTime,
     now: SystemTime,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let Some(archive) = &config.archive else {
         return Ok(());
     };
@@ -63,12 +68,14 @@ pub(crate) fn check_window(
         .checked_sub(archive.retention + hour)
         .unwrap_or(UNIX_EPOCH);
     if since < oldest {
-        return Err(format!(
+        return Err(CliError::Invalid(format!(
             "--since reaches further back than the archive keeps records ({days} days, RELAY_ARCHIVE_RETENTION_DAYS): use --since {days}d or later"
-        ));
+        )));
     }
     if until > now + hour {
-        return Err("--until is in the future: nothing is archived there yet".into());
+        return Err(CliError::invalid(
+            "--until is in the future: nothing is archived there yet",
+        ));
     }
     Ok(())
 }
@@ -95,7 +102,7 @@ pub(crate) async fn list(
     url: &str,
     since: SystemTime,
     until: SystemTime,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, CliError> {
     let hour = Duration::from_secs(3600);
     let before = since.checked_sub(hour).unwrap_or(UNIX_EPOCH);
     let (first, last) = (hours(since, since), hours(until, until));
@@ -104,7 +111,7 @@ pub(crate) async fn list(
         let listed = archive
             .list(&prefix)
             .await
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| CliError::at(url, e))?;
         // The relay files its own objects under their records' hour: the hours around the
         // window hold none of the window's.
         let around = prefix < first[0] || prefix > last[0];

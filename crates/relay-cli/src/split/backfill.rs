@@ -1,6 +1,7 @@
 //! `relay split start --backfill`: the archived notifications a new split's pattern matches
 //! of the last while, replayed to it once the relays have taken the split.
 
+use crate::error::CliError;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -14,18 +15,22 @@ pub(super) async fn backfill(
     args: &StartArgs,
     pattern: &Value,
     window: Duration,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let routes = args.store.url().to_string();
     let env = crate::env_with_config(args.store.config());
     let config = relay_core::Config::for_replay(|name| match name {
         "RELAY_ROUTES_URL" => Some(routes.clone()),
         other => env(other),
     })
-    .map_err(|e| format!("--backfill needs the relay's configuration: {e}"))?;
+    .map_err(|e| CliError::Invalid(format!("--backfill needs the relay's configuration: {e}")))?;
     let now = SystemTime::now();
     let since = now.checked_sub(window).unwrap_or(UNIX_EPOCH);
-    crate::replay::check_window(&config, since, now, now)
-        .map_err(|e| format!("--backfill {}: {e}", humantime::format_duration(window)))?;
+    crate::replay::check_window(&config, since, now, now).map_err(|e| {
+        CliError::Invalid(format!(
+            "--backfill {}: {e}",
+            humantime::format_duration(window)
+        ))
+    })?;
     let wait = config.routes_refresh + Duration::from_secs(1);
     println!(
         "backfill: waiting {} for the relays to take the split",
@@ -51,7 +56,7 @@ pub(super) async fn backfill(
     };
     let summary = crate::replay::run_job(config, job)
         .await
-        .map_err(|e| format!("backfill: {e}"))?;
+        .map_err(|e| CliError::at("backfill", e))?;
     println!(
         "backfill: {} sent, {} delivered before, {} failed, {} refused (not sealed with RELAY_ARCHIVE_KEY), of {} archived since {}",
         summary.notifications_sent,
@@ -63,9 +68,9 @@ pub(super) async fn backfill(
     );
     match summary.failed {
         0 => Ok(()),
-        n => Err(format!(
+        n => Err(CliError::Incomplete(format!(
             "backfill: {n} notifications were not sent; run `relay replay --undelivered --to {} --match '{pattern}' --since ...` to try again",
             args.name
-        )),
+        ))),
     }
 }

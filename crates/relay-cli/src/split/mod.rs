@@ -1,6 +1,7 @@
 //! `relay split`: start, list, renew, stop and tidy up the splits of the stored routes
 //! document, creating and deleting the destinations `--create` makes for them.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -127,21 +128,23 @@ pub(crate) struct StartArgs {
     split_prefix: String,
 }
 
-fn parse_backfill(text: &str) -> Result<Duration, String> {
-    let window = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+fn parse_backfill(text: &str) -> Result<Duration, CliError> {
+    let window = humantime::parse_duration(text).map_err(CliError::from)?;
     match window.is_zero() {
-        true => Err("a backfill window is longer than zero".into()),
+        true => Err(CliError::invalid("a backfill window is longer than zero")),
         false => Ok(window),
     }
 }
 
-fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let ttl = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+fn parse_ttl(text: &str) -> Result<Duration, CliError> {
+    let ttl = humantime::parse_duration(text).map_err(CliError::from)?;
     if ttl.is_zero() {
-        return Err("a split lasts longer than zero".into());
+        return Err(CliError::invalid("a split lasts longer than zero"));
     }
     if Timestamp::checked_after(SystemTime::now(), ttl).is_none() {
-        return Err("too long: a split must end by 9999-12-31T23:59:59Z".into());
+        return Err(CliError::invalid(
+            "too long: a split must end by 9999-12-31T23:59:59Z",
+        ));
     }
     Ok(ttl)
 }
@@ -154,7 +157,7 @@ fn to_the_second(at: SystemTime) -> Timestamp {
 
 /// The longest a split may last: `RELAY_SPLIT_MAX_TTL_SECS` of the relay's configuration
 /// (`--config` or `RELAY_CONFIG`, else the variable alone), 7 days unless set.
-fn max_ttl(store: &StoreArgs) -> Result<Duration, String> {
+fn max_ttl(store: &StoreArgs) -> Result<Duration, CliError> {
     if let Some(deployed) = document::deployed(store)? {
         return Ok(deployed.split_max_ttl());
     }
@@ -163,33 +166,35 @@ fn max_ttl(store: &StoreArgs) -> Result<Duration, String> {
         (name == VAR).then(|| std::env::var(name).ok()).flatten()
     });
     if let Some((var, message)) = errors.first() {
-        return Err(format!("{var}: {message}"));
+        return Err(CliError::Invalid(format!("{var}: {message}")));
     }
     match settings.split_max_ttl_secs {
-        Some(secs) if secs.0 == 0 => Err(format!("{VAR}: must be at least 1")),
+        Some(secs) if secs.0 == 0 => Err(CliError::Invalid(format!("{VAR}: must be at least 1"))),
         Some(secs) => Ok(Duration::from_secs(secs.0)),
         None => Ok(DEFAULT_SPLIT_MAX_TTL),
     }
 }
 
 /// Refuses a `--ttl` longer than the longest a split may last.
-fn within(ttl: Duration, max: Duration) -> Result<(), String> {
+fn within(ttl: Duration, max: Duration) -> Result<(), CliError> {
     if ttl > max {
-        return Err(format!(
+        return Err(CliError::Invalid(format!(
             "--ttl {}: a split lasts at most {} (RELAY_SPLIT_MAX_TTL_SECS={})",
             humantime::format_duration(ttl),
             humantime::format_duration(max),
             max.as_secs()
-        ));
+        )));
     }
     Ok(())
 }
 
 /// The expiry of a split that lasts `ttl` from `now`, to the second.
-fn expiry(now: SystemTime, ttl: Duration) -> Result<Timestamp, String> {
+fn expiry(now: SystemTime, ttl: Duration) -> Result<Timestamp, CliError> {
     Timestamp::checked_after(now, ttl)
         .map(|at| to_the_second(at.0))
-        .ok_or_else(|| "--ttl: too long: a split must end by 9999-12-31T23:59:59Z".into())
+        .ok_or_else(|| {
+            CliError::invalid("--ttl: too long: a split must end by 9999-12-31T23:59:59Z")
+        })
 }
 
 pub(crate) fn split(command: SplitCommand) -> ExitCode {
@@ -206,7 +211,7 @@ pub(crate) fn split(command: SplitCommand) -> ExitCode {
                         .splits
                         .iter_mut()
                         .find(|s| s.name == name)
-                        .ok_or_else(|| format!("no split named {name:?}"))?;
+                        .ok_or_else(|| CliError::Invalid(format!("no split named {name:?}")))?;
                     let lasts = expires
                         .0
                         .duration_since(split.registered_at.0)
@@ -214,12 +219,12 @@ pub(crate) fn split(command: SplitCommand) -> ExitCode {
                     if lasts > max {
                         let latest = Timestamp::checked_after(split.registered_at.0, max)
                             .map_or_else(|| "the end of 9999".into(), |t| t.to_string());
-                        return Err(format!(
+                        return Err(CliError::Invalid(format!(
                             "split {name} was registered at {}; a split lasts at most {} from its registration (RELAY_SPLIT_MAX_TTL_SECS={}), until {latest}: stop it and start a new one",
                             split.registered_at,
                             humantime::format_duration(max),
                             max.as_secs()
-                        ));
+                        )));
                     }
                     split.expires_at = expires;
                     Ok(())
@@ -235,7 +240,7 @@ pub(crate) fn split(command: SplitCommand) -> ExitCode {
             } => {
                 let removed = remove_splits(&store, |s| s.name == name).await?;
                 if removed.is_empty() {
-                    return Err(format!("no split named {name:?}"));
+                    return Err(CliError::Invalid(format!("no split named {name:?}")));
                 }
                 println!("split {name} stopped; its notifications follow the routes again");
                 if !keep_queue {
@@ -260,7 +265,7 @@ pub(crate) fn split(command: SplitCommand) -> ExitCode {
 async fn remove_splits(
     store: &StoreArgs,
     which: impl Fn(&SplitSpec) -> bool,
-) -> Result<Vec<SplitSpec>, String> {
+) -> Result<Vec<SplitSpec>, CliError> {
     document::update(store, IfUnparsable::Refuse, |document| {
         let (gone, kept) = std::mem::take(&mut document.splits)
             .into_iter()
@@ -272,8 +277,9 @@ async fn remove_splits(
 }
 
 /// The destination `--queue-url`, `--topic-arn`, `--topic` or `--file` names, if one does.
-fn given_destination(args: &StartArgs) -> Result<Option<Target>, String> {
-    let parsed = |flag: &str, e: relay_core::InvalidValue| format!("{flag}: {e}");
+fn given_destination(args: &StartArgs) -> Result<Option<Target>, CliError> {
+    let parsed =
+        |flag: &str, e: relay_core::InvalidValue| CliError::Invalid(format!("{flag}: {e}"));
     Ok(Some(
         match (&args.queue_url, &args.topic_arn, &args.topic, &args.file) {
             (Some(url), ..) => Target::Sqs(SqsConfig::new(
@@ -309,7 +315,7 @@ fn split_of(
     pattern: &Value,
     target: Target,
     now: SystemTime,
-) -> Result<SplitSpec, String> {
+) -> Result<SplitSpec, CliError> {
     Ok(SplitSpec {
         name: args.name.clone(),
         pattern: pattern.clone(),
@@ -328,14 +334,14 @@ fn split_of(
     })
 }
 
-async fn start(args: StartArgs) -> Result<(), String> {
-    let pattern: Value =
-        serde_json::from_str(&args.pattern).map_err(|e| format!("--match: not JSON: {e}"))?;
+async fn start(args: StartArgs) -> Result<(), CliError> {
+    let pattern: Value = serde_json::from_str(&args.pattern)
+        .map_err(|e| CliError::Invalid(format!("--match: not JSON: {e}")))?;
     // The document is TOML, which has no null.
-    toml::Value::try_from(&pattern).map_err(|e| format!("--match: {e}"))?;
+    toml::Value::try_from(&pattern).map_err(|e| CliError::Invalid(format!("--match: {e}")))?;
     if let Some(program) = &args.transform {
         relay_core::transform::Program::compile(program)
-            .map_err(|e| format!("--transform: {e}"))?;
+            .map_err(|e| CliError::Invalid(format!("--transform: {e}")))?;
     }
     // The split is checked before a destination is made for it.
     let max = max_ttl(&args.store)?;
@@ -345,13 +351,13 @@ async fn start(args: StartArgs) -> Result<(), String> {
     });
     split_of(&args, &pattern, stdout, SystemTime::now())?
         .check(max)
-        .map_err(|e| e.to_string())?;
+        .map_err(CliError::from)?;
     let given = given_destination(&args)?;
     let created = create::create(&args).await?;
     let target = match (&created, given) {
         (Some(created), _) => created.target(),
         (None, Some(given)) => Ok(given),
-        (None, None) => Err("name a destination".into()),
+        (None, None) => Err(CliError::invalid("name a destination")),
     };
     let written = match target {
         Ok(target) => match split_of(&args, &pattern, target, SystemTime::now()) {
@@ -360,9 +366,9 @@ async fn start(args: StartArgs) -> Result<(), String> {
                 let name = &args.name;
                 document::update(&args.store, IfUnparsable::Refuse, |document| {
                     if document.splits.iter().any(|s| &s.name == name) {
-                        return Err(format!(
+                        return Err(CliError::Invalid(format!(
                             "a split named {name:?} exists; `relay split renew {name}` extends it"
-                        ));
+                        )));
                     }
                     document.splits.push(split.clone());
                     Ok(split.clone())
@@ -406,7 +412,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
     Ok(())
 }
 
-async fn list(args: &StoreArgs, json: bool) -> Result<(), String> {
+async fn list(args: &StoreArgs, json: bool) -> Result<(), CliError> {
     let store = document::open(args).await?;
     let stored = document::read(store.as_ref()).await?;
     let now = SystemTime::now();

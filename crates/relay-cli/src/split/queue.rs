@@ -2,6 +2,7 @@
 //! `<prefix><split>-<6 hex digits>`, in the region and account of the relay's own queue (FIFO
 //! when it is). The random suffix matters: SQS refuses a deleted queue's name for 60 seconds.
 
+use crate::error::CliError;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::QueueAttributeName;
 
@@ -15,7 +16,7 @@ async fn client(url: &str) -> Client {
 }
 
 /// Creates the split's queue next to `like` (the relay's queue URL); returns its URL.
-pub(crate) async fn create(like: &str, prefix: &str, split: &str) -> Result<String, String> {
+pub(crate) async fn create(like: &str, prefix: &str, split: &str) -> Result<String, CliError> {
     let fifo = like.ends_with(".fifo");
     let name = format!(
         "{}{}",
@@ -23,9 +24,9 @@ pub(crate) async fn create(like: &str, prefix: &str, split: &str) -> Result<Stri
         if fifo { ".fifo" } else { "" }
     );
     if name.len() > MAX_QUEUE_NAME {
-        return Err(format!(
+        return Err(CliError::Invalid(format!(
             "the queue name {name:?} is longer than SQS's {MAX_QUEUE_NAME} characters: use a shorter split name"
-        ));
+        )));
     }
     let mut create = client(like).await.create_queue().queue_name(&name);
     if fifo {
@@ -35,19 +36,19 @@ pub(crate) async fn create(like: &str, prefix: &str, split: &str) -> Result<Stri
             .attributes(QueueAttributeName::ContentBasedDeduplication, "false");
     }
     let created = create.send().await.map_err(|e| {
-        format!(
+        CliError::Cloud(format!(
             "cannot create the queue {name}: {}",
             aws_smithy_types::error::display::DisplayErrorContext(&e)
-        )
+        ))
     })?;
     created
         .queue_url()
         .map(str::to_owned)
-        .ok_or_else(|| format!("SQS created {name} but gave no URL"))
+        .ok_or_else(|| CliError::Cloud(format!("SQS created {name} but gave no URL")))
 }
 
 /// Deletes a split's queue; one already gone is fine.
-pub(crate) async fn delete(url: &str) -> Result<(), String> {
+pub(crate) async fn delete(url: &str) -> Result<(), CliError> {
     match client(url).await.delete_queue().queue_url(url).send().await {
         Ok(_) => Ok(()),
         Err(e)
@@ -56,9 +57,9 @@ pub(crate) async fn delete(url: &str) -> Result<(), String> {
         {
             Ok(())
         }
-        Err(e) => Err(format!(
+        Err(e) => Err(CliError::Cloud(format!(
             "cannot delete the queue {url}: {}",
             aws_smithy_types::error::display::DisplayErrorContext(&e)
-        )),
+        ))),
     }
 }

@@ -4,6 +4,7 @@
 //! its service account `roles/pubsub.publisher` on it (`--grant-to`); Pub/Sub takes no grant on a
 //! name prefix, so nothing else can.
 
+use crate::error::CliError;
 use google_cloud_iam_v1::client::IAMPolicy;
 use google_cloud_iam_v1::model::{Binding, Policy};
 use google_cloud_pubsub::client::{SubscriptionAdmin, TopicAdmin};
@@ -34,7 +35,7 @@ macro_rules! client {
         builder
             .build()
             .await
-            .map_err(|e| format!("cannot build the Pub/Sub client: {e}"))
+            .map_err(|e| CliError::Cloud(format!("cannot build the Pub/Sub client: {e}")))
     }};
 }
 
@@ -50,20 +51,20 @@ pub(crate) async fn create(
     prefix: &str,
     split: &str,
     grant_to: &str,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     let project = match like.split('/').collect::<Vec<_>>().as_slice() {
         ["projects", project, "topics", _] => (*project).to_owned(),
         _ => {
-            return Err(format!(
+            return Err(CliError::Invalid(format!(
                 "--like: expected projects/<project>/topics/<topic>, got {like:?}"
-            ));
+            )));
         }
     };
     let id = crate::naming::split_id(prefix, split)?;
     if id.len() > MAX_ID || !id.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        return Err(format!(
+        return Err(CliError::Invalid(format!(
             "{id:?} is not a Pub/Sub id (a letter first, at most {MAX_ID} characters)"
-        ));
+        )));
     }
     let topic = format!("projects/{project}/topics/{id}");
     let subscription = subscription_of(&topic);
@@ -72,7 +73,7 @@ pub(crate) async fn create(
         .set_name(&topic)
         .send()
         .await
-        .map_err(|e| format!("cannot create the topic {topic}: {e}"))?;
+        .map_err(|e| CliError::Cloud(format!("cannot create the topic {topic}: {e}")))?;
     let created = client!(SubscriptionAdmin)?
         .create_subscription()
         .set_name(&subscription)
@@ -80,9 +81,9 @@ pub(crate) async fn create(
         .send()
         .await;
     let granted = match created {
-        Err(e) => Err(format!(
+        Err(e) => Err(CliError::Cloud(format!(
             "cannot create the subscription {subscription}: {e}"
-        )),
+        ))),
         Ok(_) => grant(&topic, grant_to).await,
     };
     if let Err(problem) = granted {
@@ -94,7 +95,7 @@ pub(crate) async fn create(
 
 /// Adds `member` as a publisher to `topic`'s policy, with the policy's etag, so a concurrent
 /// change is not overwritten. The emulator has no IAM: there it is skipped.
-async fn grant(topic: &str, member: &str) -> Result<(), String> {
+async fn grant(topic: &str, member: &str) -> Result<(), CliError> {
     if emulator().is_some() {
         println!("the Pub/Sub emulator has no IAM: {member} is not granted {PUBLISHER} on {topic}");
         return Ok(());
@@ -103,13 +104,13 @@ async fn grant(topic: &str, member: &str) -> Result<(), String> {
         .with_endpoint("https://pubsub.googleapis.com")
         .build()
         .await
-        .map_err(|e| format!("cannot build the IAM client: {e}"))?;
+        .map_err(|e| CliError::Cloud(format!("cannot build the IAM client: {e}")))?;
     let policy = iam
         .get_iam_policy()
         .set_resource(topic)
         .send()
         .await
-        .map_err(|e| format!("cannot read the policy of {topic}: {e}"))?;
+        .map_err(|e| CliError::Cloud(format!("cannot read the policy of {topic}: {e}")))?;
     let mut bindings = policy.bindings.clone();
     bindings.push(Binding::new().set_role(PUBLISHER).set_members([member]));
     iam.set_iam_policy()
@@ -121,13 +122,15 @@ async fn grant(topic: &str, member: &str) -> Result<(), String> {
         )
         .send()
         .await
-        .map_err(|e| format!("cannot grant {member} {PUBLISHER} on {topic}: {e}"))?;
+        .map_err(|e| {
+            CliError::Cloud(format!("cannot grant {member} {PUBLISHER} on {topic}: {e}"))
+        })?;
     println!("granted {member} {PUBLISHER} on {topic}");
     Ok(())
 }
 
 /// Deletes a split's subscription and topic; what is already gone is fine.
-pub(crate) async fn delete(topic: &str) -> Result<(), String> {
+pub(crate) async fn delete(topic: &str) -> Result<(), CliError> {
     let subscription = subscription_of(topic);
     let gone = |e: &google_cloud_gax::error::Error| {
         e.status()
@@ -142,9 +145,9 @@ pub(crate) async fn delete(topic: &str) -> Result<(), String> {
         Ok(()) => {}
         Err(e) if gone(&e) => {}
         Err(e) => {
-            return Err(format!(
+            return Err(CliError::Cloud(format!(
                 "cannot delete the subscription {subscription}: {e}"
-            ));
+            )));
         }
     }
     match client!(TopicAdmin)?
@@ -155,6 +158,8 @@ pub(crate) async fn delete(topic: &str) -> Result<(), String> {
     {
         Ok(()) => Ok(()),
         Err(e) if gone(&e) => Ok(()),
-        Err(e) => Err(format!("cannot delete the topic {topic}: {e}")),
+        Err(e) => Err(CliError::Cloud(format!(
+            "cannot delete the topic {topic}: {e}"
+        ))),
     }
 }

@@ -2,6 +2,7 @@
 //! relays record in (`RELAY_LEDGER_URL`): every attempt, the routes version and split that
 //! decided it, each destination's message id, and the duplicates answered without publishing.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -134,22 +135,26 @@ pub(crate) fn check_ledger(config: &Config) -> ExitCode {
 pub(crate) fn ledger_url(
     (flag, url): (&str, Option<&str>),
     config: Option<&str>,
-) -> Result<LedgerUrl, String> {
+) -> Result<LedgerUrl, CliError> {
     if let Some(url) = url {
-        return url.parse().map_err(|e| format!("{flag}: {e}"));
+        return url
+            .parse()
+            .map_err(|e| CliError::Invalid(format!("{flag}: {e}")));
     }
     let ledger = LedgerConfig::from_vars(crate::env_with_config(config))
-        .map_err(|e| format!("{e}\n(or name the ledger with {flag} URL)"))?;
+        .map_err(|e| CliError::Invalid(format!("{e}\n(or name the ledger with {flag} URL)")))?;
     ledger.map(|l| l.url).ok_or_else(|| {
-        format!(
+        CliError::Invalid(format!(
             "no ledger is configured: set RELAY_LEDGER_URL (or [relay] ledger_url), or pass {flag} URL"
-        )
+        ))
     })
 }
 
-async fn trace(args: &TraceArgs) -> Result<bool, String> {
+async fn trace(args: &TraceArgs) -> Result<bool, CliError> {
     if args.since.is_some() && !args.refused {
-        return Err("--since reads the archive's refused requests: pass it with --refused".into());
+        return Err(CliError::invalid(
+            "--since reads the archive's refused requests: pass it with --refused",
+        ));
     }
     if args.refused {
         let since = args.since.as_deref().unwrap_or("24h");
@@ -158,7 +163,7 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
     let url = ledger_url(("--ledger", args.ledger.as_deref()), args.config.as_deref())?;
     let ledger = relay_core::ledger::open_read_only(&url)
         .await
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|e| CliError::at(&url, e))?;
     let lookup = match (&args.key, &args.bundle_uuid) {
         (Some(key), bundle) => Lookup::Key {
             key: key.clone(),
@@ -170,7 +175,7 @@ async fn trace(args: &TraceArgs) -> Result<bool, String> {
     let mut entries = ledger
         .find(&lookup)
         .await
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|e| CliError::at(&url, e))?;
     entries.retain(|e| {
         let id = &e.identity;
         (args.bundle_uuid.as_ref()).is_none_or(|b| *b == id.bundle_uuid)

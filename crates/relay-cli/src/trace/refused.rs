@@ -2,6 +2,7 @@
 //! the archive keeps them: when, from which source and key, what they were answered, and the
 //! record's key. `relay replay --refused` sends them once the configuration takes them.
 
+use crate::error::CliError;
 use std::time::SystemTime;
 
 use futures_util::StreamExt as _;
@@ -13,17 +14,16 @@ use crate::terminal::safe;
 
 /// Lists the refused records received since `since` (a time or a duration ago): true when
 /// there is at least one.
-pub(crate) async fn trace(config: Option<&str>, since: &str, json: bool) -> Result<bool, String> {
-    let config = Config::for_replay(crate::env_with_config(config)).map_err(|e| e.to_string())?;
-    let settings = config.archive.as_ref().ok_or(
-        "no archive is configured: set RELAY_ARCHIVE_URL and RELAY_ARCHIVE_KEY (or [relay] archive_url and archive_key) as the relays have them",
-    )?;
+pub(crate) async fn trace(config: Option<&str>, since: &str, json: bool) -> Result<bool, CliError> {
+    let config = Config::for_replay(crate::env_with_config(config)).map_err(CliError::from)?;
+    let settings = config.archive.as_ref().ok_or(CliError::NoArchive)?;
     let now = SystemTime::now();
-    let since = crate::replay::parse_time(since, now).map_err(|e| format!("--since: {e}"))?;
+    let since = crate::replay::parse_time(since, now)
+        .map_err(|e| CliError::Invalid(format!("--since: {e}")))?;
     crate::replay::check_window(&config, since, now, now)?;
     let (archive, key) = relay_core::relay::open_archive(settings, None)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(CliError::from)?;
     let url = settings.url.to_string();
     let keys = crate::replay::list(archive.as_ref(), &url, since, now).await?;
     let mut records = crate::replay::records(archive.as_ref(), keys, config.max_body_bytes);
