@@ -152,14 +152,7 @@ fn explain(args: &ExplainArgs) -> Result<String, CliError> {
     })?;
     let notification = Notification::parse(Bytes::from(payload)).map_err(CliError::from)?;
 
-    let mut headers = http::HeaderMap::new();
-    for (name, value) in &args.headers {
-        let name = http::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|e| CliError::Invalid(format!("--header {name}: {e}")))?;
-        let value = http::HeaderValue::from_str(value)
-            .map_err(|e| CliError::Invalid(format!("--header {name}: {e}")))?;
-        headers.append(name, value);
-    }
+    let headers = header_map(&args.headers)?;
     let request = request_document(&args.path, args.query.as_deref(), &headers);
     let input = Input::new(notification.document(), &request);
     let (plan, version) = crate::document::routes_in_effect(&config)?;
@@ -224,6 +217,19 @@ fn explain(args: &ExplainArgs) -> Result<String, CliError> {
         }
     }
     Ok(out)
+}
+
+/// The `--header` pairs as request headers.
+fn header_map(pairs: &[(String, String)]) -> Result<http::HeaderMap, CliError> {
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in pairs {
+        let invalid =
+            |e: &dyn std::fmt::Display| CliError::Invalid(format!("--header {name}: {e}"));
+        let name = http::HeaderName::from_bytes(name.as_bytes()).map_err(|e| invalid(&e))?;
+        let value = http::HeaderValue::from_str(value).map_err(|e| invalid(&e))?;
+        headers.append(name, value);
+    }
+    Ok(headers)
 }
 
 /// The line naming the destinations a notification goes to, or saying it is filtered.
