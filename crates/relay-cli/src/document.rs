@@ -53,23 +53,9 @@ pub(crate) enum IfUnparsable {
 /// Runs the work of `relay <what>` on a runtime of its own; prints its error as
 /// `relay <what>: …`.
 pub(crate) fn run(what: &str, work: impl Future<Output = Result<(), CliError>>) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("relay {what}: cannot start: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match runtime.block_on(work) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("relay {what}: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::run::finish(what, crate::run::on_this_thread(work), 1, |()| {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The routes a relay with `config` has in effect now: the deployed ones merged with the stored
@@ -79,11 +65,7 @@ pub(crate) fn routes_in_effect(config: &Config) -> Result<(Routes, Option<Versio
     let Some(url) = &config.routes_url else {
         return Ok((deployed, None));
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::from)?;
-    runtime.block_on(async {
+    crate::run::on_this_thread(async {
         let store = store::open(url, config.routes_max_bytes)
             .await
             .map_err(CliError::from)?;

@@ -115,25 +115,16 @@ struct Found {
 /// Runs `relay events`: 0 when some notification matched (with `--count`, always), 1 when none
 /// did, 2 on an error.
 pub(crate) fn run(args: &EventsArgs) -> ExitCode {
-    let answer = match crate::block_on("events", events(args)) {
-        Ok(answer) => answer,
-        Err(code) => return code,
-    };
-    match answer {
-        Ok(found) => {
-            print(args, &found);
-            // With --count the count is the answer, none included.
-            match (found.failed, found.events.is_empty() && !args.count) {
-                (0, false) => ExitCode::SUCCESS,
-                (0, true) => ExitCode::FAILURE,
-                _ => ExitCode::from(2),
-            }
+    let answer = crate::run::on_two_workers(events(args));
+    crate::run::finish("events", answer, 2, |found| {
+        print(args, &found);
+        // With --count the count is the answer, none included.
+        match (found.failed, found.events.is_empty() && !args.count) {
+            (0, false) => ExitCode::SUCCESS,
+            (0, true) => ExitCode::FAILURE,
+            _ => ExitCode::from(2),
         }
-        Err(message) => {
-            eprintln!("relay events: {}", safe(&message.to_string()));
-            ExitCode::from(2)
-        }
-    }
+    })
 }
 
 async fn events(args: &EventsArgs) -> Result<Found, CliError> {

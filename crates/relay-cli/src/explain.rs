@@ -132,16 +132,10 @@ fn load(config: Option<&str>) -> Result<Config, CliError> {
 }
 
 pub(crate) fn run(args: &ExplainArgs) -> ExitCode {
-    match explain(args) {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(message) => {
-            eprintln!("relay explain: {message}");
-            ExitCode::from(2)
-        }
-    }
+    crate::run::finish("explain", explain(args), 2, |text| {
+        print!("{text}");
+        ExitCode::SUCCESS
+    })
 }
 
 fn explain(args: &ExplainArgs) -> Result<String, CliError> {

@@ -28,18 +28,8 @@ pub(crate) enum LedgerCommand {
 /// Runs `relay ledger …`: 0 when done, 2 on an error.
 pub(crate) fn run(command: &LedgerCommand) -> ExitCode {
     let LedgerCommand::Migrate { from, to, config } = command;
-    let answer = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)
-        .and_then(|runtime| runtime.block_on(migrate(from, to.as_deref(), config.as_deref())));
-    match answer {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("relay ledger migrate: {message}");
-            ExitCode::from(2)
-        }
-    }
+    let answer = crate::run::on_this_thread(migrate(from, to.as_deref(), config.as_deref()));
+    crate::run::finish("ledger migrate", answer, 2, |()| ExitCode::SUCCESS)
 }
 
 fn table(flag: &str, url: &LedgerUrl) -> Result<String, CliError> {

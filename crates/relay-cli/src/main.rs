@@ -12,6 +12,7 @@ mod ledger;
 mod naming;
 mod replay;
 mod routes;
+mod run;
 mod send;
 mod split;
 mod terminal;
@@ -183,8 +184,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    if let Err(message) = fetch_config_file(&matches) {
-        eprintln!("relay: {message}");
+    if let Err(error) = fetch_config_file(&matches) {
+        eprintln!("relay: {error}");
         return ExitCode::from(2);
     }
     match cli.command {
@@ -197,13 +198,7 @@ fn main() -> ExitCode {
         Command::Ledger { command } => ledger::run(&command),
         Command::Events(args) => events::run(&args),
         Command::Replay(args) => replay::run(&args),
-        Command::Send(args) => match send::run(&args) {
-            Ok(code) => code,
-            Err(message) => {
-                eprintln!("relay send: {message}");
-                ExitCode::from(2)
-            }
-        },
+        Command::Send(args) => run::finish("send", send::run(&args), 2, |code| code),
         Command::Keygen => {
             let mut key = [0u8; 32];
             if let Err(e) = getrandom::fill(&mut key) {
@@ -239,31 +234,11 @@ fn fetch_config_file(matches: &clap::ArgMatches) -> Result<(), CliError> {
     {
         return Ok(());
     }
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?
-        .block_on(relay_core::bootstrap::fetch_config_file(value.as_deref()))
-        .map_err(CliError::from)
-}
-
-/// Runs `future` on a runtime of two workers (the archive's reads and the destinations'
-/// publishes in flight at once); exit 2 when none can start.
-pub(crate) fn block_on<F: std::future::Future>(
-    command: &str,
-    future: F,
-) -> Result<F::Output, ExitCode> {
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => Ok(runtime.block_on(future)),
-        Err(e) => {
-            eprintln!("relay {command}: cannot start: {e}");
-            Err(ExitCode::from(2))
-        }
-    }
+    run::on_this_thread(async {
+        relay_core::bootstrap::fetch_config_file(value.as_deref())
+            .await
+            .map_err(CliError::from)
+    })
 }
 
 /// The environment, with `RELAY_CONFIG` replaced by `config` when given.

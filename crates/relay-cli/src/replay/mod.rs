@@ -127,25 +127,16 @@ pub(crate) struct Job {
 /// failed (the same command sends them later), 2 when nothing could start or the archive holds
 /// objects that are not its records.
 pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
-    let answer = match crate::block_on("replay", replay(args)) {
-        Ok(answer) => answer,
-        Err(code) => return code,
-    };
-    match answer {
-        Ok(summary) => {
-            print_summary(&summary, args.dry_run);
-            // Objects that are no records will not be sent by running again: an operator acts.
-            match (summary.refused, summary.failed, summary.left) {
-                (0, 0, 0) => ExitCode::SUCCESS,
-                (0, _, _) => ExitCode::FAILURE,
-                _ => ExitCode::from(2),
-            }
+    let answer = crate::run::on_two_workers(replay(args));
+    crate::run::finish("replay", answer, 2, |summary| {
+        print_summary(&summary, args.dry_run);
+        // Objects that are no records will not be sent by running again: an operator acts.
+        match (summary.refused, summary.failed, summary.left) {
+            (0, 0, 0) => ExitCode::SUCCESS,
+            (0, _, _) => ExitCode::FAILURE,
+            _ => ExitCode::from(2),
         }
-        Err(message) => {
-            eprintln!("relay replay: {}", safe(&message.to_string()));
-            ExitCode::from(2)
-        }
-    }
+    })
 }
 
 async fn replay(args: &ReplayArgs) -> Result<Summary, CliError> {

@@ -57,24 +57,11 @@ pub(crate) struct TraceArgs {
 
 /// Runs `relay trace`: 0 when something was found, 1 when nothing was, 2 on an error.
 pub(crate) fn run(args: &TraceArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("relay trace: cannot start: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match runtime.block_on(trace(args)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(message) => {
-            eprintln!("relay trace: {message}");
-            ExitCode::from(2)
-        }
-    }
+    let answer = crate::run::on_this_thread(trace(args));
+    crate::run::finish("trace", answer, 2, |found| match found {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    })
 }
 
 /// `relay check`'s line about the ledger: whether it answers a lookup (the relay answers 503
