@@ -10,13 +10,14 @@
 mod evaluate;
 mod expression;
 
+use crate::loopback::AwsCall;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use serde_json::{Map, Value, json};
 
 use evaluate::holds;
@@ -163,24 +164,13 @@ impl From<Invalid> for Refusal {
 }
 
 async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming>) -> Reply {
-    let operation = request
-        .headers()
-        .get("x-amz-target")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|t| t.strip_prefix("DynamoDB_20120810."))
-        .unwrap_or_default()
-        .to_owned();
+    let call = AwsCall::read(request).await;
+    let operation = call.operation("DynamoDB_20120810.");
     let index = OPERATIONS
         .iter()
         .position(|op| *op == operation)
         .unwrap_or(OPERATIONS.len());
     state.calls[index].fetch_add(1, Ordering::Relaxed);
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
     let latency = state.latency_us.load(Ordering::Relaxed);
     if latency > 0 {
         tokio::time::sleep(Duration::from_micros(latency)).await;
@@ -193,19 +183,19 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
         let error = json!({"__type": THROTTLED, "message": "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."});
         return Ok(respond(400, &error));
     }
-    let input: Value = match serde_json::from_slice(&body) {
-        Ok(Value::Object(input)) => Value::Object(input),
+    let input = match &call.input {
+        Value::Object(_) => &call.input,
         _ => {
             let error = json!({"__type": "com.amazon.coral.service#SerializationException", "message": "not a JSON object"});
             return Ok(respond(400, &error));
         }
     };
-    let answered = match operation.as_str() {
-        "UpdateItem" => update_item(&state, &input),
-        "PutItem" => put_item(&state, &input),
-        "GetItem" => get_item(&state, &input),
-        "Query" => query(&state, &input),
-        "DescribeTable" => Ok(describe_table(&state, &input)),
+    let answered = match operation {
+        "UpdateItem" => update_item(&state, input),
+        "PutItem" => put_item(&state, input),
+        "GetItem" => get_item(&state, input),
+        "Query" => query(&state, input),
+        "DescribeTable" => Ok(describe_table(&state, input)),
         other => {
             let error = json!({"__type": UNKNOWN_OPERATION, "message": format!("unknown operation {other:?}")});
             return Ok(respond(400, &error));
@@ -226,12 +216,7 @@ async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming
 }
 
 fn respond(status: u16, body: &Value) -> hyper::Response<Full<Bytes>> {
-    hyper::Response::builder()
-        .status(status)
-        .header("content-type", "application/x-amz-json-1.0")
-        .header("x-amzn-requestid", "fake")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("a valid response")
+    crate::loopback::aws_reply(status, body)
 }
 
 fn object<'a>(input: &'a Value, field: &str) -> &'a Map<String, Value> {

@@ -4,11 +4,12 @@
 //! `PutRecord` and `PutRecordBatch` take every record and answer its id, anything else is
 //! answered 400. It keeps nothing but counts: calls and records.
 
+use crate::loopback::AwsCall;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use serde_json::{Value, json};
 
 /// The running endpoint. Clones share it.
@@ -49,18 +50,10 @@ async fn answer(
     request: hyper::Request<hyper::body::Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, std::convert::Infallible> {
     state.calls.fetch_add(1, Ordering::Relaxed);
-    let operation = (request.headers().get("x-amz-target"))
-        .and_then(|v| v.to_str().ok())
-        .and_then(|t| t.strip_prefix("Firehose_20150804."))
-        .unwrap_or_default()
-        .to_owned();
-    let body = request.into_body().collect().await.map(|b| b.to_bytes());
-    let input: Value = body
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
+    let call = AwsCall::read(request).await;
+    let (operation, input) = (call.operation("Firehose_20150804."), &call.input);
     let id = |n: u64| format!("{n:056}");
-    let (status, answer) = match operation.as_str() {
+    let (status, answer) = match operation {
         "PutRecord" => {
             let n = state.records.fetch_add(1, Ordering::Relaxed);
             (200, json!({"RecordId": id(n), "Encrypted": false}))

@@ -3,13 +3,14 @@
 //! (`X-Amz-Target: AmazonSQS.SendMessage` and `AmazonSQS.SendMessageBatch`) and counts every
 //! message body it reported as accepted, so a test can hold the relay to its answers.
 
+use crate::loopback::AwsCall;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
@@ -176,24 +177,12 @@ type Reply = Result<hyper::Response<Full<Bytes>>, std::io::Error>;
 
 async fn answer(state: Arc<State>, request: hyper::Request<hyper::body::Incoming>) -> Reply {
     let call = state.calls.fetch_add(1, Ordering::Relaxed);
-    let target = request
-        .headers()
-        .get("x-amz-target")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let AwsCall { target, input } = AwsCall::read(request).await;
     state
         .targets
         .lock()
         .expect("not poisoned")
         .push(target.clone());
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let input: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let queue = input["QueueUrl"]
         .as_str()
         .and_then(|url| url.rsplit('/').next())
@@ -285,9 +274,5 @@ fn accept(state: &State, queue: &str, message: &str) -> String {
 }
 
 fn respond(status: u16, body: &Value) -> hyper::Response<Full<Bytes>> {
-    hyper::Response::builder()
-        .status(status)
-        .header("content-type", "application/x-amz-json-1.0")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("a valid response")
+    crate::loopback::aws_reply(status, body)
 }

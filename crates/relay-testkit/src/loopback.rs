@@ -50,3 +50,47 @@ where
     });
     endpoint
 }
+
+/// A request's body, whole; empty when it cannot be read.
+pub async fn body(request: hyper::Request<hyper::body::Incoming>) -> Bytes {
+    use http_body_util::BodyExt as _;
+    let collected = request.into_body().collect().await;
+    collected.map(|b| b.to_bytes()).unwrap_or_default()
+}
+
+/// An AWS JSON protocol call as a fake endpoint reads it.
+#[derive(Debug)]
+pub struct AwsCall {
+    /// Its `X-Amz-Target` (`AmazonSQS.SendMessage`), empty when absent.
+    pub target: String,
+    /// Its body as JSON; `Null` when it is not JSON.
+    pub input: serde_json::Value,
+}
+
+impl AwsCall {
+    /// Reads `request`'s target and JSON body.
+    pub async fn read(request: hyper::Request<hyper::body::Incoming>) -> Self {
+        let target = (request.headers().get("x-amz-target"))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let bytes = body(request).await;
+        let input = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+        Self { target, input }
+    }
+
+    /// The operation its target names after `prefix` (`DynamoDB_20120810.`), or empty.
+    pub fn operation(&self, prefix: &str) -> &str {
+        self.target.strip_prefix(prefix).unwrap_or_default()
+    }
+}
+
+/// An AWS JSON 1.0 answer with `status` and `body`.
+pub fn aws_reply(status: u16, body: &serde_json::Value) -> hyper::Response<Full<Bytes>> {
+    hyper::Response::builder()
+        .status(status)
+        .header("content-type", "application/x-amz-json-1.0")
+        .header("x-amzn-requestid", "fake")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("a valid response")
+}

@@ -4,12 +4,13 @@
 //! protocol, as relay-testkit's `fake_sqs` does, which owns its plain listener) and keeps every
 //! message body it accepted, so that a run can check each notification arrived exactly once.
 
+use relay_testkit::loopback::AwsCall;
 use std::convert::Infallible;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
@@ -178,19 +179,7 @@ async fn answer(
     state: Arc<Mutex<Seen>>,
     request: hyper::Request<hyper::body::Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
-    let target = request
-        .headers()
-        .get("x-amz-target")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let input: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let AwsCall { target, input } = AwsCall::read(request).await;
     let mut seen = state.lock().expect("not poisoned");
     seen.calls += 1;
     let reply = match target.as_str() {
@@ -225,9 +214,5 @@ async fn answer(
 }
 
 fn respond(status: u16, body: &Value) -> hyper::Response<Full<Bytes>> {
-    hyper::Response::builder()
-        .status(status)
-        .header("content-type", "application/x-amz-json-1.0")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("a valid response")
+    relay_testkit::loopback::aws_reply(status, body)
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
@@ -151,12 +151,7 @@ async fn answer(state: Arc<State>, request: Request<hyper::body::Incoming>) -> R
     if method == Method::GET && path == "/2018-06-01/runtime/invocation/next" {
         return Ok(next(&state, arrived).await);
     }
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let body = relay_testkit::loopback::body(request).await;
     let posted = Instant::now();
     let mut log = state.log.lock().expect("not poisoned");
     let invocation = path.strip_prefix("/2018-06-01/runtime/invocation/");
