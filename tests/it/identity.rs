@@ -4,7 +4,7 @@
 //! each destination holds exactly one copy, whichever order the route names them in. The 202
 //! bodies, the metric lines and `relay trace` tell the two apart.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +22,53 @@ async fn relay(file: &Path, ledger: &Path, lines: &Arc<Lines>) -> String {
     ]);
     let relay = Relay::from_config(config).await.expect("relay starts");
     serve(relay.with_metrics(Arc::clone(lines) as _)).await
+}
+
+/// A relay with two sinks, `east` and `west` (their tables), routed to in `order`, the SQLite
+/// ledger, and a new notification for it.
+struct Started {
+    _dir: tempfile::TempDir,
+    file: PathBuf,
+    ledger: PathBuf,
+    lines: Arc<Lines>,
+    url: String,
+    payload: String,
+}
+
+impl Started {
+    async fn new(east: &str, west: &str, order: [&str; 2]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("relay.toml");
+        std::fs::write(&file, two_sinks(east, west, order)).unwrap();
+        let ledger = dir.path().join("ledger.db");
+        let lines = Arc::new(Lines::default());
+        let url = relay(&file, &ledger, &lines).await;
+        let payload = v2(&unique("sub"), &unique("bundle"), "CREATE", "t-1");
+        Self {
+            _dir: dir,
+            file,
+            ledger,
+            lines,
+            url,
+            payload,
+        }
+    }
+}
+
+/// The retry once the west destination exists: 202 `published`, to west alone (east had
+/// acknowledged), then 202 `duplicate`.
+async fn retry_completes(url: &str, payload: &str, order: [&str; 2], [east, west]: [String; 2]) {
+    let (status, body) = send(dss_request(url, payload, Encoding::Json)).await;
+    let published = (status, &body["status"]);
+    assert_eq!(published, (202, &"published".into()), "{order:?}: {body}");
+    assert_eq!(
+        deliveries(&body),
+        [("east".into(), east, true), ("west".into(), west, false)],
+        "{order:?}: the retry publishes to the destination that did not acknowledge, and only there"
+    );
+    let (status, body) = send(dss_request(url, payload, Encoding::Json)).await;
+    let duplicate = (status, &body["status"]);
+    assert_eq!(duplicate, (202, &"duplicate".into()), "{order:?}: {body}");
 }
 
 /// The configuration's two sinks and one route to both, in `order`.
@@ -79,23 +126,11 @@ async fn two_queues_of_one_name_in_two_regions_each_get_one_copy() {
         // SQS client goes to moto (AWS_ENDPOINT_URL) in each queue's region.
         let east_arn = format!("arn:aws:sqs:us-east-1:111111111111:{name}");
         let west_arn = format!("arn:aws:sqs:eu-west-1:222222222222:{name}");
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("relay.toml");
-        std::fs::write(
-            &file,
-            two_sinks(
-                &format!("[sinks.east]\ntype = \"sqs\"\nqueue_url = \"https://sqs.us-east-1.amazonaws.com/111111111111/{name}\"\n"),
-                &format!("[sinks.west]\ntype = \"sqs\"\nqueue_url = \"https://sqs.eu-west-1.amazonaws.com/222222222222/{name}\"\n"),
-                order,
-            ),
-        )
-        .unwrap();
-        let ledger = dir.path().join("ledger.db");
-        let lines = Arc::new(Lines::default());
-        let url = relay(&file, &ledger, &lines).await;
-        let payload = v2(&unique("sub"), &unique("bundle"), "CREATE", "t-1");
+        let started = Started::new(&format!("[sinks.east]\ntype = \"sqs\"\nqueue_url = \"https://sqs.us-east-1.amazonaws.com/111111111111/{name}\"\n"), &format!("[sinks.west]\ntype = \"sqs\"\nqueue_url = \"https://sqs.eu-west-1.amazonaws.com/222222222222/{name}\"\n"), order).await;
+        let (file, ledger, lines) = (&started.file, &started.ledger, &started.lines);
+        let (url, payload) = (&started.url, &started.payload);
 
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+        let (status, body) = send(dss_request(url, payload, Encoding::Json)).await;
         assert_eq!(
             (status, &body["error"]["code"]),
             (502, &"sink_failed".into()),
@@ -109,33 +144,14 @@ async fn two_queues_of_one_name_in_two_regions_each_get_one_copy() {
             .await
             .unwrap();
         let west_url = created.queue_url().unwrap().to_owned();
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
-        assert_eq!(
-            (status, &body["status"]),
-            (202, &"published".into()),
-            "{order:?}: {body}"
-        );
-        assert_eq!(
-            deliveries(&body),
-            [
-                ("east".into(), east_arn.clone(), true),
-                ("west".into(), west_arn.clone(), false)
-            ],
-            "{order:?}: the retry publishes to the queue that did not acknowledge, and only there"
-        );
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
-        assert_eq!(
-            (status, &body["status"]),
-            (202, &"duplicate".into()),
-            "{order:?}: {body}"
-        );
+        retry_completes(url, payload, order, [east_arn.clone(), west_arn.clone()]).await;
 
         // Each queue holds one copy: after the first, two seconds more for a second to arrive.
         for (client, queue) in [(&east_sqs, &east_url), (&west_sqs, &west_url)] {
             let got = receive(client, queue, 1, Duration::from_secs(2)).await;
             assert_eq!(got.len(), 1, "{order:?}: one copy in {queue}");
         }
-        let lines = published(&lines);
+        let lines = published(lines);
         assert!(
             lines.contains(&("west".into(), west_arn.clone(), "permanent".into()))
                 && lines.contains(&("west".into(), west_arn.clone(), "ok".into()))
@@ -144,7 +160,7 @@ async fn two_queues_of_one_name_in_two_regions_each_get_one_copy() {
         );
         assert_eq!(lines.len(), 3, "{order:?}: east published once: {lines:?}");
 
-        let trace = trace(&file, &ledger, &payload);
+        let trace = trace(file, ledger, payload);
         for line in [format!("east {east_arn}"), format!("west {west_arn}")] {
             assert!(trace.contains(&line), "{order:?}: {line} in\n{trace}");
         }
@@ -159,50 +175,30 @@ async fn two_pubsub_topics_of_one_name_in_two_projects_each_get_one_copy() {
         let (east, west) = (unique("project-a"), unique("project-b"));
         let (east_topic, east_sub) = crate::pubsub::topic_in(&east, &topic).await;
         let west_topic = format!("projects/{west}/topics/{topic}");
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("relay.toml");
-        std::fs::write(
-            &file,
-            two_sinks(
-                &format!("[sinks.east]\ntype = \"pubsub\"\ntopic = \"{east_topic}\"\n"),
-                &format!("[sinks.west]\ntype = \"pubsub\"\ntopic = \"{west_topic}\"\n"),
-                order,
-            ),
+        let started = Started::new(
+            &format!("[sinks.east]\ntype = \"pubsub\"\ntopic = \"{east_topic}\"\n"),
+            &format!("[sinks.west]\ntype = \"pubsub\"\ntopic = \"{west_topic}\"\n"),
+            order,
         )
-        .unwrap();
-        let ledger = dir.path().join("ledger.db");
-        let lines = Arc::new(Lines::default());
-        let url = relay(&file, &ledger, &lines).await;
-        let payload = v2(&unique("sub"), &unique("bundle"), "CREATE", "t-1");
+        .await;
+        let lines = &started.lines;
+        let (url, payload) = (&started.url, &started.payload);
 
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+        let (status, body) = send(dss_request(url, payload, Encoding::Json)).await;
         assert!(status == 502 || status == 503, "{order:?}: {status} {body}");
 
         let (_, west_sub) = crate::pubsub::topic_in(&west, &topic).await;
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
-        assert_eq!(
-            (status, &body["status"]),
-            (202, &"published".into()),
-            "{order:?}: {body}"
-        );
         let resource = |t: &str| format!("//pubsub.googleapis.com/{t}");
-        assert_eq!(
-            deliveries(&body),
-            [
-                ("east".into(), resource(&east_topic), true),
-                ("west".into(), resource(&west_topic), false)
-            ],
-            "{order:?}"
-        );
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
-        assert_eq!(
-            (status, &body["status"]),
-            (202, &"duplicate".into()),
-            "{order:?}: {body}"
-        );
+        retry_completes(
+            url,
+            payload,
+            order,
+            [resource(&east_topic), resource(&west_topic)],
+        )
+        .await;
         assert_eq!(pull(&east_sub, 1).await.len(), 1, "{order:?}");
         assert_eq!(pull(&west_sub, 1).await.len(), 1, "{order:?}");
-        let east_ok = published(&lines)
+        let east_ok = published(lines)
             .into_iter()
             .filter(|(s, r, o)| s == "east" && *r == resource(&east_topic) && o == "ok")
             .count();
@@ -311,47 +307,26 @@ async fn two_sns_topics_of_one_name_in_two_accounts_each_get_one_copy() {
         let (east_account, west_account) = ("111111111111", "222222222222");
         let (east_topic, east_queue) = topic_in_account(east_account, &name).await;
         let west_topic = format!("arn:aws:sns:us-east-1:{west_account}:{name}");
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("relay.toml");
-        std::fs::write(
-            &file,
-            two_sinks(
-                &format!("[sinks.east]\ntype = \"sns\"\ntopic_arn = \"{east_topic}\"\n"),
-                &format!("[sinks.west]\ntype = \"sns\"\ntopic_arn = \"{west_topic}\"\n"),
-                order,
-            ),
+        let started = Started::new(
+            &format!("[sinks.east]\ntype = \"sns\"\ntopic_arn = \"{east_topic}\"\n"),
+            &format!("[sinks.west]\ntype = \"sns\"\ntopic_arn = \"{west_topic}\"\n"),
+            order,
         )
-        .unwrap();
-        let ledger = dir.path().join("ledger.db");
-        let lines = Arc::new(Lines::default());
-        let url = relay(&file, &ledger, &lines).await;
-        let payload = v2(&unique("sub"), &unique("bundle"), "CREATE", "t-1");
+        .await;
+        let (url, payload) = (&started.url, &started.payload);
 
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
+        let (status, body) = send(dss_request(url, payload, Encoding::Json)).await;
         assert!(status == 502 || status == 503, "{order:?}: {status} {body}");
 
         let (created, west_queue) = topic_in_account(west_account, &name).await;
         assert_eq!(created, west_topic);
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
-        assert_eq!(
-            (status, &body["status"]),
-            (202, &"published".into()),
-            "{order:?}: {body}"
-        );
-        assert_eq!(
-            deliveries(&body),
-            [
-                ("east".into(), east_topic.clone(), true),
-                ("west".into(), west_topic.clone(), false)
-            ],
-            "{order:?}"
-        );
-        let (status, body) = send(dss_request(&url, &payload, Encoding::Json)).await;
-        assert_eq!(
-            (status, &body["status"]),
-            (202, &"duplicate".into()),
-            "{order:?}: {body}"
-        );
+        retry_completes(
+            url,
+            payload,
+            order,
+            [east_topic.clone(), west_topic.clone()],
+        )
+        .await;
         assert_eq!(
             copies_in_account(east_account, &east_queue).await,
             1,
