@@ -50,6 +50,12 @@ fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
     );
 }
 
+/// `name`'s value with `from` replaced by `to`.
+fn replace_in(headers: &mut HeaderMap, name: &'static str, from: &str, to: &str) {
+    let value = headers[name].to_str().unwrap().replace(from, to);
+    set(headers, name, &value);
+}
+
 fn append(headers: &mut HeaderMap, name: &'static str, value: &str) {
     headers.append(
         HeaderName::from_static(name),
@@ -1246,13 +1252,7 @@ fn source_rows() -> Vec<SourceRow> {
         row(
             "github: no sha256= prefix",
             "/github",
-            |h| {
-                let v = h["x-hub-signature-256"]
-                    .to_str()
-                    .unwrap()
-                    .replace("sha256=", "");
-                set(h, "x-hub-signature-256", &v);
-            },
+            |h| replace_in(h, "x-hub-signature-256", "sha256=", ""),
             "malformed_signature",
         ),
         row(
@@ -1386,25 +1386,13 @@ fn source_rows() -> Vec<SourceRow> {
         row(
             "rfc9421: an algorithm it does not take",
             "/rfc9421",
-            |h| {
-                let v = h["signature-input"]
-                    .to_str()
-                    .unwrap()
-                    .replace("hmac-sha256", "rsa-pss-sha512");
-                set(h, "signature-input", &v);
-            },
+            |h| replace_in(h, "signature-input", "hmac-sha256", "rsa-pss-sha512"),
             "unsupported_algorithm",
         ),
         row(
             "rfc9421: content-digest not covered",
             "/rfc9421",
-            |h| {
-                let v = h["signature-input"]
-                    .to_str()
-                    .unwrap()
-                    .replace("\"content-digest\"", "");
-                set(h, "signature-input", &v);
-            },
+            |h| replace_in(h, "signature-input", "\"content-digest\"", ""),
             "incomplete_signed_headers",
         ),
         row(
