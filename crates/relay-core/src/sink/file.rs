@@ -19,14 +19,30 @@ pub struct FileSinkConfig {
     pub path: FileTarget,
 }
 
-impl FileSinkConfig {
+impl super::TargetConfig for FileSinkConfig {
+    fn kind(&self) -> &'static str {
+        "file"
+    }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        None
+    }
+
+    fn shape(&self, selection: &super::Selection) -> Result<super::Shape, super::ShapeError> {
+        super::Shape::new(selection, None)
+    }
+
     /// The file this sink appends to, as one stable id: `file:<absolute path>` (links resolved
     /// where they exist), or `file:-` for standard output.
-    pub fn resource(&self) -> String {
+    fn resource(&self) -> String {
         match &self.path {
             FileTarget::Stdout => "file:-".into(),
             FileTarget::Path(path) => format!("file:{}", absolute(path).display()),
         }
+    }
+
+    fn describe(&self) -> String {
+        format!("file {}", self.path)
     }
 }
 

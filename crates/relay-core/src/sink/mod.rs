@@ -190,8 +190,24 @@ pub trait Sink: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// What a destination's configuration says of itself, each destination in its own module: the
+/// [`Target`] it is a variant of asks it.
+pub(crate) trait TargetConfig {
+    /// Its `type`.
+    fn kind(&self) -> &'static str;
+    /// Largest [`Message::encoded_size`] it takes, if it has a limit.
+    fn max_message_bytes(&self) -> Option<usize>;
+    /// The shape of every message it sends, checked against what it takes.
+    fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError>;
+    /// What it delivers to, as one stable id ([`Target::resource`]).
+    fn resource(&self) -> String;
+    /// One line for `relay check`.
+    fn describe(&self) -> String;
+}
+
 /// Where a sink delivers: one variant per destination, each with its own configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
 pub enum Target {
     /// A local file or standard output.
     File(FileSinkConfig),
@@ -262,27 +278,20 @@ impl<'de> Deserialize<'de> for SinkSpec {
 impl Serialize for SinkSpec {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
-        struct Table<'a, T> {
+        struct Table<'a> {
             #[serde(rename = "type")]
             kind: &'static str,
             #[serde(flatten)]
-            own: &'a T,
+            own: &'a Target,
             #[serde(flatten)]
             selection: &'a Selection,
         }
-        fn table<'a, T>(spec: &'a SinkSpec, own: &'a T) -> Table<'a, T> {
-            Table {
-                kind: spec.target.kind(),
-                own,
-                selection: &spec.selection,
-            }
-        }
-        match &self.target {
-            Target::File(own) => table(self, own).serialize(serializer),
-            Target::Sqs(own) => table(self, own).serialize(serializer),
-            Target::Sns(own) => table(self, own).serialize(serializer),
-            Target::PubSub(own) => table(self, own).serialize(serializer),
-        }
+        let table = Table {
+            kind: self.target.kind(),
+            own: &self.target,
+            selection: &self.selection,
+        };
+        table.serialize(serializer)
     }
 }
 
@@ -301,35 +310,31 @@ impl SinkSpec {
 pub type SinkSpecs = BTreeMap<String, SinkSpec>;
 
 impl Target {
+    /// The destination's own configuration: the one place a new destination adds an arm
+    /// besides its `type` (`SinkSpec`'s reading) and its client ([`Target::build`]).
+    fn config(&self) -> &dyn TargetConfig {
+        match self {
+            Self::File(c) => c,
+            Self::Sqs(c) => c,
+            Self::Sns(c) => c,
+            Self::PubSub(c) => c,
+        }
+    }
+
     /// The destination's type, as `type` names it.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Self::File(_) => "file",
-            Self::Sqs(_) => "sqs",
-            Self::Sns(_) => "sns",
-            Self::PubSub(_) => "pubsub",
-        }
+        self.config().kind()
     }
 
     /// Largest [`Message::encoded_size`] the destination takes; larger notifications are
     /// refused with 413 before any sink is called.
     pub fn max_message_bytes(&self) -> Option<usize> {
-        match self {
-            Self::File(_) => None,
-            Self::Sqs(c) => Some(c.max_message_bytes.get()),
-            Self::Sns(c) => Some(c.max_message_bytes.get()),
-            Self::PubSub(c) => Some(c.max_message_bytes.get()),
-        }
+        self.config().max_message_bytes()
     }
 
     /// The shape of every message this destination sends, checked against what it takes.
     pub fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
-        match self {
-            Self::File(_) => Shape::new(selection, None),
-            Self::Sqs(c) => c.shape(selection),
-            Self::Sns(c) => c.shape(selection),
-            Self::PubSub(c) => c.shape(selection),
-        }
+        self.config().shape(selection)
     }
 
     /// The resource the destination delivers to, as one stable id (an ARN, a Google resource
@@ -337,22 +342,12 @@ impl Target {
     /// what tells two destinations of one name apart. Two configured destinations never share
     /// one ([`check_resources`]).
     pub fn resource(&self) -> String {
-        match self {
-            Self::File(c) => c.resource(),
-            Self::Sqs(c) => c.resource(),
-            Self::Sns(c) => c.resource(),
-            Self::PubSub(c) => c.resource(),
-        }
+        self.config().resource()
     }
 
     /// One line describing the destination, for `relay check`.
     pub fn describe(&self) -> String {
-        match self {
-            Self::File(c) => format!("file {}", c.path),
-            Self::Sqs(c) => format!("sqs {} (max {} bytes)", c.queue_url, c.max_message_bytes),
-            Self::Sns(c) => format!("sns {} (max {} bytes)", c.topic_arn, c.max_message_bytes),
-            Self::PubSub(c) => c.describe(),
-        }
+        self.config().describe()
     }
 }
 

@@ -53,14 +53,24 @@ impl PubSubConfig {
             emulator_host: None,
         }
     }
+}
+
+impl super::TargetConfig for PubSubConfig {
+    fn kind(&self) -> &'static str {
+        "pubsub"
+    }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        Some(self.max_message_bytes.get())
+    }
 
     /// The topic this sink publishes to, as one stable id: Google's full resource name,
     /// `//pubsub.googleapis.com/projects/<project>/topics/<topic>` (an emulator's topic too).
-    pub fn resource(&self) -> String {
+    fn resource(&self) -> String {
         format!("//pubsub.googleapis.com/{}", self.topic)
     }
 
-    pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
+    fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
         let trace = super::shape::TraceAttributes {
             traceparent: "googclient_traceparent",
             tracestate: Some("googclient_tracestate"),
@@ -71,7 +81,7 @@ impl PubSubConfig {
         Ok(shape)
     }
 
-    pub(super) fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let via = self
             .emulator_host
             .as_deref()

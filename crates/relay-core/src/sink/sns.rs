@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::shape::Template;
 use super::shape::{Format, Mode, ShapeError, TraceAttributes, fifo_ids};
-use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape};
+use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape, TargetConfig};
 
 /// A `type = "sns"` sink, or `RELAY_SNS_TOPIC_ARN` with `RELAY_SNS_MAX_MESSAGE_BYTES`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -56,13 +56,28 @@ impl SnsConfig {
     pub fn is_fifo(&self) -> bool {
         self.topic_arn.as_str().ends_with(".fifo")
     }
+}
+
+impl TargetConfig for SnsConfig {
+    fn kind(&self) -> &'static str {
+        "sns"
+    }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        Some(self.max_message_bytes.get())
+    }
 
     /// The topic this sink publishes to, as one stable id: its ARN.
-    pub fn resource(&self) -> String {
+    fn resource(&self) -> String {
         self.topic_arn.to_string()
     }
 
-    pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
+    fn describe(&self) -> String {
+        let (arn, max) = (&self.topic_arn, self.max_message_bytes);
+        format!("sns {arn} (max {max} bytes)")
+    }
+
+    fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
         let (group, dedup) = (
             self.message_group_id.as_ref(),
             self.message_deduplication_id.as_ref(),

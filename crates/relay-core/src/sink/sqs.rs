@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::shape::Template;
 use super::shape::{Format, Mode, ShapeError, fifo_ids};
-use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape};
+use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape, TargetConfig};
 
 /// A `type = "sqs"` sink, or `RELAY_SQS_QUEUE_URL` with `RELAY_SQS_MAX_MESSAGE_BYTES`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -57,11 +57,21 @@ impl SqsConfig {
     pub fn is_fifo(&self) -> bool {
         self.queue_url.as_str().ends_with(".fifo")
     }
+}
+
+impl TargetConfig for SqsConfig {
+    fn kind(&self) -> &'static str {
+        "sqs"
+    }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        Some(self.max_message_bytes.get())
+    }
 
     /// The queue this sink delivers to, as one stable id: its ARN
     /// (`arn:aws:sqs:<region>:<account>:<name>`) when the URL's host names an AWS region, else
     /// the URL with its host in lower case (a local endpoint, whose region is the relay's).
-    pub fn resource(&self) -> String {
+    fn resource(&self) -> String {
         let uri: http::Uri = self
             .queue_url
             .as_str()
@@ -90,7 +100,7 @@ impl SqsConfig {
         }
     }
 
-    pub(super) fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
+    fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
         let shape = Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?;
         fifo_ids(
             shape.with_format(self.format, Mode::Structured),
@@ -98,6 +108,11 @@ impl SqsConfig {
             self.message_group_id.as_ref(),
             self.message_deduplication_id.as_ref(),
         )
+    }
+
+    fn describe(&self) -> String {
+        let (url, max) = (&self.queue_url, self.max_message_bytes);
+        format!("sqs {url} (max {max} bytes)")
     }
 }
 
