@@ -14,6 +14,8 @@ pub mod archive;
 pub mod bootstrap;
 pub mod config;
 pub mod error;
+#[cfg(any(feature = "pubsub", feature = "gcs", feature = "firestore"))]
+mod google;
 mod group_commit;
 pub mod intake;
 pub mod ledger;

@@ -27,33 +27,22 @@ impl GcsArchive {
     /// `STORAGE_EMULATOR_HOST` with anonymous credentials when it is set, else against Google
     /// with the platform's default credentials.
     pub async fn new(bucket: &str, prefix: &str) -> Result<Self, ArchiveError> {
-        let emulator = std::env::var("STORAGE_EMULATOR_HOST")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .map(|host| match host.contains("://") {
-                true => host,
-                false => format!("http://{host}"),
-            });
+        let emulator = crate::google::emulator("STORAGE_EMULATOR_HOST");
         let open = |e: &dyn std::fmt::Display| {
             ArchiveError::Open(format!("cannot build the Cloud Storage client: {e}"))
         };
         let mut storage = Storage::builder();
         let (endpoint, credentials) = match &emulator {
             Some(endpoint) => {
-                let anonymous = google_cloud_auth::credentials::anonymous::Builder::new().build();
-                storage = storage
-                    .with_endpoint(endpoint.clone())
-                    .with_credentials(anonymous);
-                (endpoint.trim_end_matches('/').to_owned(), None)
+                storage = (storage.with_endpoint(endpoint.clone()))
+                    .with_credentials(crate::google::anonymous());
+                (endpoint.clone(), None)
             }
             None => {
-                let credentials = google_cloud_auth::credentials::Builder::default()
-                    .build()
-                    .map_err(|e| open(&e))?;
-                (
-                    "https://storage.googleapis.com".to_owned(),
-                    Some(credentials),
-                )
+                let credentials = crate::google::credentials().map_err(|e| open(&e))?;
+                storage = storage.with_credentials(credentials.clone());
+                let endpoint = "https://storage.googleapis.com".to_owned();
+                (endpoint, Some(credentials))
             }
         };
         let mut http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(30));
@@ -173,6 +162,15 @@ impl Archive for GcsArchive {
                 Some(next) => token = Some(next),
                 None => return Ok(keys),
             }
+        }
+    }
+
+    /// A read of an object no record has: the token fetched and the connection open before the
+    /// first write; a refusal is an answer too.
+    async fn warm(&self) -> Result<(), ArchiveError> {
+        match self.read(".relay-warm", 1).await {
+            Ok(_) | Err(ArchiveError::Refused(_)) => Ok(()),
+            Err(e) => Err(e),
         }
     }
 

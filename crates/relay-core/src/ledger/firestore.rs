@@ -167,14 +167,10 @@ impl FirestoreLedger {
     /// emulator at `FIRESTORE_EMULATOR_HOST` (`host:port`) when it is set, else against Google
     /// with the platform's default credentials.
     pub fn new(project: &str, database: &str, collection: &str) -> Result<Self, LedgerError> {
-        if let Some(host) = std::env::var("FIRESTORE_EMULATOR_HOST")
-            .ok()
-            .filter(|h| !h.is_empty())
-        {
-            return Self::emulator(&host, project, database, collection);
+        if let Some(endpoint) = crate::google::emulator("FIRESTORE_EMULATOR_HOST") {
+            return Self::emulator(&endpoint, project, database, collection);
         }
-        let credentials = google_cloud_auth::credentials::Builder::default()
-            .build()
+        let credentials = crate::google::credentials()
             .map_err(|e| LedgerError::Open(format!("Google credentials for Firestore: {e}")))?;
         let location = [project, database, collection];
         Self::with(GOOGLE_ENDPOINT, Some(credentials), location)
@@ -419,6 +415,15 @@ impl Ledger for FirestoreLedger {
             "Other writes kept winning: busy."
         );
         Ok(Claimed::Busy { until_ms })
+    }
+
+    /// One `batchGet` of a document no notification has: the token fetched and the connection
+    /// open before the first claim; a refusal is an answer too.
+    async fn warm(&self) -> Result<(), LedgerError> {
+        match self.inner.read("relay-warm").await {
+            Ok(_) | Err(LedgerError::Refused(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError> {

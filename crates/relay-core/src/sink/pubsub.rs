@@ -125,6 +125,8 @@ mod client {
     pub struct PubSubSink {
         name: String,
         publisher: Publisher,
+        /// False against an emulator, which takes no token.
+        authenticated: bool,
     }
 
     impl PubSubSink {
@@ -139,6 +141,7 @@ mod client {
                     target.topic.as_str().rsplit('/').next().unwrap_or_default()
                 ),
                 publisher: publisher(&target.topic, target.emulator_host.as_deref()).await?,
+                authenticated: target.emulator_host.is_none(),
             })
         }
     }
@@ -149,14 +152,16 @@ mod client {
         topic: &super::PubSubTopic,
         emulator_host: Option<&str>,
     ) -> Result<Publisher, google_cloud_gax::client_builder::Error> {
-        let mut builder = Publisher::builder(topic.to_string());
-        if let Some(host) = emulator_host {
-            builder = builder
-                .with_endpoint(format!("http://{host}"))
-                .with_credentials(
-                    google_cloud_auth::credentials::anonymous::Builder::new().build(),
-                );
-        }
+        let builder = Publisher::builder(topic.to_string());
+        let builder = match emulator_host {
+            Some(host) => (builder.with_endpoint(format!("http://{host}")))
+                .with_credentials(crate::google::anonymous()),
+            None => {
+                let credentials = crate::google::credentials()
+                    .map_err(google_cloud_gax::client_builder::Error::cred)?;
+                builder.with_credentials(credentials)
+            }
+        };
         builder.build().await
     }
 
@@ -167,6 +172,20 @@ mod client {
         }
 
         /// The client batches the messages published together by concurrent requests.
+        /// Fetches the shared Google token the publisher sends: its client offers no call that
+        /// publishes nothing on its own connection, which the first publish opens.
+        async fn warm(&self) -> Result<(), SinkError> {
+            if !self.authenticated {
+                return Ok(());
+            }
+            let credentials =
+                crate::google::credentials().map_err(|e| SinkError::Retryable(Box::new(e)))?;
+            match credentials.headers(http::Extensions::new()).await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(SinkError::Retryable(Box::new(e))),
+            }
+        }
+
         async fn publish(&self, message: &Message) -> Result<Receipt, SinkError> {
             let mut out = PubSubMessage::new()
                 .set_data(message.payload.clone())

@@ -22,23 +22,17 @@ impl GcsStore {
     /// with the platform's default credentials.
     pub async fn new(bucket: String, object: String) -> Result<Self, StoreError> {
         let url = format!("gs://{bucket}/{object}");
-        let mut builder = Storage::builder();
-        if let Some(host) = std::env::var("STORAGE_EMULATOR_HOST")
-            .ok()
-            .filter(|h| !h.is_empty())
-        {
-            let endpoint = match host.contains("://") {
-                true => host,
-                false => format!("http://{host}"),
-            };
-            builder = builder.with_endpoint(endpoint).with_credentials(
-                google_cloud_auth::credentials::anonymous::Builder::new().build(),
-            );
-        }
-        let client = builder.build().await.map_err(|e| StoreError::Failed {
-            url,
+        let failed = |e: &dyn std::fmt::Display| StoreError::Failed {
+            url: url.clone(),
             message: format!("cannot build the Cloud Storage client: {e}"),
-        })?;
+        };
+        let builder = match crate::google::emulator("STORAGE_EMULATOR_HOST") {
+            Some(endpoint) => (Storage::builder().with_endpoint(endpoint))
+                .with_credentials(crate::google::anonymous()),
+            None => Storage::builder()
+                .with_credentials(crate::google::credentials().map_err(|e| failed(&e))?),
+        };
+        let client = builder.build().await.map_err(|e| failed(&e))?;
         Ok(Self {
             client,
             bucket,
