@@ -57,6 +57,41 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// A store's place as a setting writes it: `<scheme>://<name>[/<path>]` (a bucket or a table,
+/// then an object, a prefix or further names), or a local path. What a store takes of it is its
+/// own URL type's to say (the ledger's, the archive's, the stored routes').
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoreUrl<'a> {
+    /// `<scheme>://<name>/<path>`; `path` is none without a `/` after the name.
+    Remote {
+        scheme: &'a str,
+        name: &'a str,
+        path: Option<&'a str>,
+    },
+    /// A local path: the text, trimmed, with no `://` in it.
+    Local(&'a str),
+}
+
+impl<'a> StoreUrl<'a> {
+    /// `text` read as a store's place; none when it is empty.
+    pub(crate) fn parse(text: &'a str) -> Option<Self> {
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        Some(match text.split_once("://") {
+            Some((scheme, rest)) => {
+                let (name, path) = match rest.split_once('/') {
+                    Some((name, path)) => (name, Some(path)),
+                    None => (rest, None),
+                };
+                Self::Remote { scheme, name, path }
+            }
+            None => Self::Local(text),
+        })
+    }
+}
+
 /// Implements `serde::Deserialize` for a `FromStr` type whose error is an [`InvalidValue`].
 macro_rules! deserialize_from_text {
     ($type:ty, $expecting:expr) => {
@@ -171,5 +206,21 @@ mod tests {
     fn position_counts_lines_and_columns() {
         assert_eq!(position("ab\ncd", 4), (2, 2));
         assert_eq!(position("ab", 0), (1, 1));
+    }
+
+    #[test]
+    fn a_store_url_is_a_scheme_a_name_and_a_path_or_a_local_path() {
+        let remote = |scheme, name, path| Some(StoreUrl::Remote { scheme, name, path });
+        let cases = [
+            (" s3://b/a/k.toml ", remote("s3", "b", Some("a/k.toml"))),
+            ("dynamodb://t", remote("dynamodb", "t", None)),
+            ("dynamodb://t/", remote("dynamodb", "t", Some(""))),
+            ("x://", remote("x", "", None)),
+            ("./relay.db", Some(StoreUrl::Local("./relay.db"))),
+            ("  ", None),
+        ];
+        for (text, url) in cases {
+            assert_eq!(StoreUrl::parse(text), url, "{text:?}");
+        }
     }
 }

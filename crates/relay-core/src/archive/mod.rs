@@ -44,6 +44,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::text::StoreUrl;
+
 use bytes::Bytes;
 
 pub use dir::DirArchive;
@@ -102,10 +104,9 @@ impl std::str::FromStr for ArchiveUrl {
     type Err = crate::text::InvalidValue;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let text = text.trim();
-        let refuse = || format!("expected {URL_FORMS}, got {text:?}");
-        let bucket_and_prefix = |rest: &str| -> Option<(String, String)> {
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let refuse = || format!("expected {URL_FORMS}, got {:?}", text.trim());
+        let bucket_and_prefix = |bucket: &str, prefix: Option<&str>| -> Option<(String, String)> {
+            let prefix = prefix.unwrap_or_default();
             // Bucket names on both clouds: 3 to 63 of [a-z0-9._-], no leading or trailing dot.
             let valid = (3..=63).contains(&bucket.len())
                 && bucket
@@ -121,18 +122,17 @@ impl std::str::FromStr for ArchiveUrl {
             };
             Some((bucket.to_owned(), prefix))
         };
-        if let Some(rest) = text.strip_prefix("s3://") {
-            let (bucket, prefix) = bucket_and_prefix(rest).ok_or_else(refuse)?;
-            return Ok(Self::S3 { bucket, prefix });
+        match StoreUrl::parse(text).ok_or_else(refuse)? {
+            StoreUrl::Remote { scheme, name, path } if scheme == "s3" || scheme == "gs" => {
+                let (bucket, prefix) = bucket_and_prefix(name, path).ok_or_else(refuse)?;
+                Ok(match scheme {
+                    "s3" => Self::S3 { bucket, prefix },
+                    _ => Self::Gcs { bucket, prefix },
+                })
+            }
+            StoreUrl::Local(path) => Ok(Self::Dir(PathBuf::from(path))),
+            StoreUrl::Remote { .. } => Err(refuse().into()),
         }
-        if let Some(rest) = text.strip_prefix("gs://") {
-            let (bucket, prefix) = bucket_and_prefix(rest).ok_or_else(refuse)?;
-            return Ok(Self::Gcs { bucket, prefix });
-        }
-        if text.is_empty() || text.contains("://") {
-            return Err(refuse().into());
-        }
-        Ok(Self::Dir(PathBuf::from(text)))
     }
 }
 

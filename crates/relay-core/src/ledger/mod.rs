@@ -23,6 +23,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::text::StoreUrl;
+
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{Copied, DynamoDbLedger};
 pub use entry::{
@@ -69,42 +71,39 @@ impl std::str::FromStr for LedgerUrl {
     type Err = crate::text::InvalidValue;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let text = text.trim();
-        let refuse = || format!("expected {URL_FORMS}, got {text:?}");
-        if let Some(table) = text.strip_prefix("dynamodb://") {
-            // DynamoDB table names: 3 to 255 of [A-Za-z0-9_.-].
-            let valid = (3..=255).contains(&table.len())
-                && table
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
-            return match valid {
-                true => Ok(Self::DynamoDb {
-                    table: table.to_owned(),
-                }),
-                false => Err(refuse().into()),
-            };
-        }
-        if let Some(rest) = text.strip_prefix("firestore://") {
-            let parts: Vec<&str> = rest.split('/').collect();
-            return match parts[..] {
-                [project, database, collection]
-                    if parts
-                        .iter()
-                        .all(|p| !p.is_empty() && !p.contains(['?', '#'])) =>
-                {
+        let refuse = || format!("expected {URL_FORMS}, got {:?}", text.trim()).into();
+        // DynamoDB table names: 3 to 255 of [A-Za-z0-9_.-].
+        let table = |t: &str| {
+            (3..=255).contains(&t.len())
+                && t.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+        };
+        let id = |p: &&str| !p.is_empty() && !p.contains(['?', '#']);
+        match StoreUrl::parse(text).ok_or_else(refuse)? {
+            StoreUrl::Remote {
+                scheme: "dynamodb",
+                name,
+                path: None,
+            } if table(name) => Ok(Self::DynamoDb {
+                table: name.to_owned(),
+            }),
+            StoreUrl::Remote {
+                scheme: "firestore",
+                name: project,
+                path: Some(path),
+            } => match path.split('/').collect::<Vec<_>>()[..] {
+                [database, collection] if [project, database, collection].iter().all(id) => {
                     Ok(Self::Firestore {
                         project: project.to_owned(),
                         database: database.to_owned(),
                         collection: collection.to_owned(),
                     })
                 }
-                _ => Err(refuse().into()),
-            };
+                _ => Err(refuse()),
+            },
+            StoreUrl::Local(path) => Ok(Self::File(PathBuf::from(path))),
+            StoreUrl::Remote { .. } => Err(refuse()),
         }
-        if text.is_empty() || text.contains("://") {
-            return Err(refuse().into());
-        }
-        Ok(Self::File(PathBuf::from(text)))
     }
 }
 

@@ -55,33 +55,31 @@ impl std::str::FromStr for RoutesUrl {
     type Err = crate::text::InvalidValue;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let text = text.trim();
-        let object = |rest: &str, scheme: &str| -> Result<(String, String), String> {
-            match rest.split_once('/') {
-                Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => {
-                    Ok((bucket.to_owned(), key.to_owned()))
-                }
-                _ => Err(format!(
-                    "expected {scheme}://<bucket>/<object>, got {text:?}"
-                )),
-            }
+        const FORMS: &str = "a path, s3://<bucket>/<key> or gs://<bucket>/<object>";
+        let shown = text.trim();
+        let Some(url) = crate::text::StoreUrl::parse(text) else {
+            return Err(format!("expected {FORMS}").into());
         };
-        if let Some(rest) = text.strip_prefix("s3://") {
-            let (bucket, key) = object(rest, "s3")?;
-            Ok(Self::S3 { bucket, key })
-        } else if let Some(rest) = text.strip_prefix("gs://") {
-            let (bucket, object) = object(rest, "gs")?;
-            Ok(Self::Gcs { bucket, object })
-        } else if text.contains("://") {
-            Err(format!(
-                "expected a path, s3://<bucket>/<key> or gs://<bucket>/<object>, got {text:?}"
-            )
-            .into())
-        } else if text.is_empty() {
-            Err("expected a path, s3://<bucket>/<key> or gs://<bucket>/<object>".into())
-        } else {
-            Ok(Self::File(PathBuf::from(text)))
-        }
+        let crate::text::StoreUrl::Remote { scheme, name, path } = url else {
+            return Ok(Self::File(PathBuf::from(shown)));
+        };
+        let (bucket, object) = match (scheme, path) {
+            ("s3" | "gs", Some(path)) if !name.is_empty() && !path.is_empty() => {
+                (name.to_owned(), path.to_owned())
+            }
+            ("s3" | "gs", _) => {
+                let expected = format!("expected {scheme}://<bucket>/<object>, got {shown:?}");
+                return Err(expected.into());
+            }
+            _ => return Err(format!("expected {FORMS}, got {shown:?}").into()),
+        };
+        Ok(match scheme {
+            "s3" => Self::S3 {
+                bucket,
+                key: object,
+            },
+            _ => Self::Gcs { bucket, object },
+        })
     }
 }
 
