@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::error::Error;
 
 /// How long after its head a body's first bytes may take, on top of the minimum rate.
-pub const GRACE: Duration = Duration::from_secs(1);
+pub(crate) const GRACE: Duration = Duration::from_secs(1);
 
 /// The limits, shared by every connection.
 #[derive(Debug, Clone)]
@@ -67,7 +67,7 @@ impl Admission {
     }
 
     /// Admits a request whose head has arrived; its body's bytes are counted as they are read.
-    pub fn admit(&self) -> Result<Ticket, Error> {
+    pub(crate) fn admit(&self) -> Result<Ticket, Error> {
         let request = Arc::clone(&self.requests)
             .try_acquire_owned()
             .map_err(|_| Error::Overloaded)?;

@@ -102,7 +102,7 @@ pub enum Error {
 }
 
 /// Seconds a sender is asked to wait after a 503.
-pub const RETRY_AFTER_SECS: u32 = 5;
+pub(crate) const RETRY_AFTER_SECS: u32 = 5;
 
 impl From<SchemeError> for Error {
     /// The DSS's refusals keep their own variant (and its `WWW-Authenticate`).

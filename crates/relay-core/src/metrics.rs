@@ -35,7 +35,7 @@ mod held;
 mod queue;
 
 pub use held::Held;
-pub use queue::{GATHER, LineQueue, STDOUT_QUEUE_LINES, Stdout, flush_stdout};
+pub use queue::{LineQueue, Stdout, flush_stdout};
 
 /// The CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "DssRelay";
@@ -444,7 +444,7 @@ mod tests {
             std::thread::sleep(Duration::from_micros(100));
         }
         assert!(queue.flush_blocking(Duration::from_secs(5)));
-        let windows = started.elapsed().as_micros() / GATHER.as_micros();
+        let windows = started.elapsed().as_micros() / queue::GATHER.as_micros();
         let seen = seen.lock().unwrap();
         assert_eq!(String::from_utf8_lossy(&seen.1).lines().count(), 200);
         // At most one write (one wake-up) per gathering window, not one per line.

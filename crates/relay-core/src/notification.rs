@@ -50,7 +50,7 @@ impl Verified {
     }
 
     /// Where the proof came from.
-    pub fn origin(&self) -> Origin {
+    pub(crate) fn origin(&self) -> Origin {
         self.origin
     }
 
@@ -304,6 +304,11 @@ impl Notification<Verified> {
     /// The key that signed the request, if it was signed.
     pub fn key_id(&self) -> Option<&str> {
         self.state.key_id()
+    }
+
+    /// Where its proof came from: a request checked now, or the archive (a replay).
+    pub fn origin(&self) -> Origin {
+        self.state.origin()
     }
 }
 

@@ -37,7 +37,7 @@ impl Outcome {
 
     /// The answer to a failed request: `{"error": {"code", "message"}}` plus the headers the
     /// status calls for (`Allow`, `WWW-Authenticate`, `Retry-After`).
-    pub fn from_error(error: &Error) -> Self {
+    pub(crate) fn from_error(error: &Error) -> Self {
         let body = json!({"error": {"code": error.code(), "message": error.to_string()}});
         let mut outcome = Self::json(error.status(), &body);
         outcome.code = Some(error.code());
@@ -65,7 +65,7 @@ impl Outcome {
     }
 
     /// The answer as sent for `method`: a `HEAD` answer has the headers and no body.
-    pub fn for_method(mut self, method: &http::Method) -> Self {
+    pub(crate) fn for_method(mut self, method: &http::Method) -> Self {
         if method == http::Method::HEAD {
             self.body = Bytes::new();
         }

@@ -54,7 +54,7 @@ fn filter_from(rust_log: Option<&str>) -> (Targets, Option<String>) {
 }
 
 /// The log format to use before the configuration is read (for reporting that it is invalid).
-pub fn format_from_env() -> LogFormat {
+pub(crate) fn format_from_env() -> LogFormat {
     let on_platform = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some()
         || std::env::var_os("K_SERVICE").is_some();
     match std::env::var("RELAY_LOG_FORMAT").as_deref() {

@@ -18,11 +18,11 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use sha2::{Digest as _, Sha256};
 
 /// The only algorithm the DSS used and the relay accepts.
-pub const ALGORITHM: &str = "hmac-sha256";
+pub(crate) const ALGORITHM: &str = "hmac-sha256";
 /// The header list the DSS signed; both entries are required.
-pub const SIGNED_HEADERS: &str = "date digest";
+pub(crate) const SIGNED_HEADERS: &str = "date digest";
 /// The draft-cavage `Digest` header.
-pub const DIGEST: HeaderName = HeaderName::from_static("digest");
+pub(crate) const DIGEST: HeaderName = HeaderName::from_static("digest");
 const SCHEME: &str = "Signature ";
 const DIGEST_PREFIX: &str = "SHA-256=";
 
@@ -39,7 +39,7 @@ impl Secret {
     }
 
     /// The raw key bytes.
-    pub fn expose(&self) -> &[u8] {
+    pub(crate) fn expose(&self) -> &[u8] {
         self.0.as_bytes()
     }
 }

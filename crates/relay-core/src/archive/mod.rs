@@ -55,21 +55,21 @@ pub use firehose::FirehoseStream;
 pub use gcs::GcsArchive;
 #[cfg(feature = "pubsub")]
 pub use pubsub::PubSubStream;
-pub use record::{
-    FORMAT, KEPT_HEADERS, REFUSED_PREFIX, Record, RecordError, Refused, is_secret_header,
-};
+pub use record::{KEPT_HEADERS, REFUSED_PREFIX, Record, RecordError, Refused, is_secret_header};
 #[cfg(feature = "s3")]
 pub use s3::S3Archive;
-pub use seal::{ArchiveKey, MIN_KEY_BYTES};
-pub use sink::{BATCH_BYTES, BATCH_RECORDS, destination, object_limit, records, written_by_relay};
-pub use stream::{RecordStream, StreamUrl, open_stream};
+pub use seal::ArchiveKey;
+pub(crate) use seal::MIN_KEY_BYTES;
+pub use sink::{destination, object_limit, records, written_by_relay};
+pub(crate) use stream::open_stream;
+pub use stream::{RecordStream, StreamUrl};
 
 /// The archive's name among the destinations: in answers, the ledger and `relay trace`. A
 /// configured sink may not take it while the archive is on.
 pub const SINK_NAME: &str = "archive";
 
 /// How the archive's resource begins: `archive:<url>`, its folder's canonical path for a folder.
-pub const RESOURCE_PREFIX: &str = "archive:";
+pub(crate) const RESOURCE_PREFIX: &str = "archive:";
 
 /// True for a destination the ledger names that is the archive: by its resource, or by the name
 /// an earlier release recorded it under.
@@ -235,7 +235,7 @@ pub enum ArchiveError {
 
 /// The largest record a relay whose bodies are at most `max_body_bytes` writes: the payload
 /// escaped as a JSON string (at most six bytes for one), and room for the rest.
-pub fn record_limit(max_body_bytes: usize) -> usize {
+pub(crate) fn record_limit(max_body_bytes: usize) -> usize {
     max_body_bytes.saturating_mul(6).saturating_add(256 * 1024)
 }
 

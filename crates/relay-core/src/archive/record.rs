@@ -28,7 +28,7 @@ use super::ArchiveKey;
 use crate::sink::{Attributes, Message};
 
 /// The `format` of every record this relay writes.
-pub const FORMAT: &str = "dss-relay-archive/1";
+pub(crate) const FORMAT: &str = "dss-relay-archive/1";
 
 /// The request headers a record keeps, besides those a route names: what describes a request
 /// without granting anything (the DSS's, each sender's event and delivery headers, the trace
@@ -324,7 +324,7 @@ impl Record {
     }
 
     /// True when `other` is a record of the same notification: its dedup key and payload.
-    pub fn same_notification(&self, other: &Self) -> bool {
+    pub(crate) fn same_notification(&self, other: &Self) -> bool {
         self.dedup_key == other.dedup_key && self.payload == other.payload
     }
 

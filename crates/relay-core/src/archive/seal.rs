@@ -18,7 +18,7 @@ const MAC_HEX: usize = 64;
 /// The bytes a seal adds: the field, the digits, its closing quote (the brace was there).
 pub(super) const SEAL_BYTES: usize = MAC_FIELD.len() + MAC_HEX + 1;
 /// The shortest key taken: 128 bits, as hex or text.
-pub const MIN_KEY_BYTES: usize = 16;
+pub(crate) const MIN_KEY_BYTES: usize = 16;
 
 /// The key records are sealed with: the UTF-8 bytes of `RELAY_ARCHIVE_KEY`.
 #[derive(Clone)]
@@ -45,7 +45,7 @@ impl ArchiveKey {
 
     /// A name for `dedup_key` only a holder of the key can tell: 16 hex digits of its MAC
     /// (apart from any record's, which all begin with `{`).
-    pub fn name_of(&self, dedup_key: &str) -> String {
+    pub(crate) fn name_of(&self, dedup_key: &str) -> String {
         let tag = self.mac(format!("name:{dedup_key}").as_bytes()).finalize();
         hex::encode(&tag.into_bytes()[..8])
     }

@@ -20,10 +20,10 @@ use crate::sink::batch::{BatchedSink, Limits, SendBatch};
 use crate::sink::{Destination, Message, Receipt, Shape, SinkError};
 
 /// The most records one object holds.
-pub const BATCH_RECORDS: usize = 256;
+pub(crate) const BATCH_RECORDS: usize = 256;
 
 /// The most bytes of records one object holds, unless a single record is larger.
-pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 /// How records leave: one object in flight, and what queued behind it in the next (a lone
 /// record at once); as many records waiting as a burst brings (the relay's admission bounds

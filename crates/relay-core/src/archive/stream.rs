@@ -115,7 +115,7 @@ pub trait RecordStream: Send + Sync + fmt::Debug {
 }
 
 /// Opens the engine at `url`. `aws` is the AWS configuration loaded at start.
-pub async fn open_stream(
+pub(crate) async fn open_stream(
     url: &StreamUrl,
     #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Arc<dyn RecordStream>, ArchiveError> {

@@ -167,7 +167,7 @@ impl fmt::Display for ConfigErrors {
 
 impl Config {
     /// Reads the process environment.
-    pub fn from_env() -> Result<Self, ConfigErrors> {
+    pub(crate) fn from_env() -> Result<Self, ConfigErrors> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 

@@ -250,7 +250,7 @@ impl Settings {
 
     /// These settings, with each one left unset taken from its default, where the default is
     /// a value (descriptive defaults such as the log format's are resolved by the caller).
-    pub fn or_defaults(mut self) -> Self {
+    pub(crate) fn or_defaults(mut self) -> Self {
         for setting in SETTINGS.iter().filter(|s| !s.default.is_empty()) {
             if self.shown(setting.key).is_none() {
                 // A descriptive default does not parse; it stays unset.

@@ -129,7 +129,10 @@ value!(
     /// [`MAX_TIMEOUT`](crate::transform::MAX_TIMEOUT).
     TransformMillis(u64),
     "milliseconds between 1 and 1000",
-    |s| s.parse().ok().filter(|n| (1..=1000).contains(n))
+    |s| {
+        let most = crate::transform::MAX_TIMEOUT.as_millis() as u64;
+        s.parse().ok().filter(|n| (1..=most).contains(n))
+    }
 );
 
 value!(
@@ -199,7 +202,7 @@ pub struct HmacKeys(pub BTreeMap<String, Secret>);
 
 impl HmacKeys {
     /// Parses the JSON object form.
-    pub fn from_json(raw: &str) -> Result<Self, crate::text::InvalidValue> {
+    pub(crate) fn from_json(raw: &str) -> Result<Self, crate::text::InvalidValue> {
         let map: BTreeMap<String, serde_json::Value> = serde_json::from_str(raw)
             .map_err(|_| "expected a JSON object of {\"<keyId>\": \"<secret>\"}")?;
         map.into_iter()

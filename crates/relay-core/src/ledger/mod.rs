@@ -37,11 +37,11 @@ pub use firestore::FirestoreLedger;
 pub use sqlite::SqliteLedger;
 
 /// The default retention: 8 days after the last attempt, beyond the DSS v1's 7 days of retries.
-pub const DEFAULT_RETENTION_SECS: u64 = 8 * 24 * 3600;
+pub(crate) const DEFAULT_RETENTION_SECS: u64 = 8 * 24 * 3600;
 
 /// Added to an attempt's deadline for its sinks to make its leases: the time a settlement
 /// may take after the last sink answered.
-pub const LEASE_MARGIN_MS: i64 = 2_000;
+pub(crate) const LEASE_MARGIN_MS: i64 = 2_000;
 
 /// Where the ledger lives.
 #[derive(Debug, Clone, PartialEq, Eq)]

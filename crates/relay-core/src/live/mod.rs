@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 
-pub use split::{DEFAULT_SPLIT_MAX_TTL, MAX_NAME_CHARS, SplitSpec, Timestamp};
+pub use split::{DEFAULT_SPLIT_MAX_TTL, SplitSpec, Timestamp};
 pub use store::{Fetched, RoutesUrl, Store, StoreError, Version, WriteError};
 
 use crate::route::{Input, Pattern, RouteError, RouteSpec, Router};
@@ -240,7 +240,7 @@ impl Routes {
 
     /// These routes, with stored splits allowed to last at most `max` from their registration
     /// to their expiry (`RELAY_SPLIT_MAX_TTL_SECS`; [`DEFAULT_SPLIT_MAX_TTL`] unless set).
-    pub fn with_split_max_ttl(mut self, max: Duration) -> Self {
+    pub(crate) fn with_split_max_ttl(mut self, max: Duration) -> Self {
         Arc::make_mut(&mut self.deployed).split_max_ttl = max;
         self
     }
@@ -297,7 +297,7 @@ impl Routes {
     }
 
     /// True when `sink` is one the deployment configured.
-    pub fn is_deployed(&self, sink: &SinkConfig) -> bool {
+    pub(crate) fn is_deployed(&self, sink: &SinkConfig) -> bool {
         self.deployed.sinks.contains(sink)
     }
 
@@ -390,12 +390,12 @@ impl RoutingTable {
     }
 
     /// The request headers a route or a split names.
-    pub fn request_headers(&self) -> &std::collections::BTreeSet<String> {
+    pub(crate) fn request_headers(&self) -> &std::collections::BTreeSet<String> {
         &self.request_headers
     }
 
     /// True when a route or a split matches on `$request`, so the caller builds it.
-    pub fn uses_request(&self) -> bool {
+    pub(crate) fn uses_request(&self) -> bool {
         self.uses_request
     }
 
@@ -431,7 +431,7 @@ fn decide(router: &Router, splits: &[ActiveSplit], input: &Input<'_>, now: Syste
 
 /// The deployed routes as written: the file's `[[routes]]`, or, with sinks from the variables,
 /// one route `all` to every sink.
-pub fn deployed_routes(file_routes: &[RouteSpec], sinks: &[SinkConfig]) -> Vec<RouteSpec> {
+pub(crate) fn deployed_routes(file_routes: &[RouteSpec], sinks: &[SinkConfig]) -> Vec<RouteSpec> {
     if !file_routes.is_empty() {
         return file_routes.to_vec();
     }

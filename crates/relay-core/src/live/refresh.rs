@@ -88,7 +88,7 @@ impl LiveRoutes {
     }
 
     /// True when the store was not read within the refresh interval.
-    pub fn is_due(&self) -> bool {
+    pub(crate) fn is_due(&self) -> bool {
         self.last_read
             .lock()
             .expect("not poisoned")

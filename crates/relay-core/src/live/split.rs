@@ -93,7 +93,7 @@ pub struct SplitSpec {
 }
 
 /// The longest split name.
-pub const MAX_NAME_CHARS: usize = 40;
+pub(crate) const MAX_NAME_CHARS: usize = 40;
 
 /// The longest a split lasts, from its registration to its expiry, unless
 /// `RELAY_SPLIT_MAX_TTL_SECS` says otherwise: 7 days.

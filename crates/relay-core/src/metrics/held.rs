@@ -36,7 +36,7 @@ impl Held {
 
     /// Writes the held lines in one write and flushes; an output that fails loses them, as a
     /// full queue's lines are lost, with a warning.
-    pub fn write_out(&self) {
+    pub(crate) fn write_out(&self) {
         let lines = std::mem::take(&mut *self.lines.lock().unwrap_or_else(|e| e.into_inner()));
         if lines.is_empty() {
             return;

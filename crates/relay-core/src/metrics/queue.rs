@@ -13,7 +13,7 @@ use super::{Field, MetricsOut, line};
 
 /// How many metric lines may wait for the standard-output writer; beyond it a line is dropped
 /// and counted.
-pub const STDOUT_QUEUE_LINES: usize = 8192;
+pub(crate) const STDOUT_QUEUE_LINES: usize = 8192;
 
 /// How long dropping the last [`Stdout`] waits, at most, for the queued lines to be written.
 const FLUSH_AT_DROP: Duration = Duration::from_secs(2);
@@ -90,7 +90,7 @@ pub struct LineQueue {
 
 /// How long the writer waits, after the line that woke it, for more to write with it: a line
 /// leaves at most this long after it was queued (a flush request does not wait).
-pub const GATHER: Duration = Duration::from_millis(2);
+pub(crate) const GATHER: Duration = Duration::from_millis(2);
 
 impl LineQueue {
     /// Starts the writer thread over `out`, with room for `capacity` lines.

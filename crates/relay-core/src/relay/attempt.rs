@@ -2,7 +2,7 @@
 //! and its backfill: the destinations it was routed to, each with its shaped message, are
 //! claimed in the ledger; those no attempt acknowledged are published; what they did is
 //! settled. The live path and a replay differ only in what they pass in: a deadline, and for a
-//! replay its run and [`Traffic`].
+//! replay its run; a replay's publishes are counted apart, by its notification's origin.
 //!
 //! A destination is known by its resource ([`Destination::resource`]). An acknowledgement an
 //! earlier release recorded under the destination's old name (its sink's `name()`, such as
@@ -16,7 +16,7 @@ use std::time::{Instant, SystemTime};
 
 use super::Relay;
 use super::ledger::Routing;
-use super::publish::{Published, Traffic};
+use super::publish::Published;
 use crate::error::Error;
 use crate::ledger::{Ack, Delivery};
 use crate::live::RoutingTable;
@@ -41,8 +41,6 @@ pub(super) struct Attempt<'a, 't> {
     pub(super) received_at: SystemTime,
     /// When every sink must have answered.
     pub(super) deadline: Instant,
-    /// Whose publishes these are, for the metrics.
-    pub(super) traffic: Traffic,
     /// Whether the ledger records it (when there is one): not a filtered notification when
     /// `RELAY_LEDGER_RECORD_FILTERED` is off, nor `relay replay --again` without a ledger.
     pub(super) record: bool,
@@ -110,6 +108,7 @@ impl Relay {
         &self,
         attempt: Attempt<'_, 't>,
     ) -> Result<Attempted<'t>, Error> {
+        let origin = attempt.notification.origin();
         let resources: Vec<&str> = attempt
             .planned
             .iter()
@@ -129,7 +128,7 @@ impl Relay {
         };
         let Some(holding) = holding else {
             let published = self
-                .publish(messages(attempt.planned), attempt.deadline, attempt.traffic)
+                .publish(messages(attempt.planned), attempt.deadline, origin)
                 .await;
             return Ok(Attempted {
                 earlier: Vec::new(),
@@ -158,7 +157,7 @@ impl Relay {
             true => Vec::new(),
             false => {
                 let todo = messages(todo);
-                self.publish(todo, attempt.deadline, attempt.traffic).await
+                self.publish(todo, attempt.deadline, origin).await
             }
         };
         if !(published.is_empty() && carried.is_empty()) {

@@ -21,7 +21,7 @@ const ROUTES_READ_TIMEOUT: Duration = Duration::from_millis(500);
 impl Relay {
     /// This relay, holding its metric lines for the end of each invocation instead of handing
     /// them to a writer thread: for [`invoke`](Self::invoke).
-    pub fn per_invocation(self) -> Self {
+    pub(crate) fn per_invocation(self) -> Self {
         self.holding_metrics(Arc::new(Held::stdout()))
     }
 
@@ -49,7 +49,7 @@ impl Relay {
     }
 
     /// Writes the metric lines held since the last invocation (those of the start).
-    pub fn write_held_metrics(&self) {
+    pub(crate) fn write_held_metrics(&self) {
         if let Some(held) = &self.held {
             held.write_out();
         }

@@ -42,7 +42,7 @@ pub(super) struct Holding {
 
 /// A notification first received longer ago than this, with a destination still without an
 /// acknowledgement after an attempt, counts as `Undelivered`.
-pub const UNDELIVERED_AFTER_MS: i64 = 3_600_000;
+pub(crate) const UNDELIVERED_AFTER_MS: i64 = 3_600_000;
 
 /// Where the attempt was routed, for the ledger.
 #[derive(Debug, Clone, Copy)]

@@ -9,7 +9,7 @@ use crate::sink::{Clients, SinkConfig};
 impl Relay {
     /// The same relay, adding the routes stored in `store` to the deployed ones; new sinks are
     /// built by `factory`. Call [`refresh`](Self::refresh) to read the store.
-    pub fn with_live_routes(
+    pub(crate) fn with_live_routes(
         mut self,
         store: Box<dyn crate::live::Store>,
         factory: SinkFactory,
@@ -41,7 +41,7 @@ impl Relay {
     /// [`refresh`](Self::refresh), when the refresh interval has passed since the last read,
     /// waiting at most `timeout` (Lambda, at the start of an invocation: background work
     /// freezes between invocations).
-    pub async fn refresh_if_due(&self, timeout: std::time::Duration) {
+    pub(crate) async fn refresh_if_due(&self, timeout: std::time::Duration) {
         if self.live.as_ref().is_some_and(LiveRoutes::is_due)
             && tokio::time::timeout(timeout, self.refresh()).await.is_err()
         {

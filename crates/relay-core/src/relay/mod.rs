@@ -37,10 +37,9 @@ use http_body::Body;
 use serde_json::json;
 
 use self::attempt::{Attempt, Planned};
-pub use self::ledger::UNDELIVERED_AFTER_MS;
 use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
-use self::publish::{Answered, Traffic};
+use self::publish::Answered;
 pub use self::replay::{
     REPLAYED, ReplayError, ReplayPlan, ReplayRecord, ReplaySelection, ReplayTo, Replayed,
 };
@@ -60,7 +59,7 @@ use crate::source::{Opened, Sources};
 use crate::verify::{Clock, Policy};
 
 /// Paths browsers and crawlers probe; never a DSS callback, always 404.
-pub const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
+pub(crate) const CRAWLER_PATHS: [&str; 2] = ["/robots.txt", "/favicon.ico"];
 
 /// A configured relay: keys, policy, routes and destinations, built once at start and shared
 /// by every request. The routing table is swapped whole when the stored routes change.
@@ -185,7 +184,7 @@ impl Relay {
 
     /// The same relay, writing every verified notification to `archive`, through `stream` when
     /// given (`RELAY_ARCHIVE_STREAM`).
-    pub fn with_archive_through(
+    pub(crate) fn with_archive_through(
         mut self,
         archive: Arc<dyn crate::archive::Archive>,
         key: crate::archive::ArchiveKey,
@@ -392,7 +391,6 @@ impl Relay {
                 },
                 received_at,
                 deadline,
-                traffic: Traffic::Live,
                 record,
             })
             .await?;

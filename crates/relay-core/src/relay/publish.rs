@@ -10,29 +10,21 @@ use serde::Serialize;
 use super::Relay;
 use super::attempt::{Attempted, Unsent};
 use crate::error::Error;
-use crate::notification::{Notification, Verified};
+use crate::notification::{Notification, Origin, Verified};
 use crate::outcome::Outcome;
 use crate::sink::{Destination, Message, Receipt, SinkError};
-
-/// Whose publish it is, for the metrics: a live notification's, or a replay's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Traffic {
-    /// A request's.
-    Live,
-    /// `relay replay`'s, counted apart.
-    Replay,
-}
 
 /// What each destination did with its message.
 pub(super) type Published<'t> = Vec<(&'t Destination, Result<Receipt, SinkError>)>;
 
 impl Relay {
-    /// Publishes to the destinations concurrently, each until `deadline`.
+    /// Publishes to the destinations concurrently, each until `deadline`; counted as a request's
+    /// publishes, or apart as a replay's when the notification came from the archive.
     pub(super) async fn publish<'t>(
         &self,
         messages: Vec<(&'t Destination, Unsent)>,
         deadline: Instant,
-        traffic: Traffic,
+        origin: Origin,
     ) -> Published<'t> {
         join_all(
             messages
@@ -45,12 +37,12 @@ impl Relay {
                     };
                     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
                     let (name, resource) = (&destination.name, &destination.resource);
-                    match traffic {
-                        Traffic::Live => {
+                    match origin {
+                        Origin::Request => {
                             self.metrics
                                 .publish(name, resource, result.as_ref(), latency_ms)
                         }
-                        Traffic::Replay => {
+                        Origin::Archive => {
                             self.metrics
                                 .replay(name, resource, result.as_ref(), latency_ms)
                         }

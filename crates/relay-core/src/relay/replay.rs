@@ -18,7 +18,6 @@ use serde_json::Value;
 use super::Relay;
 use super::attempt::{Attempt, Attempted, Planned};
 use super::ledger::Routing;
-use super::publish::Traffic;
 use crate::archive::Record;
 use crate::error::Error;
 use crate::live::RoutingTable;
@@ -231,7 +230,6 @@ impl Relay {
                 },
                 received_at: now,
                 deadline: Instant::now() + self.config.sink_timeout,
-                traffic: Traffic::Replay,
                 record,
             })
             .await;

@@ -21,7 +21,7 @@ pub const JMESPATH_MAX_BYTES: usize = 1024;
 /// `.`, `|`, `||`, `&&`, comparison, `!`, `&`, `(` and `{` adds one level to what it applies
 /// to, each `[`, `[?`, `[]` and `*` two (they make two nodes of the tree); a field or a
 /// literal is one.
-pub const JMESPATH_MAX_DEPTH: usize = 64;
+pub(crate) const JMESPATH_MAX_DEPTH: usize = 64;
 
 /// A compiled JMESPath expression, evaluated without copying the document more than once.
 #[derive(Clone)]

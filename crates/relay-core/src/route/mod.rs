@@ -18,8 +18,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 pub use export::{Export, FilterLanguage};
-pub use jmes::{JMESPATH_MAX_BYTES, JMESPATH_MAX_DEPTH};
-pub use pattern::{Input, Pattern, PatternError, REQUEST, SOURCE};
+pub use jmes::JMESPATH_MAX_BYTES;
+pub(crate) use pattern::REQUEST;
+pub use pattern::{Input, Pattern, PatternError};
 pub use request::request_document;
 
 /// A compiled route.
@@ -89,7 +90,7 @@ pub struct RouteSpec {
 }
 
 /// Why a route or a split that matches on `$request` must say `accept_unsigned = true`.
-pub const UNSIGNED_REQUEST: &str = "matches on $request (the path, the query or the headers), which no sender signs: whoever holds a captured request can change them and send it down this route; add accept_unsigned = true to route on them all the same";
+pub(crate) const UNSIGNED_REQUEST: &str = "matches on $request (the path, the query or the headers), which no sender signs: whoever holds a captured request can change them and send it down this route; add accept_unsigned = true to route on them all the same";
 
 /// Why routes could not be compiled. `route` names the route, `field` the part at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -163,7 +164,7 @@ impl Router {
     }
 
     /// The names of the sinks, by index.
-    pub fn sink_names(&self) -> &[String] {
+    pub(crate) fn sink_names(&self) -> &[String] {
         &self.sink_names
     }
 
@@ -173,7 +174,7 @@ impl Router {
     }
 
     /// True when some route matches on `$request`, so the caller builds it.
-    pub fn uses_request(&self) -> bool {
+    pub(crate) fn uses_request(&self) -> bool {
         self.uses_request
     }
 

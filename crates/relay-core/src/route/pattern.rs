@@ -101,10 +101,10 @@ impl Pattern {
 }
 
 /// The field under which patterns see the request.
-pub const REQUEST: &str = "$request";
+pub(crate) const REQUEST: &str = "$request";
 
 /// The field under which patterns see the source's name.
-pub const SOURCE: &str = "$source";
+pub(crate) const SOURCE: &str = "$source";
 
 /// What a pattern is matched against: the notification, under `$request` the request, under
 /// `$source` the source's name.

@@ -106,7 +106,7 @@ impl HmacConfig {
     /// The headers whose values the template signs, lowercase: the id's and the timestamp's
     /// when `{id}` and `{timestamp}` are in it, and each `{header:<name>}`. Empty for a
     /// template that does not parse (refused elsewhere).
-    pub fn signed_headers(&self) -> Vec<String> {
+    pub(crate) fn signed_headers(&self) -> Vec<String> {
         let parts = parse_template(&self.template).unwrap_or_default();
         let lower = |h: &Option<String>| h.as_deref().map(str::to_ascii_lowercase);
         parts

@@ -186,7 +186,7 @@ impl HmacKey {
     }
 
     /// The key bytes.
-    pub fn expose(&self) -> &[u8] {
+    pub(crate) fn expose(&self) -> &[u8] {
         &self.0
     }
 }

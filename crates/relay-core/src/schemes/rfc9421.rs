@@ -31,7 +31,7 @@ const MAX_SIGNATURES: usize = 4;
 const MAX_COMPONENTS: usize = 32;
 
 /// The components a signature must cover unless the source says otherwise.
-pub const DEFAULT_REQUIRED: [&str; 3] = ["@method", "@path", CONTENT_DIGEST];
+pub(crate) const DEFAULT_REQUIRED: [&str; 3] = ["@method", "@path", CONTENT_DIGEST];
 
 /// RFC 9421 with RFC 9530 `Content-Digest`.
 #[derive(Debug, Clone)]
@@ -57,7 +57,7 @@ impl Default for Rfc9421 {
 
 /// Checks a source's `required_components`: known derived components or lower-case header
 /// names, each once, `content-digest` among them (else the body is not signed).
-pub fn check_required(required: &[String]) -> Result<(), String> {
+pub(crate) fn check_required(required: &[String]) -> Result<(), String> {
     const DERIVED: [&str; 5] = [
         "@method",
         "@authority",

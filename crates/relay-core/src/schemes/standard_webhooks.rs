@@ -16,7 +16,7 @@ const ID: &str = "webhook-id";
 const TIMESTAMP: &str = "webhook-timestamp";
 const SIGNATURE: &str = "webhook-signature";
 /// The prefix of a symmetric secret.
-pub const SECRET_PREFIX: &str = "whsec_";
+pub(crate) const SECRET_PREFIX: &str = "whsec_";
 /// More signatures than any rotation needs are refused rather than each tried.
 const MAX_SIGNATURES: usize = 8;
 

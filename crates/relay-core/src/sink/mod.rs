@@ -36,10 +36,10 @@ pub use aws::{aws_http_client, load_aws_config};
 pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use limit::ByteLimit;
 pub use pubsub::PubSubConfig;
-pub use resource::{SharedResource, check_resources};
+pub use resource::SharedResource;
+pub(crate) use resource::check_resources;
 pub use shape::{
-    Attributes, Format, NOTIFY_ATTEMPT, Selection, Shape, ShapeError, TRANSFORMED, Template,
-    TemplateError, Unshaped,
+    Attributes, Format, Selection, Shape, ShapeError, Template, TemplateError, Unshaped,
 };
 pub use sns::SnsConfig;
 pub use sqs::{SqsConfig, region_of_host};
@@ -98,7 +98,7 @@ impl Message {
 
     /// The size queue services count against their limit: the body plus every attribute's
     /// name, data type (`String`) and value.
-    pub fn encoded_size(&self) -> usize {
+    pub(crate) fn encoded_size(&self) -> usize {
         self.payload.len()
             + self
                 .attributes
@@ -141,7 +141,7 @@ pub enum SinkError {
 
 impl SinkError {
     /// True when the sender should retry.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         matches!(self, Self::Retryable(_))
     }
 
@@ -152,7 +152,7 @@ impl SinkError {
     }
 
     /// The transform's failure, when this is one.
-    pub fn as_transform(&self) -> Option<&crate::transform::RunError> {
+    pub(crate) fn as_transform(&self) -> Option<&crate::transform::RunError> {
         match self {
             Self::Permanent(e) => e.downcast_ref(),
             Self::Retryable(_) => None,
@@ -160,7 +160,8 @@ impl SinkError {
     }
 
     /// The same failure again, for every message of a batch that one error failed.
-    pub fn replicate(&self) -> Self {
+    #[cfg(feature = "aws")]
+    pub(crate) fn replicate(&self) -> Self {
         let detail: BoxError = match self {
             Self::Retryable(e) | Self::Permanent(e) => e.to_string().into(),
         };
@@ -414,7 +415,8 @@ impl<'a> Clients<'a> {
 
 impl Target {
     /// True for destinations that need the shared AWS configuration.
-    pub fn uses_aws(&self) -> bool {
+    #[cfg(feature = "aws")]
+    pub(crate) fn uses_aws(&self) -> bool {
         matches!(self, Self::Sqs(_) | Self::Sns(_))
     }
 

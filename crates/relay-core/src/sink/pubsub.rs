@@ -33,7 +33,7 @@ pub struct PubSubConfig {
 
 impl PubSubConfig {
     /// The Pub/Sub limit for data plus attributes.
-    pub const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(10_000_000);
+    pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(10_000_000);
 
     fn default_max() -> ByteLimit {
         Self::DEFAULT_MAX_MESSAGE_BYTES

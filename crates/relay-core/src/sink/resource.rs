@@ -21,7 +21,7 @@ pub struct SharedResource {
 }
 
 /// Refuses two of `sinks` (a configuration's, with its splits') that deliver to one resource.
-pub fn check_resources<'a>(
+pub(crate) fn check_resources<'a>(
     sinks: impl IntoIterator<Item = &'a SinkConfig>,
 ) -> Result<(), SharedResource> {
     let mut seen: BTreeMap<String, &str> = BTreeMap::new();

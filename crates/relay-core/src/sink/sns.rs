@@ -31,7 +31,7 @@ pub struct SnsConfig {
 
 impl SnsConfig {
     /// The SNS limit for body plus attributes.
-    pub const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(256 * 1024);
+    pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(256 * 1024);
 
     fn default_max() -> ByteLimit {
         Self::DEFAULT_MAX_MESSAGE_BYTES
@@ -53,7 +53,7 @@ impl SnsConfig {
     }
 
     /// True for a FIFO topic.
-    pub fn is_fifo(&self) -> bool {
+    pub(crate) fn is_fifo(&self) -> bool {
         self.topic_arn.as_str().ends_with(".fifo")
     }
 }

@@ -32,7 +32,7 @@ pub struct SqsConfig {
 
 impl SqsConfig {
     /// The SQS limit for body plus attributes.
-    pub const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(1024 * 1024);
+    pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(1024 * 1024);
 
     fn default_max() -> ByteLimit {
         Self::DEFAULT_MAX_MESSAGE_BYTES
@@ -54,7 +54,7 @@ impl SqsConfig {
     }
 
     /// True for a FIFO queue.
-    pub fn is_fifo(&self) -> bool {
+    pub(crate) fn is_fifo(&self) -> bool {
         self.queue_url.as_str().ends_with(".fifo")
     }
 }

@@ -291,7 +291,7 @@ impl Sources {
     }
 
     /// The source answering on `path`: the one that names it, else the one without paths.
-    pub fn for_path(&self, path: &str) -> Option<&Source> {
+    pub(crate) fn for_path(&self, path: &str) -> Option<&Source> {
         self.list
             .iter()
             .find(|s| s.paths.iter().any(|p| p == path))

@@ -25,7 +25,7 @@ impl SchemeName {
     /// The request headers the scheme always signs, lowercase: what a dedup key may be read
     /// from besides the body. GitHub and Shopify sign the body alone; an RFC 9421 signature
     /// covers what each request lists, so none is known in advance.
-    pub fn signed_headers(self, options: &SourceSpec) -> Vec<String> {
+    pub(crate) fn signed_headers(self, options: &SourceSpec) -> Vec<String> {
         match self {
             Self::StandardWebhooks => vec!["webhook-id".into(), "webhook-timestamp".into()],
             Self::Slack => vec!["x-slack-request-timestamp".into()],

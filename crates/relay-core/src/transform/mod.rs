@@ -21,7 +21,7 @@ use std::time::Duration;
 
 /// Longest time limit a run may be given (`RELAY_TRANSFORM_TIMEOUT_MS`), so that a run's
 /// stack holds what it builds.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Deepest nesting a message body may have (as deep as the relay parses).
 const MAX_DEPTH: usize = 128;

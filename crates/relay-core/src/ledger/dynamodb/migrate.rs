@@ -28,7 +28,11 @@ impl DynamoDbLedger {
     /// Copies each live item of `earlier`, a table of the earlier layout, into this ledger's
     /// table under its bundle, leaving `earlier` as it was. Items this table already holds
     /// are kept as they are; running it twice copies nothing twice.
-    pub async fn copy_earlier(&self, earlier: &str, now_s: i64) -> Result<Copied, LedgerError> {
+    pub(crate) async fn copy_earlier(
+        &self,
+        earlier: &str,
+        now_s: i64,
+    ) -> Result<Copied, LedgerError> {
         let mut pages = self
             .client
             .scan()

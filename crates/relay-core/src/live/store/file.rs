@@ -26,13 +26,13 @@ use super::{DEFAULT_MAX_BYTES, Fetched, Store, StoreError, Version, WriteError};
 const READ_DEADLINE: Duration = Duration::from_secs(5);
 
 /// How long a writer waits for another writer's lock by default.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How often a waiting writer tries the lock again.
 const LOCK_RETRY: Duration = Duration::from_millis(20);
 
 /// The version of a document's text: the first 16 hex digits of its SHA-256.
-pub fn content_version(text: &str) -> Version {
+pub(crate) fn content_version(text: &str) -> Version {
     let digest = Sha256::digest(text.as_bytes());
     Version(hex::encode(&digest[..8]))
 }

@@ -24,7 +24,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use file::{DEFAULT_LOCK_TIMEOUT, FileStore, content_version};
+pub use file::FileStore;
 #[cfg(feature = "gcs")]
 pub use gcs::GcsStore;
 #[cfg(feature = "s3")]

@@ -47,7 +47,7 @@ pub struct Attributes(Arc<Vec<(Text, Text)>>);
 impl Attributes {
     /// A DSS notification's attribute names in priority order. Names absent for a notification
     /// are skipped.
-    pub const ORDER: [&'static str; 9] = [
+    pub(crate) const ORDER: [&'static str; 9] = [
         "relay.dedup_key",
         "dss.subscription_id",
         "dss.bundle_uuid",
@@ -61,7 +61,7 @@ impl Attributes {
 
     /// The names another source's event carries, in priority order; a DSS notification that
     /// came through a configured source carries `relay.source` too, after its own.
-    pub const SOURCE_ORDER: [&'static str; 5] = [
+    pub(crate) const SOURCE_ORDER: [&'static str; 5] = [
         "relay.dedup_key",
         "relay.source",
         "relay.event_type",
@@ -72,7 +72,7 @@ impl Attributes {
     /// The most attributes one message carries before a destination's selection: a DSS
     /// notification's nine (a configured source's name is the first to go where a destination
     /// keeps fewer).
-    pub const MOST: usize = Self::ORDER.len();
+    pub(crate) const MOST: usize = Self::ORDER.len();
 
     /// Every attribute name the relay sets, DSS ones first.
     pub fn names() -> impl Iterator<Item = &'static str> {
@@ -154,7 +154,7 @@ impl Attributes {
     }
 
     /// Keeps the first `n` attributes.
-    pub fn truncate(&mut self, n: usize) {
+    pub(crate) fn truncate(&mut self, n: usize) {
         if self.0.len() > n {
             Arc::make_mut(&mut self.0).truncate(n);
         }
@@ -187,7 +187,7 @@ impl Attributes {
     }
 
     /// Adds an attribute before every other, replacing one of the same name.
-    pub fn put_first(&mut self, name: &str, value: &str) {
+    pub(crate) fn put_first(&mut self, name: &str, value: &str) {
         let list = Arc::make_mut(&mut self.0);
         list.retain(|(n, _)| n.as_str() != name);
         list.insert(0, (Text::owned(name), Text::owned(value)));
@@ -215,7 +215,7 @@ impl Attributes {
 }
 
 /// The DSS v1 retry-queue index header; forwarded as the `dss.notify_attempt` attribute.
-pub const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
+pub(crate) const NOTIFY_ATTEMPT: &str = "x-dss-notify-attempt";
 
 /// The `X-DSS-Notify-Attempt` value, kept only when it is a small decimal number: the header is
 /// not signed, so anything else is dropped (and logged by length, never by value).

@@ -30,7 +30,7 @@ pub enum Format {
 
 impl Format {
     /// The default, which a sink table leaves out.
-    pub fn is_raw(&self) -> bool {
+    pub(crate) fn is_raw(&self) -> bool {
         *self == Self::Raw
     }
 }

@@ -11,8 +11,8 @@ mod attributes;
 mod cloudevents;
 mod template;
 
+pub use attributes::Attributes;
 pub(crate) use attributes::notify_attempt;
-pub use attributes::{Attributes, NOTIFY_ATTEMPT};
 pub use cloudevents::Format;
 pub(crate) use cloudevents::Mode;
 pub use template::{Template, TemplateError};
@@ -22,7 +22,7 @@ use crate::notification::{Notification, Verified};
 use crate::transform::{Limits, Program, RunError};
 
 /// The attribute a transformed message carries (`true`), the lowest-priority of the relay's.
-pub const TRANSFORMED: &str = "relay.transformed";
+pub(crate) const TRANSFORMED: &str = "relay.transformed";
 
 /// The keys every `[sinks.<name>]` table takes, whatever its type.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -41,7 +41,7 @@ pub struct Selection {
 
 impl Selection {
     /// The field names above, as a table spells them.
-    pub const KEYS: [&'static str; 3] = ["attributes", "extra_attributes", "transform"];
+    pub(crate) const KEYS: [&'static str; 3] = ["attributes", "extra_attributes", "transform"];
 }
 
 /// Why a destination's message could not be made for a notification.
@@ -171,7 +171,7 @@ impl Shape {
 
     /// The attribute names a DSS notification's message to this destination can carry, in
     /// order.
-    pub fn sent_attributes(&self) -> Vec<&str> {
+    pub(crate) fn sent_attributes(&self) -> Vec<&str> {
         let mut names: Vec<&str> = Attributes::ORDER
             .iter()
             .copied()
@@ -253,7 +253,7 @@ impl Shape {
     }
 
     /// True when the destination's body is its transform's.
-    pub fn transforms(&self) -> bool {
+    pub(crate) fn transforms(&self) -> bool {
         self.transform.is_some()
     }
 

@@ -102,7 +102,7 @@ impl Template {
 
     /// Renders against a notification; a field that is missing, or not a string or number,
     /// is an error.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         document: &Value,
         dedup_key: &str,
