@@ -5,7 +5,6 @@
 //!
 //! The document is rewritten in TOML's canonical form: comments in it are not kept.
 
-use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -13,6 +12,8 @@ use clap::Args;
 use relay_core::live::store::{self, Fetched, Store, Version, WriteError};
 use relay_core::live::{Routes, RoutesUrl, StoredRoutes, check_document};
 use relay_core::{Config, DocumentError};
+
+use crate::error::CliError;
 
 /// How to get out of a stored document that does not parse, said with every refusal.
 const HOW_TO_REPLACE: &str = "`relay routes put FILE` replaces a document that does not parse";

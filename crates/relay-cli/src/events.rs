@@ -3,7 +3,6 @@
 //! the ledger), or refused on arrival; narrowed by status, destination and source, and counted
 //! per destination: what a bulk `relay replay` would find, before it sends.
 
-use crate::error::CliError;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -15,6 +14,7 @@ use relay_core::{Config, Relay};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::error::CliError;
 use crate::replay::{Read1, kept_since, list, records, window};
 use crate::terminal::safe;
 
@@ -146,20 +146,9 @@ async fn events(args: &EventsArgs) -> Result<Found, CliError> {
         args.until.as_deref(),
         |now| Ok(kept_since(&config, now).unwrap_or(UNIX_EPOCH)),
     )?;
-    let archive = relay_core::archive::open(&archive_url, None)
-        .await
-        .map_err(|e| CliError::at(&archive_url, e))?;
-    let relay = Relay::from_config(config)
-        .await
-        .map_err(CliError::Destinations)?;
+    let (archive, relay) = crate::replay::opened(&archive_url, config).await?;
     if let Some(name) = &args.destination {
-        let names = relay.destination_names();
-        if !names.iter().any(|n| n == name) {
-            return Err(CliError::Invalid(format!(
-                "--destination {name}: no such destination; the routes in effect have {}",
-                names.join(", ")
-            )));
-        }
+        crate::replay::known_destination(&relay, "--destination", name, |_| false)?;
     }
     let keys = list(archive.as_ref(), &archive_url.to_string(), since, until).await?;
     let window = (since, until);

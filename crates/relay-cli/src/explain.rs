@@ -1,7 +1,6 @@
 //! `relay explain`: what the routes decide for one notification, without sending it; and
 //! `relay export`: a route as a cloud-side filter.
 
-use crate::error::CliError;
 use std::process::ExitCode;
 
 use bytes::Bytes;
@@ -9,6 +8,8 @@ use relay_core::route::{FilterLanguage, Input, request_document};
 use relay_core::sink::SinkConfig;
 use relay_core::transform::{Limits, Program};
 use relay_core::{Config, Notification};
+
+use crate::error::CliError;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExplainArgs {

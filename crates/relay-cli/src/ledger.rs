@@ -2,10 +2,11 @@
 //! `ledger_key` alone, with the index `by_bundle`) into a table of this release's (keyed by
 //! `bundle_uuid` and `ledger_key`), so that an upgrade keeps what the relay remembers.
 
-use crate::error::CliError;
 use std::process::ExitCode;
 
 use relay_core::ledger::LedgerUrl;
+
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum LedgerCommand {

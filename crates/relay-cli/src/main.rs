@@ -18,12 +18,13 @@ mod split;
 mod terminal;
 mod trace;
 
-use crate::error::CliError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 use relay_core::Config;
+
+use crate::error::CliError;
 
 #[derive(Debug, Parser)]
 #[command(name = "relay", version, about = "DSS notification relay tools")]

@@ -1,7 +1,6 @@
 //! `relay routes`: show the stored routes document, replace its sinks and routes, or remove one
 //! stored route.
 
-use crate::error::CliError;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,6 +9,7 @@ use clap::Subcommand;
 use relay_core::live::StoredRoutes;
 
 use crate::document::{self, IfUnparsable, StoreArgs};
+use crate::error::CliError;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum RoutesCommand {

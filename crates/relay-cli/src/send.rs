@@ -1,6 +1,5 @@
 //! `relay send`: build the request the DSS would have sent for a notification, and send it.
 
-use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
@@ -10,6 +9,7 @@ use relay_core::schemes::{Signer, SigningKey};
 use relay_core::source::{SchemeName, SourceSpec};
 use relay_core::verify::{Secret, sign};
 
+use crate::error::CliError;
 use crate::{Encoding, HttpMethod, SendArgs};
 
 pub(crate) fn run(args: &SendArgs) -> Result<ExitCode, CliError> {

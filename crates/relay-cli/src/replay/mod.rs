@@ -4,7 +4,6 @@
 //! twice publishes nothing the second time, and an interrupted one run again goes on where it
 //! stopped.
 
-use crate::error::CliError;
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt as _;
-use relay_core::archive::{ArchiveError, Record, RecordError};
+use relay_core::archive::{Archive, ArchiveError, ArchiveUrl, Record, RecordError};
 use relay_core::relay::{
     ReplayError, ReplayPlan, ReplayRecord, ReplaySelection, ReplayTo, Replayed,
 };
@@ -22,6 +21,7 @@ use relay_core::{Config, Relay};
 
 use sha2::{Digest as _, Sha256};
 
+use crate::error::CliError;
 use crate::terminal::safe;
 
 mod pace;
@@ -260,6 +260,36 @@ fn fresh_run_id() -> Result<String, CliError> {
     Ok(hex::encode(id))
 }
 
+/// The archive at `url` and a relay with `config`'s destinations, to send or read archived
+/// notifications through.
+pub(crate) async fn opened(
+    url: &ArchiveUrl,
+    config: Config,
+) -> Result<(Arc<dyn Archive>, Relay), CliError> {
+    let archive = (relay_core::archive::open(url, None).await).map_err(|e| CliError::at(url, e))?;
+    let relay = Relay::from_config(config)
+        .await
+        .map_err(CliError::Destinations)?;
+    Ok((archive, relay))
+}
+
+/// `name`, given with `flag`, names one of the relay's destinations (or one `also` takes).
+pub(crate) fn known_destination(
+    relay: &Relay,
+    flag: &str,
+    name: &str,
+    also: impl Fn(&str) -> bool,
+) -> Result<(), CliError> {
+    let names = relay.destination_names();
+    match names.iter().any(|n| n == name || also(n)) {
+        true => Ok(()),
+        false => Err(CliError::Invalid(format!(
+            "{flag} {name}: no such destination; the routes in effect have {}",
+            names.join(", ")
+        ))),
+    }
+}
+
 /// Lists the window's hours, then replays what the selection takes, `job.concurrency` at a
 /// time and at most `job.rate` per second.
 pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, CliError> {
@@ -271,23 +301,9 @@ pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, CliErro
     if config.ledger.is_none() && job.plan.record != ReplayRecord::Unrecorded {
         return Err(ReplayError::NoLedger.into());
     }
-    let archive = relay_core::archive::open(&archive_url, None)
-        .await
-        .map_err(|e| CliError::at(&archive_url, e))?;
-    let relay = Relay::from_config(config)
-        .await
-        .map_err(CliError::Destinations)?;
+    let (archive, relay) = opened(&archive_url, config).await?;
     if let ReplayTo::Destination(name) = &job.plan.to {
-        let names = relay.destination_names();
-        if !names
-            .iter()
-            .any(|n| n == name || *n == format!("split:{name}"))
-        {
-            return Err(CliError::Invalid(format!(
-                "--to {name}: no such destination; the routes in effect have {}",
-                names.join(", ")
-            )));
-        }
+        known_destination(&relay, "--to", name, |n| n == format!("split:{name}"))?;
     }
     let keys = list(
         archive.as_ref(),

@@ -2,11 +2,12 @@
 //! what the archive keeps, its objects listed hour by hour, and each read once within the
 //! largest object a relay writes and split into its records.
 
-use crate::error::CliError;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use relay_core::Config;
 use relay_core::archive::{Archive, ArchiveError, hours};
+
+use crate::error::CliError;
 
 /// A time, or a duration before `now`.
 pub(crate) fn parse_time(text: &str, now: SystemTime) -> Result<SystemTime, CliError> {

@@ -1,12 +1,13 @@
 //! `relay split start --backfill`: the archived notifications a new split's pattern matches
 //! of the last while, replayed to it once the relays have taken the split.
 
-use crate::error::CliError;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 use super::StartArgs;
+
+use crate::error::CliError;
 
 /// Waits for the relays to take the split (their routes refresh), then replays to it what it
 /// matches of the last `window`, completing the live ledger entries: what reaches the split

@@ -1,7 +1,6 @@
 //! `relay split`: start, list, renew, stop and tidy up the splits of the stored routes
 //! document, creating and deleting the destinations `--create` makes for them.
 
-use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,6 +13,7 @@ use relay_core::sink::{
 use serde_json::Value;
 
 use crate::document::{self, IfUnparsable, StoreArgs};
+use crate::error::CliError;
 mod backfill;
 mod create;
 mod queue;

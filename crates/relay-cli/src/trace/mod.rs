@@ -2,7 +2,6 @@
 //! relays record in (`RELAY_LEDGER_URL`): every attempt, the routes version and split that
 //! decided it, each destination's message id, and the duplicates answered without publishing.
 
-use crate::error::CliError;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,6 +14,8 @@ mod archive;
 mod refused;
 
 use self::archive::archived;
+
+use crate::error::CliError;
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["bundle_uuid", "key", "refused"])))]

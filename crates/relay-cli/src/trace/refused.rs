@@ -2,7 +2,6 @@
 //! the archive keeps them: when, from which source and key, what they were answered, and the
 //! record's key. `relay replay --refused` sends them once the configuration takes them.
 
-use crate::error::CliError;
 use std::time::SystemTime;
 
 use futures_util::StreamExt as _;
@@ -10,6 +9,7 @@ use relay_core::Config;
 use relay_core::archive::{ArchiveKey, Record};
 use serde_json::{Value, json};
 
+use crate::error::CliError;
 use crate::terminal::safe;
 
 /// Lists the refused records received since `since` (a time or a duration ago): true when
