@@ -5,7 +5,7 @@
 //! - every byte buffered counts against `RELAY_MAX_BUFFERED_BYTES`; bodies still arriving may
 //!   hold at most half of it, so bodies that are complete always find room, however many
 //!   incomplete ones are waiting;
-//! - the next bytes of a body are due within [`GRACE`] plus what has arrived at
+//! - the next bytes of a body are due within `GRACE` plus what has arrived at
 //!   `RELAY_BODY_MIN_BYTES_PER_SEC`, and the whole body within the grace plus its declared size
 //!   at that rate, and never later than `RELAY_BODY_TIMEOUT_MS` (408);
 //! - beyond a budget, the answer is 503 `overloaded` at once, never a wait.

@@ -1,8 +1,9 @@
 //! The framework-free core of the DSS notification relay.
 //!
 //! A request enters through [`Relay::handle`], the one entry point: its head is checked and it
-//! is let in by [`admission`], which reads the body; it is checked by [`verify`], has its
-//! payload taken out of the body by [`intake`], is parsed into a [`Notification`], is routed by
+//! is let in by [`admission`], which reads the body; it is checked by its [`source`]'s scheme
+//! ([`schemes`]; the DSS's over [`verify`]), has its payload taken out of the body by [`intake`],
+//! is parsed into a [`Notification`], is routed by
 //! the [`live::RoutingTable`] in effect and leaves through every [`Sink`] its routes name.
 //! Platform adapters (Lambda, Cloud Run) start through [`bootstrap`], hand their request's head
 //! and body to `handle` and copy the [`Outcome`] back. [`config`] reads the variables and the

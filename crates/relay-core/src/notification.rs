@@ -17,7 +17,7 @@ use crate::schemes::Proof;
 pub struct Unverified;
 
 /// Proof that a request passed its source's signature check: the key id that signed, and where
-/// the proof came from. [`Verified::new`] is its one maker, called where a scheme's proof is
+/// the proof came from. `Verified::new` is its one maker, called where a scheme's proof is
 /// taken: a request verified now, or an archived record the relay verified when it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {

@@ -2,7 +2,7 @@
 //! under `YYYY/MM/DD/HH/`. A record is written to a temporary file in its hour's folder, then
 //! linked under its key, which fails when the key exists: a file is never overwritten, and a
 //! reader never sees one half written. Records written concurrently are flushed to disk
-//! together, by one sync of the folder's file system after the batch ([`GroupCommit`]), and
+//! together, by one sync of the folder's file system after the batch (`GroupCommit`), and
 //! each writer is answered only after that sync.
 
 use std::io::Write as _;

@@ -20,7 +20,7 @@
 //! it opens under the archive's key and holds that notification. Whatever else is found at a
 //! record's key (another record, a folder, a link, an object of someone who may write to the
 //! bucket) is left alone, and the record is written beside it, under `<key>.<16 hex digits>`
-//! that only a holder of the key can tell ([`ArchiveKey::name_of`]).
+//! that only a holder of the key can tell (`ArchiveKey::name_of`).
 //!
 //! Stores: a local folder ([`dir`]), S3 (`s3://BUCKET/PREFIX`, cargo feature `s3`) and Cloud
 //! Storage (`gs://BUCKET/PREFIX`, cargo feature `gcs`).

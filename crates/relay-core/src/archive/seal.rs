@@ -31,7 +31,7 @@ impl std::fmt::Debug for ArchiveKey {
 }
 
 impl ArchiveKey {
-    /// The key of `secret`'s bytes; `None` when it is shorter than [`MIN_KEY_BYTES`].
+    /// The key of `secret`'s bytes; `None` when it is shorter than `MIN_KEY_BYTES`.
     pub fn new(secret: &[u8]) -> Option<Self> {
         (secret.len() >= MIN_KEY_BYTES)
             .then(|| Self(Hmac::new_from_slice(secret).expect("HMAC takes a key of any length")))

@@ -87,7 +87,7 @@ pub struct SplitSpec {
     /// Its destination was created for it, and goes with it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub created: bool,
-    /// Match on `$request`, which no sender signs ([`crate::route::UNSIGNED_REQUEST`]).
+    /// Match on `$request`, which no sender signs (`crate::route::UNSIGNED_REQUEST`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub accept_unsigned: bool,
 }

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use super::MetricsOut;
 
-/// The lines written since the last [`write_out`](Held::write_out), and where they go.
+/// The lines written since the last `write_out`, and where they go.
 pub struct Held {
     lines: Mutex<String>,
     out: Mutex<Box<dyn Write + Send>>,

@@ -18,7 +18,7 @@ pub(crate) const STDOUT_QUEUE_LINES: usize = 8192;
 /// How long dropping the last [`Stdout`] waits, at most, for the queued lines to be written.
 const FLUSH_AT_DROP: Duration = Duration::from_secs(2);
 
-/// Standard output, through one process-wide [`LineQueue`] of [`STDOUT_QUEUE_LINES`] lines:
+/// Standard output, through one process-wide [`LineQueue`] of `STDOUT_QUEUE_LINES` lines:
 /// a request's thread hands each line over and goes on; the writer thread writes whole lines,
 /// so they never interleave. Dropping the last `Arc` of it (the relay going away) waits for the
 /// queued lines, for at most 2 s; [`flush_stdout`] waits for them without dropping anything.
@@ -70,7 +70,7 @@ enum FlushAck {
 }
 
 /// A bounded queue of lines drained by one thread of its own. The first line after a quiet
-/// spell wakes the thread, which then waits [`GATHER`] for the lines that follow (they do not
+/// spell wakes the thread, which then waits `GATHER` for the lines that follow (they do not
 /// wake it: a line costs its sender a push, not a context switch) and writes all of them,
 /// whole lines, in one write, then flushes. A flush request wakes it at once. Writing never
 /// blocks: when the queue is full the line is dropped and counted, and the writer reports the

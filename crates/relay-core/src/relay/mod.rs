@@ -6,13 +6,13 @@
 //! timeout), then [`verify`](crate::verify) over the raw bytes, then [`intake`](crate::intake)
 //! takes the payload out of the body, then [`Notification`] parses it, then the
 //! [`RoutingTable`] in effect (splits, then routes) picks the destinations, each shapes and
-//! size-checks its message ([`sink::shape`](crate::sink::shape)), then the attempt claims those
-//! destinations in the delivery ledger ([`ledger`]), and only then does each [`Sink`] not yet
-//! acknowledged publish it ([`publish`]), the [`archive`](crate::archive) as well when there is
+//! size-checks its message (`sink::shape`), then the attempt claims those
+//! destinations in the delivery ledger (`ledger`), and only then does each [`Sink`] not yet
+//! acknowledged publish it (`publish`), the [`archive`](crate::archive) as well when there is
 //! one; the ledger records what they did. The answer is 202 only when every routed sink (and the
-//! archive) acknowledged, now or in an earlier attempt. [`live`] keeps the routing table up to
-//! date with the stored routes; [`log`] writes the request's one line; [`replay`] sends an
-//! archived notification again along the same path, from the routing on; [`start`] builds a
+//! archive) acknowledged, now or in an earlier attempt. `live` keeps the routing table up to
+//! date with the stored routes; `log` writes the request's one line; `replay` sends an
+//! archived notification again along the same path, from the routing on; `start` builds a
 //! relay from its configuration, once.
 
 mod attempt;

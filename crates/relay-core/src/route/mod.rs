@@ -84,7 +84,7 @@ pub struct RouteSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fallback: bool,
     /// Match on `$request` (the path, the query, the headers), which no sender signs: see
-    /// [`UNSIGNED_REQUEST`].
+    /// `UNSIGNED_REQUEST`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub accept_unsigned: bool,
 }

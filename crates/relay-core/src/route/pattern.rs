@@ -112,7 +112,7 @@ pub(crate) const SOURCE: &str = "$source";
 pub struct Input<'a> {
     /// The parsed notification.
     pub document: &'a Value,
-    /// The request metadata from [`request_document`] (`Value::Null` when no route reads it).
+    /// The request metadata from [`request_document`](super::request_document) (`Value::Null` when no route reads it).
     pub request: &'a Value,
     /// The source's name (`dss` without `[sources]`).
     source: Value,

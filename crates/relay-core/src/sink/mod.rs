@@ -2,7 +2,7 @@
 //! answers for each one; the relay acknowledges the sender only when every routed sink did.
 //!
 //! Each destination owns its configuration, its validation and its construction, in its own
-//! module: [`file`], [`sqs`], [`sns`] and [`pubsub`] (the queue clients behind the cargo
+//! module: [`file`](mod@file), [`sqs`], [`sns`] and [`pubsub`] (the queue clients behind the cargo
 //! features of the same names). [`SinkConfig`] is one `[sinks.<name>]` table, or the sink the
 //! variables describe; [`Destination`] is that sink built: its name, its client and its
 //! [`Shape`]. This module never reads the relay's configuration; the configuration reads it.
@@ -327,7 +327,7 @@ impl Target {
         self.config().kind()
     }
 
-    /// Largest [`Message::encoded_size`] the destination takes; larger notifications are
+    /// Largest `Message::encoded_size` the destination takes; larger notifications are
     /// refused with 413 before any sink is called.
     pub fn max_message_bytes(&self) -> Option<usize> {
         self.config().max_message_bytes()
@@ -341,7 +341,7 @@ impl Target {
     /// The resource the destination delivers to, as one stable id (an ARN, a Google resource
     /// name, a file's absolute path): what the ledger records its acknowledgements under, and
     /// what tells two destinations of one name apart. Two configured destinations never share
-    /// one ([`check_resources`]).
+    /// one (`check_resources`).
     pub fn resource(&self) -> String {
         self.config().resource()
     }

@@ -2,10 +2,10 @@
 //! each notification's document, yielding the message body as compact JSON.
 //!
 //! jaq bounds neither its time nor its stack, so the relay does: a program that defines a
-//! filter able to call itself is refused when it compiles ([`recursion`]); a run stops at its
-//! deadline, read as the interpreter steps ([`budget`]); it runs on a stack of its own, deep
+//! filter able to call itself is refused when it compiles (`recursion`); a run stops at its
+//! deadline, read as the interpreter steps (`budget`); it runs on a stack of its own, deep
 //! enough for the values it can build before then (its own stack, with the timeout at most
-//! [`MAX_TIMEOUT`]); and its value is written within a size ([`output`]). A run that fails
+//! `MAX_TIMEOUT`); and its value is written within a size (`output`). A run that fails
 //! answers for its destination alone.
 
 #[cfg(feature = "transform")]

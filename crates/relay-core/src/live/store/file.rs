@@ -109,7 +109,7 @@ enum Current {
 
 impl FileStore {
     /// The store at `path`, refusing documents over [`DEFAULT_MAX_BYTES`], waiting
-    /// [`DEFAULT_LOCK_TIMEOUT`] at most for another writer.
+    /// `DEFAULT_LOCK_TIMEOUT` at most for another writer.
     pub fn new(path: PathBuf) -> Self {
         Self {
             path,
