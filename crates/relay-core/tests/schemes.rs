@@ -100,10 +100,13 @@ impl Fixture {
         body
     }
 
-    /// The body with one byte added does not verify with the fixture's secret.
-    fn refuses_a_changed_body(&self, scheme: &dyn Scheme) {
+    /// The body with one byte added does not verify with the fixture's secret, nor the body
+    /// with another secret.
+    fn refuses_forgeries(&self, scheme: &dyn Scheme) {
         let changed = self.check_body(scheme, &self.secret(), self.now, &self.tampered());
         assert_eq!(changed, Err(SchemeError::BadSignature), "{}", scheme.name());
+        let other = self.check(scheme, &wrong_key(), self.now);
+        assert_eq!(other, Err(SchemeError::BadSignature), "{}", scheme.name());
     }
 
     /// Checked more than the window after or before it was signed, it is refused as stale, or
@@ -178,11 +181,7 @@ fn github_verifies_its_documented_example() {
     let proof = f.check(&GitHub, &f.secret(), f.now).unwrap();
     assert_eq!(proof.signed_at, None);
     assert!(!GitHub.has_timestamp(), "GitHub signs no timestamp");
-    f.refuses_a_changed_body(&GitHub);
-    assert_eq!(
-        f.check(&GitHub, &wrong_key(), f.now),
-        Err(SchemeError::BadSignature)
-    );
+    f.refuses_forgeries(&GitHub);
     hmac_round_trip(&GitHub, "s");
 }
 
@@ -192,12 +191,8 @@ fn slack_verifies_its_documented_example() {
     let slack = Slack::default();
     let proof = f.check(&slack, &f.secret(), f.now).unwrap();
     assert_eq!(proof.signed_at, Some(f.now));
-    f.refuses_a_changed_body(&slack);
+    f.refuses_forgeries(&slack);
     f.keeps_its_window(&slack);
-    assert_eq!(
-        f.check(&slack, &wrong_key(), f.now),
-        Err(SchemeError::BadSignature)
-    );
     let wide = Slack {
         window: Duration::from_secs(600),
     };
@@ -214,12 +209,8 @@ fn stripe_verifies_its_librarys_rotation_header_and_ignores_v0() {
     let stripe = Stripe::default();
     let proof = f.check(&stripe, &f.secret(), f.now).unwrap();
     assert_eq!(proof.signed_at, Some(f.now));
-    f.refuses_a_changed_body(&stripe);
+    f.refuses_forgeries(&stripe);
     f.keeps_its_window(&stripe);
-    assert_eq!(
-        f.check(&stripe, &wrong_key(), f.now),
-        Err(SchemeError::BadSignature)
-    );
     // Rotation on the sending side: the header carries the old secret's v1 first, then the new
     // one's, so an endpoint still holding only the old secret verifies too.
     let old = Secret::new(f.json["old_secret"].as_str().unwrap());
@@ -265,11 +256,7 @@ fn shopify_verifies_a_body_signature_its_library_accepts() {
     );
     assert_eq!(proof.event_type.as_deref(), Some("orders/create"));
     assert!(!Shopify.has_timestamp(), "Shopify signs no timestamp");
-    f.refuses_a_changed_body(&Shopify);
-    assert_eq!(
-        f.check(&Shopify, &wrong_key(), f.now),
-        Err(SchemeError::BadSignature)
-    );
+    f.refuses_forgeries(&Shopify);
     hmac_round_trip(&Shopify, "s");
 }
 
@@ -282,7 +269,7 @@ fn standard_webhooks_verifies_the_reference_vector() {
         proof.delivery_id.as_deref(),
         Some("msg_p5jXN8AQM9LWM0D4loKWxJek")
     );
-    f.refuses_a_changed_body(&sw);
+    f.refuses_forgeries(&sw);
     assert_eq!(
         f.check(&sw, &f.secret(), f.now + STALE),
         Err(SchemeError::StaleTimestamp)
@@ -311,7 +298,7 @@ fn standard_webhooks_verifies_its_librarys_rotation_vector() {
         f.check(&sw, &previous, f.now).unwrap().key_id.as_deref(),
         Some("previous")
     );
-    f.refuses_a_changed_body(&sw);
+    f.refuses_forgeries(&sw);
     f.keeps_its_window(&sw);
     let other = Secrets::new().with_hmac(Secret::new("whsec_YW5vdGhlciBlbmRwb2ludA=="));
     assert_eq!(f.check(&sw, &other, f.now), Err(SchemeError::BadSignature));
@@ -534,14 +521,10 @@ fn generic_hmac_verifies_slack_and_github_examples() {
     let f = fixture("slack");
     assert!(slack.has_timestamp());
     assert!(f.check(&slack, &f.secret(), f.now).is_ok());
-    f.refuses_a_changed_body(&slack);
+    f.refuses_forgeries(&slack);
     assert_eq!(
         f.check(&slack, &f.secret(), f.now + STALE),
         Err(SchemeError::StaleTimestamp)
-    );
-    assert_eq!(
-        f.check(&slack, &wrong_key(), f.now),
-        Err(SchemeError::BadSignature)
     );
 
     let github = GenericHmac::new(HmacConfig {
