@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::eval::{Scope, as_text};
 use crate::model::{self, Config, attr, label, nested};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment};
-use crate::policy::{Stmt, document, find, only_block, source, text};
+use crate::policy::{Stmt, assert_sources, document, find, only_block, source, text};
 
 /// The variable that turns the archive on, in both relay modules.
 const SWITCH: &str = "var.archive_enabled";
@@ -48,17 +48,13 @@ const ACCOUNT_ID: usize = 12;
 fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
     let config = model::module("aws-relay");
     let bucket = config.resource("aws_s3_bucket", "archive").body();
-    assert_eq!(
-        source(bucket, "count").as_deref(),
-        Some(gated_count().as_str())
-    );
-    assert_eq!(
-        source(bucket, "bucket").as_deref(),
-        Some("local.archive_bucket")
-    );
-    assert_eq!(
-        source(bucket, "force_destroy").as_deref(),
-        Some("var.archive_force_destroy")
+    assert_sources(
+        bucket,
+        &[
+            ("count", &gated_count()),
+            ("bucket", "local.archive_bucket"),
+            ("force_destroy", "var.archive_force_destroy"),
+        ],
     );
     assert_eq!(
         variable_default(&config, "archive_force_destroy").as_deref(),
@@ -300,14 +296,13 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
     let encryption = only_block(body, "server_side_encryption", "the archive's stream");
     assert_eq!(source(encryption, "enabled").as_deref(), Some("true"));
     let s3 = only_block(body, "extended_s3_configuration", "the archive's stream");
-    assert_eq!(
-        source(s3, "bucket_arn").as_deref(),
-        Some("local.archive_bucket_arn")
-    );
-    assert_eq!(source(s3, "prefix").as_deref(), Some("var.archive_prefix"));
-    assert_eq!(
-        source(s3, "role_arn").as_deref(),
-        Some("aws_iam_role.archive_delivery[0].arn")
+    assert_sources(
+        s3,
+        &[
+            ("bucket_arn", "local.archive_bucket_arn"),
+            ("prefix", "var.archive_prefix"),
+            ("role_arn", "aws_iam_role.archive_delivery[0].arn"),
+        ],
     );
     assert_eq!(
         text(s3, "compression_format").as_deref(),
@@ -426,13 +421,15 @@ fn a_stuck_archive_delivery_alarms() {
 fn archive_bucket_policy_refuses_insecure_transport_and_overwrites() {
     let config = model::module("aws-relay");
     let policy = config.resource("aws_s3_bucket_policy", "archive").body();
-    assert_eq!(
-        source(policy, "policy").as_deref(),
-        Some("data.aws_iam_policy_document.archive_bucket[0].json")
-    );
-    assert_eq!(
-        source(policy, "count").as_deref(),
-        Some(gated_count().as_str())
+    assert_sources(
+        policy,
+        &[
+            (
+                "policy",
+                "data.aws_iam_policy_document.archive_bucket[0].json",
+            ),
+            ("count", &gated_count()),
+        ],
     );
     let statements = document(&config, "archive_bucket");
 
@@ -848,17 +845,13 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
 fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
     let config = model::module("gcp-relay");
     let bucket = config.resource("google_storage_bucket", "archive").body();
-    assert_eq!(
-        source(bucket, "count").as_deref(),
-        Some(gated_count().as_str())
-    );
-    assert_eq!(
-        source(bucket, "name").as_deref(),
-        Some("local.archive_bucket")
-    );
-    assert_eq!(
-        source(bucket, "uniform_bucket_level_access").as_deref(),
-        Some("true")
+    assert_sources(
+        bucket,
+        &[
+            ("count", &gated_count()),
+            ("name", "local.archive_bucket"),
+            ("uniform_bucket_level_access", "true"),
+        ],
     );
     assert_eq!(
         text(bucket, "public_access_prevention").as_deref(),
@@ -897,13 +890,12 @@ fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
         "condition",
         "gcp-relay: the lifecycle rule",
     );
-    assert_eq!(
-        source(condition, "age").as_deref(),
-        Some("var.archive_retention_days")
-    );
-    assert_eq!(
-        source(condition, "matches_prefix").as_deref(),
-        Some("[var.archive_prefix]")
+    assert_sources(
+        condition,
+        &[
+            ("age", "var.archive_retention_days"),
+            ("matches_prefix", "[var.archive_prefix]"),
+        ],
     );
     let action = only_block(rules[0].body(), "action", "gcp-relay: the lifecycle rule");
     assert_eq!(text(action, "type").as_deref(), Some("Delete"));
@@ -998,10 +990,15 @@ fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
         text(readers, "role").as_deref(),
         Some("roles/storage.objectViewer")
     );
-    assert_eq!(source(readers, "member").as_deref(), Some("each.value"));
-    assert_eq!(
-        source(readers, "for_each").as_deref(),
-        Some("toset(var.archive_enabled ? var.archive_readers : [])")
+    assert_sources(
+        readers,
+        &[
+            ("member", "each.value"),
+            (
+                "for_each",
+                "toset(var.archive_enabled ? var.archive_readers : [])",
+            ),
+        ],
     );
 
     for (name, grant) in &on_archive {
@@ -1052,13 +1049,12 @@ fn the_archive_topic_is_written_under_the_prefix_by_its_subscription() {
         "cloud_storage_config",
         "the archive's subscription",
     );
-    assert_eq!(
-        source(storage, "bucket").as_deref(),
-        Some("google_storage_bucket.archive[0].name")
-    );
-    assert_eq!(
-        source(storage, "filename_prefix").as_deref(),
-        Some("var.archive_prefix")
+    assert_sources(
+        storage,
+        &[
+            ("bucket", "google_storage_bucket.archive[0].name"),
+            ("filename_prefix", "var.archive_prefix"),
+        ],
     );
     // The hour's folder first, as the relay's own objects and `relay replay`'s listing have it.
     assert_eq!(
@@ -1261,17 +1257,13 @@ fn undelivered_notifications_alarm_with_what_to_do() {
     let policy = gcp
         .resource("google_monitoring_alert_policy", "undelivered")
         .body();
-    assert_eq!(
-        source(policy, "count").as_deref(),
-        Some("var.ledger_enabled ? 1 : 0")
-    );
-    assert_eq!(
-        source(policy, "notification_channels").as_deref(),
-        Some("var.alert_notification_channels")
-    );
-    assert_eq!(
-        source(policy, "enabled").as_deref(),
-        Some("var.alerts_enabled")
+    assert_sources(
+        policy,
+        &[
+            ("count", "var.ledger_enabled ? 1 : 0"),
+            ("notification_channels", "var.alert_notification_channels"),
+            ("enabled", "var.alerts_enabled"),
+        ],
     );
     let threshold = only_threshold(policy, "gcp-relay: the undelivered alert");
     let filter = source(threshold, "filter").unwrap_or_default();

@@ -11,7 +11,7 @@ use hcl::{Block, Body, Expression};
 use crate::eval::{Scope, as_text};
 use crate::model::{self, attr, label, literal_string, nested, walk};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment};
-use crate::policy::{self, document, find, only_block, source, text};
+use crate::policy::{self, assert_sources, document, find, only_block, source, text};
 use crate::stored_sinks::matches_a_wildcard;
 
 /// The Cloud Run service account, as the grants name it.
@@ -58,24 +58,22 @@ fn relay_config_names_the_modules_own_secret() {
     let secret = aws
         .resource("aws_secretsmanager_secret", "relay_config")
         .body();
-    assert_eq!(
-        source(secret, "count").as_deref(),
-        Some("local.relay_config_enabled ? 1 : 0")
-    );
-    assert_eq!(
-        source(secret, "kms_key_id").as_deref(),
-        Some("var.kms_key_arn")
+    assert_sources(
+        secret,
+        &[
+            ("count", "local.relay_config_enabled ? 1 : 0"),
+            ("kms_key_id", "var.kms_key_arn"),
+        ],
     );
     let version = aws
         .resource("aws_secretsmanager_secret_version", "relay_config")
         .body();
-    assert_eq!(
-        source(version, "secret_id").as_deref(),
-        Some("aws_secretsmanager_secret.relay_config[0].id")
-    );
-    assert_eq!(
-        source(version, "secret_string").as_deref(),
-        Some("var.relay_config")
+    assert_sources(
+        version,
+        &[
+            ("secret_id", "aws_secretsmanager_secret.relay_config[0].id"),
+            ("secret_string", "var.relay_config"),
+        ],
     );
     let function = aws.resource("aws_lambda_function", "this").body();
     assert!(
@@ -652,23 +650,21 @@ fn aws_buckets_and_queues_refuse_insecure_requests() {
 fn aws_role_is_the_modules_or_the_operators() {
     let aws = model::module("aws-relay");
     let role = aws.resource("aws_iam_role", "this").body();
-    assert_eq!(
-        source(role, "count").as_deref(),
-        Some("local.create_role ? 1 : 0")
-    );
-    assert_eq!(source(role, "path").as_deref(), Some("var.role_path"));
-    assert_eq!(
-        source(role, "permissions_boundary").as_deref(),
-        Some("var.permissions_boundary_arn")
+    assert_sources(
+        role,
+        &[
+            ("count", "local.create_role ? 1 : 0"),
+            ("path", "var.role_path"),
+            ("permissions_boundary", "var.permissions_boundary_arn"),
+        ],
     );
     let policy = aws.resource("aws_iam_role_policy", "this").body();
-    assert_eq!(
-        source(policy, "count").as_deref(),
-        Some("local.create_role ? 1 : 0")
-    );
-    assert_eq!(
-        source(policy, "policy").as_deref(),
-        Some("data.aws_iam_policy_document.this.json")
+    assert_sources(
+        policy,
+        &[
+            ("count", "local.create_role ? 1 : 0"),
+            ("policy", "data.aws_iam_policy_document.this.json"),
+        ],
     );
     assert_eq!(
         aws.locals()["create_role"].to_string(),

@@ -13,7 +13,7 @@ use crate::model::{self, Config, attr, nested};
 use crate::platform::{
     EnvValue, EnvVar, cloud_run_environment, lambda_environment, policy_statements,
 };
-use crate::policy::{only_block, text};
+use crate::policy::{assert_sources, only_block, text};
 
 /// The table's partition key (S): the bundle (or another sender's event id), which
 /// `relay trace BUNDLE_UUID` queries.
@@ -168,10 +168,9 @@ fn ledger_table_has_the_keys_and_ttl_of_the_design_and_no_index() {
     assert_eq!(source(ttl, "enabled").as_deref(), Some("true"));
 
     let sse = only_block(body, "server_side_encryption", "aws-relay: the table");
-    assert_eq!(source(sse, "enabled").as_deref(), Some("true"));
-    assert_eq!(
-        source(sse, "kms_key_arn").as_deref(),
-        Some("var.kms_key_arn")
+    assert_sources(
+        sse,
+        &[("enabled", "true"), ("kms_key_arn", "var.kms_key_arn")],
     );
     let pitr = only_block(body, "point_in_time_recovery", "aws-relay: the table");
     assert_eq!(
@@ -337,11 +336,13 @@ fn firestore_ttl_policy_is_on_expires_at() {
         "gcp-relay: the TTL policy exists with the ledger"
     );
     assert_eq!(text(body, "field").as_deref(), Some(EXPIRY_FIELD));
-    assert_eq!(
-        source(body, "collection").as_deref(),
-        Some("var.ledger_collection")
+    assert_sources(
+        body,
+        &[
+            ("collection", "var.ledger_collection"),
+            ("project", "var.project_id"),
+        ],
     );
-    assert_eq!(source(body, "project").as_deref(), Some("var.project_id"));
     let ttl = only_block(body, "ttl_config", "gcp-relay: the field");
     assert!(
         attr(ttl, "expiration_offset").is_none(),
@@ -377,22 +378,23 @@ fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
         "gcp-relay: the only project-level grant is the ledger's"
     );
     let body = grants[0].1.body();
-    assert_eq!(
-        source(body, "count").as_deref(),
-        Some(format!("{SWITCH} ? 1 : 0").as_str())
-    );
-    assert_eq!(
-        source(body, "role").as_deref(),
-        Some("google_project_iam_custom_role.ledger[0].name")
+    assert_sources(
+        body,
+        &[
+            ("count", &format!("{SWITCH} ? 1 : 0")),
+            ("role", "google_project_iam_custom_role.ledger[0].name"),
+        ],
     );
     let role = config
         .resource("google_project_iam_custom_role", "ledger")
         .body();
-    assert_eq!(
-        source(role, "count").as_deref(),
-        Some(format!("{SWITCH} ? 1 : 0").as_str())
+    assert_sources(
+        role,
+        &[
+            ("count", &format!("{SWITCH} ? 1 : 0")),
+            ("project", "var.project_id"),
+        ],
     );
-    assert_eq!(source(role, "project").as_deref(), Some("var.project_id"));
     assert_eq!(
         attr(role, "permissions").and_then(crate::model::literal_strings),
         Some(LEDGER_PERMISSIONS.map(str::to_owned).to_vec()),

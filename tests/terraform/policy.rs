@@ -129,6 +129,14 @@ pub(crate) fn source(body: &Body, key: &str) -> Option<String> {
     attr(body, key).map(compact)
 }
 
+/// Asserts the source of each attribute in `expected` (key, source as `source` gives it).
+#[track_caller]
+pub(crate) fn assert_sources(body: &Body, expected: &[(&str, &str)]) {
+    for (key, want) in expected {
+        assert_eq!(source(body, key).as_deref(), Some(*want), "attribute {key}");
+    }
+}
+
 /// An expression's source text on one line.
 pub(crate) fn compact(expr: &Expression) -> String {
     let text = expr
