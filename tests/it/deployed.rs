@@ -94,7 +94,7 @@ async fn the_example_applied_to_moto_takes_the_dss_and_a_github_delivery() {
         key_id: None,
         secret: Secret::new(deployed["github_secret"]["value"].as_str().unwrap()).into(),
     };
-    let headers = relay_core::schemes::github::GitHub
+    let headers = relay_core::schemes::GITHUB
         .sign(
             github.as_bytes(),
             Signer::new(&key, SystemTime::now(), Some(&unique("delivery"))),

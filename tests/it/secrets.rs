@@ -129,7 +129,7 @@ fn github_request(body: &'static [u8], secret: &str) -> http::Request<bytes::Byt
         key_id: None,
         secret: relay_core::verify::Secret::new(secret).into(),
     };
-    let headers = relay_core::schemes::github::GitHub
+    let headers = relay_core::schemes::GITHUB
         .sign(
             body,
             relay_core::schemes::Signer::new(&key, std::time::SystemTime::now(), Some("d-1")),

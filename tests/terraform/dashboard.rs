@@ -21,6 +21,7 @@ use std::time::Duration;
 use hcl::Expression;
 use hcl::template::{Element, Template};
 use relay_core::metrics::{LineQueue, Metrics, MetricsOut, NAMESPACE};
+use relay_core::notification::Origin;
 use relay_core::{Receipt, SinkError};
 use serde_json::Value;
 
@@ -379,10 +380,22 @@ fn relay_lines() -> Vec<Value> {
         "arn:aws:sqs:us-east-1:1:q",
         "//pubsub.googleapis.com/projects/p/topics/t",
     );
-    metrics.publish("q", q, Ok(&batched), 1.0);
-    metrics.publish("t", t, Ok(&Receipt::new(None)), 1.0);
-    metrics.publish("q", q, Err(&SinkError::Retryable("busy".into())), 1.0);
-    metrics.publish("q", q, Err(&SinkError::Permanent("denied".into())), 1.0);
+    metrics.publish(Origin::Request, "q", q, Ok(&batched), 1.0);
+    metrics.publish(Origin::Request, "t", t, Ok(&Receipt::new(None)), 1.0);
+    metrics.publish(
+        Origin::Request,
+        "q",
+        q,
+        Err(&SinkError::Retryable("busy".into())),
+        1.0,
+    );
+    metrics.publish(
+        Origin::Request,
+        "q",
+        q,
+        Err(&SinkError::Permanent("denied".into())),
+        1.0,
+    );
     for (call, result) in [
         ("claim", "ok"),
         ("claim", "busy"),
@@ -395,8 +408,14 @@ fn relay_lines() -> Vec<Value> {
     metrics.duplicate();
     metrics.undelivered();
     metrics.verified_refused("missing_payload_field", true);
-    metrics.replay("q", q, Ok(&Receipt::new(None)), 1.0);
-    metrics.replay("q", q, Err(&SinkError::Retryable("busy".into())), 1.0);
+    metrics.publish(Origin::Archive, "q", q, Ok(&Receipt::new(None)), 1.0);
+    metrics.publish(
+        Origin::Archive,
+        "q",
+        q,
+        Err(&SinkError::Retryable("busy".into())),
+        1.0,
+    );
     let mut lines = lines.0.lock().expect("lines").clone();
     assert!(!lines.is_empty(), "relay-core wrote no metric line");
     lines.push(dropped_lines_line());

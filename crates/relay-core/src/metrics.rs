@@ -29,6 +29,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::notification::Origin;
 use crate::sink::{Receipt, SinkError};
 
 mod held;
@@ -108,45 +109,13 @@ impl Metrics {
 
     /// One sink's publish of one notification: acknowledged (with the size of the batch that
     /// carried it, where known), or failed, and how long the sink took to answer. `Sink` is the
-    /// configured name; `Resource`, what it delivers to, rides along as a property.
+    /// configured name; `Resource`, what it delivers to, rides along as a property. A live
+    /// notification counts `Publishes` and `PublishLatency`; one sent again from the archive
+    /// (`relay replay`) counts `Replays` and `ReplayLatency` instead, both by `Sink` and by
+    /// `Sink` and `Result`.
     pub fn publish(
         &self,
-        sink: &str,
-        resource: &str,
-        result: Result<&Receipt, &SinkError>,
-        latency_ms: f64,
-    ) {
-        self.delivery(
-            ["Publishes", "PublishLatency"],
-            sink,
-            resource,
-            result,
-            latency_ms,
-        );
-    }
-
-    /// One replayed notification's publish to one sink (`relay replay`): `Replays` (count) and
-    /// `ReplayLatency` (ms) by `Sink`, and by `Sink` and `Result`, apart from the live
-    /// `Publishes`.
-    pub fn replay(
-        &self,
-        sink: &str,
-        resource: &str,
-        result: Result<&Receipt, &SinkError>,
-        latency_ms: f64,
-    ) {
-        self.delivery(
-            ["Replays", "ReplayLatency"],
-            sink,
-            resource,
-            result,
-            latency_ms,
-        );
-    }
-
-    fn delivery(
-        &self,
-        [count, latency]: [&str; 2],
+        origin: Origin,
         sink: &str,
         resource: &str,
         result: Result<&Receipt, &SinkError>,
@@ -155,6 +124,10 @@ impl Metrics {
         if self.out.is_none() {
             return;
         }
+        let [count, latency] = match origin {
+            Origin::Request => ["Publishes", "PublishLatency"],
+            Origin::Archive => ["Replays", "ReplayLatency"],
+        };
         let mut values = vec![
             ("Sink", Field::Text(sink)),
             ("Resource", Field::Text(resource)),
@@ -536,9 +509,15 @@ mod tests {
             "arn:aws:sqs:us-east-1:1:q",
             "//pubsub.googleapis.com/projects/p/topics/t",
         );
-        metrics.publish("q", q, Ok(&batched), 1.0);
-        metrics.publish("t", t, Ok(&Receipt::new(None)), 1.0);
-        metrics.publish("q", q, Err(&SinkError::Retryable("busy".into())), 1.0);
+        metrics.publish(Origin::Request, "q", q, Ok(&batched), 1.0);
+        metrics.publish(Origin::Request, "t", t, Ok(&Receipt::new(None)), 1.0);
+        metrics.publish(
+            Origin::Request,
+            "q",
+            q,
+            Err(&SinkError::Retryable("busy".into())),
+            1.0,
+        );
         let lines = lines.0.lock().unwrap();
         assert_eq!(lines[0]["BatchSize"], 7);
         assert_eq!(

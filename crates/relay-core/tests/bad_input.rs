@@ -1455,16 +1455,8 @@ fn source_rows() -> Vec<SourceRow> {
 fn source_request(row: &SourceRow) -> http::Request<Bytes> {
     use relay_core::schemes::{Scheme, SigningKey};
     let (scheme, secret, id): (Box<dyn Scheme>, &str, Option<&str>) = match row.path {
-        "/github" | "/gitlab" => (
-            Box::new(relay_core::schemes::github::GitHub),
-            SOURCE_SECRET,
-            None,
-        ),
-        "/shopify" => (
-            Box::new(relay_core::schemes::shopify::Shopify),
-            SOURCE_SECRET,
-            None,
-        ),
+        "/github" | "/gitlab" => (Box::new(relay_core::schemes::GITHUB), SOURCE_SECRET, None),
+        "/shopify" => (Box::new(relay_core::schemes::SHOPIFY), SOURCE_SECRET, None),
         "/stripe" => (
             Box::new(relay_core::schemes::stripe::Stripe::default()),
             SOURCE_SECRET,

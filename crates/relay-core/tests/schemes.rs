@@ -8,10 +8,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD as BASE64, URL_SAFE_NO_PAD as BASE64URL};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
-use relay_core::schemes::github::GitHub;
+use relay_core::schemes::GITHUB;
+use relay_core::schemes::SHOPIFY;
 use relay_core::schemes::hmac::{Encoding, GenericHmac, HmacConfig};
 use relay_core::schemes::rfc9421::Rfc9421;
-use relay_core::schemes::shopify::Shopify;
 use relay_core::schemes::slack::Slack;
 use relay_core::schemes::standard_webhooks::StandardWebhooks;
 use relay_core::schemes::stripe::Stripe;
@@ -178,11 +178,11 @@ fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
 #[test]
 fn github_verifies_its_documented_example() {
     let f = fixture("github");
-    let proof = f.check(&GitHub, &f.secret(), f.now).unwrap();
+    let proof = f.check(&GITHUB, &f.secret(), f.now).unwrap();
     assert_eq!(proof.signed_at, None);
-    assert!(!GitHub.has_timestamp(), "GitHub signs no timestamp");
-    f.refuses_forgeries(&GitHub);
-    hmac_round_trip(&GitHub, "s");
+    assert!(!GITHUB.has_timestamp(), "GitHub signs no timestamp");
+    f.refuses_forgeries(&GITHUB);
+    hmac_round_trip(&GITHUB, "s");
 }
 
 #[test]
@@ -249,15 +249,15 @@ fn stripe_verifies_its_librarys_rotation_header_and_ignores_v0() {
 #[test]
 fn shopify_verifies_a_body_signature_its_library_accepts() {
     let f = fixture("shopify");
-    let proof = f.check(&Shopify, &f.secret(), f.now).unwrap();
+    let proof = f.check(&SHOPIFY, &f.secret(), f.now).unwrap();
     assert_eq!(
         proof.delivery_id.as_deref(),
         Some("b54557e4-bdd9-4b37-8a5f-bf7d70bcd043")
     );
     assert_eq!(proof.event_type.as_deref(), Some("orders/create"));
-    assert!(!Shopify.has_timestamp(), "Shopify signs no timestamp");
-    f.refuses_forgeries(&Shopify);
-    hmac_round_trip(&Shopify, "s");
+    assert!(!SHOPIFY.has_timestamp(), "Shopify signs no timestamp");
+    f.refuses_forgeries(&SHOPIFY);
+    hmac_round_trip(&SHOPIFY, "s");
 }
 
 #[test]
@@ -555,8 +555,8 @@ fn generic_hmac_verifies_slack_and_github_examples() {
 #[test]
 fn malformed_headers_never_panic() {
     let schemes: Vec<(Box<dyn Scheme>, &[&str])> = vec![
-        (Box::new(GitHub), &["x-hub-signature-256"]),
-        (Box::new(Shopify), &["x-shopify-hmac-sha256"]),
+        (Box::new(GITHUB), &["x-hub-signature-256"]),
+        (Box::new(SHOPIFY), &["x-shopify-hmac-sha256"]),
         (
             Box::new(Slack::default()),
             &["x-slack-signature", "x-slack-request-timestamp"],
@@ -651,8 +651,8 @@ proptest::proptest! {
     #[test]
     fn arbitrary_headers_never_panic(a in "\\PC{0,80}", b in "[ -~]{0,80}", c in "[0-9]{0,14}") {
         let schemes: Vec<Box<dyn Scheme>> = vec![
-            Box::new(GitHub),
-            Box::new(Shopify),
+            Box::new(GITHUB),
+            Box::new(SHOPIFY),
             Box::new(Slack::default()),
             Box::new(Stripe::default()),
             Box::new(StandardWebhooks::default()),

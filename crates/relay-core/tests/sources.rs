@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::Request;
-use relay_core::schemes::github::GitHub;
+use relay_core::schemes::GITHUB;
 use relay_core::schemes::slack::Slack;
 use relay_core::schemes::standard_webhooks::StandardWebhooks;
 use relay_core::schemes::{Scheme, Signer, SigningKey};
@@ -165,7 +165,7 @@ fn push(delivery: &str) -> Request<Bytes> {
         "/github",
         "application/json",
         PUSH,
-        &GitHub,
+        &GITHUB,
         GITHUB_SECRET,
         None,
         &[("x-github-delivery", delivery), ("x-github-event", "push")],
@@ -235,7 +235,7 @@ async fn three_sources_on_three_paths_each_reach_their_own_destination() {
         "/github",
         "application/json",
         &other,
-        &GitHub,
+        &GITHUB,
         GITHUB_SECRET,
         None,
         &[("x-github-delivery", "d-2")],
@@ -260,7 +260,7 @@ async fn a_request_signed_for_another_source_is_refused() {
                 "/github",
                 "application/json",
                 PUSH,
-                &GitHub,
+                &GITHUB,
                 SW_SECRET,
                 None,
                 &[("x-github-delivery", "d-1")],
@@ -412,7 +412,7 @@ async fn each_source_has_its_own_dedup_key_in_the_ledger() {
         "/github",
         "application/json",
         PUSH,
-        &GitHub,
+        &GITHUB,
         GITHUB_SECRET,
         None,
         &[],
@@ -440,8 +440,8 @@ async fn each_source_has_its_own_dedup_key_in_the_ledger() {
 /// and the id stays an attribute.
 #[tokio::test]
 async fn a_capture_sent_again_with_new_unsigned_ids_is_a_duplicate() {
+    use relay_core::schemes::SHOPIFY;
     use relay_core::schemes::hmac::{GenericHmac, HmacConfig};
-    use relay_core::schemes::shopify::Shopify;
     let file = ConfigFile::new(
         "[sources.shop]\nscheme = \"shopify\"\npaths = [\"/shop\"]\nsecret_env = \"S\"\n\n[sources.generic]\nscheme = \"hmac\"\npaths = [\"/hmac\"]\nsecret_env = \"S\"\nid_header = \"x-delivery\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
     );
@@ -459,7 +459,7 @@ async fn a_capture_sent_again_with_new_unsigned_ids_is_a_duplicate() {
     .with_ledger(Arc::new(ledger));
     let generic = GenericHmac::new(HmacConfig::body_only("x-signature")).unwrap();
     for (path, scheme, id_header) in [
-        ("/shop", &Shopify as &dyn Scheme, "x-shopify-webhook-id"),
+        ("/shop", &SHOPIFY as &dyn Scheme, "x-shopify-webhook-id"),
         ("/hmac", &generic as &dyn Scheme, "x-delivery"),
     ] {
         let before = out.messages().len();

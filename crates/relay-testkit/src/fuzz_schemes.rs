@@ -12,8 +12,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
-use relay_core::schemes::github::GitHub;
-use relay_core::schemes::shopify::Shopify;
+use relay_core::schemes::GITHUB;
+use relay_core::schemes::SHOPIFY;
 use relay_core::schemes::slack::Slack;
 use relay_core::schemes::standard_webhooks::{StandardWebhooks, secret_bytes};
 use relay_core::schemes::stripe::Stripe;
@@ -192,7 +192,7 @@ fn hmac_key(secret: &HmacKey) -> SigningKey {
 
 /// The hex HMAC-SHA256 of `content` with `key`: GitHub's signature of it as a body.
 fn mac_hex(key: &HmacKey, content: &[u8]) -> String {
-    let signed = GitHub.sign(content, Signer::new(&hmac_key(key), at(0), None));
+    let signed = GITHUB.sign(content, Signer::new(&hmac_key(key), at(0), None));
     let value = signed.expect("GitHub signs any body")[0].1.clone();
     let value = value.to_str().expect("a hex signature");
     value
@@ -203,7 +203,7 @@ fn mac_hex(key: &HmacKey, content: &[u8]) -> String {
 
 /// The base64 HMAC-SHA256 of `content` with `key`: Shopify's signature of it as a body.
 fn mac_base64(key: &HmacKey, content: &[u8]) -> String {
-    let signed = Shopify.sign(content, Signer::new(&hmac_key(key), at(0), None));
+    let signed = SHOPIFY.sign(content, Signer::new(&hmac_key(key), at(0), None));
     let value = signed.expect("Shopify signs any body")[0].1.clone();
     value.to_str().expect("a base64 signature").to_owned()
 }
@@ -386,7 +386,7 @@ fn check_body_hmac(data: &[u8]) -> bool {
     let (headers, body) = split(data);
     let now = at(STRIPE_NOW);
     let github: (&dyn Scheme, _, _, _, _, _) = (
-        &GitHub,
+        &GITHUB,
         GITHUB_SECRET,
         "x-hub-signature-256",
         "sha256=",
@@ -394,7 +394,7 @@ fn check_body_hmac(data: &[u8]) -> bool {
         "x-github-event",
     );
     let shopify: (&dyn Scheme, _, _, _, _, _) = (
-        &Shopify,
+        &SHOPIFY,
         SHOPIFY_SECRET,
         "x-shopify-hmac-sha256",
         "",

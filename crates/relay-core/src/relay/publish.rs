@@ -36,17 +36,13 @@ impl Relay {
                         Err(unsent) => Err(unsent),
                     };
                     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-                    let (name, resource) = (&destination.name, &destination.resource);
-                    match origin {
-                        Origin::Request => {
-                            self.metrics
-                                .publish(name, resource, result.as_ref(), latency_ms)
-                        }
-                        Origin::Archive => {
-                            self.metrics
-                                .replay(name, resource, result.as_ref(), latency_ms)
-                        }
-                    }
+                    self.metrics.publish(
+                        origin,
+                        &destination.name,
+                        &destination.resource,
+                        result.as_ref(),
+                        latency_ms,
+                    );
                     (destination, result)
                 }),
         )

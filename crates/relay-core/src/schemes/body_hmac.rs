@@ -1,7 +1,6 @@
 //! What GitHub and Shopify share: an HMAC-SHA256 of the raw body alone, in one header (hex
 //! after a prefix, or base64), no timestamp, a delivery id and an event type in headers of
-//! their own. Each sender is a type with one [`BodyHmac`] constant ([`BodyHmacSender`]), and
-//! is a [`Scheme`] by it.
+//! their own. Each sender is one [`BodyHmac`] constant, which is its [`Scheme`].
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -9,52 +8,46 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use super::hmac::Encoding;
 use super::{Check, Headers, Proof, Scheme, SchemeError, Signer, owned, pair};
 
-/// A sender whose scheme is one [`BodyHmac`].
-pub(super) trait BodyHmacSender: std::fmt::Debug + Send + Sync {
+/// GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, raw body)>`. No timestamp: a
+/// captured delivery can be replayed; `X-GitHub-Delivery` (a GUID) is the dedup key.
+pub const GITHUB: BodyHmac =
+    BodyHmac::new("github", "x-hub-signature-256", "sha256=", Encoding::Hex)
+        .shown_as("X-Hub-Signature-256")
+        .with_ids("x-github-delivery", "x-github-event");
+
+/// Shopify: `X-Shopify-Hmac-Sha256: <base64 HMAC-SHA256(secret, raw body)>`. No timestamp: a
+/// captured delivery can be replayed; `X-Shopify-Webhook-Id` is the delivery id and
+/// `X-Shopify-Topic` the event type.
+pub const SHOPIFY: BodyHmac =
+    BodyHmac::new("shopify", "x-shopify-hmac-sha256", "", Encoding::Base64)
+        .shown_as("X-Shopify-Hmac-Sha256")
+        .with_ids("x-shopify-webhook-id", "x-shopify-topic");
+
+/// One sender's body signature, and the scheme it makes.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyHmac {
     /// The scheme's name in the configuration.
-    const NAME: &'static str;
-    /// Its signature.
-    const SIGNED: BodyHmac;
+    name: &'static str,
+    /// The signature's header, lowercase.
+    signature: &'static str,
+    /// The same, as the sender writes it, for errors.
+    shown: &'static str,
+    /// Before the encoded signature (`sha256=`), or empty.
+    prefix: &'static str,
+    /// How the signature is encoded.
+    encoding: Encoding,
+    /// The delivery id's header, lowercase.
+    delivery: &'static str,
+    /// The event type's header, lowercase.
+    event: &'static str,
 }
 
-impl<T: BodyHmacSender> Scheme for T {
+impl Scheme for BodyHmac {
     fn name(&self) -> &'static str {
-        T::NAME
+        self.name
     }
 
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
-        T::SIGNED.verify(check)
-    }
-
-    fn has_timestamp(&self) -> bool {
-        false
-    }
-
-    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
-        T::SIGNED.sign(body, signer)
-    }
-}
-
-/// One sender's body signature.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct BodyHmac {
-    /// The signature's header, lowercase.
-    pub(super) signature: &'static str,
-    /// The same, as the sender writes it, for errors.
-    pub(super) shown: &'static str,
-    /// Before the encoded signature (`sha256=`), or empty.
-    pub(super) prefix: &'static str,
-    /// How the signature is encoded.
-    pub(super) encoding: Encoding,
-    /// The delivery id's header, lowercase.
-    pub(super) delivery: &'static str,
-    /// The event type's header, lowercase.
-    pub(super) event: &'static str,
-}
-
-impl BodyHmac {
-    /// Verifies `request`'s body against the secrets without a key id.
-    pub(super) fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
         let value = check.signature(self.signature, self.shown)?;
         let encoded = value
             .strip_prefix(self.prefix)
@@ -78,8 +71,12 @@ impl BodyHmac {
         })
     }
 
+    fn has_timestamp(&self) -> bool {
+        false
+    }
+
     /// The headers a sender adds: the signature, and the delivery id when given.
-    pub(super) fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
+    fn sign(&self, body: &[u8], signer: Signer<'_>) -> Result<Headers, SchemeError> {
         let mac = signer.hmac(&[body])?;
         let encoded = match self.encoding {
             Encoding::Hex => hex::encode(mac),
@@ -90,5 +87,44 @@ impl BodyHmac {
             headers.push(pair(self.delivery, id.to_owned())?);
         }
         Ok(headers)
+    }
+}
+
+impl BodyHmac {
+    /// The scheme `name`, signed in the header `signature` (lowercase) after `prefix`.
+    const fn new(
+        name: &'static str,
+        signature: &'static str,
+        prefix: &'static str,
+        encoding: Encoding,
+    ) -> Self {
+        Self {
+            name,
+            signature,
+            shown: signature,
+            prefix,
+            encoding,
+            delivery: "",
+            event: "",
+        }
+    }
+
+    /// The same, its signature's header written `shown` in errors.
+    const fn shown_as(self, shown: &'static str) -> Self {
+        Self { shown, ..self }
+    }
+
+    /// The same, with the delivery id's header and the event type's (lowercase).
+    const fn with_ids(self, delivery: &'static str, event: &'static str) -> Self {
+        Self {
+            delivery,
+            event,
+            ..self
+        }
+    }
+
+    /// The headers the sender sends beside its signature: the delivery id and event type.
+    pub(crate) fn unsigned_headers(&self) -> [&'static str; 2] {
+        [self.delivery, self.event]
     }
 }

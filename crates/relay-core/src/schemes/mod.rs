@@ -17,11 +17,10 @@ use crate::verify::VerifyError;
 pub use crate::verify::{Secret, SignedRequest};
 
 mod body_hmac;
+pub use body_hmac::{BodyHmac, GITHUB, SHOPIFY};
 pub mod dss;
-pub mod github;
 pub mod hmac;
 pub mod rfc9421;
-pub mod shopify;
 pub mod slack;
 pub mod standard_webhooks;
 pub mod stripe;

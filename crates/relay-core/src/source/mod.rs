@@ -115,10 +115,10 @@ impl SchemeName {
             Self::StandardWebhooks => {
                 Box::new(schemes::standard_webhooks::StandardWebhooks { window })
             }
-            Self::GitHub => Box::new(schemes::github::GitHub),
+            Self::GitHub => Box::new(schemes::GITHUB),
             Self::Stripe => Box::new(schemes::stripe::Stripe { window }),
             Self::Slack => Box::new(schemes::slack::Slack { window }),
-            Self::Shopify => Box::new(schemes::shopify::Shopify),
+            Self::Shopify => Box::new(schemes::SHOPIFY),
             Self::Hmac => {
                 Box::new(GenericHmac::new(options.hmac_config(window)?).map_err(|e| {
                     format!("{e} (header, prefix, encoding, template, timestamp_header, id_header)")

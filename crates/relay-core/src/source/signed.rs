@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::{DedupRule, SchemeName, SourceSpec};
+use crate::schemes;
 
 impl SchemeName {
     /// The rule a source of this scheme identifies its events by unless it names one: the
@@ -44,8 +45,8 @@ impl SchemeName {
     pub fn unsigned_headers(self, options: &SourceSpec) -> Vec<String> {
         let signed = self.signed_headers(options);
         let read: Vec<String> = match self {
-            Self::GitHub => vec!["x-github-delivery".into(), "x-github-event".into()],
-            Self::Shopify => vec!["x-shopify-webhook-id".into(), "x-shopify-topic".into()],
+            Self::GitHub => schemes::GITHUB.unsigned_headers().map(String::from).into(),
+            Self::Shopify => schemes::SHOPIFY.unsigned_headers().map(String::from).into(),
             Self::Hmac => options.id_header.iter().cloned().collect(),
             _ => Vec::new(),
         };
