@@ -372,30 +372,26 @@ fn relay_lines() -> Vec<Value> {
     ] {
         metrics.answer(status, code, 1.0);
     }
-    let batched = Receipt {
-        batch_size: Some(3),
-        ..Receipt::new(None)
-    };
+    let (batched, single) = (
+        Receipt {
+            batch_size: Some(3),
+            ..Receipt::new(None)
+        },
+        Receipt::new(None),
+    );
+    let busy = SinkError::Retryable("busy".into());
+    let denied = SinkError::Permanent("denied".into());
     let (q, t) = (
         "arn:aws:sqs:us-east-1:1:q",
         "//pubsub.googleapis.com/projects/p/topics/t",
     );
-    metrics.publish(Origin::Request, "q", q, Ok(&batched), 1.0);
-    metrics.publish(Origin::Request, "t", t, Ok(&Receipt::new(None)), 1.0);
-    metrics.publish(
-        Origin::Request,
-        "q",
-        q,
-        Err(&SinkError::Retryable("busy".into())),
-        1.0,
-    );
-    metrics.publish(
-        Origin::Request,
-        "q",
-        q,
-        Err(&SinkError::Permanent("denied".into())),
-        1.0,
-    );
+    let published = [("q", q, Ok(&batched)), ("t", t, Ok(&single))];
+    for (sink, resource, result) in published
+        .into_iter()
+        .chain([("q", q, Err(&busy)), ("q", q, Err(&denied))])
+    {
+        metrics.publish(Origin::Request, sink, resource, result, 1.0);
+    }
     for (call, result) in [
         ("claim", "ok"),
         ("claim", "busy"),
@@ -408,14 +404,9 @@ fn relay_lines() -> Vec<Value> {
     metrics.duplicate();
     metrics.undelivered();
     metrics.verified_refused("missing_payload_field", true);
-    metrics.publish(Origin::Archive, "q", q, Ok(&Receipt::new(None)), 1.0);
-    metrics.publish(
-        Origin::Archive,
-        "q",
-        q,
-        Err(&SinkError::Retryable("busy".into())),
-        1.0,
-    );
+    for result in [Ok(&single), Err(&busy)] {
+        metrics.publish(Origin::Archive, "q", q, result, 1.0);
+    }
     let mut lines = lines.0.lock().expect("lines").clone();
     assert!(!lines.is_empty(), "relay-core wrote no metric line");
     lines.push(dropped_lines_line());

@@ -1009,42 +1009,13 @@ to = ["audit", "split"]
     assert!(stderr.contains("warning: sink \"audit\""), "{stderr}");
 }
 
-/// A relay with one source per scheme, each on its own path, all to one file sink.
-const SOURCES: &str = r#"
-[sources.dss]
-scheme = "dss"
-paths = ["/dss"]
+/// One source per scheme, each on its own path.
+fn sources() -> String {
+    relay_testkit::config::every_scheme("CLI_") + GENERIC_SOURCE
+}
 
-[sources.github]
-scheme = "github"
-paths = ["/github"]
-secret_env = "CLI_SOURCE_SECRET"
-
-[sources.shopify]
-scheme = "shopify"
-paths = ["/shopify"]
-secret_env = "CLI_SOURCE_SECRET"
-
-[sources.stripe]
-scheme = "stripe"
-paths = ["/stripe"]
-secret_env = "CLI_SOURCE_SECRET"
-
-[sources.slack]
-scheme = "slack"
-paths = ["/slack"]
-secret_env = "CLI_SOURCE_SECRET"
-
-[sources.sw]
-scheme = "standard-webhooks"
-paths = ["/sw"]
-secret_env = "CLI_SW_SECRET"
-
-[sources.http]
-scheme = "rfc9421"
-paths = ["/rfc9421"]
-secret_env = "CLI_RFC9421_KEYS"
-
+/// A generic HMAC source that signs a timestamp and a delivery id.
+const GENERIC_SOURCE: &str = r#"
 [sources.generic]
 scheme = "hmac"
 paths = ["/hmac"]
@@ -1066,7 +1037,8 @@ async fn start_sources_relay(dir: &Path, sink: &Path) -> (String, PathBuf) {
     std::fs::write(
         &file,
         format!(
-            "{SOURCES}\n[sinks.out]\ntype = \"file\"\npath = \"{}\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+            "{}\n[sinks.out]\ntype = \"file\"\npath = \"{}\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+            sources(),
             sink.display()
         ),
     )
@@ -1188,7 +1160,7 @@ fn check_prints_the_sources_and_which_sign_no_timestamp() {
     let file = dir.path().join("relay.toml");
     std::fs::write(
         &file,
-        format!("{SOURCES}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n"),
+        format!("{}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n", sources()),
     )
     .unwrap();
     let mut cmd = relay_cmd();

@@ -505,19 +505,16 @@ mod tests {
             batch_size: Some(7),
             ..Receipt::new(None)
         };
-        let (q, t) = (
-            "arn:aws:sqs:us-east-1:1:q",
-            "//pubsub.googleapis.com/projects/p/topics/t",
-        );
-        metrics.publish(Origin::Request, "q", q, Ok(&batched), 1.0);
-        metrics.publish(Origin::Request, "t", t, Ok(&Receipt::new(None)), 1.0);
-        metrics.publish(
-            Origin::Request,
-            "q",
-            q,
-            Err(&SinkError::Retryable("busy".into())),
-            1.0,
-        );
+        let (none, busy) = (Receipt::new(None), SinkError::Retryable("busy".into()));
+        let t = "//pubsub.googleapis.com/projects/p/topics/t";
+        let q = "arn:aws:sqs:us-east-1:1:q";
+        for (sink, resource, result) in [
+            ("q", q, Ok(&batched)),
+            ("t", t, Ok(&none)),
+            ("q", q, Err(&busy)),
+        ] {
+            metrics.publish(Origin::Request, sink, resource, result, 1.0);
+        }
         let lines = lines.0.lock().unwrap();
         assert_eq!(lines[0]["BatchSize"], 7);
         assert_eq!(

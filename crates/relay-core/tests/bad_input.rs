@@ -1132,41 +1132,12 @@ async fn health_and_method_headers() {
 }
 
 /// The sources every scheme's rejections are checked on, each on its own path.
-const SOURCES: &str = r#"
-[sources.dss]
-scheme = "dss"
-paths = ["/dss"]
+fn sources() -> String {
+    relay_testkit::config::every_scheme("") + GENERIC_SOURCES
+}
 
-[sources.github]
-scheme = "github"
-paths = ["/github"]
-secret_env = "SOURCE_SECRET"
-
-[sources.shopify]
-scheme = "shopify"
-paths = ["/shopify"]
-secret_env = "SOURCE_SECRET"
-
-[sources.stripe]
-scheme = "stripe"
-paths = ["/stripe"]
-secret_env = "SOURCE_SECRET"
-
-[sources.slack]
-scheme = "slack"
-paths = ["/slack"]
-secret_env = "SOURCE_SECRET"
-
-[sources.sw]
-scheme = "standard-webhooks"
-paths = ["/sw"]
-secret_env = "SW_SECRET"
-
-[sources.http]
-scheme = "rfc9421"
-paths = ["/rfc9421"]
-secret_env = "RFC9421_KEYS"
-
+/// Generic HMAC sources, one signing a timestamp and one a delivery id, and the sink.
+const GENERIC_SOURCES: &str = r#"
 [sources.generic]
 scheme = "hmac"
 paths = ["/hmac"]
@@ -1538,7 +1509,7 @@ impl AddSigned for std::time::SystemTime {
 
 #[tokio::test]
 async fn every_source_rejection_gets_its_documented_status_and_code() {
-    let file = relay_testkit::config::ConfigFile::new(SOURCES);
+    let file = relay_testkit::config::ConfigFile::new(&sources());
     let config = file
         .load(&[
             ("RELAY_HMAC_SECRET", CAPTURE_SECRET),

@@ -25,6 +25,27 @@ pub fn config_errors(pairs: &[(&str, &str)]) -> ConfigErrors {
     Config::from_vars(vars(pairs)).expect_err("an invalid configuration")
 }
 
+/// A `relay.toml` table of sources, one per scheme but the generic HMAC, each on `/<name>`:
+/// `dss`; `github`, `shopify`, `stripe` and `slack` with their secret in `{prefix}SOURCE_SECRET`;
+/// `sw` (Standard Webhooks) with `{prefix}SW_SECRET`; `http` (RFC 9421, on `/rfc9421`) with
+/// its keys in `{prefix}RFC9421_KEYS`.
+pub fn every_scheme(prefix: &str) -> String {
+    let mut toml = String::from("[sources.dss]\nscheme = \"dss\"\npaths = [\"/dss\"]\n");
+    for (name, scheme, path, secret) in [
+        ("github", "github", "/github", "SOURCE_SECRET"),
+        ("shopify", "shopify", "/shopify", "SOURCE_SECRET"),
+        ("stripe", "stripe", "/stripe", "SOURCE_SECRET"),
+        ("slack", "slack", "/slack", "SOURCE_SECRET"),
+        ("sw", "standard-webhooks", "/sw", "SW_SECRET"),
+        ("http", "rfc9421", "/rfc9421", "RFC9421_KEYS"),
+    ] {
+        toml += &format!(
+            "\n[sources.{name}]\nscheme = \"{scheme}\"\npaths = [\"{path}\"]\nsecret_env = \"{prefix}{secret}\"\n"
+        );
+    }
+    toml
+}
+
 /// A `RELAY_CONFIG` file in a temporary folder that lives as long as this value.
 #[derive(Debug)]
 pub struct ConfigFile {
