@@ -95,6 +95,25 @@ impl Sinks {
     }
 }
 
+/// `sources` (a `relay.toml` table of sources) with one file sink `out` every notification is
+/// routed to.
+fn to_out(sources: &str) -> String {
+    format!(
+        "{sources}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n"
+    )
+}
+
+/// A relay of `sources`, their secrets from `vars`, routing every notification to one recording
+/// sink.
+fn relay_to_out(sources: &str, vars: &[(&str, &str)]) -> (Relay, Arc<RecordingSink>) {
+    let config = ConfigFile::new(&to_out(sources))
+        .load(vars)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = RecordingSink::new("out");
+    let sinks = [("out", Arc::clone(&out) as Arc<dyn Sink>)];
+    (relay(config, &sinks, capture_clock()), out)
+}
+
 fn relay_with_sources() -> (Relay, Sinks, ConfigFile) {
     let file = ConfigFile::new(CONFIG);
     let config = file
@@ -442,21 +461,13 @@ async fn each_source_has_its_own_dedup_key_in_the_ledger() {
 async fn a_capture_sent_again_with_new_unsigned_ids_is_a_duplicate() {
     use relay_core::schemes::SHOPIFY;
     use relay_core::schemes::hmac::{GenericHmac, HmacConfig};
-    let file = ConfigFile::new(
-        "[sources.shop]\nscheme = \"shopify\"\npaths = [\"/shop\"]\nsecret_env = \"S\"\n\n[sources.generic]\nscheme = \"hmac\"\npaths = [\"/hmac\"]\nsecret_env = \"S\"\nid_header = \"x-delivery\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+    let (relay, out) = relay_to_out(
+        "[sources.shop]\nscheme = \"shopify\"\npaths = [\"/shop\"]\nsecret_env = \"S\"\n\n[sources.generic]\nscheme = \"hmac\"\npaths = [\"/hmac\"]\nsecret_env = \"S\"\nid_header = \"x-delivery\"\n",
+        &[("S", GITHUB_SECRET)],
     );
-    let config = file
-        .load(&[("S", GITHUB_SECRET)])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let out = RecordingSink::new("out");
     let dir = tempfile::tempdir().unwrap();
     let ledger = relay_core::ledger::SqliteLedger::open(&dir.path().join("ledger.sqlite")).unwrap();
-    let relay = relay(
-        config,
-        &[("out", Arc::clone(&out) as Arc<dyn Sink>)],
-        capture_clock(),
-    )
-    .with_ledger(Arc::new(ledger));
+    let relay = relay.with_ledger(Arc::new(ledger));
     let generic = GenericHmac::new(HmacConfig::body_only("x-signature")).unwrap();
     for (path, scheme, id_header) in [
         ("/shop", &SHOPIFY as &dyn Scheme, "x-shopify-webhook-id"),
@@ -582,9 +593,7 @@ fn a_source_that_cannot_work_is_refused_at_start() {
         ),
     ];
     for (text, expected) in cases {
-        let file = ConfigFile::new(&format!(
-            "{text}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n"
-        ));
+        let file = ConfigFile::new(&to_out(text));
         let errors = file
             .load(&[
                 ("RELAY_HMAC_SECRET", "k"),
@@ -603,16 +612,14 @@ fn a_source_that_cannot_work_is_refused_at_start() {
 
 #[test]
 fn sources_without_the_dss_need_no_dss_key() {
-    let file = ConfigFile::new(
-        "[sources.gh]\nscheme = \"github\"\nsecret_env = \"GH\"\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
-    );
+    let file = ConfigFile::new(&to_out(
+        "[sources.gh]\nscheme = \"github\"\nsecret_env = \"GH\"\n",
+    ));
     let config = file.load(&[("GH", "s")]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(config.sources.len(), 1);
     assert!(!config.sources[0].has_timestamp());
     // A DSS source without its own keys still needs the relay's.
-    let file = ConfigFile::new(
-        "[sources.dss]\nscheme = \"dss\"\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
-    );
+    let file = ConfigFile::new(&to_out("[sources.dss]\nscheme = \"dss\"\n"));
     let errors = file.load(&[]).unwrap_err().to_string();
     assert!(errors.contains("no HMAC key is configured"), "{errors}");
 }
@@ -779,22 +786,18 @@ async fn a_sources_keys_may_come_from_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("github.secret");
     std::fs::write(&secret, format!("{GITHUB_SECRET}\n")).unwrap();
-    let file = ConfigFile::new(&format!(
-        "[sources.github]\nscheme = \"github\"\nsecret_file = \"{}\"\n[sinks.code]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"code\"]\n",
-        secret.display()
-    ));
-    let config = file.load(&[]).unwrap_or_else(|e| panic!("{e}"));
-    let code = RecordingSink::new("code");
-    let relay = relay(
-        config,
-        &[("code", Arc::clone(&code) as Arc<dyn Sink>)],
-        capture_clock(),
+    let (relay, out) = relay_to_out(
+        &format!(
+            "[sources.github]\nscheme = \"github\"\nsecret_file = \"{}\"\n",
+            secret.display()
+        ),
+        &[],
     );
     assert_eq!(
         answer(&relay.accept(push("d-1")).await),
         (202, String::new())
     );
-    assert_eq!(code.messages().len(), 1);
+    assert_eq!(out.messages().len(), 1);
 
     // Two places for one secret, and a file that is not there, are refused.
     for (text, expected) in [
@@ -811,9 +814,7 @@ async fn a_sources_keys_may_come_from_a_file() {
             "secret_file /nonexistent/secret cannot be read",
         ),
     ] {
-        let file = ConfigFile::new(&format!(
-            "{text}[sinks.code]\ntype = \"file\"\npath = \"-\"\n[[routes]]\nname = \"all\"\nto = [\"code\"]\n"
-        ));
+        let file = ConfigFile::new(&to_out(&text));
         let errors = file.load(&[("X", "x")]).unwrap_err().to_string();
         assert!(errors.contains(expected), "{errors}");
         assert!(!errors.contains(GITHUB_SECRET), "{errors}");
@@ -826,17 +827,9 @@ async fn a_sources_keys_may_come_from_a_file() {
 #[tokio::test]
 async fn a_signed_value_holding_its_separator_is_refused() {
     use relay_core::schemes::hmac::{GenericHmac, HmacConfig};
-    let file = ConfigFile::new(
-        "[sources.generic]\nscheme = \"hmac\"\npaths = [\"/hmac\"]\nsecret_env = \"S\"\ntemplate = \"{id}.{body}\"\nid_header = \"x-id\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
-    );
-    let config = file
-        .load(&[("S", GITHUB_SECRET)])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let out = RecordingSink::new("out");
-    let relay = relay(
-        config,
-        &[("out", Arc::clone(&out) as Arc<dyn Sink>)],
-        capture_clock(),
+    let (relay, out) = relay_to_out(
+        "[sources.generic]\nscheme = \"hmac\"\npaths = [\"/hmac\"]\nsecret_env = \"S\"\ntemplate = \"{id}.{body}\"\nid_header = \"x-id\"\n",
+        &[("S", GITHUB_SECRET)],
     );
     let mut scheme = HmacConfig::body_only("x-signature");
     scheme.template = "{id}.{body}".into();
@@ -868,9 +861,9 @@ async fn a_signed_value_holding_its_separator_is_refused() {
     assert_eq!(out.messages().len(), 1, "only the captured request");
 
     // A template whose body is not last is refused at start.
-    let file = ConfigFile::new(
-        "[sources.generic]\nscheme = \"hmac\"\nsecret_env = \"S\"\ntemplate = \"{body}.{timestamp}\"\ntimestamp_header = \"x-ts\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
-    );
+    let file = ConfigFile::new(&to_out(
+        "[sources.generic]\nscheme = \"hmac\"\nsecret_env = \"S\"\ntemplate = \"{body}.{timestamp}\"\ntimestamp_header = \"x-ts\"\n",
+    ));
     let refused = file.load(&[("S", GITHUB_SECRET)]).unwrap_err().to_string();
     assert!(refused.contains("must end with {body}"), "{refused}");
 }
@@ -884,7 +877,7 @@ async fn a_request_signed_for_one_rfc9421_source_is_refused_by_another() {
     use relay_core::schemes::rfc9421::Rfc9421;
     let sources = |required: &str| {
         format!(
-            "[sources.a]\nscheme = \"rfc9421\"\npaths = [\"/a\"]\nsecret_env = \"K\"\n{required}\n[sources.b]\nscheme = \"rfc9421\"\npaths = [\"/b\"]\nsecret_env = \"K\"\n{required}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n"
+            "[sources.a]\nscheme = \"rfc9421\"\npaths = [\"/a\"]\nsecret_env = \"K\"\n{required}\n[sources.b]\nscheme = \"rfc9421\"\npaths = [\"/b\"]\nsecret_env = \"K\"\n{required}"
         )
     };
     let keys = r#"{"k1": "one key for two sources"}"#;
@@ -909,20 +902,7 @@ async fn a_request_signed_for_one_rfc9421_source_is_refused_by_another() {
             .body(Bytes::from_static(INVOICE.as_bytes()))
             .unwrap()
     };
-    let start = |required: &str| {
-        let config = ConfigFile::new(&sources(required))
-            .load(&[("K", keys)])
-            .unwrap_or_else(|e| panic!("{e}"));
-        let out = RecordingSink::new("out");
-        (
-            relay(
-                config,
-                &[("out", Arc::clone(&out) as Arc<dyn Sink>)],
-                capture_clock(),
-            ),
-            out,
-        )
-    };
+    let start = |required: &str| relay_to_out(&sources(required), &[("K", keys)]);
 
     let (strict, out) = start("");
     let default = Rfc9421::default();
