@@ -5,6 +5,7 @@
 
 #![cfg(feature = "sqlite")]
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -12,7 +13,7 @@ use bytes::Bytes;
 use relay_core::archive::{Archive, ArchiveError, DirArchive, Record, Written};
 use relay_core::ledger::SqliteLedger;
 use relay_core::relay::{REPLAYED, ReplayPlan, ReplayRecord, ReplayTo, Replayed};
-use relay_core::{Outcome, Sink};
+use relay_core::{Outcome, Relay, Sink};
 use relay_testkit::capture::{self, NAMES, SECRET};
 use relay_testkit::metrics::Lines;
 use relay_testkit::sinks::{RecordingSink, SwitchSink, capture_clock, relay};
@@ -66,6 +67,19 @@ impl Archive for SwitchArchive {
     }
 }
 
+/// A relay of the `relay.toml` at `routes`, its sink `file` recorded, writing to `archive`.
+fn archived(routes: &Path, archive: &Arc<dyn Archive>) -> (Relay, Arc<RecordingSink>) {
+    let sink = RecordingSink::new("memory");
+    let vars = [
+        ("RELAY_HMAC_SECRET", SECRET),
+        ("RELAY_CONFIG", routes.to_str().unwrap()),
+    ];
+    let sinks = [("file", Arc::clone(&sink) as Arc<dyn Sink>)];
+    let relay = relay(config(&vars), &sinks, capture_clock())
+        .with_archive(Arc::clone(archive), relay_testkit::archive::key());
+    (relay, sink)
+}
+
 #[tokio::test]
 async fn every_verified_notification_is_archived_as_sent_filtered_ones_included() {
     let dir = tempfile::tempdir().unwrap();
@@ -80,16 +94,7 @@ async fn every_verified_notification_is_archived_as_sent_filtered_ones_included(
     for name in NAMES {
         let folder = tempfile::tempdir().unwrap();
         let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(folder.path()).unwrap());
-        let sink = RecordingSink::new("memory");
-        let relay = relay(
-            config(&[
-                ("RELAY_HMAC_SECRET", SECRET),
-                ("RELAY_CONFIG", routes.to_str().unwrap()),
-            ]),
-            &[("file", Arc::clone(&sink) as Arc<dyn Sink>)],
-            capture_clock(),
-        )
-        .with_archive(Arc::clone(&archive), relay_testkit::archive::key());
+        let (relay, sink) = archived(&routes, &archive);
         let outcome = relay.accept(capture::request(name)).await;
         let answer = body(&outcome);
         assert_eq!(outcome.status, 202, "{name}: {answer}");
@@ -307,16 +312,7 @@ async fn a_record_keeps_the_headers_routes_name() {
     )
     .unwrap();
     let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
-    let sink = RecordingSink::new("memory");
-    let relay = relay(
-        config(&[
-            ("RELAY_HMAC_SECRET", SECRET),
-            ("RELAY_CONFIG", routes.to_str().unwrap()),
-        ]),
-        &[("file", Arc::clone(&sink) as Arc<dyn Sink>)],
-        capture_clock(),
-    )
-    .with_archive(Arc::clone(&archive), relay_testkit::archive::key());
+    let (relay, sink) = archived(&routes, &archive);
     let mut request = capture::request(NAMES[0]);
     for (name, value) in [("x-tenant", "a"), ("x-other", "b"), ("x-api-key", "k")] {
         request.headers_mut().insert(name, value.parse().unwrap());

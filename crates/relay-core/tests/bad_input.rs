@@ -12,6 +12,20 @@ fn error_code(outcome: &relay_core::Outcome) -> String {
     status_and_code(outcome).1
 }
 
+/// Asserts that `outcome` has the status and error code of the row `name`, and never shows
+/// `secret`.
+#[track_caller]
+fn assert_refused(
+    outcome: &relay_core::Outcome,
+    (name, status, code): (&str, StatusCode, &str),
+    secret: &str,
+) {
+    let body = String::from_utf8_lossy(&outcome.body);
+    let got = (outcome.status, error_code(outcome));
+    assert_eq!((got.0, got.1.as_str()), (status, code), "{name}: {body}");
+    assert!(!body.contains(secret), "{name}");
+}
+
 const GOOD: &str = r#"{"subscription_id": "8a6a7e5c-2f0b-4c39-9c9e-2d1c7c0e7b11", "event_type": "CREATE", "match": {"bundle_uuid": "c86309f6-e5b7-4698-abb6-b81644573bff", "bundle_version": "2019-11-15T202303.689105Z"}}"#;
 const BOUNDARY: &str = "2769baffc4f24cbc83ced26aa0c2f712";
 
@@ -1018,23 +1032,12 @@ async fn every_bad_input_gets_its_documented_status_and_code() {
     let (relay, sink) = capture_relay(&[]);
     for row in &rows {
         let outcome = relay.accept(request(row)).await;
-        assert_eq!(
-            (outcome.status, error_code(&outcome).as_str()),
-            (row.status, row.code),
-            "{}: {}",
-            row.name,
-            String::from_utf8_lossy(&outcome.body)
-        );
+        assert_refused(&outcome, (&row.name, row.status, row.code), CAPTURE_SECRET);
         let body: serde_json::Value = serde_json::from_slice(&outcome.body).unwrap();
         assert!(
             body["error"]["message"]
                 .as_str()
                 .is_some_and(|m| !m.is_empty()),
-            "{}",
-            row.name
-        );
-        assert!(
-            !String::from_utf8_lossy(&outcome.body).contains(CAPTURE_SECRET),
             "{}",
             row.name
         );
@@ -1547,14 +1550,7 @@ async fn every_source_rejection_gets_its_documented_status_and_code() {
     let rows = source_rows();
     for row in &rows {
         let outcome = relay.accept(source_request(row)).await;
-        assert_eq!(
-            (outcome.status, error_code(&outcome).as_str()),
-            (row.status, row.code),
-            "{}: {}",
-            row.name,
-            String::from_utf8_lossy(&outcome.body)
-        );
-        assert!(!String::from_utf8_lossy(&outcome.body).contains(SOURCE_SECRET));
+        assert_refused(&outcome, (row.name, row.status, row.code), SOURCE_SECRET);
     }
     assert_eq!(
         sink.messages().len(),
