@@ -104,18 +104,7 @@ impl Pinned {
 
     /// User plus system CPU time used so far, in microseconds.
     pub(crate) fn cpu_us(&self) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
-            .expect("a live process");
-        // Fields after the command name, which is in parentheses and may hold spaces.
-        let fields: Vec<&str> = stat
-            .rsplit_once(") ")
-            .expect("a stat line")
-            .1
-            .split(' ')
-            .collect();
-        let ticks: u64 =
-            fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-        ticks * 1_000_000 / 100
+        stat_cpu_us(&format!("/proc/{}/stat", self.child.id()), 11)
     }
 
     /// Resets the peak resident set size that [`peak_rss_kib`](Self::peak_rss_kib) reports.
@@ -143,4 +132,20 @@ impl Drop for Pinned {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The sum of the clock-tick fields `first` and `first + 1` of the `/proc/…/stat` file at `path`
+/// (counted after the command name), in microseconds: 11 for a process's user and system time,
+/// 13 for that of the children it waited for.
+pub(crate) fn stat_cpu_us(path: &str, first: usize) -> u64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .expect("a stat line")
+        .1
+        .split(' ')
+        .collect();
+    let tick = |i: usize| fields[i].parse::<u64>().expect("a clock-tick count");
+    (tick(first) + tick(first + 1)) * 1_000_000 / 100
 }

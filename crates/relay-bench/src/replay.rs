@@ -118,17 +118,7 @@ struct Run {
 
 /// User plus system CPU time of the children this process waited for, in microseconds.
 fn children_cpu_us() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat
-        .rsplit_once(") ")
-        .expect("a stat line")
-        .1
-        .split(' ')
-        .collect();
-    let ticks: u64 =
-        fields[13].parse::<u64>().expect("cutime") + fields[14].parse::<u64>().expect("cstime");
-    ticks * 1_000_000 / 100
+    crate::process::stat_cpu_us("/proc/self/stat", 13)
 }
 
 /// The count before `label` in the summary line, "10000 archived in the window: 10000 sent, …".

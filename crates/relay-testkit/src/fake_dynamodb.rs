@@ -447,14 +447,15 @@ mod tests {
         );
 
         fake.set_throttled(true);
-        let throttled = client
-            .get_item()
-            .table_name("ledger")
-            .key(HASH_KEY, AttributeValue::S("b".into()))
-            .key(RANGE_KEY, AttributeValue::S("k".into()))
-            .send()
-            .await
-            .expect_err("throttled");
+        let get = || {
+            client
+                .get_item()
+                .table_name("ledger")
+                .key(HASH_KEY, AttributeValue::S("b".into()))
+                .key(RANGE_KEY, AttributeValue::S("k".into()))
+                .send()
+        };
+        let throttled = get().await.expect_err("throttled");
         assert!(
             throttled
                 .as_service_error()
@@ -466,14 +467,7 @@ mod tests {
         assert_eq!(calls.of("UpdateItem"), 2);
         // The SDK retries a throttled call (3 attempts in all, by default).
         assert_eq!(calls.of("GetItem"), 3);
-        let unused = client
-            .get_item()
-            .table_name("ledger")
-            .key(HASH_KEY, AttributeValue::S("b".into()))
-            .key(RANGE_KEY, AttributeValue::S("k".into()))
-            .send()
-            .await
-            .expect("answered");
+        let unused = get().await.expect("answered");
         assert!(unused.item.is_some());
     }
 }
