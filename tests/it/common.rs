@@ -1,8 +1,8 @@
 //! What every integration test needs: unique names, queue clients, a relay-gcf server on
 //! loopback, and signed DSS notifications.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
@@ -285,36 +285,37 @@ impl aws_types::service_config::LoadServiceConfig for NoServiceEnv {
     }
 }
 
-/// A loopback HTTP proxy in front of moto that counts the API calls passing through it.
+/// A loopback HTTP proxy in front of an emulator that records the path of every call passing
+/// through it.
 pub(crate) struct CountingProxy {
     pub(crate) url: String,
-    calls: Arc<AtomicUsize>,
+    paths: Arc<Mutex<Vec<String>>>,
 }
 
 impl CountingProxy {
+    /// In front of moto (`AWS_ENDPOINT_URL`).
     pub(crate) async fn start() -> Self {
-        let upstream: hyper::Uri = std::env::var("AWS_ENDPOINT_URL")
-            .expect("source infra/local/env.sh")
-            .parse()
-            .unwrap();
-        let calls = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&calls);
+        Self::to(&std::env::var("AWS_ENDPOINT_URL").expect("source infra/local/env.sh")).await
+    }
+
+    /// In front of the HTTP endpoint `upstream`.
+    pub(crate) async fn to(upstream: &str) -> Self {
+        let upstream = upstream.trim_end_matches('/').to_owned();
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&paths);
         let client: Client<HttpConnector, axum::body::Body> =
             Client::builder(TokioExecutor::new()).build_http();
         let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
-            let (client, upstream, counter) =
-                (client.clone(), upstream.clone(), Arc::clone(&counter));
+            let (client, upstream, log) = (client.clone(), upstream.clone(), Arc::clone(&log));
             async move {
-                counter.fetch_add(1, Ordering::SeqCst);
                 let (mut parts, body) = request.into_parts();
                 let path = parts
                     .uri
                     .path_and_query()
                     .map_or("/", |p| p.as_str())
                     .to_owned();
-                parts.uri = format!("{}{}", upstream.to_string().trim_end_matches('/'), path)
-                    .parse()
-                    .unwrap();
+                log.lock().unwrap().push(path.clone());
+                parts.uri = format!("{upstream}{path}").parse().unwrap();
                 let response = client
                     .request(http::Request::from_parts(parts, body))
                     .await
@@ -325,11 +326,17 @@ impl CountingProxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Self { url, calls }
+        Self { url, paths }
     }
 
+    /// The calls that passed so far.
     pub(crate) fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
+        self.paths.lock().unwrap().len()
+    }
+
+    /// The paths of the calls since the last take, in order.
+    pub(crate) fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.paths.lock().unwrap())
     }
 
     /// The production AWS configuration, sending through this proxy.

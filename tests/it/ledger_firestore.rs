@@ -4,7 +4,6 @@
 //! collection, a document that cannot be read, and the answers to a closed port, a throttled or
 //! failing service, a hanging one and a refusal.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper_util::client::legacy::Client;
@@ -15,7 +14,7 @@ use relay_testkit::ledger::{
     attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle, try_claim,
 };
 
-use crate::common::unique;
+use crate::common::{CountingProxy, unique};
 
 const DATABASE: &str = "(default)";
 
@@ -44,48 +43,28 @@ async fn the_firestore_ledger_follows_the_rules() {
     conformance(ledger).await;
 }
 
-/// A loopback HTTP proxy in front of the emulator that records the method of every call
-/// (`commit`, `batchGet`, `runQuery`) passing through it.
-struct CallLog {
-    host: String,
-    calls: Arc<Mutex<Vec<String>>>,
-}
+/// A loopback proxy in front of the emulator that records the method of every call (`commit`,
+/// `batchGet`, `runQuery`) passing through it.
+struct CallLog(CountingProxy);
 
 impl CallLog {
     async fn start() -> Self {
-        let upstream = format!("http://{}", emulator_host());
-        let calls = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&calls);
-        let client: Client<HttpConnector, axum::body::Body> =
-            Client::builder(TokioExecutor::new()).build_http();
-        let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
-            let (client, upstream, log) = (client.clone(), upstream.clone(), Arc::clone(&log));
-            async move {
-                let (mut parts, body) = request.into_parts();
-                let path = parts
-                    .uri
-                    .path_and_query()
-                    .map_or("/", |p| p.as_str())
-                    .to_owned();
-                let method = path.rsplit(':').next().unwrap_or_default().to_owned();
-                log.lock().unwrap().push(method);
-                parts.uri = format!("{upstream}{path}").parse().unwrap();
-                let response = client
-                    .request(http::Request::from_parts(parts, body))
-                    .await
-                    .unwrap();
-                response.map(axum::body::Body::new)
-            }
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let host = listener.local_addr().unwrap().to_string();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Self { host, calls }
+        Self(CountingProxy::to(&format!("http://{}", emulator_host())).await)
     }
 
-    /// The calls since the last take, in order, joined by commas.
+    /// The host and port the ledger is to reach the emulator at.
+    fn host(&self) -> &str {
+        self.0.url.trim_start_matches("http://")
+    }
+
+    /// The methods of the calls since the last take, in order, joined by commas.
     fn take(&self) -> String {
-        std::mem::take(&mut *self.calls.lock().unwrap()).join(",")
+        let paths = self.0.take();
+        let methods: Vec<&str> = paths
+            .iter()
+            .map(|p| p.rsplit(':').next().unwrap_or_default())
+            .collect();
+        methods.join(",")
     }
 }
 
@@ -93,7 +72,7 @@ impl CallLog {
 async fn a_new_claim_is_one_call_and_its_settlement_one() {
     let log = CallLog::start().await;
     let (name, _) = collection();
-    let ledger = FirestoreLedger::emulator(&log.host, &project(), DATABASE, &name).unwrap();
+    let ledger = FirestoreLedger::emulator(log.host(), &project(), DATABASE, &name).unwrap();
     let id = fresh_identity();
     let t = 1_800_000_000_000;
 
@@ -147,7 +126,7 @@ async fn a_new_claim_is_one_call_and_its_settlement_one() {
     settle(&ledger, &other, &holder, 0, &[("q1", true)]).await;
     assert_eq!(log.take(), "commit,batchGet,commit", "a late settlement");
     // A settlement on another instance than its claim's: a read and a commit.
-    let elsewhere = FirestoreLedger::emulator(&log.host, &project(), DATABASE, &name).unwrap();
+    let elsewhere = FirestoreLedger::emulator(log.host(), &project(), DATABASE, &name).unwrap();
     settle(&elsewhere, &other, &takeover, 1, &[("q1", true)]).await;
     assert_eq!(
         log.take(),
