@@ -34,35 +34,26 @@ const SECRET: &str = "upgrade-test-secret";
 const EAST: &str = "arn:aws:sqs:us-east-1:111111111111:orders";
 const WEST: &str = "arn:aws:sqs:eu-west-1:222222222222:orders";
 
-const ONE_QUEUE_ONE_FILE: &str = r#"
-[sinks.east]
-type = "sqs"
-queue_url = "https://sqs.us-east-1.amazonaws.com/111111111111/orders"
+/// A sink the previous release's relay had: the queue `orders` in two accounts (`east`,
+/// `west`), and a file (`log`).
+fn sink(name: &str) -> String {
+    let table = match name {
+        "east" => {
+            "type = \"sqs\"\nqueue_url = \"https://sqs.us-east-1.amazonaws.com/111111111111/orders\""
+        }
+        "west" => {
+            "type = \"sqs\"\nqueue_url = \"https://sqs.eu-west-1.amazonaws.com/222222222222/orders\""
+        }
+        _ => "type = \"file\"\npath = \"-\"",
+    };
+    format!("[sinks.{name}]\n{table}\n\n")
+}
 
-[sinks.log]
-type = "file"
-path = "-"
-
-[[routes]]
-name = "both"
-match = {}
-to = ["east", "log"]
-"#;
-
-const TWO_QUEUES: &str = r#"
-[sinks.east]
-type = "sqs"
-queue_url = "https://sqs.us-east-1.amazonaws.com/111111111111/orders"
-
-[sinks.west]
-type = "sqs"
-queue_url = "https://sqs.eu-west-1.amazonaws.com/222222222222/orders"
-
-[[routes]]
-name = "both"
-match = {}
-to = ["west", "east"]
-"#;
+/// The sinks `to`, and every notification routed to them in that order.
+fn routed_to(to: &[&str]) -> String {
+    let sinks: String = to.iter().map(|name| sink(name)).collect();
+    format!("{sinks}[[routes]]\nname = \"both\"\nmatch = {{}}\nto = {to:?}\n")
+}
 
 /// The previous release's ledger in one store, opened by this release's `ledger::open`; the
 /// guard keeps an SQLite copy's folder.
@@ -159,14 +150,28 @@ async fn upgrade_keeps_its_word(store: &str) {
     // Both acknowledged: a duplicate, nothing published.
     let (east, log) = (SwitchSink::new("sqs:orders"), SwitchSink::new("file:-"));
     let sinks = [("east", &east), ("log", &log)];
-    let answer = retry(ONE_QUEUE_ONE_FILE, &sinks, &ledger, &lines, "acked-by-both").await;
+    let answer = retry(
+        &routed_to(&["east", "log"]),
+        &sinks,
+        &ledger,
+        &lines,
+        "acked-by-both",
+    )
+    .await;
     assert_eq!(answer["status"], "duplicate", "{store}: {answer}");
     assert_eq!((east.calls(), log.calls()), (0, 0), "{store}");
     // The file's resource is the name it had (`file:-`): only the queue's is carried.
     assert_eq!(carried(&lines, "carried"), 1.0, "{store}");
 
     // The file failed: only the file is published to, the queue's acknowledgement carried over.
-    let answer = retry(ONE_QUEUE_ONE_FILE, &sinks, &ledger, &lines, "file-failed").await;
+    let answer = retry(
+        &routed_to(&["east", "log"]),
+        &sinks,
+        &ledger,
+        &lines,
+        "file-failed",
+    )
+    .await;
     assert_eq!(answer["status"], "published", "{store}: {answer}");
     assert_eq!(
         (east.calls(), log.calls()),
@@ -193,7 +198,14 @@ async fn upgrade_keeps_its_word(store: &str) {
     // One name two queues shared: each is published to, never a duplicate.
     let (east, west) = (SwitchSink::new("sqs:orders"), SwitchSink::new("sqs:orders"));
     let sinks = [("east", &east), ("west", &west)];
-    let answer = retry(TWO_QUEUES, &sinks, &ledger, &lines, "one-name-two-queues").await;
+    let answer = retry(
+        &routed_to(&["west", "east"]),
+        &sinks,
+        &ledger,
+        &lines,
+        "one-name-two-queues",
+    )
+    .await;
     assert_eq!(
         answer["status"], "published",
         "{store}: never a duplicate: {answer}"
@@ -207,7 +219,14 @@ async fn upgrade_keeps_its_word(store: &str) {
         .collect();
     assert_eq!(resources, [WEST, EAST], "{store}");
     assert_eq!(carried(&lines, "ambiguous"), 2.0, "{store}");
-    let again = retry(TWO_QUEUES, &sinks, &ledger, &lines, "one-name-two-queues").await;
+    let again = retry(
+        &routed_to(&["west", "east"]),
+        &sinks,
+        &ledger,
+        &lines,
+        "one-name-two-queues",
+    )
+    .await;
     assert_eq!(again["status"], "duplicate", "{store}: {again}");
     assert_eq!((east.calls(), west.calls()), (1, 1), "{store}");
 }
