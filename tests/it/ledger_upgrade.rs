@@ -107,17 +107,18 @@ async fn previous_release(store: &str) -> (Arc<dyn Ledger>, Option<tempfile::Tem
     (opened, dir)
 }
 
-/// The DSS's retry of `bundle`'s notification, to a relay with `document`'s sinks (each the
-/// sink `sinks` gives it, which names itself as the previous release did) over `ledger`.
+/// The DSS's retry of `bundle`'s notification, to a relay routing every notification to
+/// `sinks` in their order (each configured as [`sink`] says, and published to through the
+/// test's sink, which names itself as the previous release did) over `ledger`.
 async fn retry(
-    document: &str,
     sinks: &[(&str, &Arc<SwitchSink>)],
     ledger: &Arc<dyn Ledger>,
     lines: &Arc<Lines>,
     bundle: &str,
 ) -> serde_json::Value {
     let at = SystemTime::UNIX_EPOCH + Duration::from_secs(WRITTEN_AT + 60);
-    let file = ConfigFile::new(document);
+    let names: Vec<&str> = sinks.iter().map(|(name, _)| *name).collect();
+    let file = ConfigFile::new(&routed_to(&names));
     let config = file.load(&[("RELAY_HMAC_SECRET", SECRET)]).unwrap();
     let sinks: Vec<(&str, Arc<dyn Sink>)> = sinks
         .iter()
@@ -150,28 +151,14 @@ async fn upgrade_keeps_its_word(store: &str) {
     // Both acknowledged: a duplicate, nothing published.
     let (east, log) = (SwitchSink::new("sqs:orders"), SwitchSink::new("file:-"));
     let sinks = [("east", &east), ("log", &log)];
-    let answer = retry(
-        &routed_to(&["east", "log"]),
-        &sinks,
-        &ledger,
-        &lines,
-        "acked-by-both",
-    )
-    .await;
+    let answer = retry(&sinks, &ledger, &lines, "acked-by-both").await;
     assert_eq!(answer["status"], "duplicate", "{store}: {answer}");
     assert_eq!((east.calls(), log.calls()), (0, 0), "{store}");
     // The file's resource is the name it had (`file:-`): only the queue's is carried.
     assert_eq!(carried(&lines, "carried"), 1.0, "{store}");
 
     // The file failed: only the file is published to, the queue's acknowledgement carried over.
-    let answer = retry(
-        &routed_to(&["east", "log"]),
-        &sinks,
-        &ledger,
-        &lines,
-        "file-failed",
-    )
-    .await;
+    let answer = retry(&sinks, &ledger, &lines, "file-failed").await;
     assert_eq!(answer["status"], "published", "{store}: {answer}");
     assert_eq!(
         (east.calls(), log.calls()),
@@ -197,15 +184,8 @@ async fn upgrade_keeps_its_word(store: &str) {
 
     // One name two queues shared: each is published to, never a duplicate.
     let (east, west) = (SwitchSink::new("sqs:orders"), SwitchSink::new("sqs:orders"));
-    let sinks = [("east", &east), ("west", &west)];
-    let answer = retry(
-        &routed_to(&["west", "east"]),
-        &sinks,
-        &ledger,
-        &lines,
-        "one-name-two-queues",
-    )
-    .await;
+    let sinks = [("west", &west), ("east", &east)];
+    let answer = retry(&sinks, &ledger, &lines, "one-name-two-queues").await;
     assert_eq!(
         answer["status"], "published",
         "{store}: never a duplicate: {answer}"
@@ -219,14 +199,7 @@ async fn upgrade_keeps_its_word(store: &str) {
         .collect();
     assert_eq!(resources, [WEST, EAST], "{store}");
     assert_eq!(carried(&lines, "ambiguous"), 2.0, "{store}");
-    let again = retry(
-        &routed_to(&["west", "east"]),
-        &sinks,
-        &ledger,
-        &lines,
-        "one-name-two-queues",
-    )
-    .await;
+    let again = retry(&sinks, &ledger, &lines, "one-name-two-queues").await;
     assert_eq!(again["status"], "duplicate", "{store}: {again}");
     assert_eq!((east.calls(), west.calls()), (1, 1), "{store}");
 }
