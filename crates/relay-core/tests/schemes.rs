@@ -123,6 +123,13 @@ impl Fixture {
         proof
     }
 
+    /// [`verifies`](Self::verifies), the proof carrying the delivery id `id`.
+    fn verifies_with_id(&self, scheme: &dyn Scheme, id: &str) -> Proof {
+        let proof = self.verifies(scheme);
+        assert_eq!(proof.delivery_id.as_deref(), Some(id), "{}", scheme.name());
+        proof
+    }
+
     /// Checked more than the window after or before it was signed, it is refused as stale, or
     /// as from the future.
     fn keeps_its_window(&self, scheme: &dyn Scheme) {
@@ -255,11 +262,7 @@ fn stripe_verifies_its_librarys_rotation_header_and_ignores_v0() {
 #[test]
 fn shopify_verifies_a_body_signature_its_library_accepts() {
     let f = fixture("shopify");
-    let proof = f.verifies(&SHOPIFY);
-    assert_eq!(
-        proof.delivery_id.as_deref(),
-        Some("b54557e4-bdd9-4b37-8a5f-bf7d70bcd043")
-    );
+    let proof = f.verifies_with_id(&SHOPIFY, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043");
     assert_eq!(proof.event_type.as_deref(), Some("orders/create"));
     assert!(!SHOPIFY.has_timestamp(), "Shopify signs no timestamp");
     hmac_round_trip(&SHOPIFY, "s");
@@ -269,11 +272,7 @@ fn shopify_verifies_a_body_signature_its_library_accepts() {
 fn standard_webhooks_verifies_the_reference_vector() {
     let f = fixture("standard_webhooks");
     let sw = StandardWebhooks::default();
-    let proof = f.verifies(&sw);
-    assert_eq!(
-        proof.delivery_id.as_deref(),
-        Some("msg_p5jXN8AQM9LWM0D4loKWxJek")
-    );
+    f.verifies_with_id(&sw, "msg_p5jXN8AQM9LWM0D4loKWxJek");
     let other = Secrets::new().with_hmac(Secret::new("whsec_c2VjcmV0LW9mLWFub3RoZXItZW5kcG9pbnQ="));
     assert_eq!(f.check(&sw, &other, f.now), Err(SchemeError::BadSignature));
     hmac_round_trip(&sw, "whsec_c2VjcmV0");
@@ -285,11 +284,7 @@ fn standard_webhooks_verifies_the_reference_vector() {
 fn standard_webhooks_verifies_its_librarys_rotation_vector() {
     let f = fixture("standard_webhooks_python");
     let sw = StandardWebhooks::default();
-    let proof = f.verifies(&sw);
-    assert_eq!(
-        proof.delivery_id.as_deref(),
-        Some("msg_2zYvVhXG8pTqK4mR1nJcLw6bE0a")
-    );
+    f.verifies_with_id(&sw, "msg_2zYvVhXG8pTqK4mR1nJcLw6bE0a");
     assert!(!f.body.is_ascii(), "the body is signed as its UTF-8 bytes");
     let old = Secret::new(f.json["old_secret"].as_str().unwrap());
     let previous = Secrets::new().with_hmac_id("previous", old);

@@ -375,30 +375,25 @@ async fn standard_webhooks_refuses_a_stale_timestamp_and_a_tampered_body() {
 async fn form_bodies_route_on_their_fields_and_are_forwarded_as_sent() {
     let (relay, sinks, _file) = relay_with_sources();
     let form = "token=x&command=%2Fdeploy&text=api+prod&user_id=U1";
-    let request = signed(
-        "/slack",
-        "application/x-www-form-urlencoded",
-        form,
-        &Slack::default(),
-        SLACK_SECRET,
-        None,
-        &[],
-    );
+    let slack = |content_type, body| {
+        signed(
+            "/slack",
+            content_type,
+            body,
+            &Slack::default(),
+            SLACK_SECRET,
+            None,
+            &[],
+        )
+    };
+    let request = slack("application/x-www-form-urlencoded", form);
     assert_eq!(answer(&relay.accept(request).await), (202, String::new()));
     let chat = sinks.chat.messages();
     assert_eq!(&chat[0].payload[..], form.as_bytes());
     assert_eq!(chat[0].attributes.get("relay.source"), Some("slack"));
 
     // A JSON body that does not parse is refused after its signature checked.
-    let request = signed(
-        "/slack",
-        "application/json",
-        "{not json",
-        &Slack::default(),
-        SLACK_SECRET,
-        None,
-        &[],
-    );
+    let request = slack("application/json", "{not json");
     assert_eq!(
         answer(&relay.accept(request).await),
         (400, "invalid_json".to_owned())
