@@ -19,6 +19,7 @@ pub mod error;
 mod google;
 mod group_commit;
 pub mod intake;
+mod json;
 pub mod ledger;
 mod lenient;
 pub mod live;

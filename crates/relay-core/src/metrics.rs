@@ -29,6 +29,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::json;
 use crate::notification::Origin;
 use crate::sink::{Receipt, SinkError};
 
@@ -248,13 +249,13 @@ fn line(
         .map_or(0, |d| d.as_millis() as u64);
     let mut out = Vec::with_capacity(384);
     out.extend_from_slice(b"{\"Relay\":");
-    text(&mut out, relay);
+    json::string(&mut out, relay);
     for (name, value) in values {
         out.push(b',');
-        text(&mut out, name);
+        json::string(&mut out, name);
         out.push(b':');
         match value {
-            Field::Text(value) => text(&mut out, value),
+            Field::Text(value) => json::string(&mut out, value),
             Field::Count(n) => out.extend_from_slice(n.to_string().as_bytes()),
             Field::Number(x) => {
                 let _ = serde_json::to_writer(&mut out, x);
@@ -264,40 +265,24 @@ fn line(
     out.extend_from_slice(b",\"_aws\":{\"Timestamp\":");
     out.extend_from_slice(timestamp.to_string().as_bytes());
     out.extend_from_slice(b",\"CloudWatchMetrics\":[{\"Namespace\":");
-    text(&mut out, NAMESPACE);
-    out.extend_from_slice(b",\"Dimensions\":[");
-    for (i, set) in dimensions.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.push(b'[');
-        for (j, dimension) in set.iter().enumerate() {
-            if j > 0 {
-                out.push(b',');
-            }
-            text(&mut out, dimension);
-        }
-        out.push(b']');
-    }
-    out.extend_from_slice(b"],\"Metrics\":[");
-    for (i, (name, unit)) in metrics.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    json::string(&mut out, NAMESPACE);
+    out.extend_from_slice(b",\"Dimensions\":");
+    json::list(&mut out, *b"[]", dimensions, |out, set| {
+        json::list(out, *b"[]", *set, |out, dimension| {
+            json::string(out, dimension)
+        });
+    });
+    out.extend_from_slice(b",\"Metrics\":");
+    json::list(&mut out, *b"[]", metrics, |out, (name, unit)| {
         out.extend_from_slice(b"{\"Name\":");
-        text(&mut out, name);
+        json::string(out, name);
         out.extend_from_slice(b",\"Unit\":");
-        text(&mut out, unit);
+        json::string(out, unit);
         out.push(b'}');
-    }
-    out.extend_from_slice(b"]}]}}");
+    });
+    out.extend_from_slice(b"}]}}");
     // Only JSON text went in, so it is UTF-8.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// Appends `value` as a JSON string.
-fn text(out: &mut Vec<u8>, value: &str) {
-    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 #[cfg(test)]

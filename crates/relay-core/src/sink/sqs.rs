@@ -348,6 +348,7 @@ mod wire {
     use bytes::Bytes;
 
     use super::super::aws::AwsEntry;
+    use crate::json;
 
     /// The request body for `entries`:
     /// `{"QueueUrl": …, "Entries": [{"Id", "MessageBody", "MessageAttributes",
@@ -357,33 +358,31 @@ mod wire {
         let size = entries.iter().map(|e| e.body().len() + 512).sum::<usize>();
         let mut out = Vec::with_capacity(size + queue_url.len() + 32);
         out.extend_from_slice(b"{\"QueueUrl\":");
-        string(&mut out, queue_url);
-        out.extend_from_slice(b",\"Entries\":[");
-        for (i, entry) in entries.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
+        json::string(&mut out, queue_url);
+        out.extend_from_slice(b",\"Entries\":");
+        json::list(&mut out, *b"[]", entries, |out, entry| {
             out.extend_from_slice(b"{\"Id\":");
-            string(&mut out, &entry.id);
+            json::string(out, &entry.id);
             out.extend_from_slice(b",\"MessageBody\":");
-            utf8(&mut out, entry.body());
+            json::utf8(out, entry.body());
             if !entry.attributes.is_empty() {
-                out.extend_from_slice(b",\"MessageAttributes\":{");
-                for (j, (name, value)) in entry.attributes.iter().enumerate() {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    string(&mut out, name);
-                    out.extend_from_slice(b":{\"DataType\":\"String\",\"StringValue\":");
-                    string(&mut out, value);
-                    out.push(b'}');
-                }
-                out.push(b'}');
+                out.extend_from_slice(b",\"MessageAttributes\":");
+                json::list(
+                    out,
+                    *b"{}",
+                    entry.attributes.iter(),
+                    |out, (name, value)| {
+                        json::string(out, name);
+                        out.extend_from_slice(b":{\"DataType\":\"String\",\"StringValue\":");
+                        json::string(out, value);
+                        out.push(b'}');
+                    },
+                );
             }
             if let Some(header) = &entry.trace_header {
                 out.extend_from_slice(b",\"MessageSystemAttributes\":{\"AWSTraceHeader\":");
                 out.extend_from_slice(b"{\"DataType\":\"String\",\"StringValue\":");
-                string(&mut out, header);
+                json::string(out, header);
                 out.extend_from_slice(b"}}");
             }
             for (key, value) in [
@@ -392,41 +391,13 @@ mod wire {
             ] {
                 if let Some(value) = value {
                     out.extend_from_slice(key);
-                    string(&mut out, value);
+                    json::string(out, value);
                 }
             }
             out.push(b'}');
-        }
-        out.extend_from_slice(b"]}");
+        });
+        out.push(b'}');
         Bytes::from(out)
-    }
-
-    /// Appends `text` as a JSON string. Text with a control character (rare in a notification:
-    /// JSON text escapes them inside its own strings) goes through serde_json whole.
-    pub(super) fn string(out: &mut Vec<u8>, text: &str) {
-        utf8(out, text.as_bytes());
-    }
-
-    /// [`string`] for bytes known to be UTF-8 (an entry's body, read in place); bytes that
-    /// are not would be written with U+FFFD in place of each invalid sequence.
-    fn utf8(out: &mut Vec<u8>, bytes: &[u8]) {
-        // A fold without an early exit is vectorized: the whole body costs a few cycles per
-        // 32 bytes, where `any` would test it one byte at a time.
-        if bytes.iter().fold(false, |control, &b| control | (b < 0x20)) {
-            let text = String::from_utf8_lossy(bytes);
-            serde_json::to_writer(&mut *out, &text).expect("a string always serializes");
-            return;
-        }
-        out.push(b'"');
-        let mut copied = 0;
-        for at in memchr::memchr2_iter(b'"', b'\\', bytes) {
-            out.extend_from_slice(&bytes[copied..at]);
-            out.push(b'\\');
-            out.push(bytes[at]);
-            copied = at + 1;
-        }
-        out.extend_from_slice(&bytes[copied..]);
-        out.push(b'"');
     }
 
     /// Puts the prepared body in place of the one the SDK serialized, once per call, before
@@ -538,31 +509,5 @@ mod tests {
                 ]
             })
         );
-    }
-
-    #[cfg(feature = "sqs")]
-    #[test]
-    fn strings_are_escaped_as_serde_json_escapes_them() {
-        let mut samples: Vec<String> = (0u8..0x80).map(|b| format!("a{}b", b as char)).collect();
-        samples.extend(
-            [
-                "",
-                "\"",
-                "\\",
-                "\\\"",
-                "plain",
-                "ends with \\",
-                "{\"k\": \"v\\\"w\"}",
-                "é ü \u{1F600} \u{2028}",
-                "line\nbreak",
-            ]
-            .map(str::to_owned),
-        );
-        for sample in samples {
-            let mut out = Vec::new();
-            wire::string(&mut out, &sample);
-            let expected = serde_json::to_string(&sample).unwrap();
-            assert_eq!(String::from_utf8(out).unwrap(), expected, "{sample:?}");
-        }
     }
 }
