@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
 use super::ArchiveKey;
+use crate::json;
 use crate::sink::{Attributes, Message};
 
 /// The `format` of every record this relay writes.
@@ -80,8 +81,10 @@ pub fn is_secret_header(name: &str) -> bool {
         "password",
         "credential",
     ];
-    let name = name.to_ascii_lowercase();
-    WORDS.iter().any(|word| name.contains(word))
+    match name.bytes().any(|b| b.is_ascii_uppercase()) {
+        true => is_secret_header(&name.to_ascii_lowercase()),
+        false => WORDS.iter().any(|word| name.contains(word)),
+    }
 }
 
 /// Keeps the headers of [`KEPT_HEADERS`] and those routes name (`named`) in `request`, never one
@@ -91,8 +94,8 @@ fn keep_headers(request: &mut Value, named: &BTreeSet<String>) -> Vec<String> {
     let mut dropped = Vec::new();
     if let Some(headers) = request.get_mut("headers").and_then(Value::as_object_mut) {
         headers.retain(|name, _| {
-            let kept = !is_secret_header(name)
-                && (KEPT_HEADERS.contains(&name.as_str()) || named.contains(name));
+            let kept = (KEPT_HEADERS.contains(&name.as_str()) || named.contains(name))
+                && !is_secret_header(name);
             if !kept {
                 dropped.push(name.clone());
             }
@@ -257,16 +260,11 @@ impl Record {
             #[serde(skip_serializing_if = "<[String]>::is_empty")]
             dropped_headers: &'a [String],
             #[serde(skip_serializing_if = "Option::is_none")]
-            payload: Option<&'a str>,
+            refused: Option<&'a Refused>,
             #[serde(skip_serializing_if = "Option::is_none")]
             payload_base64: Option<String>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            refused: Option<&'a Refused>,
         }
-        let (payload, payload_base64) = match std::str::from_utf8(&self.payload) {
-            Ok(text) => (Some(text), None),
-            Err(_) => (None, Some(BASE64.encode(&self.payload))),
-        };
+        let text = std::str::from_utf8(&self.payload).ok();
         let document = Written {
             format: FORMAT,
             received_at: humantime::format_rfc3339_millis(self.received_at).to_string(),
@@ -274,11 +272,20 @@ impl Record {
             attributes: InOrder(&self.attributes),
             request: &self.request,
             dropped_headers: &self.dropped_headers,
-            payload,
-            payload_base64,
             refused: self.refused.as_ref(),
+            payload_base64: text.is_none().then(|| BASE64.encode(&self.payload)),
         };
-        serde_json::to_vec(&document).expect("a record always serializes")
+        let mut out = Vec::with_capacity(self.payload.len() + 1024);
+        serde_json::to_writer(&mut out, &document).expect("a record always serializes");
+        // A UTF-8 payload is the document's last member, copied in place rather than escaped a
+        // byte at a time.
+        if let Some(text) = text {
+            out.pop();
+            out.extend_from_slice(b",\"payload\":");
+            json::utf8(&mut out, text.as_bytes());
+            out.push(b'}');
+        }
+        out
     }
 
     /// A record read back from its bytes.
@@ -369,6 +376,15 @@ mod tests {
             assert_eq!(back, record);
             assert_eq!(&back.payload[..], payload);
         }
+        let refused = Record {
+            refused: Some(Refused {
+                status: 400,
+                code: "missing_payload_field".into(),
+                message: "no \"match\"".into(),
+            }),
+            ..record(b"{\"q\": \"\\\"\"}")
+        };
+        assert_eq!(Record::from_bytes(&refused.to_bytes()).unwrap(), refused);
         let text: Value = serde_json::from_slice(&record(b"{}").to_bytes()).unwrap();
         assert_eq!(text["payload"], "{}");
         assert_eq!(text["received_at"], "2025-12-02T07:00:00.123Z");
@@ -429,6 +445,7 @@ mod tests {
         };
         // A route names x-tenant, and (wrongly) x-api-key.
         let named: BTreeSet<String> = ["x-tenant".to_owned(), "x-api-key".to_owned()].into();
+        assert!(is_secret_header("X-Hub-Signature-256") && !is_secret_header("Content-Type"));
         let record = Record::of(&message, request, &named);
         let kept: Vec<&String> = record.request["headers"]
             .as_object()

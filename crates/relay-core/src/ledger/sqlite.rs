@@ -5,6 +5,7 @@
 //! one `BEGIN IMMEDIATE` transaction, which commits once for all of them ([`GroupCommit`]), and
 //! each caller is answered only after that commit.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Expired entries are deleted at open and after every this many writes.
 const SWEEP_EVERY: u64 = 10_000;
+
+/// The most entries held between their claim and their settlement ([`Held`]).
+const MOST_HELD: usize = 4096;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -42,14 +46,34 @@ struct Store {
     /// How a batch begins: `BEGIN IMMEDIATE`, or a plain `BEGIN` to read only.
     begin: &'static str,
     writes: u64,
+    /// The entries this connection wrote at their claim, by ledger key, until their settlement
+    /// takes them: what the file holds for them while no other connection wrote to it.
+    held: HashMap<String, Held>,
+    /// The file's `data_version` at the last batch: it changes when another connection commits.
+    data_version: i64,
+}
+
+/// An entry as this connection last wrote it, and where.
+struct Held {
+    rowid: i64,
+    expires_at: i64,
+    entry: Entry,
 }
 
 impl Batched for Store {
+    /// Begins the batch; what is held is dropped when another connection wrote since.
     fn begin(&mut self) -> Result<(), String> {
         (self.connection.prepare_cached(self.begin))
             .and_then(|mut begin| begin.execute([]))
-            .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        let version = (self.connection.prepare_cached("PRAGMA data_version"))
+            .and_then(|mut version| version.query_row([], |row| row.get(0)))
+            .map_err(|e| e.to_string())?;
+        if version != self.data_version {
+            self.held.clear();
+            self.data_version = version;
+        }
+        Ok(())
     }
 
     fn commit(&mut self) -> Result<(), String> {
@@ -60,6 +84,7 @@ impl Batched for Store {
     }
 
     fn abort(&mut self) {
+        self.held.clear();
         if let Err(e) = self.connection.execute_batch("ROLLBACK") {
             tracing::warn!(error = %e, "A failed ledger batch could not be rolled back.");
         }
@@ -120,6 +145,8 @@ impl SqliteLedger {
             connection,
             begin,
             writes: 0,
+            held: HashMap::new(),
+            data_version: 0,
         };
         let store = GroupCommit::start("relay-ledger", store)
             .map_err(|e| LedgerError::Open(format!("{}: {e}", path.display())))?;
@@ -129,9 +156,12 @@ impl SqliteLedger {
 
 impl Store {
     /// Reads, changes and writes one entry inside the batch; `change` returns whether to write.
+    /// An entry written with `hold` is kept in memory for its settlement, which then neither
+    /// reads nor parses it.
     fn update<T>(
         &mut self,
         key: &str,
+        hold: bool,
         fresh: impl FnOnce() -> Entry,
         change: impl FnOnce(&mut Entry) -> (bool, T),
     ) -> Result<T, LedgerError> {
@@ -142,18 +172,9 @@ impl Store {
                 "the batch's transaction was rolled back".into(),
             ));
         }
-        let found: Option<(i64, i64, String)> = self
-            .connection
-            .prepare_cached("SELECT rowid, expires_at, state FROM deliveries WHERE ledger_key = ?1")
-            .and_then(|mut select| {
-                select
-                    .query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-                    .optional()
-            })
-            .map_err(unavailable)?;
-        let mut entry = match &found {
-            Some((_, _, text)) => parse(key, text)?,
-            None => fresh(),
+        let (found, mut entry) = match self.held.remove(key) {
+            Some(held) => (Some((held.rowid, held.expires_at)), held.entry),
+            None => self.read(key, fresh)?,
         };
         let (write, answer) = change(&mut entry);
         if write {
@@ -170,11 +191,11 @@ impl Store {
                         insert.execute(params![key, id, entry.expires_at, state])
                     }),
                 // The expiry's index is left alone when the expiry is the same second.
-                Some((rowid, expires_at, _)) if expires_at == entry.expires_at => self
+                Some((rowid, expires_at)) if expires_at == entry.expires_at => self
                     .connection
                     .prepare_cached("UPDATE deliveries SET state = ?2 WHERE rowid = ?1")
                     .and_then(|mut update| update.execute(params![rowid, state])),
-                Some((rowid, _, _)) => self
+                Some((rowid, _)) => self
                     .connection
                     .prepare_cached(
                         "UPDATE deliveries SET expires_at = ?2, state = ?3 WHERE rowid = ?1",
@@ -182,17 +203,48 @@ impl Store {
                     .and_then(|mut update| update.execute(params![rowid, entry.expires_at, state])),
             };
             written.map_err(unavailable)?;
+            if hold && self.held.len() < MOST_HELD {
+                let rowid = found.map_or_else(|| self.connection.last_insert_rowid(), |f| f.0);
+                let expires_at = entry.expires_at;
+                let held = Held {
+                    rowid,
+                    expires_at,
+                    entry,
+                };
+                self.held.insert(key.to_owned(), held);
+            }
             self.writes += 1;
-            if self.writes.is_multiple_of(SWEEP_EVERY)
-                && let Err(e) = sweep(
-                    &self.connection,
-                    super::epoch_ms(std::time::SystemTime::now()),
-                )
-            {
-                tracing::warn!(error = %e, "Expired ledger entries could not be deleted.");
+            if self.writes.is_multiple_of(SWEEP_EVERY) {
+                // What the sweep deletes is read from the file again.
+                self.held.clear();
+                let now_ms = super::epoch_ms(std::time::SystemTime::now());
+                if let Err(e) = sweep(&self.connection, now_ms) {
+                    tracing::warn!(error = %e, "Expired ledger entries could not be deleted.");
+                }
             }
         }
         Ok(answer)
+    }
+
+    /// The entry under `key` as the file holds it, with its row id and expiry; or `fresh()`.
+    fn read(
+        &mut self,
+        key: &str,
+        fresh: impl FnOnce() -> Entry,
+    ) -> Result<(Option<(i64, i64)>, Entry), LedgerError> {
+        let found: Option<(i64, i64, String)> = self
+            .connection
+            .prepare_cached("SELECT rowid, expires_at, state FROM deliveries WHERE ledger_key = ?1")
+            .and_then(|mut select| {
+                select
+                    .query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                    .optional()
+            })
+            .map_err(unavailable)?;
+        match found {
+            Some((rowid, expires_at, text)) => Ok((Some((rowid, expires_at)), parse(key, &text)?)),
+            None => Ok((None, fresh())),
+        }
     }
 }
 
@@ -227,7 +279,7 @@ impl Ledger for SqliteLedger {
         self.store
             .call(move |store: &mut Store| {
                 let fresh = || Entry::new(&key, &identity);
-                store.update(&key, fresh, |entry| {
+                store.update(&key, true, fresh, |entry| {
                     let claim = Claim {
                         key: &key,
                         identity: &identity,
@@ -260,7 +312,7 @@ impl Ledger for SqliteLedger {
                     missing.set(true);
                     Entry::new(&key, &Default::default())
                 };
-                store.update(&key, fresh, |entry| {
+                store.update(&key, false, fresh, |entry| {
                     if missing.get() {
                         return (false, ());
                     }
