@@ -20,8 +20,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Expired entries are deleted at open and after every this many writes.
 const SWEEP_EVERY: u64 = 10_000;
 
-/// The most entries held between their claim and their settlement ([`Held`]).
-const MOST_HELD: usize = 4096;
+/// The most entries held between their claim and their settlement ([`Held`]): more than the
+/// attempts in flight at once.
+const MOST_HELD: usize = 1024;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -156,12 +157,12 @@ impl SqliteLedger {
 
 impl Store {
     /// Reads, changes and writes one entry inside the batch; `change` returns whether to write.
-    /// An entry written with `hold` is kept in memory for its settlement, which then neither
-    /// reads nor parses it.
+    /// An entry written whose answer `hold` holds is kept in memory for its settlement, which
+    /// then neither reads nor parses it.
     fn update<T>(
         &mut self,
         key: &str,
-        hold: bool,
+        hold: impl FnOnce(&T) -> bool,
         fresh: impl FnOnce() -> Entry,
         change: impl FnOnce(&mut Entry) -> (bool, T),
     ) -> Result<T, LedgerError> {
@@ -203,7 +204,7 @@ impl Store {
                     .and_then(|mut update| update.execute(params![rowid, entry.expires_at, state])),
             };
             written.map_err(unavailable)?;
-            if hold && self.held.len() < MOST_HELD {
+            if self.held.len() < MOST_HELD && hold(&answer) {
                 let rowid = found.map_or_else(|| self.connection.last_insert_rowid(), |f| f.0);
                 let expires_at = entry.expires_at;
                 let held = Held {
@@ -279,7 +280,12 @@ impl Ledger for SqliteLedger {
         self.store
             .call(move |store: &mut Store| {
                 let fresh = || Entry::new(&key, &identity);
-                store.update(&key, true, fresh, |entry| {
+                // A claim that leaves something to publish is settled; one that found every
+                // destination acknowledged (a duplicate) is not.
+                let routed = attempt.routed.len();
+                let settled =
+                    move |claimed: &Claimed| matches!(claimed, Claimed::Granted { acked, .. } if acked.len() < routed);
+                store.update(&key, settled, fresh, |entry| {
                     let claim = Claim {
                         key: &key,
                         identity: &identity,
@@ -312,22 +318,27 @@ impl Ledger for SqliteLedger {
                     missing.set(true);
                     Entry::new(&key, &Default::default())
                 };
-                store.update(&key, false, fresh, |entry| {
-                    if missing.get() {
-                        return (false, ());
-                    }
-                    entry.settle(&Settlement {
-                        key: &key,
-                        bundle: "",
-                        holder: &holder,
-                        attempt,
-                        folded,
-                        results: &results,
-                        now_ms,
-                        expires_at,
-                    });
-                    (true, ())
-                })
+                store.update(
+                    &key,
+                    |_| false,
+                    fresh,
+                    |entry| {
+                        if missing.get() {
+                            return (false, ());
+                        }
+                        entry.settle(&Settlement {
+                            key: &key,
+                            bundle: "",
+                            holder: &holder,
+                            attempt,
+                            folded,
+                            results: &results,
+                            now_ms,
+                            expires_at,
+                        });
+                        (true, ())
+                    },
+                )
             })
             .await
     }
