@@ -80,10 +80,8 @@ mod tests {
     #[test]
     fn lists_separate_their_items_with_commas() {
         let mut out = Vec::new();
-        list(&mut out, *b"[]", ["a", "b"], |out, s| string(out, s));
-        list(&mut out, *b"{}", Vec::<&str>::new(), |out, s| {
-            string(out, s)
-        });
+        list(&mut out, *b"[]", ["a", "b"], string);
+        list(&mut out, *b"{}", Vec::<&str>::new(), string);
         assert_eq!(out, br#"["a","b"]{}"#);
     }
 }
