@@ -65,7 +65,7 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
     let block = config
         .resource("aws_s3_bucket_public_access_block", "archive")
         .body();
-    assert_eq!(source(block, "bucket").as_deref(), Some(on_bucket));
+    assert_sources(block, &[("bucket", on_bucket)]);
     for setting in [
         "block_public_acls",
         "block_public_policy",
@@ -82,7 +82,7 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
     let ownership = config
         .resource("aws_s3_bucket_ownership_controls", "archive")
         .body();
-    assert_eq!(source(ownership, "bucket").as_deref(), Some(on_bucket));
+    assert_sources(ownership, &[("bucket", on_bucket)]);
     let rule = only_block(
         ownership,
         "rule",
@@ -99,7 +99,7 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
             "archive",
         )
         .body();
-    assert_eq!(source(sse, "bucket").as_deref(), Some(on_bucket));
+    assert_sources(sse, &[("bucket", on_bucket)]);
     let rule = only_block(sse, "rule", "aws-relay: the archive's encryption");
     let default = only_block(
         rule,
@@ -111,10 +111,7 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
         Some("var.archive_kms_key_arn == null ? \"AES256\" : \"aws:kms\""),
         "aws-relay: SSE-S3 by default, SSE-KMS with archive_kms_key_arn"
     );
-    assert_eq!(
-        source(default, "kms_master_key_id").as_deref(),
-        Some("var.archive_kms_key_arn")
-    );
+    assert_sources(default, &[("kms_master_key_id", "var.archive_kms_key_arn")]);
     assert_eq!(
         variable_default(&config, "archive_kms_key_arn").as_deref(),
         Some("null")
@@ -123,7 +120,7 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
     let lifecycle = config
         .resource("aws_s3_bucket_lifecycle_configuration", "archive")
         .body();
-    assert_eq!(source(lifecycle, "bucket").as_deref(), Some(on_bucket));
+    assert_sources(lifecycle, &[("bucket", on_bucket)]);
     let rules: Vec<&Body> = nested(lifecycle, "rule").map(Block::body).collect();
     for rule in &rules {
         assert_eq!(text(rule, "status").as_deref(), Some("Enabled"));
@@ -138,15 +135,9 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
         "aws-relay: one rule expires notifications"
     );
     let filter = only_block(expiring[0], "filter", "aws-relay: the expiring rule");
-    assert_eq!(
-        source(filter, "prefix").as_deref(),
-        Some("var.archive_prefix")
-    );
+    assert_sources(filter, &[("prefix", "var.archive_prefix")]);
     let expiration = only_block(expiring[0], "expiration", "aws-relay: the expiring rule");
-    assert_eq!(
-        source(expiration, "days").as_deref(),
-        Some("var.archive_retention_days")
-    );
+    assert_sources(expiration, &[("days", "var.archive_retention_days")]);
     let aborts = rules
         .iter()
         .flat_map(|r| nested(r, "abort_incomplete_multipart_upload"))
@@ -288,13 +279,10 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
     );
     let stream = config.resource("aws_kinesis_firehose_delivery_stream", "archive");
     let body = stream.body();
-    assert_eq!(
-        source(body, "count").as_deref(),
-        Some("local.archive_firehose ? 1 : 0")
-    );
+    assert_sources(body, &[("count", "local.archive_firehose ? 1 : 0")]);
     assert_eq!(text(body, "destination").as_deref(), Some("extended_s3"));
     let encryption = only_block(body, "server_side_encryption", "the archive's stream");
-    assert_eq!(source(encryption, "enabled").as_deref(), Some("true"));
+    assert_sources(encryption, &[("enabled", "true")]);
     let s3 = only_block(body, "extended_s3_configuration", "the archive's stream");
     assert_sources(
         s3,
@@ -309,7 +297,7 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
         Some("UNCOMPRESSED")
     );
     // relay replay reads an object whole, within a record's size and 16 MiB more.
-    assert_eq!(source(s3, "buffering_size").as_deref(), Some("5"));
+    assert_sources(s3, &[("buffering_size", "5")]);
     assert!(attr(s3, "error_output_prefix").is_none());
 
     let trust = document(&config, "archive_delivery_trust");
@@ -385,9 +373,12 @@ fn a_stuck_archive_delivery_alarms() {
     let alarm = config
         .resource("aws_cloudwatch_metric_alarm", "archive_delivery")
         .body();
-    assert_eq!(
-        source(alarm, "count").as_deref(),
-        Some("var.alarms_enabled && local.archive_firehose ? 1 : 0")
+    assert_sources(
+        alarm,
+        &[(
+            "count",
+            "var.alarms_enabled && local.archive_firehose ? 1 : 0",
+        )],
     );
     assert_eq!(text(alarm, "namespace").as_deref(), Some("AWS/Firehose"));
     assert_eq!(
@@ -857,17 +848,14 @@ fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
         text(bucket, "public_access_prevention").as_deref(),
         Some("enforced")
     );
-    assert_eq!(
-        source(bucket, "force_destroy").as_deref(),
-        Some("var.archive_force_destroy")
-    );
+    assert_sources(bucket, &[("force_destroy", "var.archive_force_destroy")]);
     assert_eq!(
         variable_default(&config, "archive_force_destroy").as_deref(),
         Some("false")
     );
-    assert_eq!(
-        source(bucket, "location").as_deref(),
-        Some("coalesce(var.archive_location, var.region)")
+    assert_sources(
+        bucket,
+        &[("location", "coalesce(var.archive_location, var.region)")],
     );
     assert_eq!(
         variable_default(&config, "archive_location").as_deref(),
@@ -1040,9 +1028,9 @@ fn the_archive_topic_is_written_under_the_prefix_by_its_subscription() {
         .resource("google_pubsub_subscription", "archive")
         .body();
     assert_eq!(source(subscription, "count").as_deref(), gated);
-    assert_eq!(
-        source(subscription, "topic").as_deref(),
-        Some("google_pubsub_topic.archive[0].id")
+    assert_sources(
+        subscription,
+        &[("topic", "google_pubsub_topic.archive[0].id")],
     );
     let storage = only_block(
         subscription,
@@ -1133,10 +1121,7 @@ fn the_archive_topic_is_written_under_the_prefix_by_its_subscription() {
         text(publishers[0], "role").as_deref(),
         Some("roles/pubsub.publisher")
     );
-    assert_eq!(
-        source(publishers[0], "member").as_deref(),
-        Some(SERVICE_ACCOUNT)
-    );
+    assert_sources(publishers[0], &[("member", SERVICE_ACCOUNT)]);
 
     let env = cloud_run_environment(&config);
     let stream = env
@@ -1210,9 +1195,9 @@ fn undelivered_notifications_alarm_with_what_to_do() {
     let alarm = aws
         .resource("aws_cloudwatch_metric_alarm", "undelivered")
         .body();
-    assert_eq!(
-        source(alarm, "count").as_deref(),
-        Some("var.alarms_enabled && var.ledger_enabled ? 1 : 0")
+    assert_sources(
+        alarm,
+        &[("count", "var.alarms_enabled && var.ledger_enabled ? 1 : 0")],
     );
     for (key, value) in [
         ("namespace", "\"DssRelay\""),
@@ -1245,10 +1230,7 @@ fn undelivered_notifications_alarm_with_what_to_do() {
 
     let gcp = model::module("gcp-relay");
     let metric = gcp.resource("google_logging_metric", "undelivered").body();
-    assert_eq!(
-        source(metric, "count").as_deref(),
-        Some("var.ledger_enabled ? 1 : 0")
-    );
+    assert_sources(metric, &[("count", "var.ledger_enabled ? 1 : 0")]);
     assert_eq!(
         source(metric, "filter").as_deref(),
         Some("\"${local.metric_lines} AND jsonPayload.Undelivered:*\""),
@@ -1322,9 +1304,12 @@ fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
         .resource("google_logging_metric", "verified_refused")
         .body();
     assert_eq!(source(metric, "count"), None, "gcp-relay: always counted");
-    assert_eq!(
-        source(metric, "filter").as_deref(),
-        Some("\"${local.metric_lines} AND jsonPayload.VerifiedRefused:*\"")
+    assert_sources(
+        metric,
+        &[(
+            "filter",
+            "\"${local.metric_lines} AND jsonPayload.VerifiedRefused:*\"",
+        )],
     );
     let policy = gcp
         .resource("google_monitoring_alert_policy", "verified_refused")
@@ -1335,7 +1320,7 @@ fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
         filter.contains("google_logging_metric.verified_refused.name"),
         "gcp-relay: the alert reads the refused metric: {filter}"
     );
-    assert_eq!(source(threshold, "threshold_value").as_deref(), Some("0"));
+    assert_sources(threshold, &[("threshold_value", "0")]);
     assert_eq!(
         source(threshold, "comparison").as_deref(),
         Some("\"COMPARISON_GT\""),

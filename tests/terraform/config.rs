@@ -141,17 +141,11 @@ fn relay_config_names_the_modules_own_secret() {
     let secret = gcp
         .resource("google_secret_manager_secret", "relay_config")
         .body();
-    assert_eq!(
-        source(secret, "count").as_deref(),
-        Some("local.relay_config_enabled ? 1 : 0")
-    );
+    assert_sources(secret, &[("count", "local.relay_config_enabled ? 1 : 0")]);
     let version = gcp
         .resource("google_secret_manager_secret_version", "relay_config")
         .body();
-    assert_eq!(
-        source(version, "secret_data").as_deref(),
-        Some("var.relay_config")
-    );
+    assert_sources(version, &[("secret_data", "var.relay_config")]);
     let lifecycle = only_block(
         version,
         "lifecycle",
@@ -176,9 +170,12 @@ fn relay_config_names_the_modules_own_secret() {
     let volume = only_block(volumes.body(), "content", "gcp-relay: the volume");
     let volume_name = text(volume, "name").expect("a volume's name");
     let secret = only_block(volume, "secret", "gcp-relay: the volume");
-    assert_eq!(
-        source(secret, "secret").as_deref(),
-        Some("google_secret_manager_secret.relay_config[0].secret_id")
+    assert_sources(
+        secret,
+        &[(
+            "secret",
+            "google_secret_manager_secret.relay_config[0].secret_id",
+        )],
     );
     let items = only_block(secret, "items", "gcp-relay: the volume's secret");
     assert_eq!(
@@ -198,10 +195,7 @@ fn relay_config_names_the_modules_own_secret() {
         ))
     );
     let mount = only_block(mounts.body(), "content", "gcp-relay: the mount");
-    assert_eq!(
-        source(mount, "name").as_deref(),
-        Some("volume_mounts.value")
-    );
+    assert_sources(mount, &[("name", "volume_mounts.value")]);
     let directories = texts(&scope, attr(mount, "mount_path").expect("mount_path"));
     let mounted: Vec<String> = directories
         .iter()
@@ -343,7 +337,7 @@ fn gcp_source_secrets_reach_the_container_as_secret_variables() {
         .find(|d| source(d.body(), "for_each").as_deref() == Some("var.source_secret_ids"))
         .expect("gcp-relay: an env per source secret");
     let content = only_block(env.body(), "content", "gcp-relay: the sources' env");
-    assert_eq!(source(content, "name").as_deref(), Some("env.key"));
+    assert_sources(content, &[("name", "env.key")]);
     assert!(
         attr(content, "value").is_none(),
         "gcp-relay: a source's secret is never a plain value"
@@ -354,7 +348,7 @@ fn gcp_source_secrets_reach_the_container_as_secret_variables() {
         "secret_key_ref",
         "gcp-relay: the sources' env",
     );
-    assert_eq!(source(key_ref, "secret").as_deref(), Some("env.value"));
+    assert_sources(key_ref, &[("secret", "env.value")]);
     assert_eq!(text(key_ref, "version").as_deref(), Some("latest"));
 
     let variables = gcp.variables();
@@ -605,10 +599,7 @@ fn aws_buckets_and_queues_refuse_insecure_requests() {
     }
     for (policy, document, queue) in [("this", "queue", "this"), ("dlq", "dlq", "dlq")] {
         let resource = aws.resource("aws_sqs_queue_policy", policy).body();
-        assert_eq!(
-            source(resource, "count").as_deref(),
-            Some("var.create_queue ? 1 : 0")
-        );
+        assert_sources(resource, &[("count", "var.create_queue ? 1 : 0")]);
         assert_eq!(
             source(resource, "queue_url"),
             Some(format!("aws_sqs_queue.{queue}[0].id"))
@@ -636,9 +627,9 @@ fn aws_buckets_and_queues_refuse_insecure_requests() {
         );
     }
     let queue = aws.data("aws_iam_policy_document", "queue").body();
-    assert_eq!(
-        source(queue, "source_policy_documents").as_deref(),
-        Some("var.queue_policy_documents")
+    assert_sources(
+        queue,
+        &[("source_policy_documents", "var.queue_policy_documents")],
     );
 }
 
@@ -671,7 +662,7 @@ fn aws_role_is_the_modules_or_the_operators() {
         "var.existing_role_arn == null"
     );
     let function = aws.resource("aws_lambda_function", "this").body();
-    assert_eq!(source(function, "role").as_deref(), Some("local.role_arn"));
+    assert_sources(function, &[("role", "local.role_arn")]);
     assert_eq!(
         source(aws.outputs()["role_policy_json"].body(), "value").as_deref(),
         Some("data.aws_iam_policy_document.this.json"),
@@ -712,9 +703,12 @@ fn aws_role_is_the_modules_or_the_operators() {
 fn ledger_and_archive_are_kept_from_deletion_by_default() {
     let aws = model::module("aws-relay");
     let table = aws.resource("aws_dynamodb_table", "ledger").body();
-    assert_eq!(
-        source(table, "deletion_protection_enabled").as_deref(),
-        Some("var.ledger_deletion_protection")
+    assert_sources(
+        table,
+        &[(
+            "deletion_protection_enabled",
+            "var.ledger_deletion_protection",
+        )],
     );
     assert_eq!(
         source(
@@ -876,7 +870,7 @@ fn both_modules_alarm_on_dropped_metric_lines() {
             .contains("google_logging_metric.metric_lines_dropped.name"),
         "gcp-relay: the policy reads the metric"
     );
-    assert_eq!(source(threshold, "threshold_value").as_deref(), Some("0"));
+    assert_sources(threshold, &[("threshold_value", "0")]);
     assert!(
         source(gcp.outputs()["alert_policy_names"].body(), "value")
             .unwrap_or_default()

@@ -165,7 +165,7 @@ fn ledger_table_has_the_keys_and_ttl_of_the_design_and_no_index() {
 
     let ttl = only_block(body, "ttl", "aws-relay: the table");
     assert_eq!(text(ttl, "attribute_name").as_deref(), Some(EXPIRY_FIELD));
-    assert_eq!(source(ttl, "enabled").as_deref(), Some("true"));
+    assert_sources(ttl, &[("enabled", "true")]);
 
     let sse = only_block(body, "server_side_encryption", "aws-relay: the table");
     assert_sources(
@@ -173,10 +173,7 @@ fn ledger_table_has_the_keys_and_ttl_of_the_design_and_no_index() {
         &[("enabled", "true"), ("kms_key_arn", "var.kms_key_arn")],
     );
     let pitr = only_block(body, "point_in_time_recovery", "aws-relay: the table");
-    assert_eq!(
-        source(pitr, "enabled").as_deref(),
-        Some("var.ledger_point_in_time_recovery")
-    );
+    assert_sources(pitr, &[("enabled", "var.ledger_point_in_time_recovery")]);
 
     // `relay trace`: GetItem and Query on the table, nothing else on DynamoDB.
     let readers = policy_statements(&config, "ledger_readers");
@@ -406,14 +403,17 @@ fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
             .contains("replace(var.name, \"-\", \"_\")"),
         "gcp-relay: a role id takes no hyphens, which the relay's name may hold"
     );
-    assert_eq!(
-        source(body, "member").as_deref(),
-        Some("\"serviceAccount:${google_service_account.this.email}\"")
+    assert_sources(
+        body,
+        &[(
+            "member",
+            "\"serviceAccount:${google_service_account.this.email}\"",
+        )],
     );
     let condition = only_block(body, "condition", "gcp-relay: the ledger grant");
-    assert_eq!(
-        source(condition, "expression").as_deref(),
-        Some("local.ledger_database_condition")
+    assert_sources(
+        condition,
+        &[("expression", "local.ledger_database_condition")],
     );
 
     let examples = model::examples();
