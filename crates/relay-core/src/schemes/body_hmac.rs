@@ -10,18 +10,22 @@ use super::{Check, Headers, Proof, Scheme, SchemeError, Signer, owned, pair};
 
 /// GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, raw body)>`. No timestamp: a
 /// captured delivery can be replayed; `X-GitHub-Delivery` (a GUID) is the dedup key.
-pub const GITHUB: BodyHmac =
-    BodyHmac::new("github", "x-hub-signature-256", "sha256=", Encoding::Hex)
-        .shown_as("X-Hub-Signature-256")
-        .with_ids("x-github-delivery", "x-github-event");
+pub const GITHUB: BodyHmac = BodyHmac::new(
+    "github",
+    ["x-hub-signature-256", "X-Hub-Signature-256"],
+    ("sha256=", Encoding::Hex),
+    ["x-github-delivery", "x-github-event"],
+);
 
 /// Shopify: `X-Shopify-Hmac-Sha256: <base64 HMAC-SHA256(secret, raw body)>`. No timestamp: a
 /// captured delivery can be replayed; `X-Shopify-Webhook-Id` is the delivery id and
 /// `X-Shopify-Topic` the event type.
-pub const SHOPIFY: BodyHmac =
-    BodyHmac::new("shopify", "x-shopify-hmac-sha256", "", Encoding::Base64)
-        .shown_as("X-Shopify-Hmac-Sha256")
-        .with_ids("x-shopify-webhook-id", "x-shopify-topic");
+pub const SHOPIFY: BodyHmac = BodyHmac::new(
+    "shopify",
+    ["x-shopify-hmac-sha256", "X-Shopify-Hmac-Sha256"],
+    ("", Encoding::Base64),
+    ["x-shopify-webhook-id", "x-shopify-topic"],
+);
 
 /// One sender's body signature, and the scheme it makes.
 #[derive(Debug, Clone, Copy)]
@@ -91,35 +95,23 @@ impl Scheme for BodyHmac {
 }
 
 impl BodyHmac {
-    /// The scheme `name`, signed in the header `signature` (lowercase) after `prefix`.
+    /// The scheme `name`: its signature's header (lowercase, and as the sender writes it),
+    /// the signature's prefix and encoding, and the delivery id's and event type's headers
+    /// (lowercase).
     const fn new(
         name: &'static str,
-        signature: &'static str,
-        prefix: &'static str,
-        encoding: Encoding,
+        [signature, shown]: [&'static str; 2],
+        (prefix, encoding): (&'static str, Encoding),
+        [delivery, event]: [&'static str; 2],
     ) -> Self {
         Self {
             name,
             signature,
-            shown: signature,
+            shown,
             prefix,
             encoding,
-            delivery: "",
-            event: "",
-        }
-    }
-
-    /// The same, its signature's header written `shown` in errors.
-    const fn shown_as(self, shown: &'static str) -> Self {
-        Self { shown, ..self }
-    }
-
-    /// The same, with the delivery id's header and the event type's (lowercase).
-    const fn with_ids(self, delivery: &'static str, event: &'static str) -> Self {
-        Self {
             delivery,
             event,
-            ..self
         }
     }
 
