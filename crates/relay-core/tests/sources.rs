@@ -26,60 +26,24 @@ const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 /// Three sources on three paths, each routed by `$source` to a sink of its own, and a Slack
 /// source for form bodies.
 const CONFIG: &str = r#"
-[sources.dss]
-scheme = "dss"
-paths = ["/dss/notify"]
+routes = [
+    { name = "dss", match = { "$source" = ["dss"] }, to = ["bundles"] },
+    { name = "pushes", match = { "$source" = ["github"], repository = { full_name = ["octo/relay"] } }, to = ["code"] },
+    { name = "invoices", match = { "$source" = ["billing"], type = [{ prefix = "invoice." }] }, to = ["invoices"] },
+    { name = "commands", match = { "$source" = ["slack"], command = ["/deploy"] }, to = ["chat"] },
+]
 
-[sources.github]
-scheme = "github"
-paths = ["/github"]
-secret_env = "TEST_GITHUB_SECRET"
+[sources]
+dss = { scheme = "dss", paths = ["/dss/notify"] }
+github = { scheme = "github", paths = ["/github"], secret_env = "TEST_GITHUB_SECRET" }
+billing = { scheme = "standard-webhooks", paths = ["/billing", "/billing/v2"], secret_env = "TEST_SW_SECRET" }
+slack = { scheme = "slack", paths = ["/slack"], secret_env = "TEST_SLACK_SECRET" }
 
-[sources.billing]
-scheme = "standard-webhooks"
-paths = ["/billing", "/billing/v2"]
-secret_env = "TEST_SW_SECRET"
-
-[sources.slack]
-scheme = "slack"
-paths = ["/slack"]
-secret_env = "TEST_SLACK_SECRET"
-
-[sinks.bundles]
-type = "file"
-path = "bundles.jsonl"
-
-[sinks.code]
-type = "file"
-path = "code.jsonl"
-
-[sinks.invoices]
-type = "file"
-path = "invoices.jsonl"
-
-[sinks.chat]
-type = "file"
-path = "chat.jsonl"
-
-[[routes]]
-name = "dss"
-match = { "$source" = ["dss"] }
-to = ["bundles"]
-
-[[routes]]
-name = "pushes"
-match = { "$source" = ["github"], repository = { full_name = ["octo/relay"] } }
-to = ["code"]
-
-[[routes]]
-name = "invoices"
-match = { "$source" = ["billing"], type = [{ prefix = "invoice." }] }
-to = ["invoices"]
-
-[[routes]]
-name = "commands"
-match = { "$source" = ["slack"], command = ["/deploy"] }
-to = ["chat"]
+[sinks]
+bundles = { type = "file", path = "bundles.jsonl" }
+code = { type = "file", path = "code.jsonl" }
+invoices = { type = "file", path = "invoices.jsonl" }
+chat = { type = "file", path = "chat.jsonl" }
 "#;
 
 struct Sinks {
@@ -205,6 +169,12 @@ fn invoice(path: &str, id: &str) -> Request<Bytes> {
 
 fn answer(outcome: &relay_core::Outcome) -> (u16, String) {
     status_and_code(outcome)
+}
+
+/// Asserts the status and error code (empty for none) of `relay`'s answer to `request`.
+async fn assert_answers(relay: &Relay, request: Request<Bytes>, (status, code): (u16, &str)) {
+    let outcome = relay.accept(request).await;
+    assert_eq!(answer(&outcome), (status, code.to_owned()), "{outcome:?}");
 }
 
 #[tokio::test]
@@ -357,17 +327,11 @@ async fn standard_webhooks_refuses_a_stale_timestamp_and_a_tampered_body() {
     let stale = builder
         .body(Bytes::from_static(INVOICE.as_bytes()))
         .unwrap();
-    assert_eq!(
-        answer(&relay.accept(stale).await),
-        (401, "stale_timestamp".to_owned())
-    );
+    assert_answers(&relay, stale, (401, "stale_timestamp")).await;
 
     let mut tampered = invoice("/billing", "msg_1");
     *tampered.body_mut() = Bytes::from(INVOICE.replace("in_1", "in_2"));
-    assert_eq!(
-        answer(&relay.accept(tampered).await),
-        (401, "bad_signature".to_owned())
-    );
+    assert_answers(&relay, tampered, (401, "bad_signature")).await;
     assert_eq!(sinks.counts(), [0, 0, 0, 0]);
 }
 
@@ -387,17 +351,14 @@ async fn form_bodies_route_on_their_fields_and_are_forwarded_as_sent() {
         )
     };
     let request = slack("application/x-www-form-urlencoded", form);
-    assert_eq!(answer(&relay.accept(request).await), (202, String::new()));
+    assert_answers(&relay, request, (202, "")).await;
     let chat = sinks.chat.messages();
     assert_eq!(&chat[0].payload[..], form.as_bytes());
     assert_eq!(chat[0].attributes.get("relay.source"), Some("slack"));
 
     // A JSON body that does not parse is refused after its signature checked.
     let request = slack("application/json", "{not json");
-    assert_eq!(
-        answer(&relay.accept(request).await),
-        (400, "invalid_json".to_owned())
-    );
+    assert_answers(&relay, request, (400, "invalid_json")).await;
     assert_eq!(sinks.counts(), [0, 0, 0, 1]);
 }
 
@@ -627,10 +588,7 @@ async fn another_sources_archived_event_is_replayed_as_it_arrived() {
     let archive: Arc<dyn Archive> = Arc::new(DirArchive::open(dir.path()).unwrap());
     let (relay, sinks, _file) = relay_with_sources();
     let relay = relay.with_archive(Arc::clone(&archive), relay_testkit::archive::key());
-    assert_eq!(
-        answer(&relay.accept(push("d-9")).await),
-        (202, String::new())
-    );
+    assert_answers(&relay, push("d-9"), (202, "")).await;
     let hour = relay_core::archive::hour_prefix(capture::time());
     let keys = archive.list(&hour).await.unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
@@ -704,7 +662,7 @@ to = ["q"]
         .headers_mut()
         .insert("x-dss-notify-attempt", http::HeaderValue::from_static("1"));
     for request in [plain, attempt] {
-        assert_eq!(answer(&relay.accept(request).await), (202, String::new()));
+        assert_answers(&relay, request, (202, "")).await;
     }
     let messages = q.messages();
     let names = |i: usize| -> Vec<String> {
@@ -759,10 +717,7 @@ to = ["plain", "by_repo"]
         ],
         capture_clock(),
     );
-    assert_eq!(
-        answer(&relay.accept(push("d-1")).await),
-        (202, String::new())
-    );
+    assert_answers(&relay, push("d-1"), (202, "")).await;
     // The default group, `{subscription_id}`, is the source's name for an event that has none.
     let message = &plain.messages()[0];
     assert_eq!(message.group_id.as_deref(), Some("github"));
@@ -788,10 +743,7 @@ async fn a_sources_keys_may_come_from_a_file() {
         ),
         &[],
     );
-    assert_eq!(
-        answer(&relay.accept(push("d-1")).await),
-        (202, String::new())
-    );
+    assert_answers(&relay, push("d-1"), (202, "")).await;
     assert_eq!(out.messages().len(), 1);
 
     // Two places for one secret, and a file that is not there, are refused.
@@ -841,7 +793,7 @@ async fn a_signed_value_holding_its_separator_is_refused() {
         &[],
     );
     let signature = captured.headers()["x-signature"].clone();
-    assert_eq!(answer(&relay.accept(captured).await), (202, String::new()));
+    assert_answers(&relay, captured, (202, "")).await;
 
     let shifted = Request::post("/hmac")
         .header("content-type", "text/plain")
@@ -849,10 +801,7 @@ async fn a_signed_value_holding_its_separator_is_refused() {
         .header("x-id", r#"d-9.{"order":1,"amount":1"#)
         .body(Bytes::from_static(b"5}"))
         .unwrap();
-    assert_eq!(
-        answer(&relay.accept(shifted).await),
-        (401, "ambiguous_signed_value".to_owned())
-    );
+    assert_answers(&relay, shifted, (401, "ambiguous_signed_value")).await;
     assert_eq!(out.messages().len(), 1, "only the captured request");
 
     // A template whose body is not last is refused at start.
@@ -901,29 +850,27 @@ async fn a_request_signed_for_one_rfc9421_source_is_refused_by_another() {
 
     let (strict, out) = start("");
     let default = Rfc9421::default();
-    assert_eq!(
-        answer(&strict.accept(request("/a", "/a", &default)).await),
-        (202, String::new())
-    );
-    assert_eq!(
-        answer(&strict.accept(request("/a", "/b", &default)).await),
-        (401, "bad_signature".to_owned())
-    );
+    assert_answers(&strict, request("/a", "/a", &default), (202, "")).await;
+    assert_answers(
+        &strict,
+        request("/a", "/b", &default),
+        (401, "bad_signature"),
+    )
+    .await;
     let digest_only = Rfc9421 {
         required: vec!["content-digest".into()],
         ..Rfc9421::default()
     };
-    assert_eq!(
-        answer(&strict.accept(request("/a", "/b", &digest_only)).await),
-        (401, "incomplete_signed_headers".to_owned())
-    );
+    assert_answers(
+        &strict,
+        request("/a", "/b", &digest_only),
+        (401, "incomplete_signed_headers"),
+    )
+    .await;
     assert_eq!(out.messages().len(), 1);
 
     let (loose, out) = start("required_components = [\"content-digest\"]\n");
-    assert_eq!(
-        answer(&loose.accept(request("/a", "/b", &digest_only)).await),
-        (202, String::new())
-    );
+    assert_answers(&loose, request("/a", "/b", &digest_only), (202, "")).await;
     assert_eq!(out.messages().len(), 1, "the old behaviour, asked for");
 
     let refused = ConfigFile::new(&sources("required_components = [\"@path\"]\n"))
