@@ -183,7 +183,9 @@ impl Cloud {
 async fn open(url: &str) -> std::sync::Arc<dyn archive::Archive> {
     common::require_emulator_env();
     let url: ArchiveUrl = url.parse().expect("an archive URL");
-    archive::open(&url, None).await.expect("the archive opens")
+    archive::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .expect("the archive opens")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,7 +57,9 @@ async fn bucket_and_stream(name: &str) -> (String, String) {
 /// object's lines, each opened under the archive's key); the objects' count.
 async fn archived(url: &str) -> (BTreeMap<String, Record>, usize) {
     let url: ArchiveUrl = url.parse().unwrap();
-    let archive = archive::open(&url, None).await.expect("the archive opens");
+    let archive = archive::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .expect("the archive opens");
     let now = std::time::SystemTime::now();
     let mut keys = Vec::new();
     for hour in archive::hours(now - std::time::Duration::from_secs(3600), now) {
@@ -251,7 +253,9 @@ async fn records_reach_the_archive_through_a_pubsub_topic() {
         minute % 60,
         common::unique("subscription")
     );
-    let archive = archive::open(&url.parse().unwrap(), None).await.unwrap();
+    let archive = archive::open(&url.parse().unwrap(), &relay_core::cloud::Cloud::default())
+        .await
+        .unwrap();
     archive.put(&name, object.into()).await.expect("written");
 
     let (records, objects) = archived(&url).await;

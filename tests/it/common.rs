@@ -193,7 +193,7 @@ pub(crate) fn require_emulator_env() {
 pub(crate) async fn sdk() -> aws_config::SdkConfig {
     require_emulator_env();
     aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(relay_core::sink::aws_http_client())
+        .http_client(relay_core::cloud::aws_http_client())
         .load()
         .await
 }
@@ -267,7 +267,7 @@ pub(crate) fn attribute<'m>(message: &'m Message, name: &str) -> Option<&'m str>
 /// one in the environment (whose `AWS_ENDPOINT_URL*` would otherwise win).
 pub(crate) async fn sdk_via(endpoint: &str, deadline: Duration) -> aws_config::SdkConfig {
     require_emulator_env();
-    relay_core::sink::load_aws_config(deadline)
+    relay_core::cloud::load_aws_config(deadline)
         .await
         .to_builder()
         .service_config(NoServiceEnv)

@@ -25,7 +25,9 @@ async fn table() -> (String, LedgerUrl) {
 async fn the_dynamodb_ledger_follows_the_rules() {
     let (_, url) = table().await;
     // No SDK configuration passed in: the store loads the production one, as `relay trace` does.
-    let ledger = ledger::open(&url, None).await.expect("the ledger opens");
+    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .expect("the ledger opens");
     conformance(ledger).await;
 }
 
@@ -34,7 +36,9 @@ async fn the_dynamodb_ledger_follows_the_rules() {
 #[tokio::test]
 async fn ten_thousand_retries_keep_the_item_bounded() {
     let (_, url) = table().await;
-    let ledger = ledger::open(&url, None).await.expect("the ledger opens");
+    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .expect("the ledger opens");
     let n = 10_000;
     let (entry, early) = relay_testkit::ledger::retried_many_times(ledger.as_ref(), n).await;
     let size = serde_json::to_string(&entry).unwrap().len();
@@ -57,7 +61,7 @@ async fn ten_thousand_retries_keep_the_item_bounded() {
 async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
     let (name, _) = table().await;
     let (client, calls) =
-        counting_client(&relay_core::sink::load_aws_config(Duration::from_secs(5)).await);
+        counting_client(&relay_core::cloud::load_aws_config(Duration::from_secs(5)).await);
     let ledger = DynamoDbLedger::from_client(client, &name);
     let id = fresh_identity();
     let t = 1_800_000_000_000;
@@ -125,7 +129,9 @@ async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
 #[tokio::test]
 async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
     let (_, url) = table().await;
-    let ledger = ledger::open(&url, None).await.unwrap();
+    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .unwrap();
     let ledger = ledger.as_ref();
     let t = 1_800_000_000_000;
     // A lease is live up to its last millisecond (Entry::claim: until_ms >= now_ms).
@@ -172,8 +178,12 @@ async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
 #[tokio::test]
 async fn two_relays_sharing_a_table_grant_one_claim() {
     let (_, url) = table().await;
-    let a = ledger::open(&url, None).await.unwrap();
-    let b = ledger::open(&url, None).await.unwrap();
+    let a = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .unwrap();
+    let b = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .unwrap();
     one_claim_granted_among(a, b, 40).await;
 }
 
@@ -182,7 +192,9 @@ async fn a_missing_table_is_refused() {
     let url = format!("dynamodb://{}", unique("no-such-table"))
         .parse()
         .unwrap();
-    let ledger = ledger::open(&url, None).await.unwrap();
+    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .unwrap();
     let error = try_claim(ledger.as_ref()).await.unwrap_err();
     assert!(matches!(error, LedgerError::Refused(_)), "{error:?}");
     assert!(

@@ -39,7 +39,9 @@ pub(crate) fn collection() -> (String, LedgerUrl) {
 async fn the_firestore_ledger_follows_the_rules() {
     let _ = emulator_host();
     let (_, url) = collection();
-    let ledger = ledger::open(&url, None).await.expect("the ledger opens");
+    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .expect("the ledger opens");
     conformance(ledger).await;
 }
 
@@ -173,8 +175,12 @@ async fn a_settlement_does_not_recreate_a_deleted_entry() {
 async fn two_relays_sharing_a_collection_grant_one_claim() {
     let _ = emulator_host();
     let (_, url) = collection();
-    let a = ledger::open(&url, None).await.unwrap();
-    let b = ledger::open(&url, None).await.unwrap();
+    let a = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .unwrap();
+    let b = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .unwrap();
     one_claim_granted_among(a, b, 40).await;
 }
 

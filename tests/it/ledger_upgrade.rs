@@ -103,7 +103,9 @@ async fn previous_release(store: &str) -> (Arc<dyn Ledger>, Option<tempfile::Tem
             (url, None)
         }
     };
-    let opened = ledger::open(&url, None).await.expect("the ledger opens");
+    let opened = ledger::open(&url, &relay_core::cloud::Cloud::default())
+        .await
+        .expect("the ledger opens");
     (opened, dir)
 }
 

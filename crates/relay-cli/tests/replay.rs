@@ -115,7 +115,7 @@ impl Deployment {
 /// An AWS configuration addressing `endpoint`, with test credentials.
 async fn sdk(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(relay_core::sink::aws_http_client())
+        .http_client(relay_core::cloud::aws_http_client())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .test_credentials()

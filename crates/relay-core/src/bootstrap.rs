@@ -68,7 +68,7 @@ pub async fn fetch_config_file(value: Option<&str>) -> Result<(), ConfigErrors> 
 
 #[cfg(feature = "secrets")]
 async fn read_secret(arn: &str) -> Result<String, String> {
-    let sdk = crate::sink::load_aws_config(std::time::Duration::from_secs(10)).await;
+    let sdk = crate::cloud::load_aws_config(std::time::Duration::from_secs(10)).await;
     crate::secrets::load_text(&sdk, arn).await
 }
 

@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod archive;
 pub mod bootstrap;
+pub mod cloud;
 pub mod config;
 pub mod error;
 #[cfg(any(feature = "pubsub", feature = "gcs", feature = "firestore"))]

@@ -94,7 +94,7 @@ impl FakeDynamoDb {
     pub fn client(&self) -> aws_sdk_dynamodb::Client {
         let config = aws_sdk_dynamodb::Config::builder()
             .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .http_client(relay_core::sink::aws_http_client())
+            .http_client(relay_core::cloud::aws_http_client())
             .endpoint_url(&self.endpoint)
             .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
             .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

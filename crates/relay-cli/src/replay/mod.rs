@@ -266,7 +266,8 @@ pub(crate) async fn opened(
     url: &ArchiveUrl,
     config: Config,
 ) -> Result<(Arc<dyn Archive>, Relay), CliError> {
-    let archive = (relay_core::archive::open(url, None).await).map_err(|e| CliError::at(url, e))?;
+    let archive = (relay_core::archive::open(url, &relay_core::cloud::Cloud::default()).await)
+        .map_err(|e| CliError::at(url, e))?;
     let relay = Relay::from_config(config)
         .await
         .map_err(CliError::Destinations)?;

@@ -11,7 +11,7 @@ const MAX_QUEUE_NAME: usize = 80;
 
 /// An SQS client for the region of the queue at `url` (the standard configuration otherwise).
 async fn client(url: &str) -> Client {
-    let sdk = relay_core::sink::load_aws_config(std::time::Duration::from_secs(10)).await;
+    let sdk = relay_core::cloud::load_aws_config(std::time::Duration::from_secs(10)).await;
     relay_core::sink::sqs::client_for_queue(&sdk, url)
 }
 

@@ -37,7 +37,9 @@ pub(super) async fn archived(args: &TraceArgs, entries: &[Entry]) -> Vec<Option<
         .ok()
         .flatten();
     let archive = match &url {
-        Some(url) => relay_core::archive::open(url, None).await.ok(),
+        Some(url) => relay_core::archive::open(url, &relay_core::cloud::Cloud::default())
+            .await
+            .ok(),
         None => None,
     };
     let mut found = Vec::with_capacity(entries.len());

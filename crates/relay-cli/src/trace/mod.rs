@@ -86,7 +86,7 @@ pub(crate) fn check_ledger(config: &Config) -> ExitCode {
         bundle: Some("0".repeat(36)),
     };
     let answer = runtime.block_on(async {
-        let store = relay_core::ledger::open(&ledger.url, None)
+        let store = relay_core::ledger::open(&ledger.url, &relay_core::cloud::Cloud::default())
             .await
             .map_err(|e| (e, "the relay does not start until this is fixed"))?;
         store.find(&probe).await.map_err(|e| {

@@ -21,9 +21,10 @@ pub(crate) async fn trace(config: Option<&str>, since: &str, json: bool) -> Resu
     let since = crate::replay::parse_time(since, now)
         .map_err(|e| CliError::Invalid(format!("--since: {e}")))?;
     crate::replay::check_window(&config, since, now, now)?;
-    let (archive, key) = relay_core::relay::open_archive(settings, None)
-        .await
-        .map_err(CliError::from)?;
+    let (archive, key) =
+        relay_core::relay::open_archive(settings, &relay_core::cloud::Cloud::default())
+            .await
+            .map_err(CliError::from)?;
     let url = settings.url.to_string();
     let keys = crate::replay::list(archive.as_ref(), &url, since, now).await?;
     let mut records = crate::replay::records(archive.as_ref(), keys, config.max_body_bytes);

@@ -282,19 +282,17 @@ pub trait Archive: Send + Sync + fmt::Debug {
     }
 }
 
-/// Opens the archive at `url`. `aws` is the AWS configuration loaded at start, for S3.
+/// Opens the archive at `url`, its client built from `cloud`.
+#[cfg_attr(not(feature = "s3"), allow(unused_variables))]
 pub async fn open(
     url: &ArchiveUrl,
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+    cloud: &crate::cloud::Cloud,
 ) -> Result<Arc<dyn Archive>, ArchiveError> {
-    #[cfg(feature = "aws")]
-    let _ = aws;
     match url {
         ArchiveUrl::Dir(path) => Ok(Arc::new(DirArchive::open(path)?)),
         #[cfg(feature = "s3")]
         ArchiveUrl::S3 { bucket, prefix } => {
-            let sdk = crate::sink::given_or_loaded(aws).await;
-            Ok(Arc::new(S3Archive::new(&sdk, bucket, prefix)))
+            Ok(Arc::new(S3Archive::new(cloud.aws().await, bucket, prefix)))
         }
         #[cfg(feature = "gcs")]
         ArchiveUrl::Gcs { bucket, prefix } => Ok(Arc::new(GcsArchive::new(bucket, prefix).await?)),

@@ -114,19 +114,18 @@ pub trait RecordStream: Send + Sync + fmt::Debug {
     }
 }
 
-/// Opens the engine at `url`. `aws` is the AWS configuration loaded at start.
+/// Opens the engine at `url`, its client built from `cloud`.
+#[cfg_attr(not(feature = "firehose"), allow(unused_variables))]
 pub(crate) async fn open_stream(
     url: &StreamUrl,
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+    cloud: &crate::cloud::Cloud,
 ) -> Result<Arc<dyn RecordStream>, ArchiveError> {
-    #[cfg(feature = "aws")]
-    let _ = aws;
     match url {
         #[cfg(feature = "firehose")]
-        StreamUrl::Firehose { name } => {
-            let sdk = crate::sink::given_or_loaded(aws).await;
-            Ok(Arc::new(super::firehose::FirehoseStream::new(&sdk, name)))
-        }
+        StreamUrl::Firehose { name } => Ok(Arc::new(super::firehose::FirehoseStream::new(
+            cloud.aws().await,
+            name,
+        ))),
         #[cfg(feature = "pubsub")]
         StreamUrl::PubSub {
             topic,

@@ -238,32 +238,23 @@ pub async fn open_read_only(url: &LedgerUrl) -> Result<Arc<dyn Ledger>, LedgerEr
     match url {
         #[cfg(feature = "sqlite")]
         LedgerUrl::File(path) => Ok(Arc::new(SqliteLedger::open_read_only(path)?)),
-        _ => {
-            open(
-                url,
-                #[cfg(feature = "aws")]
-                None,
-            )
-            .await
-        }
+        _ => open(url, &crate::cloud::Cloud::default()).await,
     }
 }
 
 /// Opens the ledger at `url`, creating an SQLite file (and its folders) when it is missing.
-/// `aws` is the AWS configuration loaded at start, for DynamoDB.
+/// `cloud`: the clouds' configuration, shared with the relay's other clients.
+#[cfg_attr(not(feature = "dynamodb"), allow(unused_variables))]
 pub async fn open(
     url: &LedgerUrl,
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+    cloud: &crate::cloud::Cloud,
 ) -> Result<Arc<dyn Ledger>, LedgerError> {
-    #[cfg(feature = "aws")]
-    let _ = aws;
     match url {
         #[cfg(feature = "sqlite")]
         LedgerUrl::File(path) => Ok(Arc::new(SqliteLedger::open(path)?)),
         #[cfg(feature = "dynamodb")]
         LedgerUrl::DynamoDb { table } => {
-            let sdk = crate::sink::given_or_loaded(aws).await;
-            Ok(Arc::new(DynamoDbLedger::new(&sdk, table)))
+            Ok(Arc::new(DynamoDbLedger::new(cloud.aws().await, table)))
         }
         #[cfg(feature = "firestore")]
         LedgerUrl::Firestore {
@@ -289,9 +280,9 @@ pub async fn copy_earlier_table(
     into: &str,
     now: std::time::SystemTime,
 ) -> Result<Copied, LedgerError> {
-    let sdk = crate::sink::given_or_loaded(None).await;
+    let cloud = crate::cloud::Cloud::default();
     let now_s = epoch_ms(now).div_euclid(1000);
-    DynamoDbLedger::new(&sdk, into)
+    DynamoDbLedger::new(cloud.aws().await, into)
         .copy_earlier(earlier, now_s)
         .await
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::Relay;
+use crate::cloud::Cloud;
 use crate::live::refresh::{LiveRoutes, Refreshed, SinkFactory};
 use crate::sink::{Clients, SinkConfig};
 
@@ -65,35 +66,19 @@ impl Relay {
 }
 
 /// Builds every sink's client, each once: the deployed sinks' at start, and those of sinks that
-/// stored routes add. The AWS configuration is the one loaded at start, or is loaded on first
-/// use.
-#[cfg(feature = "aws")]
-pub(super) fn sink_factory(
-    sdk: Option<aws_config::SdkConfig>,
-    timeout: std::time::Duration,
-    batch_wait: std::time::Duration,
-) -> SinkFactory {
-    let sdk = Arc::new(tokio::sync::OnceCell::new_with(sdk));
+/// stored routes add, from the clouds' configuration `cloud`; a partial batch waits at most
+/// `batch_wait`.
+#[cfg_attr(not(feature = "aws"), allow(unused_variables))]
+pub(super) fn sink_factory(cloud: Cloud, batch_wait: std::time::Duration) -> SinkFactory {
     Arc::new(move |config: SinkConfig| {
-        let sdk = Arc::clone(&sdk);
+        let cloud = cloud.clone();
         Box::pin(async move {
-            let clients = match config.target.uses_aws() {
-                true => Clients::with_aws(
-                    sdk.get_or_init(|| crate::sink::load_aws_config(timeout))
-                        .await,
-                    batch_wait,
-                ),
-                false => Clients::default(),
-            };
-            config.target.build(clients).await
+            #[cfg(feature = "aws")]
+            if config.target.uses_aws() {
+                let clients = Clients::with_aws(cloud.aws().await, batch_wait);
+                return config.target.build(clients).await;
+            }
+            config.target.build(Clients::default()).await
         })
-    })
-}
-
-/// Builds every sink's client, each once: the deployed sinks' and those stored routes add.
-#[cfg(not(feature = "aws"))]
-pub(super) fn sink_factory() -> SinkFactory {
-    Arc::new(|config: SinkConfig| {
-        Box::pin(async move { config.target.build(Clients::default()).await })
     })
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::ledger::Recorder;
 use super::{Relay, live};
+use crate::cloud::Cloud;
 use crate::config::{Config, ConfigErrors};
 use crate::live::StoreError;
 use crate::sink::BuildError;
@@ -52,9 +53,10 @@ pub enum StartError {
 }
 
 /// The archive's key: as configured, or read from Secrets Manager.
+#[cfg_attr(not(feature = "secrets"), allow(unused_variables))]
 async fn archive_key(
     source: &crate::config::ArchiveKeySource,
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+    cloud: &Cloud,
 ) -> Result<crate::archive::ArchiveKey, StartError> {
     let arn = match source {
         crate::config::ArchiveKeySource::Given(key) => return Ok(key.clone()),
@@ -62,15 +64,13 @@ async fn archive_key(
     };
     #[cfg(feature = "secrets")]
     {
-        let sdk = aws.expect("loaded for the secret");
         let fail = |e: String| StartError::ArchiveKey(format!("{arn}: {e}"));
-        let text = crate::secrets::load_text(sdk, arn).await.map_err(fail)?;
+        let text = crate::secrets::load_text(cloud.aws().await, arn).await;
+        let text = text.map_err(fail)?;
         crate::config::archive_key(&crate::verify::Secret::new(text)).map_err(fail)
     }
     #[cfg(not(feature = "secrets"))]
     {
-        #[cfg(feature = "aws")]
-        let _ = aws;
         Err(StartError::ArchiveKey(format!(
             "{arn} is configured, but this build leaves out the cargo feature \"secrets\""
         )))
@@ -79,11 +79,10 @@ async fn archive_key(
 
 /// The archive `settings` name, and the key its records are sealed with (read from Secrets
 /// Manager where configured so): what a relay writes to, and what `relay replay` and `relay
-/// trace --refused` read. `aws`: the AWS configuration loaded at start, else one is loaded here
-/// where needed.
+/// trace --refused` read, their clients built from `cloud`.
 pub async fn open_archive(
     settings: &crate::config::ArchiveConfig,
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+    cloud: &Cloud,
 ) -> Result<
     (
         std::sync::Arc<dyn crate::archive::Archive>,
@@ -91,28 +90,9 @@ pub async fn open_archive(
     ),
     StartError,
 > {
-    #[cfg(feature = "aws")]
-    let loaded = match (aws, &settings.key) {
-        (None, crate::config::ArchiveKeySource::SecretArn(_)) => {
-            Some(crate::sink::load_aws_config(std::time::Duration::from_secs(5)).await)
-        }
-        _ => None,
-    };
-    #[cfg(feature = "aws")]
-    let aws = aws.or(loaded.as_ref());
-    let archive = crate::archive::open(
-        &settings.url,
-        #[cfg(feature = "aws")]
-        aws,
-    )
-    .await
-    .map_err(StartError::Archive)?;
-    let key = archive_key(
-        &settings.key,
-        #[cfg(feature = "aws")]
-        aws,
-    )
-    .await?;
+    let archive =
+        (crate::archive::open(&settings.url, cloud).await).map_err(StartError::Archive)?;
+    let key = archive_key(&settings.key, cloud).await?;
     Ok((archive, key))
 }
 
@@ -120,7 +100,7 @@ pub async fn open_archive(
 /// go through (`RELAY_ARCHIVE_STREAM`), if any.
 async fn open_archive_writer(
     settings: &crate::config::ArchiveConfig,
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
+    cloud: &Cloud,
 ) -> Result<
     (
         std::sync::Arc<dyn crate::archive::Archive>,
@@ -129,22 +109,11 @@ async fn open_archive_writer(
     ),
     StartError,
 > {
-    let (archive, key) = open_archive(
-        settings,
-        #[cfg(feature = "aws")]
-        aws,
-    )
-    .await?;
+    let (archive, key) = open_archive(settings, cloud).await?;
     let stream = match &settings.stream {
-        Some(url) => Some(
-            crate::archive::open_stream(
-                url,
-                #[cfg(feature = "aws")]
-                aws,
-            )
-            .await
-            .map_err(StartError::Archive)?,
-        ),
+        Some(url) => {
+            Some((crate::archive::open_stream(url, cloud).await).map_err(StartError::Archive)?)
+        }
         None => None,
     };
     Ok((archive, key, stream))
@@ -169,16 +138,13 @@ fn needs_aws(config: &Config) -> bool {
 }
 
 /// The relay's HMAC keys and each source's keys, read from Secrets Manager where their ARNs are
-/// configured (`aws`: the configuration loaded for it).
-async fn read_secrets(
-    config: &mut Config,
-    #[cfg(feature = "aws")] aws: Option<&aws_config::SdkConfig>,
-) -> Result<(), StartError> {
+/// configured.
+#[cfg_attr(not(feature = "secrets"), allow(unused_variables))]
+async fn read_secrets(config: &mut Config, cloud: &Cloud) -> Result<(), StartError> {
     if let Some(arn) = config.keys_secret_arn.clone() {
         #[cfg(feature = "secrets")]
         {
-            let sdk = aws.expect("loaded for the secret");
-            let (named, any) = crate::secrets::load_keys(sdk, &arn)
+            let (named, any) = crate::secrets::load_keys(cloud.aws().await, &arn)
                 .await
                 .map_err(StartError::Secret)?;
             tracing::info!(
@@ -198,12 +164,12 @@ async fn read_secrets(
         let Some(arn) = source.secret_arn.clone() else {
             continue;
         };
-        let sdk = aws.expect("loaded for the secret");
         let fail = |e: String| StartError::SourceKeys {
             name: source.name.clone(),
             error: format!("{arn}: {e}"),
         };
-        let text = crate::secrets::load_text(sdk, &arn).await.map_err(fail)?;
+        let text = crate::secrets::load_text(cloud.aws().await, &arn).await;
+        let text = text.map_err(fail)?;
         source.keys = Some(crate::source::read_keys(source.scheme, &text).map_err(fail)?);
         tracing::info!(source = %source.name, "A source's keys read from Secrets Manager.");
     }
@@ -215,8 +181,6 @@ async fn read_secrets(
                 .into(),
         });
     }
-    #[cfg(all(feature = "aws", not(feature = "secrets")))]
-    let _ = aws;
     Ok(())
 }
 
@@ -224,47 +188,27 @@ impl Relay {
     /// Builds every sink the configuration names (opening files, building each SDK client
     /// once) and reads the keys from Secrets Manager when configured.
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
+        let cloud = Cloud::new(config.sink_timeout);
         #[cfg(feature = "aws")]
-        let aws = match needs_aws(&config) {
-            true => Some(crate::sink::load_aws_config(config.sink_timeout).await),
-            false => None,
-        };
+        if needs_aws(&config) {
+            cloud.aws().await;
+        }
         let mut config = config;
-        read_secrets(
-            &mut config,
-            #[cfg(feature = "aws")]
-            aws.as_ref(),
-        )
-        .await?;
+        read_secrets(&mut config, &cloud).await?;
         let ledger = match &config.ledger {
             Some(settings) => Some(Recorder {
-                store: crate::ledger::open(
-                    &settings.url,
-                    #[cfg(feature = "aws")]
-                    aws.as_ref(),
-                )
-                .await
-                .map_err(StartError::Ledger)?,
+                store: (crate::ledger::open(&settings.url, &cloud).await)
+                    .map_err(StartError::Ledger)?,
                 config: settings.clone(),
             }),
             None => None,
         };
         let archive = match &config.archive {
-            Some(settings) => Some(
-                open_archive_writer(
-                    settings,
-                    #[cfg(feature = "aws")]
-                    aws.as_ref(),
-                )
-                .await?,
-            ),
+            Some(settings) => Some(open_archive_writer(settings, &cloud).await?),
             None => None,
         };
         // One way to build a sink: the deployed ones now, those stored routes add later.
-        #[cfg(feature = "aws")]
-        let factory = live::sink_factory(aws, config.sink_timeout, config.batch_wait);
-        #[cfg(not(feature = "aws"))]
-        let factory = live::sink_factory();
+        let factory = live::sink_factory(cloud, config.batch_wait);
         let mut sinks = Vec::with_capacity(config.sinks.len());
         for sink in &config.sinks {
             let fail = |error| StartError::Sink {

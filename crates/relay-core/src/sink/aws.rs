@@ -1,17 +1,9 @@
-//! What the SQS and SNS sinks share: one SDK configuration, the entries they send (body,
-//! String attributes, FIFO ids), the mapping of a batch report to per-message results, and
-//! error classification. The SDK call is the only per-service code, behind [`AwsApi`].
+//! What the SQS and SNS sinks share (their SDK configuration is the relay's one, from
+//! [`Cloud`](crate::cloud::Cloud)): the entries they send (body, String attributes, FIFO ids),
+//! the mapping of a batch report to per-message results, and error classification. The SDK call is the only per-service code, behind [`AwsApi`].
 // A build with only one of the two (or only `secrets`) leaves some helpers unused.
 #![cfg_attr(not(all(feature = "sqs", feature = "sns")), allow(dead_code))]
 
-use std::time::Duration;
-
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
-use aws_config::{BehaviorVersion, SdkConfig};
-use aws_smithy_http_client::proxy::ProxyConfig;
-use aws_smithy_http_client::{ConnectorBuilder, tls};
-use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::display::DisplayErrorContext;
@@ -19,75 +11,6 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use bytes::Bytes;
 
 use super::{Attributes, Message, Receipt, SinkError};
-
-/// `aws`, the configuration loaded at start, or one loaded now (within 5 s) for a store a tool
-/// opens on its own (`relay trace`, `relay replay`).
-#[cfg(any(feature = "s3", feature = "dynamodb", feature = "firehose"))]
-pub(crate) async fn given_or_loaded(aws: Option<&SdkConfig>) -> SdkConfig {
-    match aws {
-        Some(sdk) => sdk.clone(),
-        None => load_aws_config(Duration::from_secs(5)).await,
-    }
-}
-
-/// Loads the standard AWS configuration (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL_*`) once,
-/// with bounded retries that fit inside the sink deadline.
-pub async fn load_aws_config(deadline: Duration) -> SdkConfig {
-    let timeouts = TimeoutConfig::builder()
-        .connect_timeout(Duration::from_secs(1).min(deadline))
-        // Leave room for a retry inside the deadline.
-        .operation_attempt_timeout(deadline / 2)
-        .operation_timeout(deadline)
-        .build();
-    let loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(aws_http_client())
-        .retry_config(RetryConfig::standard().with_max_attempts(3))
-        .timeout_config(timeouts);
-    // Lambda gives the function's region and role credentials as variables, always: take them
-    // as they are, rather than walking the default chains (profile files, SSO, web identity,
-    // the instance metadata service) that Lambda never offers.
-    let on_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
-    let region = std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty());
-    let loader = match (on_lambda, region) {
-        (true, Some(region)) if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() => loader
-            .region(aws_config::Region::new(region))
-            .credentials_provider(
-                aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
-            ),
-        _ => loader,
-    };
-    loader.load().await
-}
-
-/// The HTTP client every AWS client of the relay sends through, its credential providers
-/// included: the SDK's own (hyper, connections pooled per timeout setting, a proxy from
-/// `HTTPS_PROXY` and `NO_PROXY`, the system's roots and `SSL_CERT_FILE`), with rustls on the
-/// provider `AWS_CRYPTO` names. The Google clients keep their own TLS.
-pub fn aws_http_client() -> SharedHttpClient {
-    // What the SDK's default client does (aws-smithy-runtime's `default_https_client`, which
-    // uses this same constructor) with the crypto provider chosen here.
-    aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
-        let mut connector =
-            ConnectorBuilder::default().tls_provider(tls::Provider::Rustls(AWS_CRYPTO));
-        connector.set_connector_settings(settings.cloned());
-        if let Some(components) = components {
-            connector.set_sleep_impl(components.sleep_impl());
-        }
-        connector.set_proxy_config(Some(ProxyConfig::from_env()));
-        connector.build()
-    })
-}
-
-/// The AWS clients' TLS cryptography. By default ring: the SDK's own default, aws-lc, is a C
-/// library of about 0.5 MB in the Lambda's binary (150 KB of its zip). With the `aws-lc`
-/// feature (relay-gcf, which links aws-lc for Google's clients anyway; the Lambda built with
-/// `LAMBDA_FEATURES=aws-lc`), aws-lc, which also offers the post-quantum key exchange
-/// X25519MLKEM768 to endpoints that take it; ring's are X25519 and the NIST curves.
-#[cfg(feature = "aws-lc")]
-const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::CryptoMode::AwsLc;
-/// The AWS clients' TLS cryptography (see the `aws-lc` feature's).
-#[cfg(not(feature = "aws-lc"))]
-const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::CryptoMode::Ring;
 
 /// One message as SQS and SNS take it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,10 +29,6 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(any(feature = "dynamodb", feature = "firehose"))]
 pub(crate) use aws::classify;
-#[cfg(any(feature = "s3", feature = "dynamodb", feature = "firehose"))]
-pub(crate) use aws::given_or_loaded;
-#[cfg(feature = "aws")]
-pub use aws::{aws_http_client, load_aws_config};
 pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use limit::ByteLimit;
 pub use pubsub::PubSubConfig;

@@ -28,7 +28,7 @@ impl S3Store {
     /// over [`DEFAULT_MAX_BYTES`]. An endpoint set with `AWS_ENDPOINT_URL` or
     /// `AWS_ENDPOINT_URL_S3` (an emulator) is addressed path-style.
     pub async fn new(bucket: String, key: String) -> Self {
-        let sdk = crate::sink::load_aws_config(DEADLINE).await;
+        let sdk = crate::cloud::load_aws_config(DEADLINE).await;
         let custom_endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
             .iter()
             .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));

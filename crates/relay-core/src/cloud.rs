@@ -1,0 +1,126 @@
+//! The clouds a relay reaches, configured once for all of its clients: one [`Cloud`] is built at
+//! start and handed to everything that opens a connection (the sinks, the ledger, the archive
+//! and its stream, Secrets Manager). On AWS it holds the one SDK configuration (region,
+//! credentials, `AWS_ENDPOINT_URL_*`, retries and timeouts within the sink deadline) every AWS
+//! client is built from, over one HTTP client; it is loaded at start when anything configured
+//! is on AWS, else at its first use (a store that `relay trace` or `relay replay` opens). The
+//! Google clients share one credential, built once ([`google`](crate::google)).
+
+use std::time::Duration;
+
+#[cfg(feature = "aws")]
+pub use aws::{aws_http_client, load_aws_config};
+
+/// How long a tool's own load of the AWS configuration may take.
+const TOOL_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The clouds' configuration the relay's clients share, loaded once.
+#[derive(Debug, Clone)]
+pub struct Cloud {
+    /// The AWS configuration, loaded at its first use (or at start).
+    #[cfg(feature = "aws")]
+    aws: std::sync::Arc<tokio::sync::OnceCell<aws_config::SdkConfig>>,
+    /// How long a call to AWS may take, retries included.
+    #[cfg(feature = "aws")]
+    deadline: Duration,
+}
+
+impl Default for Cloud {
+    /// A tool's: calls within 5 s.
+    fn default() -> Self {
+        Self::new(TOOL_DEADLINE)
+    }
+}
+
+impl Cloud {
+    /// Nothing loaded yet: each cloud's configuration is loaded at its first use, its calls
+    /// bounded by `deadline` (`RELAY_SINK_TIMEOUT_MS` for a relay).
+    #[cfg_attr(not(feature = "aws"), allow(unused_variables))]
+    pub fn new(deadline: Duration) -> Self {
+        Self {
+            #[cfg(feature = "aws")]
+            aws: Default::default(),
+            #[cfg(feature = "aws")]
+            deadline,
+        }
+    }
+
+    /// The AWS configuration, loaded at the first call and shared after it.
+    #[cfg(feature = "aws")]
+    pub async fn aws(&self) -> &aws_config::SdkConfig {
+        (self.aws)
+            .get_or_init(|| load_aws_config(self.deadline))
+            .await
+    }
+}
+
+#[cfg(feature = "aws")]
+mod aws {
+    use std::time::Duration;
+
+    use aws_config::retry::RetryConfig;
+    use aws_config::timeout::TimeoutConfig;
+    use aws_config::{BehaviorVersion, SdkConfig};
+    use aws_smithy_http_client::proxy::ProxyConfig;
+    use aws_smithy_http_client::{ConnectorBuilder, tls};
+    use aws_smithy_runtime_api::client::http::SharedHttpClient;
+
+    /// Loads the standard AWS configuration (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL_*`) once,
+    /// with bounded retries that fit inside the sink deadline.
+    pub async fn load_aws_config(deadline: Duration) -> SdkConfig {
+        let timeouts = TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(1).min(deadline))
+            // Leave room for a retry inside the deadline.
+            .operation_attempt_timeout(deadline / 2)
+            .operation_timeout(deadline)
+            .build();
+        let loader = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(aws_http_client())
+            .retry_config(RetryConfig::standard().with_max_attempts(3))
+            .timeout_config(timeouts);
+        // Lambda gives the function's region and role credentials as variables, always: take them
+        // as they are, rather than walking the default chains (profile files, SSO, web identity,
+        // the instance metadata service) that Lambda never offers.
+        let on_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
+        let region = std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty());
+        let loader = match (on_lambda, region) {
+            (true, Some(region)) if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() => loader
+                .region(aws_config::Region::new(region))
+                .credentials_provider(
+                    aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+                ),
+            _ => loader,
+        };
+        loader.load().await
+    }
+
+    /// The HTTP client every AWS client of the relay sends through, its credential providers
+    /// included: the SDK's own (hyper, connections pooled per timeout setting, a proxy from
+    /// `HTTPS_PROXY` and `NO_PROXY`, the system's roots and `SSL_CERT_FILE`), with rustls on the
+    /// provider `AWS_CRYPTO` names. The Google clients keep their own TLS.
+    pub fn aws_http_client() -> SharedHttpClient {
+        // What the SDK's default client does (aws-smithy-runtime's `default_https_client`, which
+        // uses this same constructor) with the crypto provider chosen here.
+        aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
+            let mut connector =
+                ConnectorBuilder::default().tls_provider(tls::Provider::Rustls(AWS_CRYPTO));
+            connector.set_connector_settings(settings.cloned());
+            if let Some(components) = components {
+                connector.set_sleep_impl(components.sleep_impl());
+            }
+            connector.set_proxy_config(Some(ProxyConfig::from_env()));
+            connector.build()
+        })
+    }
+
+    /// The AWS clients' TLS cryptography. By default ring: the SDK's own default, aws-lc, is a C
+    /// library of about 0.5 MB in the Lambda's binary (150 KB of its zip). With the `aws-lc`
+    /// feature (relay-gcf, which links aws-lc for Google's clients anyway; the Lambda built with
+    /// `LAMBDA_FEATURES=aws-lc`), aws-lc, which also offers the post-quantum key exchange
+    /// X25519MLKEM768 to endpoints that take it; ring's are X25519 and the NIST curves.
+    #[cfg(feature = "aws-lc")]
+    const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::CryptoMode::AwsLc;
+    /// The AWS clients' TLS cryptography (see the `aws-lc` feature's).
+    #[cfg(not(feature = "aws-lc"))]
+    const AWS_CRYPTO: tls::rustls_provider::CryptoMode = tls::rustls_provider::CryptoMode::Ring;
+}
