@@ -16,6 +16,7 @@ use std::sync::Arc;
 use aws_sdk_firehose::types::ExtendedS3DestinationConfiguration;
 use relay_core::Relay;
 use relay_core::archive::{self, ArchiveUrl, Record, SINK_NAME};
+use relay_core::cloud::Cloud;
 use relay_testkit::capture;
 
 use crate::common;
@@ -57,7 +58,7 @@ async fn bucket_and_stream(name: &str) -> (String, String) {
 /// object's lines, each opened under the archive's key); the objects' count.
 async fn archived(url: &str) -> (BTreeMap<String, Record>, usize) {
     let url: ArchiveUrl = url.parse().unwrap();
-    let archive = archive::open(&url, &relay_core::cloud::Cloud::default())
+    let archive = archive::open(&url, &Cloud::default())
         .await
         .expect("the archive opens");
     let now = std::time::SystemTime::now();
@@ -253,7 +254,7 @@ async fn records_reach_the_archive_through_a_pubsub_topic() {
         minute % 60,
         common::unique("subscription")
     );
-    let archive = archive::open(&url.parse().unwrap(), &relay_core::cloud::Cloud::default())
+    let archive = archive::open(&url.parse().unwrap(), &Cloud::default())
         .await
         .unwrap();
     archive.put(&name, object.into()).await.expect("written");

@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use relay_core::cloud::Cloud;
 use relay_core::ledger::{self, Claimed, DynamoDbLedger, LedgerError, LedgerUrl};
 use relay_testkit::dynamodb::{counting_client, create_ledger_table};
 use relay_testkit::ledger::{
@@ -25,7 +26,7 @@ async fn table() -> (String, LedgerUrl) {
 async fn the_dynamodb_ledger_follows_the_rules() {
     let (_, url) = table().await;
     // No SDK configuration passed in: the store loads the production one, as `relay trace` does.
-    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
+    let ledger = ledger::open(&url, &Cloud::default())
         .await
         .expect("the ledger opens");
     conformance(ledger).await;
@@ -36,7 +37,7 @@ async fn the_dynamodb_ledger_follows_the_rules() {
 #[tokio::test]
 async fn ten_thousand_retries_keep_the_item_bounded() {
     let (_, url) = table().await;
-    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
+    let ledger = ledger::open(&url, &Cloud::default())
         .await
         .expect("the ledger opens");
     let n = 10_000;
@@ -129,9 +130,7 @@ async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
 #[tokio::test]
 async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
     let (_, url) = table().await;
-    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
-        .await
-        .unwrap();
+    let ledger = ledger::open(&url, &Cloud::default()).await.unwrap();
     let ledger = ledger.as_ref();
     let t = 1_800_000_000_000;
     // A lease is live up to its last millisecond (Entry::claim: until_ms >= now_ms).
@@ -178,12 +177,8 @@ async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
 #[tokio::test]
 async fn two_relays_sharing_a_table_grant_one_claim() {
     let (_, url) = table().await;
-    let a = ledger::open(&url, &relay_core::cloud::Cloud::default())
-        .await
-        .unwrap();
-    let b = ledger::open(&url, &relay_core::cloud::Cloud::default())
-        .await
-        .unwrap();
+    let a = ledger::open(&url, &Cloud::default()).await.unwrap();
+    let b = ledger::open(&url, &Cloud::default()).await.unwrap();
     one_claim_granted_among(a, b, 40).await;
 }
 
@@ -192,9 +187,7 @@ async fn a_missing_table_is_refused() {
     let url = format!("dynamodb://{}", unique("no-such-table"))
         .parse()
         .unwrap();
-    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
-        .await
-        .unwrap();
+    let ledger = ledger::open(&url, &Cloud::default()).await.unwrap();
     let error = try_claim(ledger.as_ref()).await.unwrap_err();
     assert!(matches!(error, LedgerError::Refused(_)), "{error:?}");
     assert!(

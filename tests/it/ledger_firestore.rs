@@ -9,6 +9,7 @@ use std::time::Duration;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use relay_core::cloud::Cloud;
 use relay_core::ledger::{self, Claimed, FirestoreLedger, Ledger, LedgerError, LedgerUrl, Lookup};
 use relay_testkit::ledger::{
     attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle, try_claim,
@@ -39,7 +40,7 @@ pub(crate) fn collection() -> (String, LedgerUrl) {
 async fn the_firestore_ledger_follows_the_rules() {
     let _ = emulator_host();
     let (_, url) = collection();
-    let ledger = ledger::open(&url, &relay_core::cloud::Cloud::default())
+    let ledger = ledger::open(&url, &Cloud::default())
         .await
         .expect("the ledger opens");
     conformance(ledger).await;
@@ -175,12 +176,8 @@ async fn a_settlement_does_not_recreate_a_deleted_entry() {
 async fn two_relays_sharing_a_collection_grant_one_claim() {
     let _ = emulator_host();
     let (_, url) = collection();
-    let a = ledger::open(&url, &relay_core::cloud::Cloud::default())
-        .await
-        .unwrap();
-    let b = ledger::open(&url, &relay_core::cloud::Cloud::default())
-        .await
-        .unwrap();
+    let a = ledger::open(&url, &Cloud::default()).await.unwrap();
+    let b = ledger::open(&url, &Cloud::default()).await.unwrap();
     one_claim_granted_among(a, b, 40).await;
 }
 

@@ -16,6 +16,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use relay_core::cloud::Cloud;
 use relay_core::ledger::{self, Delivery, Ledger, LedgerUrl, Lookup};
 use relay_core::{Outcome, Relay, Sink};
 use relay_testkit::config::ConfigFile;
@@ -103,7 +104,7 @@ async fn previous_release(store: &str) -> (Arc<dyn Ledger>, Option<tempfile::Tem
             (url, None)
         }
     };
-    let opened = ledger::open(&url, &relay_core::cloud::Cloud::default())
+    let opened = ledger::open(&url, &Cloud::default())
         .await
         .expect("the ledger opens");
     (opened, dir)

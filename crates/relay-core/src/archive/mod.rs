@@ -44,6 +44,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::cloud::Cloud;
 use crate::text::StoreUrl;
 
 use bytes::Bytes;
@@ -284,10 +285,7 @@ pub trait Archive: Send + Sync + fmt::Debug {
 
 /// Opens the archive at `url`, its client built from `cloud`.
 #[cfg_attr(not(feature = "s3"), allow(unused_variables))]
-pub async fn open(
-    url: &ArchiveUrl,
-    cloud: &crate::cloud::Cloud,
-) -> Result<Arc<dyn Archive>, ArchiveError> {
+pub async fn open(url: &ArchiveUrl, cloud: &Cloud) -> Result<Arc<dyn Archive>, ArchiveError> {
     match url {
         ArchiveUrl::Dir(path) => Ok(Arc::new(DirArchive::open(path)?)),
         #[cfg(feature = "s3")]

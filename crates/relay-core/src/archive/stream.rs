@@ -20,6 +20,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{ArchiveError, ArchiveUrl};
+use crate::cloud::Cloud;
 use crate::sink::pubsub::PubSubTopic;
 
 /// Where the archive's records are written through.
@@ -118,7 +119,7 @@ pub trait RecordStream: Send + Sync + fmt::Debug {
 #[cfg_attr(not(feature = "firehose"), allow(unused_variables))]
 pub(crate) async fn open_stream(
     url: &StreamUrl,
-    cloud: &crate::cloud::Cloud,
+    cloud: &Cloud,
 ) -> Result<Arc<dyn RecordStream>, ArchiveError> {
     match url {
         #[cfg(feature = "firehose")]

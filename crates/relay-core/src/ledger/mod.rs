@@ -23,6 +23,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::cloud::Cloud;
 use crate::text::StoreUrl;
 
 #[cfg(feature = "dynamodb")]
@@ -238,17 +239,14 @@ pub async fn open_read_only(url: &LedgerUrl) -> Result<Arc<dyn Ledger>, LedgerEr
     match url {
         #[cfg(feature = "sqlite")]
         LedgerUrl::File(path) => Ok(Arc::new(SqliteLedger::open_read_only(path)?)),
-        _ => open(url, &crate::cloud::Cloud::default()).await,
+        _ => open(url, &Cloud::default()).await,
     }
 }
 
 /// Opens the ledger at `url`, creating an SQLite file (and its folders) when it is missing.
 /// `cloud`: the clouds' configuration, shared with the relay's other clients.
 #[cfg_attr(not(feature = "dynamodb"), allow(unused_variables))]
-pub async fn open(
-    url: &LedgerUrl,
-    cloud: &crate::cloud::Cloud,
-) -> Result<Arc<dyn Ledger>, LedgerError> {
+pub async fn open(url: &LedgerUrl, cloud: &Cloud) -> Result<Arc<dyn Ledger>, LedgerError> {
     match url {
         #[cfg(feature = "sqlite")]
         LedgerUrl::File(path) => Ok(Arc::new(SqliteLedger::open(path)?)),
@@ -280,7 +278,7 @@ pub async fn copy_earlier_table(
     into: &str,
     now: std::time::SystemTime,
 ) -> Result<Copied, LedgerError> {
-    let cloud = crate::cloud::Cloud::default();
+    let cloud = Cloud::default();
     let now_s = epoch_ms(now).div_euclid(1000);
     DynamoDbLedger::new(cloud.aws().await, into)
         .copy_earlier(earlier, now_s)
