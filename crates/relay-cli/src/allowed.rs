@@ -130,18 +130,11 @@ mod tests {
     fn exact_names_and_prefixes_cover_what_they_name() {
         let stored = sinks(
             r#"
-[sinks.audit]
-type = "sqs"
-queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss-audit"
-[sinks.split]
-type = "sns"
-topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-relay-split-bob"
-[sinks.gcp]
-type = "pubsub"
-topic = "projects/p/topics/dss-audit"
-[sinks.local]
-type = "file"
-path = "/tmp/audit.jsonl"
+[sinks]
+audit = { type = "sqs", queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss-audit" }
+split = { type = "sns", topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-relay-split-bob" }
+gcp = { type = "pubsub", topic = "projects/p/topics/dss-audit" }
+local = { type = "file", path = "/tmp/audit.jsonl" }
 "#,
         );
         let allowed = |entries: &[&str]| -> Vec<String> {
@@ -172,11 +165,7 @@ path = "/tmp/audit.jsonl"
     #[test]
     fn a_queue_on_an_emulator_matches_any_region() {
         let stored = sinks(
-            r#"
-[sinks.audit]
-type = "sqs"
-queue_url = "http://localhost:4566/000000000000/dss-audit"
-"#,
+            r#"sinks.audit = { type = "sqs", queue_url = "http://localhost:4566/000000000000/dss-audit" }"#,
         );
         let entry = ["arn:aws:sqs:us-east-1:000000000000:dss-audit".to_owned()];
         assert!(warnings(&stored, &entry).is_empty());

@@ -948,18 +948,11 @@ fn routes_put_warns_about_sinks_the_relay_may_not_send_to() {
     std::fs::write(
         &file,
         r#"
-[sinks.audit]
-type = "sqs"
-queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss-audit"
+routes = [{ name = "deletions-to-audit", match = { event_type = ["DELETE", "TOMBSTONE"] }, to = ["audit", "split"] }]
 
-[sinks.split]
-type = "sns"
-topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-relay-split-bob"
-
-[[routes]]
-name = "deletions-to-audit"
-match = { event_type = ["DELETE", "TOMBSTONE"] }
-to = ["audit", "split"]
+[sinks]
+audit = { type = "sqs", queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss-audit" }
+split = { type = "sns", topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-relay-split-bob" }
 "#,
     )
     .unwrap();
