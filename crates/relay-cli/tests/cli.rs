@@ -1,23 +1,19 @@
 //! `relay send` against a real relay-gcf server on loopback, and `relay check`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
 use relay_core::{Config, Relay};
 
+use common::relay_cmd;
+
 const SECRET: &str = "a-development-secret";
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notifications")
-}
-
-fn relay_cmd() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_relay"));
-    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("RELAY_")) {
-        cmd.env_remove(name);
-    }
-    cmd
 }
 
 /// `relay send FILE --url URL --key-id dev`.

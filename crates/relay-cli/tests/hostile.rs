@@ -2,9 +2,13 @@
 //! `relay split start --match`, and a relay reading them from its stored routes. Each is refused
 //! with its place and reason; nothing overflows a stack.
 
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 
 use relay_core::{Config, Relay};
+
+use common::relay_cmd;
 
 /// JMESPath expressions that once overflowed a thread's stack, compiling or evaluating.
 fn nested_expressions() -> [(&'static str, String); 4] {
@@ -17,14 +21,6 @@ fn nested_expressions() -> [(&'static str, String); 4] {
         ),
         ("a 4 KB line", format!("{}a", "!".repeat(4096))),
     ]
-}
-
-fn relay_cmd() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_relay"));
-    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("RELAY_")) {
-        cmd.env_remove(name);
-    }
-    cmd
 }
 
 /// The stored-routes (or `[[routes]]`) text of one route matching on `expression`.

@@ -1,13 +1,12 @@
 //! `relay ledger migrate` and `relay trace --key` on a DynamoDB ledger: what each refuses
 //! before any call, with exit code 2 and what to do.
 
+mod common;
+
 use std::process::Command;
 
 fn relay_cmd() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_relay"));
-    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("RELAY_")) {
-        cmd.env_remove(name);
-    }
+    let mut cmd = common::relay_cmd();
     // No AWS credentials or metadata service is needed for what these refuse.
     cmd.env("AWS_EC2_METADATA_DISABLED", "true")
         .env("AWS_REGION", "us-east-1");

@@ -3,6 +3,8 @@
 //! outage the DSS gave up on delivered once, a second run delivering nothing, dry runs, the
 //! progress lines, and a split that gets the last hour before the live stream.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -16,15 +18,9 @@ use relay_testkit::fake_sqs::FakeSqs;
 use relay_testkit::ledger::ManualClock;
 use relay_testkit::requests::{Signer, status_and_code};
 
-const SECRET: &str = "a-replay-secret";
+use common::relay_cmd;
 
-fn relay_cmd() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_relay"));
-    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("RELAY_")) {
-        cmd.env_remove(name);
-    }
-    cmd
-}
+const SECRET: &str = "a-replay-secret";
 
 async fn output(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().unwrap())

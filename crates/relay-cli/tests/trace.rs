@@ -1,6 +1,8 @@
 //! `relay trace` against the ledger a running relay records in: attempts, routes version,
 //! split, message ids and duplicates, as a table and as JSON.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -8,16 +10,10 @@ use std::time::{Duration, SystemTime};
 
 use relay_core::{Config, Relay};
 
+use common::relay_cmd;
+
 const SECRET: &str = "a-trace-secret";
 const BUNDLE: &str = "c86309f6-e5b7-4698-abb6-b81644573bff";
-
-fn relay_cmd() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_relay"));
-    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("RELAY_")) {
-        cmd.env_remove(name);
-    }
-    cmd
-}
 
 fn example() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/notifications/v2-create.json")
