@@ -32,6 +32,14 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Runs `cmd` and asserts it succeeded: what it wrote to standard output and standard error.
+async fn succeeded(cmd: Command) -> (String, String) {
+    let out = output(cmd).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    (stdout, stderr)
+}
+
 /// Runs `cmd` (the command `args` describe) and asserts it was refused: exit 2, with `says` in
 /// its standard error.
 async fn assert_refused(cmd: Command, args: &[&str], says: &str) {
@@ -352,20 +360,16 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
     assert_eq!(counts(&sqs).0, 0, "declined: nothing sent");
 
     // The replay delivers each notification once, and says how far it got.
-    let replay = output(deployment.cmd(&["replay", "--undelivered", "--since", &since])).await;
-    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    let undelivered = ["replay", "--undelivered", "--since", &since];
+    let (stdout, stderr) = succeeded(deployment.cmd(&undelivered)).await;
     assert!(
-        text(&replay.stdout).contains(&format!("{N} sent, 0 delivered before")),
-        "{}",
-        text(&replay.stdout)
+        stdout.contains(&format!("{N} sent, 0 delivered before")),
+        "{stdout}"
     );
+    let read = format!(" objects read, {N} sent, ");
     assert!(
-        text(&replay.stderr)
-            .lines()
-            .any(|l| l.starts_with("replay: ")
-                && l.contains(&format!(" objects read, {N} sent, "))),
-        "{}",
-        text(&replay.stderr)
+        (stderr.lines()).any(|l| l.starts_with("replay: ") && l.contains(&read)),
+        "{stderr}"
     );
     assert_eq!(counts(&sqs), (N, 1, 1));
 
@@ -392,21 +396,16 @@ async fn an_outage_the_dss_gave_up_on_is_replayed_once() {
     );
 
     // A second run delivers none.
-    let again = output(deployment.cmd(&["replay", "--undelivered", "--since", &since])).await;
-    assert!(again.status.success(), "{}", text(&again.stderr));
-    assert!(
-        text(&again.stdout).contains(&format!("0 sent, {N} delivered before")),
-        "{}",
-        text(&again.stdout)
-    );
+    let (stdout, _) = succeeded(deployment.cmd(&undelivered)).await;
+    let none = format!("0 sent, {N} delivered before");
+    assert!(stdout.contains(&none), "{stdout}");
     assert_eq!(counts(&sqs), (N, 1, 1));
 
     // A replay of one bundle to the routes, not only what is undelivered: once per run,
     // however often the same command runs; --again publishes it once more.
     let one = ["replay", "--since", &since, "--bundle", "bundle-0007"];
     for _ in 0..2 {
-        let out = output(deployment.cmd(&one)).await;
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        succeeded(deployment.cmd(&one)).await;
     }
     let body = &payloads[7];
     assert_eq!(sqs.accepted()[body], 2);
@@ -754,8 +753,7 @@ async fn hostile_replay_arguments_are_refused_before_anything_is_listed() {
             "{args:?}: slow"
         );
     }
-    let out = output(deployment.cmd(&["replay", "--since", "6d", "--dry-run"])).await;
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    succeeded(deployment.cmd(&["replay", "--since", "6d", "--dry-run"])).await;
 }
 
 /// An object larger than any the relay or its stream writes (here, with 1 KiB bodies: a record
@@ -1058,9 +1056,8 @@ async fn a_fixed_transform_is_delivered_by_replay_undelivered_alone() {
     )
     .unwrap();
     let since = humantime::format_rfc3339_seconds(SystemTime::now() - Duration::from_secs(600));
-    let replay =
-        output(deployment.cmd(&["replay", "--undelivered", "--since", &since.to_string()])).await;
-    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    let since = since.to_string();
+    succeeded(deployment.cmd(&["replay", "--undelivered", "--since", &since])).await;
     assert_eq!(lines("plain").len(), 3, "not again");
     let mut bundles: Vec<String> = lines("shaped")
         .iter()

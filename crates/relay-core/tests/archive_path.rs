@@ -47,6 +47,16 @@ struct SwitchArchive {
     failing: AtomicU8,
 }
 
+impl SwitchArchive {
+    /// A folder under `dir` that fails retryably until told otherwise.
+    fn throttled(dir: &Path) -> Arc<Self> {
+        Arc::new(Self {
+            folder: DirArchive::open(&dir.join("archive")).unwrap(),
+            failing: AtomicU8::new(1),
+        })
+    }
+}
+
 #[async_trait::async_trait]
 impl Archive for SwitchArchive {
     fn url(&self) -> String {
@@ -146,10 +156,7 @@ async fn every_verified_notification_is_archived_as_sent_filtered_ones_included(
 #[tokio::test]
 async fn an_archive_failure_answers_non_2xx_and_the_retry_completes_only_the_archive() {
     let dir = tempfile::tempdir().unwrap();
-    let archive = Arc::new(SwitchArchive {
-        folder: DirArchive::open(&dir.path().join("archive")).unwrap(),
-        failing: AtomicU8::new(1),
-    });
+    let archive = SwitchArchive::throttled(dir.path());
     let file = SwitchSink::new("file");
     let ledger = Arc::new(SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
     let relay = relay(
@@ -339,10 +346,7 @@ async fn a_record_keeps_the_headers_routes_name() {
 #[tokio::test]
 async fn a_verified_request_refused_is_kept_before_the_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let archive = Arc::new(SwitchArchive {
-        folder: DirArchive::open(&dir.path().join("archive")).unwrap(),
-        failing: AtomicU8::new(1),
-    });
+    let archive = SwitchArchive::throttled(dir.path());
     let vars = [("RELAY_HMAC_SECRET", SECRET), ("RELAY_FILE_SINK", "-")];
     let lines = Arc::new(Lines::default());
     let kept_by = relay(config(&vars), &[], capture_clock())
