@@ -68,22 +68,32 @@ async fn the_example_applied_to_moto_takes_the_dss_and_a_github_delivery() {
         serde_json::from_value(deployed["environment"].clone()).unwrap();
     let outputs = &deployed["outputs"];
     let relay = deployed_relay(&environment).await;
+    // A JSON POST to `path` (with its query), signed with `headers`, answered 202.
+    let accepted = async |path, body: &str, headers: &[(String, String)]| {
+        let (at, json) = (Some(path), "application/json");
+        let event = function_url_event_with(
+            "dss-v2-create.json",
+            at,
+            body.as_bytes(),
+            json,
+            false,
+            headers,
+        );
+        let response = relay_lambda::handle(&relay, event).await;
+        assert_eq!(
+            response.status().as_u16(),
+            202,
+            "{path:?}: {:?}",
+            response.body()
+        );
+    };
 
     // A DSS notification, signed with the secret and key id the module made.
     let key_id = outputs["hmac_key_id"].as_str().unwrap();
     let secret = hmac_secret(outputs["hmac_secret_arn"].as_str().unwrap(), key_id).await;
     let dss = v2(&unique("sub"), &unique("bundle"), "CREATE", "t1");
     let headers = dss_headers(key_id, &secret, dss.as_bytes());
-    let event = function_url_event_with(
-        "dss-v2-create.json",
-        Some(("/", "replica=aws")),
-        dss.as_bytes(),
-        "application/json",
-        false,
-        &headers,
-    );
-    let response = relay_lambda::handle(&relay, event).await;
-    assert_eq!(response.status().as_u16(), 202, "{:?}", response.body());
+    accepted(("/", "replica=aws"), &dss, &headers).await;
 
     // A GitHub delivery, signed with the secret its owner put in Secrets Manager.
     let github = format!(
@@ -104,16 +114,7 @@ async fn the_example_applied_to_moto_takes_the_dss_and_a_github_delivery() {
         .into_iter()
         .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
         .collect();
-    let event = function_url_event_with(
-        "dss-v2-create.json",
-        Some(("/github", "")),
-        github.as_bytes(),
-        "application/json",
-        false,
-        &headers,
-    );
-    let response = relay_lambda::handle(&relay, event).await;
-    assert_eq!(response.status().as_u16(), 202, "{:?}", response.body());
+    accepted(("/github", ""), &github, &headers).await;
 
     // Both in the queue the example created, byte for byte.
     let queue = outputs["queue_url"].as_str().unwrap();

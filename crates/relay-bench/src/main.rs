@@ -96,31 +96,31 @@ fn row(scenario: &str, relay: &Measured, floor: &Measured, sqs_calls: u64, peak_
     );
 }
 
+/// The tables, in the order they are printed; `BENCH_ONLY` names one.
+const TABLES: [&str; 6] = [
+    "saturation",
+    "burst",
+    "memory",
+    "replay",
+    "transform",
+    "cold",
+];
+
 async fn run() {
-    if wanted("saturation") {
-        saturation().await;
+    for table in TABLES.into_iter().filter(|t| wanted(t)) {
+        match table {
+            "saturation" => saturation().await,
+            "burst" => {
+                bursts().await;
+                println!();
+                slow_senders().await;
+            }
+            "memory" => memory::table().await,
+            "replay" => replay::table().await,
+            "transform" => transform::table().await,
+            _cold => cold::table().await,
+        }
         println!();
-    }
-    if wanted("burst") {
-        bursts().await;
-        println!();
-        slow_senders().await;
-        println!();
-    }
-    if wanted("memory") {
-        memory::table().await;
-        println!();
-    }
-    if wanted("replay") {
-        replay::table().await;
-        println!();
-    }
-    if wanted("transform") {
-        transform::table().await;
-        println!();
-    }
-    if wanted("cold") {
-        cold::table().await;
     }
 }
 

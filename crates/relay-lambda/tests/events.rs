@@ -152,26 +152,23 @@ async fn answers_and_publishes_are_embedded_metric_lines() {
         );
     }
     let lines = lines.0.lock().unwrap();
-    let answers: Vec<[&str; 3]> = lines
-        .iter()
-        .filter(|l| l["Answers"] == 1)
-        .map(|l| ["Class", "Status", "Code"].map(|key| l[key].as_str().unwrap()))
-        .collect();
+    // The three dimensions `keys` of each line that counts one of `metric`.
+    let counted = |metric: &str, keys: [&str; 3]| -> Vec<[String; 3]> {
+        (lines.iter())
+            .filter(|l| l[metric] == 1)
+            .map(|l| keys.map(|key| l[key].as_str().unwrap().to_owned()))
+            .collect()
+    };
     assert_eq!(
-        answers,
+        counted("Answers", ["Class", "Status", "Code"]),
         [
             ["2xx", "202", "published"],
             ["4xx", "401", "bad_signature"],
             ["5xx", "503", "sink_unavailable"],
         ]
     );
-    let publishes: Vec<[&str; 3]> = lines
-        .iter()
-        .filter(|l| l["Publishes"] == 1)
-        .map(|l| ["Sink", "Resource", "Result"].map(|f| l[f].as_str().unwrap()))
-        .collect();
     assert_eq!(
-        publishes,
+        counted("Publishes", ["Sink", "Resource", "Result"]),
         [["file", "file:-", "ok"], ["file", "file:-", "retryable"]]
     );
     for line in lines.iter() {
