@@ -10,6 +10,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
+use aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
     KeyType, Projection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
@@ -20,47 +21,47 @@ use aws_sdk_dynamodb::types::{
 /// the endpoint refuses: this is test setup.
 pub async fn create_ledger_table(sdk: &SdkConfig, name: &str) {
     let client = Client::new(sdk);
-    client
-        .create_table()
-        .table_name(name)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(text_attribute("bundle_uuid"))
-        .attribute_definitions(text_attribute("ledger_key"))
-        .key_schema(key("bundle_uuid", KeyType::Hash))
-        .key_schema(key("ledger_key", KeyType::Range))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("create the ledger table {name}: {e:?}"));
-    turn_on_ttl(&client, name).await;
+    let keys = [
+        ("bundle_uuid", KeyType::Hash),
+        ("ledger_key", KeyType::Range),
+    ];
+    create(&client, name, client.create_table(), keys).await;
 }
 
 /// Creates `name` as releases before the table was keyed by bundle did: hash key `ledger_key`
 /// alone, and the index `by_bundle` on `bundle_uuid` (projection ALL). What `relay ledger
 /// migrate` reads.
 pub async fn create_earlier_ledger_table(sdk: &SdkConfig, name: &str) {
-    let client = Client::new(sdk);
+    let all = Projection::builder().projection_type(ProjectionType::All);
     let index = GlobalSecondaryIndex::builder()
         .index_name("by_bundle")
         .key_schema(key("bundle_uuid", KeyType::Hash))
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::All)
-                .build(),
-        )
+        .projection(all.build())
         .build()
         .expect("an index");
-    client
-        .create_table()
+    let client = Client::new(sdk);
+    let table = client.create_table().global_secondary_indexes(index);
+    create(&client, name, table, [("ledger_key", KeyType::Hash)]).await;
+}
+
+/// Sends `table`'s creation as `name` with the key `keys`, on demand, with both keys'
+/// attributes defined, and turns TTL on for `expires_at`.
+async fn create<const N: usize>(
+    client: &Client,
+    name: &str,
+    table: CreateTableFluentBuilder,
+    keys: [(&str, KeyType); N],
+) {
+    let table = (keys.into_iter()).fold(table, |t, (k, kind)| t.key_schema(key(k, kind)));
+    table
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(text_attribute("ledger_key"))
         .attribute_definitions(text_attribute("bundle_uuid"))
-        .key_schema(key("ledger_key", KeyType::Hash))
-        .global_secondary_indexes(index)
+        .attribute_definitions(text_attribute("ledger_key"))
         .send()
         .await
         .unwrap_or_else(|e| panic!("create the ledger table {name}: {e:?}"));
-    turn_on_ttl(&client, name).await;
+    turn_on_ttl(client, name).await;
 }
 
 fn text_attribute(name: &str) -> AttributeDefinition {
