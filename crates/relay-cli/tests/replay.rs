@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -18,27 +18,9 @@ use relay_testkit::fake_sqs::FakeSqs;
 use relay_testkit::ledger::ManualClock;
 use relay_testkit::requests::{Signer, status_and_code};
 
-use common::relay_cmd;
+use common::{output, relay_cmd, succeeded, text};
 
 const SECRET: &str = "a-replay-secret";
-
-async fn output(mut cmd: Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Runs `cmd` and asserts it succeeded: what it wrote to standard output and standard error.
-async fn succeeded(cmd: Command) -> (String, String) {
-    let out = output(cmd).await;
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
-    (stdout, stderr)
-}
 
 /// Runs `cmd` (the command `args` describe) and asserts it was refused: exit 2, with `says` in
 /// its standard error.

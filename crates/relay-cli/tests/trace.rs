@@ -4,13 +4,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use relay_core::{Config, Relay};
 
-use common::relay_cmd;
+use common::{output, relay_cmd, succeeded, text};
 
 const SECRET: &str = "a-trace-secret";
 const BUNDLE: &str = "c86309f6-e5b7-4698-abb6-b81644573bff";
@@ -30,19 +29,12 @@ async fn start(vars: Vec<(&'static str, String)>) -> String {
     url
 }
 
-async fn output(mut cmd: Command) -> std::process::Output {
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
-}
-
 async fn send(url: &str) -> String {
     let mut cmd = relay_cmd();
     cmd.args(["send", example().to_str().unwrap(), "--url", url])
         .args(["--key-id", "dev"])
         .env("RELAY_SEND_SECRET", SECRET);
-    let out = output(cmd).await;
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    text(&output(cmd).await.stdout)
 }
 
 #[tokio::test]
@@ -90,13 +82,7 @@ async fn trace_shows_attempts_routes_version_split_message_ids_and_duplicates() 
 
     let mut cmd = relay_cmd();
     cmd.args(["trace", BUNDLE, "--ledger", ledger.to_str().unwrap()]);
-    let out = output(cmd).await;
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{table}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (table, _) = succeeded(cmd).await;
     assert!(table.contains(&format!("bundle {BUNDLE}")), "{table}");
     assert!(
         table.contains("3 attempts; 2 duplicates answered without publishing"),
@@ -115,13 +101,7 @@ async fn trace_shows_attempts_routes_version_split_message_ids_and_duplicates() 
     let mut cmd = relay_cmd();
     cmd.args(["trace", BUNDLE, "--json"])
         .env("RELAY_LEDGER_URL", &ledger);
-    let out = output(cmd).await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all: serde_json::Value = serde_json::from_str(&succeeded(cmd).await.0).unwrap();
     let entry = &all[0];
     assert_eq!(entry["bundle_uuid"], BUNDLE);
     assert_eq!(entry["duplicates"], 2);
@@ -188,13 +168,7 @@ async fn relay_check_says_whether_the_ledger_answers() {
         .env("RELAY_HMAC_SECRET", "s")
         .env("RELAY_FILE_SINK", "-")
         .env("RELAY_LEDGER_URL", &ledger);
-    let out = output(cmd).await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, _) = succeeded(cmd).await;
     assert!(stdout.contains("RELAY_LEDGER_URL"), "{stdout}");
     assert!(
         stdout.contains(&format!("ledger {}: answers", ledger.display())),

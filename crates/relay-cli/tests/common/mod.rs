@@ -1,6 +1,8 @@
 //! What the `relay` command's tests share.
+// Each test file is its own crate and uses some of these.
+#![allow(dead_code)]
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// The `relay` binary, with none of the `RELAY_*` variables of the environment the tests run in.
 pub(crate) fn relay_cmd() -> Command {
@@ -9,4 +11,25 @@ pub(crate) fn relay_cmd() -> Command {
         cmd.env_remove(name);
     }
     cmd
+}
+
+/// Runs `cmd` to its end off the runtime's threads (a relay the test serves may be what it
+/// talks to).
+pub(crate) async fn output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Bytes a command wrote, as text.
+pub(crate) fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `cmd` and asserts it succeeded: what it wrote to standard output and standard error.
+pub(crate) async fn succeeded(cmd: Command) -> (String, String) {
+    let out = output(cmd).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    (stdout, stderr)
 }
