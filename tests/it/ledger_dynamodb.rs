@@ -2,11 +2,12 @@
 //! `load_aws_config`): the conformance suite, the calls each step costs, two relays sharing a
 //! table, and the answers to a missing table, a closed port and a throttled table.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use relay_core::cloud::Cloud;
-use relay_core::ledger::{self, Claimed, DynamoDbLedger, LedgerError, LedgerUrl};
+use relay_core::ledger::{self, Claimed, DynamoDbLedger, Ledger, LedgerError, LedgerUrl};
 use relay_testkit::dynamodb::{counting_client, create_ledger_table};
 use relay_testkit::ledger::{
     attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle, try_claim,
@@ -22,13 +23,18 @@ async fn table() -> (String, LedgerUrl) {
     (name, url)
 }
 
+/// The ledger at `url`, as `relay trace` opens it: with no SDK configuration passed in, the store
+/// loads the production one.
+async fn opened(url: &LedgerUrl) -> Arc<dyn Ledger> {
+    ledger::open(url, &Cloud::default())
+        .await
+        .expect("the ledger opens")
+}
+
 #[tokio::test]
 async fn the_dynamodb_ledger_follows_the_rules() {
     let (_, url) = table().await;
-    // No SDK configuration passed in: the store loads the production one, as `relay trace` does.
-    let ledger = ledger::open(&url, &Cloud::default())
-        .await
-        .expect("the ledger opens");
+    let ledger = opened(&url).await;
     conformance(ledger).await;
 }
 
@@ -37,9 +43,7 @@ async fn the_dynamodb_ledger_follows_the_rules() {
 #[tokio::test]
 async fn ten_thousand_retries_keep_the_item_bounded() {
     let (_, url) = table().await;
-    let ledger = ledger::open(&url, &Cloud::default())
-        .await
-        .expect("the ledger opens");
+    let ledger = opened(&url).await;
     let n = 10_000;
     let (entry, early) = relay_testkit::ledger::retried_many_times(ledger.as_ref(), n).await;
     let size = serde_json::to_string(&entry).unwrap().len();
@@ -130,7 +134,7 @@ async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
 #[tokio::test]
 async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
     let (_, url) = table().await;
-    let ledger = ledger::open(&url, &Cloud::default()).await.unwrap();
+    let ledger = opened(&url).await;
     let ledger = ledger.as_ref();
     let t = 1_800_000_000_000;
     // A lease is live up to its last millisecond (Entry::claim: until_ms >= now_ms).
@@ -177,8 +181,8 @@ async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
 #[tokio::test]
 async fn two_relays_sharing_a_table_grant_one_claim() {
     let (_, url) = table().await;
-    let a = ledger::open(&url, &Cloud::default()).await.unwrap();
-    let b = ledger::open(&url, &Cloud::default()).await.unwrap();
+    let a = opened(&url).await;
+    let b = opened(&url).await;
     one_claim_granted_among(a, b, 40).await;
 }
 
@@ -187,7 +191,7 @@ async fn a_missing_table_is_refused() {
     let url = format!("dynamodb://{}", unique("no-such-table"))
         .parse()
         .unwrap();
-    let ledger = ledger::open(&url, &Cloud::default()).await.unwrap();
+    let ledger = opened(&url).await;
     let error = try_claim(ledger.as_ref()).await.unwrap_err();
     assert!(matches!(error, LedgerError::Refused(_)), "{error:?}");
     assert!(

@@ -185,14 +185,7 @@ pub async fn one_claim_granted_among(a: Arc<dyn Ledger>, b: Arc<dyn Ledger>, n: 
         async move { claim(ledger.as_ref(), &id, at).await }
     });
     let answers = futures_util::future::join_all(claims).await;
-    let granted = answers
-        .iter()
-        .filter(|c| matches!(c, Claimed::Granted { .. }))
-        .count();
-    assert_eq!(
-        granted, 1,
-        "one of {n} concurrent claims is granted: {answers:?}"
-    );
+    assert_one_granted(&answers);
     assert_eq!(entry(a.as_ref(), &id).await.attempts.len(), 1);
 }
 
@@ -300,20 +293,24 @@ async fn a_live_lease_refuses_others_until_it_expires(ledger: &dyn Ledger) {
     assert_eq!(entry.verdict(1, t + 8_000), Some(Verdict::InProgress));
 }
 
+/// Asserts that one of concurrent `answers` is granted: one attempt publishes.
+fn assert_one_granted(answers: &[Claimed]) {
+    let granted = (answers.iter()).filter(|c| matches!(c, Claimed::Granted { .. }));
+    let n = answers.len();
+    assert_eq!(
+        granted.count(),
+        1,
+        "one of {n} concurrent claims: {answers:?}"
+    );
+}
+
 async fn concurrent_claims_grant_one(ledger: &dyn Ledger) {
     let id = fresh_identity();
     let t = 1_800_000_000_000;
     let attempts: Vec<Attempt> = (0..20).map(|i| attempt(t + i, &["q1", "q2"])).collect();
     let claims = attempts.iter().map(|a| claim(ledger, &id, a));
     let answers = futures_util::future::join_all(claims).await;
-    let granted = answers
-        .iter()
-        .filter(|a| matches!(a, Claimed::Granted { .. }))
-        .count();
-    assert_eq!(
-        granted, 1,
-        "one of 20 concurrent attempts publishes: {answers:?}"
-    );
+    assert_one_granted(&answers);
     assert_eq!(entry(ledger, &id).await.attempts.len(), 1);
 }
 

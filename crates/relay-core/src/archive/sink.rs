@@ -323,6 +323,14 @@ mod tests {
         }
     }
 
+    /// Publishes `written` to `sink` at once: where each record went.
+    async fn publish_all(sink: &dyn crate::sink::Sink, written: &[Record]) -> Vec<String> {
+        let messages: Vec<Message> = written.iter().map(Record::message).collect();
+        let receipts = futures_util::future::join_all(messages.iter().map(|m| sink.publish(m)));
+        let receipts = receipts.await.into_iter();
+        receipts.map(|r| r.unwrap().message_id.unwrap()).collect()
+    }
+
     #[test]
     fn the_relay_knows_its_own_objects_from_an_engines() {
         let key = "d649e099e93e44b9b1682b362695caccd4e7ad961063788cb05690dec2ac6f38";
@@ -375,14 +383,8 @@ mod tests {
         let written: Vec<Record> = (0..50)
             .map(|n| record(n, hour + Duration::from_secs(3000 + 30 * n as u64)))
             .collect();
-        let messages: Vec<Message> = written.iter().map(Record::message).collect();
         // On this test's one thread, all 50 are queued before the writer runs.
-        let receipts =
-            futures_util::future::join_all(messages.iter().map(|m| sink.publish(m))).await;
-        let objects: Vec<String> = receipts
-            .into_iter()
-            .map(|r| r.unwrap().message_id.unwrap())
-            .collect();
+        let objects = publish_all(&*sink, &written).await;
         // 3000 s + 30 s × 20 passes the hour: 20 in the first, 30 in the next.
         let (first, second) = (&objects[0], &objects[20]);
         assert!(first.starts_with("2025/12/02/07/batch-"), "{first}");
@@ -446,13 +448,7 @@ mod tests {
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_658_800);
         let mut written: Vec<Record> = (0..5).map(|n| record(n, at)).collect();
         written[4].payload = Bytes::from(format!("\"{}\"", "x".repeat(800)));
-        let messages: Vec<Message> = written.iter().map(Record::message).collect();
-        let receipts =
-            futures_util::future::join_all(messages.iter().map(|m| sink.publish(m))).await;
-        let ids: Vec<String> = receipts
-            .into_iter()
-            .map(|r| r.unwrap().message_id.unwrap())
-            .collect();
+        let ids = publish_all(&*sink, &written).await;
         assert_eq!(ids[..4], ["1/1", "1/2", "1/3", "1/4"]);
         let calls = stream.0.lock().unwrap().clone();
         assert_eq!(calls.len(), 1, "one call for the four that fit");
