@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use relay_core::{Config, Relay};
 
-use common::{output, relay_cmd, succeeded, text};
+use common::{assert_fails, output, relay_cmd, succeeded, text};
 
 const SECRET: &str = "a-trace-secret";
 const BUNDLE: &str = "c86309f6-e5b7-4698-abb6-b81644573bff";
@@ -139,19 +139,11 @@ async fn trace_says_when_nothing_is_found_and_when_no_ledger_is_named() {
         "--ledger",
         ledger.to_str().unwrap(),
     ]);
-    let out = output(cmd).await;
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing in"));
+    assert_fails(cmd, 1, "nothing in").await;
 
     let mut cmd = relay_cmd();
     cmd.args(["trace", BUNDLE]);
-    let out = output(cmd).await;
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no ledger is configured"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_fails(cmd, 2, "no ledger is configured").await;
 
     let mut cmd = relay_cmd();
     cmd.args(["trace", BUNDLE, "--ledger", "s3://not/a-ledger"]);
@@ -183,11 +175,5 @@ async fn relay_check_says_whether_the_ledger_answers() {
         .env("RELAY_HMAC_SECRET", "s")
         .env("RELAY_FILE_SINK", "-")
         .env("RELAY_LEDGER_URL", &bad);
-    let out = output(cmd).await;
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("the relay does not start"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_fails(cmd, 1, "the relay does not start").await;
 }

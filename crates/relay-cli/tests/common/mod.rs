@@ -33,3 +33,11 @@ pub(crate) async fn succeeded(cmd: Command) -> (String, String) {
     assert!(out.status.success(), "{stdout}{stderr}");
     (stdout, stderr)
 }
+
+/// Runs `cmd` and asserts it exited with `code`, saying `says` on standard error.
+pub(crate) async fn assert_fails(cmd: Command, code: i32, says: &str) {
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    assert!(stderr.contains(says), "{stderr}");
+}
