@@ -171,6 +171,14 @@ fn answer(outcome: &relay_core::Outcome) -> (u16, String) {
     status_and_code(outcome)
 }
 
+/// Asserts that the configuration `toml` with the variables `vars` is refused, saying `says`:
+/// everything it says.
+fn assert_refused(toml: &str, vars: &[(&str, &str)], says: &str) -> String {
+    let refused = ConfigFile::new(toml).load(vars).unwrap_err().to_string();
+    assert!(refused.contains(says), "{refused}");
+    refused
+}
+
 /// Asserts the status and error code (empty for none) of `relay`'s answer to `request`.
 async fn assert_answers(relay: &Relay, request: Request<Bytes>, (status, code): (u16, &str)) {
     let outcome = relay.accept(request).await;
@@ -575,9 +583,8 @@ fn sources_without_the_dss_need_no_dss_key() {
     assert_eq!(config.sources.len(), 1);
     assert!(!config.sources[0].has_timestamp());
     // A DSS source without its own keys still needs the relay's.
-    let file = ConfigFile::new(&to_out("[sources.dss]\nscheme = \"dss\"\n"));
-    let errors = file.load(&[]).unwrap_err().to_string();
-    assert!(errors.contains("no HMAC key is configured"), "{errors}");
+    let dss = to_out("[sources.dss]\nscheme = \"dss\"\n");
+    assert_refused(&dss, &[], "no HMAC key is configured");
 }
 
 #[tokio::test]
@@ -761,9 +768,7 @@ async fn a_sources_keys_may_come_from_a_file() {
             "secret_file /nonexistent/secret cannot be read",
         ),
     ] {
-        let file = ConfigFile::new(&to_out(&text));
-        let errors = file.load(&[("X", "x")]).unwrap_err().to_string();
-        assert!(errors.contains(expected), "{errors}");
+        let errors = assert_refused(&to_out(&text), &[("X", "x")], expected);
         assert!(!errors.contains(GITHUB_SECRET), "{errors}");
     }
 }
@@ -805,11 +810,10 @@ async fn a_signed_value_holding_its_separator_is_refused() {
     assert_eq!(out.messages().len(), 1, "only the captured request");
 
     // A template whose body is not last is refused at start.
-    let file = ConfigFile::new(&to_out(
+    let generic = to_out(
         "[sources.generic]\nscheme = \"hmac\"\nsecret_env = \"S\"\ntemplate = \"{body}.{timestamp}\"\ntimestamp_header = \"x-ts\"\n",
-    ));
-    let refused = file.load(&[("S", GITHUB_SECRET)]).unwrap_err().to_string();
-    assert!(refused.contains("must end with {body}"), "{refused}");
+    );
+    assert_refused(&generic, &[("S", GITHUB_SECRET)], "must end with {body}");
 }
 
 /// Two RFC 9421 sources on two paths with one key: a request signed for the first, sent to the
@@ -873,13 +877,11 @@ async fn a_request_signed_for_one_rfc9421_source_is_refused_by_another() {
     assert_answers(&loose, request("/a", "/b", &digest_only), (202, "")).await;
     assert_eq!(out.messages().len(), 1, "the old behaviour, asked for");
 
-    let refused = ConfigFile::new(&sources("required_components = [\"@path\"]\n"))
-        .load(&[("K", keys)])
-        .unwrap_err()
-        .to_string();
-    assert!(
-        refused.contains("must include \"content-digest\""),
-        "{refused}"
+    let path_only = sources("required_components = [\"@path\"]\n");
+    assert_refused(
+        &path_only,
+        &[("K", keys)],
+        "must include \"content-digest\"",
     );
 }
 
@@ -892,14 +894,8 @@ fn a_route_on_an_unsigned_header_needs_the_opt_in() {
             "[sources.github]\nscheme = \"github\"\npaths = [\"/github\"]\nsecret_env = \"S\"\n\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"releases\"\nmatch = {{ \"$request\" = {{ headers = {{ x-github-event = [\"release\"] }} }} }}\nto = [\"out\"]\n{opt_in}"
         )
     };
-    let refused = ConfigFile::new(&config(""))
-        .load(&[("S", GITHUB_SECRET)])
-        .unwrap_err()
-        .to_string();
-    assert!(
-        refused.contains("route \"releases\", match: matches on $request"),
-        "{refused}"
-    );
+    let says = "route \"releases\", match: matches on $request";
+    let refused = assert_refused(&config(""), &[("S", GITHUB_SECRET)], says);
     assert!(refused.contains("add accept_unsigned = true"), "{refused}");
     ConfigFile::new(&config("accept_unsigned = true\n"))
         .load(&[("S", GITHUB_SECRET)])
