@@ -12,7 +12,8 @@ use hyper_util::rt::TokioExecutor;
 use relay_core::cloud::Cloud;
 use relay_core::ledger::{self, Claimed, FirestoreLedger, Ledger, LedgerError, LedgerUrl, Lookup};
 use relay_testkit::ledger::{
-    attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle, try_claim,
+    acked_at, attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
+    try_claim,
 };
 
 use crate::common::{CountingProxy, unique};
@@ -90,24 +91,14 @@ async fn a_new_claim_is_one_call_and_its_settlement_one() {
 
     // A retry: the create fails, then a read and a conditional write.
     let retry = attempt(t + 60_000, &["q1", "q2"]);
-    let Claimed::Granted {
-        attempt: 1, acked, ..
-    } = claim(&ledger, &id, &retry).await
-    else {
-        panic!("the retry is granted")
-    };
+    let acked = acked_at(&ledger, &id, &retry, 1).await;
     assert_eq!(acked.keys().collect::<Vec<_>>(), ["q1"]);
     assert_eq!(log.take(), "commit,batchGet,commit", "a retry's claim");
     settle(&ledger, &id, &retry, 1, &[("q2", true)]).await;
     assert_eq!(log.take(), "commit", "its settlement");
 
     let duplicate = attempt(t + 120_000, &["q1", "q2"]);
-    let Claimed::Granted {
-        attempt: 2, acked, ..
-    } = claim(&ledger, &id, &duplicate).await
-    else {
-        panic!("the duplicate is granted, with nothing to publish")
-    };
+    let acked = acked_at(&ledger, &id, &duplicate, 2).await;
     assert_eq!(acked.len(), 2);
     assert_eq!(log.take(), "commit,batchGet,commit", "a duplicate");
 
