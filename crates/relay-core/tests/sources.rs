@@ -144,15 +144,13 @@ const PUSH: &str = r#"{"ref": "refs/heads/main", "repository": {"full_name": "oc
 const INVOICE: &str = r#"{"type": "invoice.paid", "data": {"id": "in_1"}}"#;
 
 fn push(delivery: &str) -> Request<Bytes> {
-    signed(
-        "/github",
-        "application/json",
-        PUSH,
-        &GITHUB,
-        GITHUB_SECRET,
-        None,
-        &[("x-github-delivery", delivery), ("x-github-event", "push")],
-    )
+    github_push(&[("x-github-delivery", delivery), ("x-github-event", "push")])
+}
+
+/// The push, signed for the GitHub source, with the unsigned headers `headers`.
+fn github_push(headers: &[(&str, &str)]) -> Request<Bytes> {
+    let json = "application/json";
+    signed("/github", json, PUSH, &GITHUB, GITHUB_SECRET, None, headers)
 }
 
 fn invoice(path: &str, id: &str) -> Request<Bytes> {
@@ -391,17 +389,8 @@ async fn each_source_has_its_own_dedup_key_in_the_ledger() {
         assert_eq!(body["status"], "duplicate", "{delivery}: {body}");
         assert_eq!(body["dedup_key"].as_str(), Some(github_key.as_str()));
     }
-    let unlabelled = signed(
-        "/github",
-        "application/json",
-        PUSH,
-        &GITHUB,
-        GITHUB_SECRET,
-        None,
-        &[],
-    );
-    let body: serde_json::Value =
-        serde_json::from_slice(&relay.accept(unlabelled).await.body).unwrap();
+    let unlabelled = relay.accept(github_push(&[])).await;
+    let body: serde_json::Value = serde_json::from_slice(&unlabelled.body).unwrap();
     assert_eq!(body["status"], "duplicate", "{body}");
     // Standard Webhooks signs webhook-id: the billing source's events are known by it, and
     // another source's event with the same id is another event.
