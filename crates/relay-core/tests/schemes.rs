@@ -196,19 +196,23 @@ fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
     );
 }
 
+/// GitHub, Slack and Stripe each verify their documented example (and refuse it forged, stale or
+/// outside the window), and verify what the relay signs for them.
 #[test]
-fn github_verifies_its_documented_example() {
-    let f = fixture("github");
+fn github_slack_and_stripe_verify_their_documented_examples() {
     assert!(!GITHUB.has_timestamp(), "GitHub signs no timestamp");
-    f.verifies(&GITHUB);
-    hmac_round_trip(&GITHUB, "s");
+    let (slack, stripe) = (Slack::default(), Stripe::default());
+    let senders: [(&str, &dyn Scheme); 3] =
+        [("github", &GITHUB), ("slack", &slack), ("stripe", &stripe)];
+    for (name, scheme) in senders {
+        fixture(name).verifies(scheme);
+        hmac_round_trip(scheme, "s");
+    }
 }
 
 #[test]
-fn slack_verifies_its_documented_example() {
+fn slacks_window_is_configurable() {
     let f = fixture("slack");
-    let slack = Slack::default();
-    f.verifies(&slack);
     let wide = Slack {
         window: Duration::from_secs(600),
     };
@@ -216,14 +220,12 @@ fn slack_verifies_its_documented_example() {
         f.check(&wide, &f.secret(), f.now + STALE).is_ok(),
         "the window is configurable"
     );
-    hmac_round_trip(&slack, "s");
 }
 
 #[test]
 fn stripe_verifies_its_librarys_rotation_header_and_ignores_v0() {
     let f = fixture("stripe");
     let stripe = Stripe::default();
-    f.verifies(&stripe);
     // Rotation on the sending side: the header carries the old secret's v1 first, then the new
     // one's, so an endpoint still holding only the old secret verifies too.
     let old = Secret::new(f.json["old_secret"].as_str().unwrap());
@@ -256,7 +258,6 @@ fn stripe_verifies_its_librarys_rotation_header_and_ignores_v0() {
         .unwrap(),
     );
     assert!(with_v0.check(&stripe, &f.secret(), f.now).is_ok());
-    hmac_round_trip(&stripe, "s");
 }
 
 #[test]
