@@ -1,6 +1,7 @@
 //! The stored routes in S3 (moto) and Cloud Storage (fake-gcs-server): conditional reads,
 //! compare-and-swap writes, and two `relay split` writers at once losing no update.
 
+use relay_core::cloud::Cloud;
 use relay_core::live::store::{GcsStore, S3Store};
 
 use crate::common;
@@ -43,7 +44,7 @@ async fn gcs_bucket(name: &str) -> String {
 async fn s3_reads_are_conditional_and_writes_compare_and_swap() {
     let bucket = bucket("routes-cas").await;
     relay_testkit::stores::reads_are_conditional_and_writes_compare_and_swap(
-        &S3Store::new(bucket, "routes.toml".into()).await,
+        &S3Store::new(&Cloud::default(), bucket, "routes.toml".into()).await,
     )
     .await;
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use relay_core::cloud::Cloud;
 use relay_core::live::store::{self, Fetched, Store, Version, WriteError};
 use relay_core::live::{Routes, RoutesUrl, StoredRoutes, check_document};
 use relay_core::{Config, DocumentError};
@@ -67,7 +68,7 @@ pub(crate) fn routes_in_effect(config: &Config) -> Result<(Routes, Option<Versio
         return Ok((deployed, None));
     };
     crate::run::on_this_thread(async {
-        let store = store::open(url, config.routes_max_bytes)
+        let store = store::open(url, config.routes_max_bytes, &Cloud::default())
             .await
             .map_err(CliError::from)?;
         match store.read(None).await.map_err(CliError::from)? {
@@ -101,7 +102,7 @@ pub(crate) fn deployed(args: &StoreArgs) -> Result<Option<Routes>, CliError> {
 
 /// The store `args` names.
 pub(crate) async fn open(args: &StoreArgs) -> Result<Box<dyn Store>, CliError> {
-    store::open(&args.url, store::DEFAULT_MAX_BYTES)
+    store::open(&args.url, store::DEFAULT_MAX_BYTES, &Cloud::default())
         .await
         .map_err(CliError::from)
 }

@@ -1,6 +1,6 @@
 //! The clouds a relay reaches, configured once for all of its clients: one [`Cloud`] is built at
 //! start and handed to everything that opens a connection (the sinks, the ledger, the archive
-//! and its stream, Secrets Manager). On AWS it holds the one SDK configuration (region,
+//! and its stream, the stored routes, Secrets Manager). On AWS it holds the one SDK configuration (region,
 //! credentials, `AWS_ENDPOINT_URL_*`, retries and timeouts within the sink deadline) every AWS
 //! client is built from, over one HTTP client; it is loaded at start when anything configured
 //! is on AWS, else at its first use (a store that `relay trace` or `relay replay` opens). The
@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "s3")]
+pub(crate) use aws::timeouts;
 #[cfg(feature = "aws")]
 pub use aws::{aws_http_client, load_aws_config};
 
@@ -68,16 +70,10 @@ mod aws {
     /// Loads the standard AWS configuration (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL_*`) once,
     /// with bounded retries that fit inside the sink deadline.
     pub async fn load_aws_config(deadline: Duration) -> SdkConfig {
-        let timeouts = TimeoutConfig::builder()
-            .connect_timeout(Duration::from_secs(1).min(deadline))
-            // Leave room for a retry inside the deadline.
-            .operation_attempt_timeout(deadline / 2)
-            .operation_timeout(deadline)
-            .build();
         let loader = aws_config::defaults(BehaviorVersion::latest())
             .http_client(aws_http_client())
             .retry_config(RetryConfig::standard().with_max_attempts(3))
-            .timeout_config(timeouts);
+            .timeout_config(timeouts(deadline));
         // Lambda gives the function's region and role credentials as variables, always: take them
         // as they are, rather than walking the default chains (profile files, SSO, web identity,
         // the instance metadata service) that Lambda never offers.
@@ -92,6 +88,15 @@ mod aws {
             _ => loader,
         };
         loader.load().await
+    }
+
+    /// Timeouts that leave room for a retry within `deadline`, connecting within 1 s.
+    pub(crate) fn timeouts(deadline: Duration) -> TimeoutConfig {
+        TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(1).min(deadline))
+            .operation_attempt_timeout(deadline / 2)
+            .operation_timeout(deadline)
+            .build()
     }
 
     /// The HTTP client every AWS client of the relay sends through, its credential providers

@@ -208,7 +208,7 @@ impl Relay {
             None => None,
         };
         // One way to build a sink: the deployed ones now, those stored routes add later.
-        let factory = live::sink_factory(cloud, config.batch_wait);
+        let factory = live::sink_factory(cloud.clone(), config.batch_wait);
         let mut sinks = Vec::with_capacity(config.sinks.len());
         for sink in &config.sinks {
             let fail = |error| StartError::Sink {
@@ -236,7 +236,7 @@ impl Relay {
         let Some(url) = routes_url else {
             return Ok(relay);
         };
-        let store = crate::live::store::open(&url, routes_max_bytes)
+        let store = crate::live::store::open(&url, routes_max_bytes, &cloud)
             .await
             .map_err(StartError::Routes)?;
         let relay = relay.with_live_routes(store, factory);

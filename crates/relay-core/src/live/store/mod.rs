@@ -24,6 +24,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cloud::Cloud;
+
 pub use file::FileStore;
 #[cfg(feature = "gcs")]
 pub use gcs::GcsStore;
@@ -290,14 +292,19 @@ pub trait Store: Send + Sync + fmt::Debug {
 }
 
 /// Opens the store `url` names; reads refuse documents over `max_bytes`.
-pub async fn open(url: &RoutesUrl, max_bytes: usize) -> Result<Box<dyn Store>, StoreError> {
+#[cfg_attr(not(feature = "s3"), allow(unused_variables))]
+pub async fn open(
+    url: &RoutesUrl,
+    max_bytes: usize,
+    cloud: &Cloud,
+) -> Result<Box<dyn Store>, StoreError> {
     match url {
         RoutesUrl::File(path) => Ok(Box::new(
             FileStore::new(path.clone()).with_max_bytes(max_bytes),
         )),
         #[cfg(feature = "s3")]
         RoutesUrl::S3 { bucket, key } => Ok(Box::new(
-            S3Store::new(bucket.clone(), key.clone())
+            S3Store::new(cloud, bucket.clone(), key.clone())
                 .await
                 .with_max_bytes(max_bytes),
         )),

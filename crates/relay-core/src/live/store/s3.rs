@@ -9,7 +9,7 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_smithy_types::error::display::DisplayErrorContext;
 
-use super::{DEFAULT_MAX_BYTES, Fetched, Limited, Store, StoreError, Version, WriteError};
+use super::{Cloud, DEFAULT_MAX_BYTES, Fetched, Limited, Store, StoreError, Version, WriteError};
 
 /// How long one read or write of the document may take, retries included.
 const DEADLINE: Duration = Duration::from_secs(5);
@@ -24,15 +24,15 @@ pub struct S3Store {
 }
 
 impl S3Store {
-    /// The object `key` in `bucket`, with the standard AWS configuration, refusing documents
-    /// over [`DEFAULT_MAX_BYTES`]. An endpoint set with `AWS_ENDPOINT_URL` or
-    /// `AWS_ENDPOINT_URL_S3` (an emulator) is addressed path-style.
-    pub async fn new(bucket: String, key: String) -> Self {
-        let sdk = crate::cloud::load_aws_config(DEADLINE).await;
+    /// The object `key` in `bucket`, with the relay's AWS configuration (`cloud`) and this
+    /// store's own deadline, refusing documents over [`DEFAULT_MAX_BYTES`]. An endpoint set with
+    /// `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_S3` (an emulator) is addressed path-style.
+    pub async fn new(cloud: &Cloud, bucket: String, key: String) -> Self {
         let custom_endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
             .iter()
             .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
-        let config = aws_sdk_s3::config::Builder::from(&sdk)
+        let config = aws_sdk_s3::config::Builder::from(cloud.aws().await)
+            .timeout_config(crate::cloud::timeouts(DEADLINE))
             .force_path_style(custom_endpoint)
             .build();
         Self {
