@@ -143,7 +143,7 @@ bench: ## Routing benchmark (criterion): 20 routes against the parse and catch-a
 # relay-lambda built with relay-gcf would share relay-gcf's features (Google's clients, SQLite).
 BENCH_LAMBDA_ARCH := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x86_64)
 BENCH_LAMBDA_DIR = $(or $(CARGO_TARGET_DIR),target)/bench-lambda
-bench-load: lambda-tools ## relay-gcf's cost per notification against a bare floor, and the Lambda bootstrap's cold starts, on loopback (release build)
+bench-load: lambda-tools ## relay-gcf's cost per notification against a bare floor, and the Lambda bootstrap's cold starts and warm invocations, on loopback (release build)
 	$(call lambda_build,$(BENCH_LAMBDA_ARCH),$(BENCH_LAMBDA_DIR),)
 	$(CARGO) build --release -p relay-gcf -p relay-cli -p relay-bench --features relay-gcf/dynamodb,relay-gcf/s3,relay-gcf/firehose
 	BENCH_LAMBDA=$(BENCH_LAMBDA_DIR)/relay-lambda/bootstrap taskset -c 1 $(or $(CARGO_TARGET_DIR),target)/release/bench-load

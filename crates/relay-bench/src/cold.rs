@@ -22,9 +22,10 @@ mod cgroup;
 mod events;
 mod queue;
 mod runtime_api;
+pub(crate) mod warm;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -131,7 +132,7 @@ impl Bench {
         self.starts += 1;
         let n = self.starts;
         let queue = Queue::start(scenario.tls.then_some(&self.tls)).await;
-        let (events, payloads) = events(n);
+        let (events, payloads) = events(n, 2);
         let cgroup = match scenario.quota {
             Quota::None => None,
             _ => Some(
@@ -162,25 +163,8 @@ impl Bench {
             .unwrap_or_else(|e| panic!("{} does not run: {e}", self.binary.display()));
         let pid = child.id();
         api.set_pid(pid);
-        let fail = |why: String| -> ! {
-            let text = std::fs::read_to_string(&output).unwrap_or_default();
-            let tail = &text[text.len().saturating_sub(4000)..];
-            panic!(
-                "cold start {n} ({}) failed: {why}\nits output:\n{tail}",
-                scenario.label()
-            )
-        };
-        let since = Instant::now();
-        while !api.idle(Duration::from_millis(50)).await {
-            if let Ok(Some(status)) = child.try_wait() {
-                fail(format!("the process exited ({status}); {:?}", api.log()));
-            }
-            if since.elapsed() > PATIENCE {
-                let _ = child.kill();
-                let _ = child.wait();
-                fail(format!("not idle after {PATIENCE:?}; {:?}", api.log()));
-            }
-        }
+        let what = format!("cold start {n} ({})", scenario.label());
+        until_idle(&mut child, &api, &output, &what).await;
         let peak_rss_kib = peak_rss_kib(pid);
         child.kill().expect("the process is ended");
         child.wait().expect("the process is reaped");
@@ -189,7 +173,7 @@ impl Bench {
         let log = api.log();
         let seen = queue.seen();
         if let Err(why) = check(&log, &events, &seen, &payloads) {
-            fail(why);
+            fail(&output, &what, why);
         }
         let first_next = log.first_next.expect("checked");
         Sample {
@@ -217,15 +201,23 @@ impl Bench {
             Quota::None => FULL_VCPU_MB,
             _ => scenario.memory_mb,
         };
+        let mut command = self.process(api, memory, output);
+        command
+            .env("RELAY_SQS_QUEUE_URL", queue.queue_url())
+            .env("AWS_ENDPOINT_URL_SQS", &queue.endpoint);
+        command
+    }
+
+    /// The bootstrap with Lambda's environment for `memory_mb`, the relay's HMAC secret and the
+    /// CA bundle, writing to `output`; the destination's variables are the caller's.
+    fn process(&self, api: &RuntimeApi, memory_mb: u64, output: &Path) -> Command {
         let out = std::fs::File::create(output).expect("an output file");
         let err = out.try_clone().expect("an output file");
         let mut command = Command::new(&self.binary);
         command
             .env_clear()
-            .envs(lambda_env(&api.addr.to_string(), memory))
+            .envs(lambda_env(&api.addr.to_string(), memory_mb))
             .env("RELAY_HMAC_SECRET", SECRET)
-            .env("RELAY_SQS_QUEUE_URL", queue.queue_url())
-            .env("AWS_ENDPOINT_URL_SQS", &queue.endpoint)
             .env("SSL_CERT_FILE", &self.bundle)
             .current_dir(&self.scratch)
             .stdin(Stdio::null())
@@ -239,6 +231,37 @@ impl Drop for Bench {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.scratch);
     }
+}
+
+/// Waits until the process has answered every event and asks for the next; panics, with its
+/// output, when it exits first or is not idle within [`PATIENCE`].
+async fn until_idle(child: &mut Child, api: &RuntimeApi, output: &Path, what: &str) {
+    let since = Instant::now();
+    while !api.idle(Duration::from_millis(50)).await {
+        if let Ok(Some(status)) = child.try_wait() {
+            fail(
+                output,
+                what,
+                format!("the process exited ({status}); {:?}", api.log()),
+            );
+        }
+        if since.elapsed() > PATIENCE {
+            let _ = child.kill();
+            let _ = child.wait();
+            fail(
+                output,
+                what,
+                format!("not idle after {PATIENCE:?}; {:?}", api.log()),
+            );
+        }
+    }
+}
+
+/// Panics with why `what` failed and the end of the process's `output`.
+fn fail(output: &Path, what: &str, why: String) -> ! {
+    let text = std::fs::read_to_string(output).unwrap_or_default();
+    let tail = &text[text.len().saturating_sub(4000)..];
+    panic!("{what} failed: {why}\nits output:\n{tail}")
 }
 
 /// Why a start's exchange is not the expected one: both events handed out and answered 202
@@ -263,7 +286,23 @@ fn check(
             "handed out {handed:?}, answered {answered:?}; expected {ids:?}"
         ));
     }
-    for (id, _, body) in &log.responses {
+    all_published(&log.responses)?;
+    let mut taken = seen.bodies.clone();
+    taken.sort();
+    let mut sent = payloads.to_vec();
+    sent.sort();
+    if taken != sent {
+        return Err(format!(
+            "the endpoint took {} bodies {taken:?}; expected each of {sent:?} once",
+            taken.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Why `responses` are not all 202 `published`.
+fn all_published(responses: &[runtime_api::Posted]) -> Result<(), String> {
+    for (id, _, body) in responses {
         let response: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let answer: Value = response["body"]
             .as_str()
@@ -275,16 +314,6 @@ fn check(
                 String::from_utf8_lossy(body)
             ));
         }
-    }
-    let mut taken = seen.bodies.clone();
-    taken.sort();
-    let mut sent = payloads.to_vec();
-    sent.sort();
-    if taken != sent {
-        return Err(format!(
-            "the endpoint took {} bodies {taken:?}; expected each of {sent:?} once",
-            taken.len()
-        ));
     }
     Ok(())
 }
@@ -321,6 +350,16 @@ fn spread(samples: &[Sample], measure: impl Fn(&Sample) -> Duration) -> String {
         ms(quantile(&values, 0.5)),
         ms(quantile(&values, 0.9))
     )
+}
+
+/// The bootstrap measured: `BENCH_LAMBDA`, else `relay-lambda` next to this binary.
+fn bootstrap() -> PathBuf {
+    match std::env::var_os("BENCH_LAMBDA") {
+        Some(path) => PathBuf::from(path),
+        None => std::env::current_exe()
+            .expect("this binary")
+            .with_file_name("relay-lambda"),
+    }
 }
 
 fn starts() -> usize {
@@ -361,13 +400,7 @@ pub(crate) async fn table() {
             }
         }
     }
-    let binary = match std::env::var_os("BENCH_LAMBDA") {
-        Some(path) => PathBuf::from(path),
-        None => std::env::current_exe()
-            .expect("this binary")
-            .with_file_name("relay-lambda"),
-    };
-    let mut bench = Bench::new(binary, Some(0));
+    let mut bench = Bench::new(bootstrap(), Some(0));
     let scenarios = scenarios();
     // One start, not counted, so the binary is in the page cache for every row alike.
     bench.cold_start(&scenarios[0]).await;

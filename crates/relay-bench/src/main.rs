@@ -51,8 +51,7 @@ fn main() {
     }
 }
 
-/// True when `BENCH_ONLY` is unset or names this table ("saturation", "burst", "memory",
-/// "replay", "transform" or "cold").
+/// True when `BENCH_ONLY` is unset or names this table (one of [`TABLES`]).
 fn wanted(table: &str) -> bool {
     std::env::var("BENCH_ONLY").map_or(true, |only| only == table)
 }
@@ -97,13 +96,14 @@ fn row(scenario: &str, relay: &Measured, floor: &Measured, sqs_calls: u64, peak_
 }
 
 /// The tables, in the order they are printed; `BENCH_ONLY` names one.
-const TABLES: [&str; 6] = [
+const TABLES: [&str; 7] = [
     "saturation",
     "burst",
     "memory",
     "replay",
     "transform",
     "cold",
+    "warm",
 ];
 
 async fn run() {
@@ -118,7 +118,8 @@ async fn run() {
             "memory" => memory::table().await,
             "replay" => replay::table().await,
             "transform" => transform::table().await,
-            _cold => cold::table().await,
+            "cold" => cold::table().await,
+            _warm => cold::warm::table().await,
         }
         println!();
     }

@@ -2,11 +2,13 @@
 //! delivery stream (`RELAY_ARCHIVE_STREAM=firehose://NAME`, any name), answering the AWS JSON
 //! 1.1 protocol the SDK speaks (`X-Amz-Target: Firehose_20150804.PutRecordBatch`, …):
 //! `PutRecord` and `PutRecordBatch` take every record and answer its id, anything else is
-//! answered 400. It keeps nothing but counts: calls and records.
+//! answered 400. It keeps nothing but counts: calls and records. It may answer after a set
+//! latency.
 
 use crate::loopback::AwsCall;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -24,6 +26,7 @@ pub struct FakeFirehose {
 struct State {
     calls: AtomicU64,
     records: AtomicU64,
+    latency_us: AtomicU64,
 }
 
 impl FakeFirehose {
@@ -43,6 +46,12 @@ impl FakeFirehose {
     pub fn records(&self) -> u64 {
         self.state.records.load(Ordering::Relaxed)
     }
+
+    /// Every call is answered after `latency` (zero: at once).
+    pub fn set_latency(&self, latency: Duration) {
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.state.latency_us.store(us, Ordering::Relaxed);
+    }
 }
 
 async fn answer(
@@ -52,6 +61,10 @@ async fn answer(
     state.calls.fetch_add(1, Ordering::Relaxed);
     let call = AwsCall::read(request).await;
     let (operation, input) = (call.operation("Firehose_20150804."), &call.input);
+    let latency = state.latency_us.load(Ordering::Relaxed);
+    if latency > 0 {
+        tokio::time::sleep(Duration::from_micros(latency)).await;
+    }
     let id = |n: u64| format!("{n:056}");
     let (status, answer) = match operation {
         "PutRecord" => {

@@ -51,13 +51,13 @@ pub(crate) fn lambda_env(runtime_api: &str, memory_mb: u64) -> Vec<(&'static str
     .into()
 }
 
-/// Start `n`'s two events, each a Function URL event carrying a distinct signed notification,
-/// and the notifications themselves.
-pub(crate) fn events(n: usize) -> (Vec<Event>, Vec<String>) {
+/// Start `n`'s `count` events, each a Function URL event carrying a distinct signed
+/// notification, and the notifications themselves.
+pub(crate) fn events(n: usize, count: usize) -> (Vec<Event>, Vec<String>) {
     let pid = std::process::id();
-    (0..2)
+    (0..count)
         .map(|i| {
-            let id = format!("{pid:08x}-{n:04x}-4{i:03x}-8000-{:012x}", n * 2 + i);
+            let id = format!("{pid:08x}-{n:04x}-4{i:03x}-8000-{:012x}", n * count + i);
             let payload = notification(&format!("{pid:08x}-{n:04x}-4{i:03x}-9000-0123456789ab"));
             let body = Bytes::from(function_url_event(&id, &payload).to_string());
             (Event { id, body }, payload)

@@ -36,6 +36,9 @@ pub(crate) struct Event {
     pub(crate) body: Bytes,
 }
 
+/// A response's request id, when it had arrived whole, and its body.
+pub(crate) type Posted = (String, Instant, Bytes);
+
 /// What the process did against the API, with when.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Log {
@@ -48,7 +51,7 @@ pub(crate) struct Log {
     /// Each event's id, with when it was handed out.
     pub(crate) handed: Vec<(String, Instant)>,
     /// Each response's id and body, with when it had arrived whole.
-    pub(crate) responses: Vec<(String, Instant, Bytes)>,
+    pub(crate) responses: Vec<Posted>,
     /// Errors posted (init or invocation) and requests the API does not know.
     pub(crate) errors: Vec<String>,
 }
