@@ -4,7 +4,7 @@
 //! credentials, `AWS_ENDPOINT_URL_*`, retries and timeouts within the sink deadline) every AWS
 //! client is built from, over one HTTP client; it is loaded at start when anything configured
 //! is on AWS, else at its first use (a store that `relay trace` or `relay replay` opens). The
-//! Google clients share one credential, built once ([`google`](crate::google)).
+//! Google clients share one credential, built once (`google.rs`).
 
 use std::time::Duration;
 
