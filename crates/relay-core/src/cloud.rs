@@ -1,10 +1,10 @@
 //! The clouds a relay reaches, configured once for all of its clients: one [`Cloud`] is built at
 //! start and handed to everything that opens a connection (the sinks, the ledger, the archive
-//! and its stream, the stored routes, Secrets Manager). On AWS it holds the one SDK configuration (region,
-//! credentials, `AWS_ENDPOINT_URL_*`, retries and timeouts within the sink deadline) every AWS
-//! client is built from, over one HTTP client; it is loaded at start when anything configured
-//! is on AWS, else at its first use (a store that `relay trace` or `relay replay` opens). The
-//! Google clients share one credential, built once (`google.rs`).
+//! and its stream, the stored routes, Secrets Manager). On AWS it holds the one SDK
+//! configuration (region, credentials, `AWS_ENDPOINT_URL_*`, retries and timeouts within the
+//! sink deadline) every AWS client is built from, over one HTTP client; it is loaded at start
+//! when anything configured is on AWS, else at its first use (a store that `relay trace` or
+//! `relay replay` opens). The Google clients share one credential, built once (`google.rs`).
 
 use std::time::Duration;
 
