@@ -18,14 +18,14 @@ const MAX_RECORD_BYTES: usize = 1_000 * 1024;
 
 /// A delivery stream taking the archive's records.
 #[derive(Debug, Clone)]
-pub struct FirehoseStream {
+pub(crate) struct FirehoseStream {
     client: Client,
     name: String,
 }
 
 impl FirehoseStream {
     /// The delivery stream `name`, with the AWS configuration `sdk`.
-    pub fn new(sdk: &aws_config::SdkConfig, name: &str) -> Self {
+    pub(crate) fn new(sdk: &aws_config::SdkConfig, name: &str) -> Self {
         Self {
             client: Client::new(sdk),
             name: name.to_owned(),

@@ -12,7 +12,7 @@ use super::{Archive, ArchiveError, Written};
 
 /// A Cloud Storage bucket holding records under a prefix.
 #[derive(Debug, Clone)]
-pub struct GcsArchive {
+pub(crate) struct GcsArchive {
     storage: Storage,
     /// For listings: the JSON API's endpoint, and the credentials (none for an emulator).
     http: reqwest::Client,
@@ -26,7 +26,7 @@ impl GcsArchive {
     /// The archive under `prefix` (empty or ending in `/`) in `bucket`: against
     /// `STORAGE_EMULATOR_HOST` with anonymous credentials when it is set, else against Google
     /// with the platform's default credentials.
-    pub async fn new(bucket: &str, prefix: &str) -> Result<Self, ArchiveError> {
+    pub(crate) async fn new(bucket: &str, prefix: &str) -> Result<Self, ArchiveError> {
         let emulator = crate::google::emulator("STORAGE_EMULATOR_HOST");
         let open = |e: &dyn std::fmt::Display| {
             ArchiveError::Open(format!("cannot build the Cloud Storage client: {e}"))

@@ -50,15 +50,11 @@ use crate::text::StoreUrl;
 use bytes::Bytes;
 
 pub use dir::DirArchive;
-#[cfg(feature = "firehose")]
-pub use firehose::FirehoseStream;
 #[cfg(feature = "gcs")]
-pub use gcs::GcsArchive;
-#[cfg(feature = "pubsub")]
-pub use pubsub::PubSubStream;
+use gcs::GcsArchive;
 pub use record::{KEPT_HEADERS, REFUSED_PREFIX, Record, RecordError, Refused, is_secret_header};
 #[cfg(feature = "s3")]
-pub use s3::S3Archive;
+use s3::S3Archive;
 pub use seal::ArchiveKey;
 pub(crate) use seal::MIN_KEY_BYTES;
 pub use sink::{destination, object_limit, records, written_by_relay};

@@ -20,14 +20,14 @@ const MAX_MESSAGE_BYTES: usize = 10_000_000;
 
 /// A topic taking the archive's records.
 #[derive(Debug)]
-pub struct PubSubStream {
+pub(crate) struct PubSubStream {
     topic: PubSubTopic,
     publisher: Publisher,
 }
 
 impl PubSubStream {
     /// Publishes to `topic`, through the emulator at `emulator_host` when there is one.
-    pub async fn new(
+    pub(crate) async fn new(
         topic: &PubSubTopic,
         emulator_host: Option<&str>,
     ) -> Result<Self, ArchiveError> {

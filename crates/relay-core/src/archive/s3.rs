@@ -11,7 +11,7 @@ use super::{Archive, ArchiveError, Written};
 
 /// An S3 bucket holding records under a prefix.
 #[derive(Debug, Clone)]
-pub struct S3Archive {
+pub(crate) struct S3Archive {
     client: Client,
     bucket: String,
     prefix: String,
@@ -21,7 +21,7 @@ impl S3Archive {
     /// The archive under `prefix` (empty or ending in `/`) in `bucket`, with the AWS
     /// configuration `sdk`. An endpoint set with `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_S3`
     /// (an emulator) is addressed path-style.
-    pub fn new(sdk: &aws_config::SdkConfig, bucket: &str, prefix: &str) -> Self {
+    pub(crate) fn new(sdk: &aws_config::SdkConfig, bucket: &str, prefix: &str) -> Self {
         let custom_endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
             .iter()
             .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
