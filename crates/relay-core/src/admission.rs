@@ -28,7 +28,7 @@ pub(crate) const GRACE: Duration = Duration::from_secs(1);
 
 /// The limits, shared by every connection.
 #[derive(Debug, Clone)]
-pub struct Admission {
+pub(crate) struct Admission {
     requests: Arc<Semaphore>,
     /// Every body byte buffered.
     bytes: Arc<Semaphore>,
@@ -39,7 +39,7 @@ pub struct Admission {
 
 /// What a body may be: its size, how long it may take, how fast it must come.
 #[derive(Debug, Clone, Copy)]
-pub struct BodyLimits {
+pub(crate) struct BodyLimits {
     /// The largest body accepted (413 beyond).
     pub max_bytes: usize,
     /// The longest a body may take after its head (408 beyond).
@@ -50,14 +50,14 @@ pub struct BodyLimits {
 
 /// What an admitted request holds until its answer is sent: its place, and its body's bytes.
 #[derive(Debug)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     _request: OwnedSemaphorePermit,
     bytes: Option<OwnedSemaphorePermit>,
 }
 
 impl Admission {
     /// At most `max_requests` in flight and `max_buffered_bytes` of bodies buffered at once.
-    pub fn new(max_requests: usize, max_buffered_bytes: usize, limits: BodyLimits) -> Self {
+    pub(crate) fn new(max_requests: usize, max_buffered_bytes: usize, limits: BodyLimits) -> Self {
         Self {
             requests: Arc::new(Semaphore::new(max_requests)),
             bytes: Arc::new(Semaphore::new(max_buffered_bytes)),
@@ -80,7 +80,7 @@ impl Admission {
     /// Reads a whole body, counting its bytes into `ticket`: never more than the body limit
     /// whatever `Content-Length` claimed (413), at the minimum rate and within the timeout
     /// (408), within the byte budget (503); 400 for a body that breaks off.
-    pub async fn read<B>(&self, parts: &Parts, body: B, ticket: &mut Ticket) -> Result<Bytes, Error>
+    pub(crate) async fn read<B>(&self, parts: &Parts, body: B, ticket: &mut Ticket) -> Result<Bytes, Error>
     where
         B: Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,

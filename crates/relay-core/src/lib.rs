@@ -1,7 +1,7 @@
 //! The framework-free core of the DSS notification relay.
 //!
 //! A request enters through [`Relay::handle`], the one entry point: its head is checked and it
-//! is let in by [`admission`], which reads the body; it is checked by its [`source`]'s scheme
+//! is let in by `admission.rs`, which reads the body; it is checked by its [`source`]'s scheme
 //! ([`schemes`]; the DSS's over [`verify`]), has its payload taken out of the body by [`intake`],
 //! is parsed into a [`Notification`], is routed by
 //! the [`live::RoutingTable`] in effect and leaves through every [`Sink`] its routes name.
@@ -10,7 +10,7 @@
 //! `RELAY_CONFIG` file into the types that [`sink`], [`route`] and [`live`] define.
 #![warn(missing_docs)]
 
-pub mod admission;
+mod admission;
 pub mod archive;
 pub mod bootstrap;
 pub mod cloud;
@@ -34,7 +34,7 @@ pub mod schemes;
 mod secrets;
 pub mod sink;
 pub mod source;
-pub mod telemetry;
+mod telemetry;
 mod text;
 pub mod transform;
 pub mod verify;

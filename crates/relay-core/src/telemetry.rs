@@ -15,7 +15,7 @@ use crate::config::LogFormat;
 const DEFAULT_FILTER: &str = "info";
 
 /// Installs the global subscriber once; later calls are ignored.
-pub fn init(format: LogFormat) {
+pub(crate) fn init(format: LogFormat) {
     let (filter, refused) = filter_from(std::env::var("RUST_LOG").ok().as_deref());
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let installed = match format {

@@ -2,7 +2,7 @@
 //! [`Outcome`] out. Every answer is decided on this path.
 //!
 //! The path of a notification: crawler path, method and size checks on the head, then
-//! [`admission`](crate::admission) (the budget in flight, the body read within its limit and
+//! `admission.rs` (the budget in flight, the body read within its limit and
 //! timeout), then [`verify`](crate::verify) over the raw bytes, then [`intake`](crate::intake)
 //! takes the payload out of the body, then [`Notification`] parses it, then the
 //! [`RoutingTable`] in effect (splits, then routes) picks the destinations, each shapes and
