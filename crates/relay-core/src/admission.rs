@@ -80,7 +80,12 @@ impl Admission {
     /// Reads a whole body, counting its bytes into `ticket`: never more than the body limit
     /// whatever `Content-Length` claimed (413), at the minimum rate and within the timeout
     /// (408), within the byte budget (503); 400 for a body that breaks off.
-    pub(crate) async fn read<B>(&self, parts: &Parts, body: B, ticket: &mut Ticket) -> Result<Bytes, Error>
+    pub(crate) async fn read<B>(
+        &self,
+        parts: &Parts,
+        body: B,
+        ticket: &mut Ticket,
+    ) -> Result<Bytes, Error>
     where
         B: Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,

@@ -4,7 +4,7 @@
 //! is let in by `admission.rs`, which reads the body; it is checked by its [`source`]'s scheme
 //! ([`schemes`]; the DSS's over [`verify`]), has its payload taken out of the body by [`intake`],
 //! is parsed into a [`Notification`], is routed by
-//! the [`live::RoutingTable`] in effect and leaves through every [`Sink`] its routes name.
+//! the `live::RoutingTable` in effect and leaves through every [`Sink`] its routes name.
 //! Platform adapters (Lambda, Cloud Run) start through [`bootstrap`], hand their request's head
 //! and body to `handle` and copy the [`Outcome`] back. [`config`] reads the variables and the
 //! `RELAY_CONFIG` file into the types that [`sink`], [`route`] and [`live`] define.

@@ -1,7 +1,7 @@
 //! Routes that change while the relay runs. The stored routes document (`RELAY_ROUTES_URL`) has
 //! the `[sinks.<name>]` and `[[routes]]` tables of `RELAY_CONFIG`, read by the same types, plus
 //! `[[splits]]`. Merged with the deployed routes it gives the [`Routes`] in effect (checked,
-//! compiled), and with their clients the [`RoutingTable`], which the relay swaps in whole
+//! compiled), and with their clients the `RoutingTable`, which the relay swaps in whole
 //! between requests.
 //!
 //! The document may add sinks, routes and splits. One that would redefine a deployed sink or
@@ -307,7 +307,7 @@ impl Routes {
     }
 
     /// Where a notification goes at `now`; destination indexes count the named sinks, then
-    /// the splits, as in the [`RoutingTable`] built from these routes.
+    /// the splits, as in the `RoutingTable` built from these routes.
     pub fn decide(&self, input: &Input<'_>, now: SystemTime) -> Decision {
         decide(&self.router, &self.splits, input, now)
     }
@@ -331,7 +331,7 @@ impl Deployed {
 /// The routing in effect, built: routes over named destinations whose clients exist, splits
 /// before them, and the stored document's version they came from.
 #[derive(Debug)]
-pub struct RoutingTable {
+pub(crate) struct RoutingTable {
     /// The stored document's version; `None` when no stored document is in effect.
     pub version: Option<Version>,
     /// The routes; their sink indexes point into [`destinations`](Self::destinations).
@@ -358,7 +358,7 @@ pub struct Decision {
 
 impl RoutingTable {
     /// Builds the table of `routes`, with `sink` giving each sink's client.
-    pub fn new(
+    pub(crate) fn new(
         routes: Routes,
         version: Option<Version>,
         mut sink: impl FnMut(&SinkConfig) -> Arc<dyn Sink>,
@@ -401,7 +401,7 @@ impl RoutingTable {
 
     /// Decides where a notification goes at `now`: the first active split it matches, else (or,
     /// for a `copy` split, also) what its routes say.
-    pub fn decide(&self, input: &Input<'_>, now: SystemTime) -> Decision {
+    pub(crate) fn decide(&self, input: &Input<'_>, now: SystemTime) -> Decision {
         decide(&self.router, &self.splits, input, now)
     }
 }

@@ -13,7 +13,7 @@ use super::{Routes, RoutesError, RoutingTable, StoredRoutes};
 use crate::sink::{BuildError, Sink, SinkConfig};
 
 /// Builds the client of a sink that appears in a stored document.
-pub type SinkFactory =
+pub(crate) type SinkFactory =
     Arc<dyn Fn(SinkConfig) -> BoxFuture<'static, Result<Arc<dyn Sink>, BuildError>> + Send + Sync>;
 
 /// What one refresh did.
@@ -28,7 +28,7 @@ pub enum Refreshed {
 }
 
 /// The store, and what the relay needs to turn its documents into tables.
-pub struct LiveRoutes {
+pub(crate) struct LiveRoutes {
     store: Box<dyn Store>,
     factory: SinkFactory,
     deployed: Routes,
@@ -57,7 +57,7 @@ impl std::fmt::Debug for LiveRoutes {
 impl LiveRoutes {
     /// Live routes from `store`, refreshed at most `every`; `built` are the deployed sinks'
     /// clients, reused.
-    pub fn new(
+    pub(crate) fn new(
         store: Box<dyn Store>,
         factory: SinkFactory,
         deployed: Routes,
@@ -77,13 +77,8 @@ impl LiveRoutes {
         }
     }
 
-    /// The store's URL.
-    pub fn url(&self) -> String {
-        self.store.url()
-    }
-
     /// How often, at most, the store is read.
-    pub fn every(&self) -> Duration {
+    pub(crate) fn every(&self) -> Duration {
         self.every
     }
 
@@ -98,7 +93,7 @@ impl LiveRoutes {
     /// Reads the store and, when the document changed and is good, swaps its table into
     /// `table`. A refused document is logged once per version; a read error once, until it
     /// changes or a read succeeds.
-    pub async fn refresh(&self, table: &ArcSwap<RoutingTable>) -> Refreshed {
+    pub(crate) async fn refresh(&self, table: &ArcSwap<RoutingTable>) -> Refreshed {
         let _one = self.running.lock().await;
         *self.last_read.lock().expect("not poisoned") = Some(Instant::now());
         let known = self.seen.lock().expect("not poisoned").clone();
@@ -168,7 +163,7 @@ impl LiveRoutes {
     }
 
     /// The table of `stored` merged into the deployed configuration; builds the sinks it adds.
-    pub async fn build(
+    pub(crate) async fn build(
         &self,
         stored: &StoredRoutes,
         version: Option<Version>,

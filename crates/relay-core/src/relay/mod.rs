@@ -5,7 +5,7 @@
 //! `admission.rs` (the budget in flight, the body read within its limit and
 //! timeout), then [`verify`](crate::verify) over the raw bytes, then [`intake`](crate::intake)
 //! takes the payload out of the body, then [`Notification`] parses it, then the
-//! [`RoutingTable`] in effect (splits, then routes) picks the destinations, each shapes and
+//! `RoutingTable` in effect (splits, then routes) picks the destinations, each shapes and
 //! size-checks its message (`sink::shape`), then the attempt claims those
 //! destinations in the delivery ledger (`ledger`), and only then does each [`Sink`] not yet
 //! acknowledged publish it (`publish`), the [`archive`](crate::archive) as well when there is

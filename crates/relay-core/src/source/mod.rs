@@ -212,7 +212,7 @@ pub struct Sources {
 
 /// One source, built: how its requests are checked and opened.
 #[derive(Debug)]
-pub struct Source {
+pub(crate) struct Source {
     name: Arc<str>,
     /// Named in `[sources]` (its notifications carry `relay.source`), not the implicit DSS.
     configured: bool,

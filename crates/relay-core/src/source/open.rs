@@ -36,7 +36,7 @@ pub(crate) struct Refusal {
 
 impl Source {
     /// The source's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
