@@ -112,7 +112,11 @@ impl Bench {
         );
         // The process runs in the scratch folder: a relative path would be looked up there.
         let binary = binary.canonicalize().expect("the binary's path");
-        let scratch = std::env::temp_dir().join(format!("relay-bench-cold-{}", std::process::id()));
+        // One folder per bench: two may run at once (the tests).
+        static BENCHES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let k = BENCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let scratch =
+            std::env::temp_dir().join(format!("relay-bench-cold-{}-{k}", std::process::id()));
         std::fs::create_dir_all(&scratch).expect("a scratch folder");
         let tls = Tls::generate();
         let bundle = scratch.join("ca-bundle.pem");
@@ -459,6 +463,15 @@ mod tests {
     /// TLS, both events answered 202 and published once each (the start panics otherwise).
     #[test]
     fn cold_start_exchange_with_the_debug_relay_lambda() {
+        with_debug_bench(async |bench| {
+            let sample = bench.cold_start(&scenarios()[0]).await;
+            assert!(sample.ready > Duration::ZERO && sample.peak_rss_kib > 0);
+            assert!(sample.first > Duration::ZERO && sample.second > Duration::ZERO);
+        });
+    }
+
+    /// Runs `test` with a bench of the debug relay-lambda, on a runtime of one worker.
+    pub(super) fn with_debug_bench(test: impl AsyncFnOnce(&mut Bench)) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -466,9 +479,7 @@ mod tests {
             .expect("a runtime");
         runtime.block_on(async {
             let mut bench = Bench::new(relay_testkit::built_binary("relay-lambda"), None);
-            let sample = bench.cold_start(&scenarios()[0]).await;
-            assert!(sample.ready > Duration::ZERO && sample.peak_rss_kib > 0);
-            assert!(sample.first > Duration::ZERO && sample.second > Duration::ZERO);
+            test(&mut bench).await;
         });
     }
 }

@@ -131,13 +131,7 @@ mod tests {
     /// the archive's records through the stream.
     #[test]
     fn warm_invocations_with_memory_against_the_debug_relay_lambda() {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(async {
-            let mut bench = Bench::new(relay_testkit::built_binary("relay-lambda"), None);
+        super::super::tests::with_debug_bench(async |bench| {
             let row = bench.warm(Memory::DynamoDbAndFirehose).await;
             assert_eq!(row.invocations.len(), INVOCATIONS - 1);
             let minimum = Duration::from_millis(3 * ENDPOINT_MS);
