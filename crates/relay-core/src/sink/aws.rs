@@ -1,6 +1,7 @@
 //! What the SQS and SNS sinks share (their SDK configuration is the relay's one, from
 //! [`Cloud`](crate::cloud::Cloud)): the entries they send (body, String attributes, FIFO ids),
-//! the mapping of a batch report to per-message results, and error classification. The SDK call is the only per-service code, behind [`AwsApi`].
+//! the mapping of a batch report to per-message results, and error classification. The SDK
+//! call is the only per-service code, behind [`AwsApi`].
 // A build with only one of the two (or only `secrets`) leaves some helpers unused.
 #![cfg_attr(not(all(feature = "sqs", feature = "sns")), allow(dead_code))]
 
