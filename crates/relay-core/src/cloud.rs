@@ -8,8 +8,6 @@
 
 use std::time::Duration;
 
-#[cfg(feature = "s3")]
-pub(crate) use aws::timeouts;
 #[cfg(feature = "aws")]
 pub use aws::{aws_http_client, load_aws_config};
 
@@ -53,6 +51,21 @@ impl Cloud {
         (self.aws)
             .get_or_init(|| load_aws_config(self.deadline))
             .await
+    }
+
+    /// An S3 client's configuration, each of its calls within `deadline` when one is given.
+    /// An endpoint set with `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_S3` (an emulator) is
+    /// addressed path-style.
+    #[cfg(feature = "s3")]
+    pub(crate) async fn s3(&self, deadline: Option<Duration>) -> aws_sdk_s3::Config {
+        let custom_endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
+        let mut config = aws_sdk_s3::config::Builder::from(self.aws().await);
+        if let Some(deadline) = deadline {
+            config = config.timeout_config(aws::timeouts(deadline));
+        }
+        config.force_path_style(custom_endpoint).build()
     }
 }
 

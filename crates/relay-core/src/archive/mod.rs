@@ -286,7 +286,7 @@ pub async fn open(url: &ArchiveUrl, cloud: &Cloud) -> Result<Arc<dyn Archive>, A
         ArchiveUrl::Dir(path) => Ok(Arc::new(DirArchive::open(path)?)),
         #[cfg(feature = "s3")]
         ArchiveUrl::S3 { bucket, prefix } => {
-            Ok(Arc::new(S3Archive::new(cloud.aws().await, bucket, prefix)))
+            Ok(Arc::new(S3Archive::new(cloud, bucket, prefix).await))
         }
         #[cfg(feature = "gcs")]
         ArchiveUrl::Gcs { bucket, prefix } => Ok(Arc::new(GcsArchive::new(bucket, prefix).await?)),

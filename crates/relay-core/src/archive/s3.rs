@@ -8,6 +8,7 @@ use aws_smithy_types::error::display::DisplayErrorContext;
 use bytes::Bytes;
 
 use super::{Archive, ArchiveError, Written};
+use crate::cloud::Cloud;
 
 /// An S3 bucket holding records under a prefix.
 #[derive(Debug, Clone)]
@@ -18,18 +19,11 @@ pub(crate) struct S3Archive {
 }
 
 impl S3Archive {
-    /// The archive under `prefix` (empty or ending in `/`) in `bucket`, with the AWS
-    /// configuration `sdk`. An endpoint set with `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_S3`
-    /// (an emulator) is addressed path-style.
-    pub(crate) fn new(sdk: &aws_config::SdkConfig, bucket: &str, prefix: &str) -> Self {
-        let custom_endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
-            .iter()
-            .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
-        let config = aws_sdk_s3::config::Builder::from(sdk)
-            .force_path_style(custom_endpoint)
-            .build();
+    /// The archive under `prefix` (empty or ending in `/`) in `bucket`, its client built from
+    /// `cloud` ([`Cloud::s3`]).
+    pub(crate) async fn new(cloud: &Cloud, bucket: &str, prefix: &str) -> Self {
         Self {
-            client: Client::from_conf(config),
+            client: Client::from_conf(cloud.s3(None).await),
             bucket: bucket.to_owned(),
             prefix: prefix.to_owned(),
         }

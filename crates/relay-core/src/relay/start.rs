@@ -189,6 +189,7 @@ impl Relay {
     /// once) and reads the keys from Secrets Manager when configured.
     pub async fn from_config(config: Config) -> Result<Self, StartError> {
         let cloud = Cloud::new(config.sink_timeout);
+        // Loaded now when anything is on AWS, so that no request waits for it.
         #[cfg(feature = "aws")]
         if needs_aws(&config) {
             cloud.aws().await;

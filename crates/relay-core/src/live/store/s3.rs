@@ -24,19 +24,11 @@ pub struct S3Store {
 }
 
 impl S3Store {
-    /// The object `key` in `bucket`, with the relay's AWS configuration (`cloud`) and this
-    /// store's own deadline, refusing documents over [`DEFAULT_MAX_BYTES`]. An endpoint set with
-    /// `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_S3` (an emulator) is addressed path-style.
+    /// The object `key` in `bucket`, its client built from the relay's `cloud` with this
+    /// store's own deadline (`Cloud::s3`), refusing documents over [`DEFAULT_MAX_BYTES`].
     pub async fn new(cloud: &Cloud, bucket: String, key: String) -> Self {
-        let custom_endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
-            .iter()
-            .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
-        let config = aws_sdk_s3::config::Builder::from(cloud.aws().await)
-            .timeout_config(crate::cloud::timeouts(DEADLINE))
-            .force_path_style(custom_endpoint)
-            .build();
         Self {
-            client: Client::from_conf(config),
+            client: Client::from_conf(cloud.s3(Some(DEADLINE)).await),
             bucket,
             key,
             max_bytes: DEFAULT_MAX_BYTES,
