@@ -285,8 +285,8 @@ impl aws_types::service_config::LoadServiceConfig for NoServiceEnv {
     }
 }
 
-/// A loopback HTTP proxy in front of an emulator that records the path of every call passing
-/// through it.
+/// A loopback HTTP proxy in front of an emulator that records every call passing through it: the
+/// operation an AWS JSON-protocol call names (`UpdateItem` of `x-amz-target`), else its path.
 pub(crate) struct CountingProxy {
     pub(crate) url: String,
     paths: Arc<Mutex<Vec<String>>>,
@@ -314,7 +314,10 @@ impl CountingProxy {
                     .path_and_query()
                     .map_or("/", |p| p.as_str())
                     .to_owned();
-                log.lock().unwrap().push(path.clone());
+                let operation = (parts.headers.get("x-amz-target"))
+                    .and_then(|target| target.to_str().ok()?.rsplit('.').next())
+                    .map_or_else(|| path.clone(), str::to_owned);
+                log.lock().unwrap().push(operation);
                 parts.uri = format!("{upstream}{path}").parse().unwrap();
                 let response = client
                     .request(http::Request::from_parts(parts, body))
@@ -334,7 +337,7 @@ impl CountingProxy {
         self.paths.lock().unwrap().len()
     }
 
-    /// The paths of the calls since the last take, in order.
+    /// The calls since the last take, in order.
     pub(crate) fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.paths.lock().unwrap())
     }

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use relay_core::cloud::Cloud;
 use relay_core::ledger::{self, Claimed, DynamoDbLedger, Ledger, LedgerError, LedgerUrl};
-use relay_testkit::dynamodb::{counting_client, create_ledger_table};
+use relay_testkit::dynamodb::create_ledger_table;
 use relay_testkit::ledger::{
     acked_at, attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
     try_claim,
 };
 
-use crate::common::{dynamodb_answering, sdk, sdk_via, unique};
+use crate::common::{CountingProxy, dynamodb_answering, sdk, sdk_via, unique};
 
 /// A new ledger table in moto; its `dynamodb://` URL.
 async fn table() -> (String, LedgerUrl) {
@@ -66,14 +66,19 @@ async fn ten_thousand_retries_keep_the_item_bounded() {
 #[tokio::test]
 async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
     let (name, _) = table().await;
-    let (client, calls) =
-        counting_client(&relay_core::cloud::load_aws_config(Duration::from_secs(5)).await);
-    let ledger = DynamoDbLedger::from_client(client, &name);
+    let calls = CountingProxy::start().await;
+    let ledger = DynamoDbLedger::new(&calls.sdk(Duration::from_secs(5)).await, &name)
+        .await
+        .unwrap();
     let id = fresh_identity();
     let t = 1_800_000_000_000;
-    let count = |c: &relay_testkit::dynamodb::CallCount| {
-        c.take()
-            .into_iter()
+    // The calls since the last count, by operation: `PutItem=1,UpdateItem=1`.
+    let count = |proxy: &CountingProxy| {
+        let mut counts = std::collections::BTreeMap::<String, usize>::new();
+        for operation in proxy.take() {
+            *counts.entry(operation).or_default() += 1;
+        }
+        (counts.iter())
             .map(|(op, n)| format!("{op}={n}"))
             .collect::<Vec<_>>()
             .join(",")
@@ -200,7 +205,7 @@ async fn a_missing_table_is_refused() {
 async fn a_closed_port_is_unavailable() {
     let port = relay_testkit::free_port();
     let sdk = sdk_via(&format!("http://127.0.0.1:{port}"), Duration::from_secs(2)).await;
-    let ledger = DynamoDbLedger::new(&sdk, "ledger");
+    let ledger = DynamoDbLedger::new(&sdk, "ledger").await.unwrap();
     let error = try_claim(&ledger).await.unwrap_err();
     assert!(matches!(error, LedgerError::Unavailable(_)), "{error:?}");
 }
@@ -215,7 +220,7 @@ async fn a_throttled_or_failing_table_is_unavailable() {
     ] {
         let (endpoint, calls, server) = dynamodb_answering(status, error_type).await;
         let sdk = sdk_via(&endpoint, Duration::from_secs(5)).await;
-        let ledger = DynamoDbLedger::new(&sdk, "ledger");
+        let ledger = DynamoDbLedger::new(&sdk, "ledger").await.unwrap();
         let error = try_claim(&ledger).await.unwrap_err();
         assert!(
             matches!(error, LedgerError::Unavailable(_)),

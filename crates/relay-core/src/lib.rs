@@ -24,6 +24,7 @@ mod json;
 pub mod ledger;
 mod lenient;
 pub mod live;
+mod mac;
 pub mod metrics;
 pub mod notification;
 pub mod outcome;

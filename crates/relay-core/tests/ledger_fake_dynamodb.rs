@@ -11,7 +11,9 @@ use relay_testkit::ledger::{attempt, claim, conformance, fresh_identity, settle}
 
 async fn ledger() -> (FakeDynamoDb, DynamoDbLedger) {
     let fake = FakeDynamoDb::start().await;
-    let ledger = DynamoDbLedger::from_client(fake.client(), "relay-ledger");
+    let ledger = DynamoDbLedger::new(&fake.sdk_config(), "relay-ledger")
+        .await
+        .unwrap();
     (fake, ledger)
 }
 

@@ -1,15 +1,8 @@
 //! The DynamoDB ledger's table in moto (or any DynamoDB endpoint the SDK configuration names),
-//! created the way `terraform/modules/aws-relay` creates it, and a client that counts the
-//! calls it sends, by operation.
-
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+//! created the way `terraform/modules/aws-relay` creates it.
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
@@ -153,53 +146,4 @@ fn attribute(value: &serde_json::Value) -> AttributeValue {
         ),
         other => panic!("an attribute type these items do not use: {other}"),
     }
-}
-
-/// The requests a [`counting_client`] sent, by operation (`UpdateItem`, `PutItem`, …), SDK
-/// retries included: each one is a round trip.
-#[derive(Debug, Clone, Default)]
-pub struct CallCount(Arc<Mutex<BTreeMap<String, usize>>>);
-
-impl CallCount {
-    /// The counts so far, and zero again.
-    pub fn take(&self) -> BTreeMap<String, usize> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
-impl Intercept for CallCount {
-    fn name(&self) -> &'static str {
-        "CallCount"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        // The JSON protocol names the operation in this header: `DynamoDB_20120810.UpdateItem`.
-        let target = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .unwrap_or("");
-        let operation = target.rsplit('.').next().unwrap_or(target).to_owned();
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(operation)
-            .or_default() += 1;
-        Ok(())
-    }
-}
-
-/// A DynamoDB client of `sdk` that counts every request it sends.
-pub fn counting_client(sdk: &SdkConfig) -> (Client, CallCount) {
-    let count = CallCount::default();
-    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
-        .interceptor(count.clone())
-        .build();
-    (Client::from_conf(config), count)
 }

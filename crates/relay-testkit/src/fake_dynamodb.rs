@@ -90,18 +90,22 @@ impl FakeDynamoDb {
         Self { endpoint, state }
     }
 
-    /// A client of this endpoint (region `us-east-1`, fixed credentials).
-    pub fn client(&self) -> aws_sdk_dynamodb::Client {
-        let config = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+    /// The AWS configuration of this endpoint: region `us-east-1`, fixed credentials.
+    pub fn sdk_config(&self) -> aws_config::SdkConfig {
+        aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
             .http_client(relay_core::cloud::aws_http_client())
             .endpoint_url(&self.endpoint)
-            .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "fake", "fake", None, None, "fake",
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(
+                aws_sdk_dynamodb::config::Credentials::new("fake", "fake", None, None, "fake"),
             ))
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(config)
+            .build()
+    }
+
+    /// An SDK client of this endpoint.
+    pub fn client(&self) -> aws_sdk_dynamodb::Client {
+        aws_sdk_dynamodb::Client::new(&self.sdk_config())
     }
 
     /// The calls received so far, by operation.

@@ -44,21 +44,23 @@ mod claim;
 mod fold;
 mod item;
 mod migrate;
+mod wire;
 
 pub use migrate::Copied;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::KEPT_ATTEMPTS;
 use super::{Ack, Claim, Claimed, Delivery, Entry, Ledger, LedgerError, Lookup, Settlement};
+use crate::cloud::aws_json::{AwsJson, CallError};
 use crate::sink::SinkError;
 use claim::{acks_by_routing, claim_update};
 use item::{
@@ -77,21 +79,49 @@ const SETTLE_CALLS: usize = 3;
 /// The ledger in one DynamoDB table.
 #[derive(Debug, Clone)]
 pub struct DynamoDbLedger {
+    /// The claims, settlements and warming, written on the wire (`wire.rs`).
+    api: Arc<AwsJson>,
+    /// The rarer calls: an expired item's reset, a fold, the reads.
     client: Client,
     table: String,
 }
 
 impl DynamoDbLedger {
-    /// The ledger in `table`, through a client of `sdk` (region, credentials, endpoint).
-    pub fn new(sdk: &SdkConfig, table: &str) -> Self {
-        Self::from_client(Client::new(sdk), table)
+    /// The ledger in `table`, through clients of `sdk` (region, credentials, endpoint).
+    /// Refused when `sdk` names no region or no endpoint can be made of it.
+    pub async fn new(sdk: &SdkConfig, table: &str) -> Result<Self, LedgerError> {
+        let api = wire::client(sdk).await.map_err(|e| {
+            LedgerError::Refused(format!("the DynamoDB ledger {table}: {e}").into())
+        })?;
+        Ok(Self {
+            api: Arc::new(api),
+            client: Client::new(sdk),
+            table: table.to_owned(),
+        })
     }
 
-    /// The ledger in `table`, through `client` (one with interceptors, in tests).
-    pub fn from_client(client: Client, table: &str) -> Self {
-        Self {
-            client,
-            table: table.to_owned(),
+    /// One `UpdateItem` on the wire: the old image (empty unless `old_image`), or the image
+    /// its condition failed on (`None` when the item did not exist).
+    async fn update(
+        &self,
+        key: &Item,
+        (update, condition): (&str, &str),
+        x: &Expr,
+        old_image: bool,
+    ) -> Result<Result<Item, Option<Item>>, LedgerError> {
+        let update = wire::Update {
+            table: &self.table,
+            key,
+            update,
+            condition,
+            names: &x.names,
+            values: &x.values,
+            old_image,
+        };
+        match wire::update_item(&self.api, &update).await {
+            Ok(wire::Answer::Written(old)) => Ok(Ok(old)),
+            Ok(wire::Answer::ConditionFailed(image)) => Ok(Err(image)),
+            Err(e) => Err(call_failure(e)),
         }
     }
 
@@ -103,29 +133,10 @@ impl DynamoDbLedger {
         now_ms: i64,
     ) -> Result<Result<Claimed, Option<Item>>, LedgerError> {
         let (x, update, condition) = claim_update(claim, routed, now_ms);
-        let answer = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(primary_key(&claim.identity.bundle_uuid, claim.key)))
-            .update_expression(update)
-            .condition_expression(condition)
-            .set_expression_attribute_names(Some(x.names))
-            .set_expression_attribute_values(Some(x.values))
-            .return_values(ReturnValue::AllOld)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        let old = match answer {
-            Ok(output) => output.attributes.unwrap_or_default(),
-            Err(e) => {
-                return match e.as_service_error() {
-                    Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
-                        Ok(Err(failed.item.clone()))
-                    }
-                    _ => Err(failure(e)),
-                };
-            }
+        let key = primary_key(&claim.identity.bundle_uuid, claim.key);
+        let old = match self.update(&key, (&update, &condition), &x, true).await? {
+            Ok(old) => old,
+            Err(failed) => return Ok(Err(failed)),
         };
         let attempt = match old.get(ATTEMPTS) {
             None => 0,
@@ -237,27 +248,12 @@ impl DynamoDbLedger {
                 remove.push(held);
             }
         }
-        let answer = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(primary_key(settlement.bundle, settlement.key)))
-            .update_expression(update_expression(&set, &remove))
-            .condition_expression(condition.join(" AND "))
-            .set_expression_attribute_names(Some(x.names))
-            .set_expression_attribute_values(Some(x.values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match answer {
-            Ok(_) => Ok(None),
-            Err(e) => match e.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
-                    Ok(Some(failed.item.clone()))
-                }
-                _ => Err(failure(e)),
-            },
-        }
+        let key = primary_key(settlement.bundle, settlement.key);
+        let (update, condition) = (update_expression(&set, &remove), condition.join(" AND "));
+        Ok(self
+            .update(&key, (&update, &condition), &x, false)
+            .await?
+            .err())
     }
 }
 
@@ -266,32 +262,18 @@ impl Ledger for DynamoDbLedger {
     async fn warm(&self) -> Result<(), LedgerError> {
         // A role that may not describe the table is refused; the refusal is an answer, and the
         // connection is open.
-        match self
-            .client
-            .describe_table()
-            .table_name(&self.table)
-            .send()
+        let keys = wire::keys(&self.api, &self.table)
             .await
-        {
-            Ok(described) => {
-                let schema = described.table.map(|t| t.key_schema.unwrap_or_default());
-                let keys: Vec<(&str, &str)> = (schema.iter().flatten())
-                    .map(|k| (k.attribute_name.as_str(), k.key_type.as_str()))
-                    .collect();
-                match keys[..] {
-                    [(BUNDLE_UUID, "HASH"), (KEY, "RANGE")] | [] => Ok(()),
-                    _ => Err(LedgerError::Refused(format!(
-                        "the table {} is keyed {keys:?}, not by {BUNDLE_UUID} and {KEY} (an earlier release's table: see docs/ledger.md, Upgrading)",
-                        self.table
-                    ).into())),
-                }
-            }
-            Err(aws_sdk_dynamodb::error::SdkError::ServiceError(_)) => Ok(()),
-            Err(e) => Err(LedgerError::Unavailable(
-                aws_smithy_types::error::display::DisplayErrorContext(&e)
-                    .to_string()
-                    .into(),
-            )),
+            .map_err(|e| LedgerError::Unavailable(e.to_string().into()))?;
+        let keys: Vec<(&str, &str)> = (keys.iter().flatten())
+            .map(|(name, kind)| (name.as_str(), kind.as_str()))
+            .collect();
+        match keys[..] {
+            [(BUNDLE_UUID, "HASH"), (KEY, "RANGE")] | [] => Ok(()),
+            _ => Err(LedgerError::Refused(format!(
+                "the table {} is keyed {keys:?}, not by {BUNDLE_UUID} and {KEY} (an earlier release's table: see docs/ledger.md, Upgrading)",
+                self.table
+            ).into())),
         }
     }
 
@@ -406,6 +388,14 @@ where
     match crate::sink::classify(error) {
         SinkError::Retryable(e) => LedgerError::Unavailable(e),
         SinkError::Permanent(e) => LedgerError::Refused(e),
+    }
+}
+
+/// A failed call on the wire, classified as [`failure`] classifies the SDK's.
+fn call_failure(error: CallError) -> LedgerError {
+    match error.is_retryable() {
+        true => LedgerError::Unavailable(error.to_string().into()),
+        false => LedgerError::Refused(error.to_string().into()),
     }
 }
 

@@ -251,9 +251,9 @@ pub async fn open(url: &LedgerUrl, cloud: &Cloud) -> Result<Arc<dyn Ledger>, Led
         #[cfg(feature = "sqlite")]
         LedgerUrl::File(path) => Ok(Arc::new(SqliteLedger::open(path)?)),
         #[cfg(feature = "dynamodb")]
-        LedgerUrl::DynamoDb { table } => {
-            Ok(Arc::new(DynamoDbLedger::new(cloud.aws().await, table)))
-        }
+        LedgerUrl::DynamoDb { table } => Ok(Arc::new(
+            DynamoDbLedger::new(cloud.aws().await, table).await?,
+        )),
         #[cfg(feature = "firestore")]
         LedgerUrl::Firestore {
             project,
@@ -281,6 +281,7 @@ pub async fn copy_earlier_table(
     let cloud = Cloud::default();
     let now_s = epoch_ms(now).div_euclid(1000);
     DynamoDbLedger::new(cloud.aws().await, into)
+        .await?
         .copy_earlier(earlier, now_s)
         .await
 }

@@ -8,11 +8,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ::hmac::{Hmac, KeyInit, Mac};
 use http::{HeaderMap, HeaderName, HeaderValue};
-use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
+pub(crate) use crate::mac::hmac_sha256;
 use crate::verify::VerifyError;
 pub use crate::verify::{Secret, SignedRequest};
 
@@ -422,15 +421,6 @@ pub(crate) fn check_timestamp(
 /// Seconds since the Unix epoch, as a sender writes them.
 pub(crate) fn unix_secs(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// HMAC-SHA256 of the parts, concatenated.
-pub(crate) fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key size");
-    for part in parts {
-        mac.update(part);
-    }
-    mac.finalize().into_bytes().into()
 }
 
 /// Constant-time equality of two byte strings (their lengths are not secret).

@@ -186,7 +186,7 @@ where
         SdkError::ServiceError(context) => {
             let status = context.raw().status().as_u16();
             let code = context.err().code().unwrap_or_default();
-            status >= 500 || status == 429 || is_throttling(code)
+            status >= 500 || status == 429 || crate::cloud::is_throttling(code)
         }
         SdkError::ConstructionFailure(_) => false,
         // Timeouts, dispatch (connection) failures and unreadable responses.
@@ -203,21 +203,11 @@ where
 /// A per-entry failure of a batch call, from its error code and sender-fault flag.
 pub(super) fn entry_failure(code: &str, sender_fault: bool, message: Option<&str>) -> SinkError {
     let detail = format!("{code}: {}", message.unwrap_or("no message"));
-    if sender_fault && !is_throttling(code) {
+    if sender_fault && !crate::cloud::is_throttling(code) {
         SinkError::Permanent(detail.into())
     } else {
         SinkError::Retryable(detail.into())
     }
-}
-
-fn is_throttling(code: &str) -> bool {
-    code.contains("Throttl")
-        || matches!(
-            code,
-            "RequestThrottled" | "ServiceUnavailable" | "InternalError" | "KMS.ThrottlingException"
-            // DynamoDB's (the ledger's), answered with a 400.
-            | "ProvisionedThroughputExceededException" | "RequestLimitExceeded"
-        )
 }
 
 /// Turns any SDK builder error into a permanent failure: the entry itself is wrong.

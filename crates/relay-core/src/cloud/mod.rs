@@ -9,7 +9,14 @@
 use std::time::Duration;
 
 #[cfg(feature = "aws")]
+pub(crate) use aws::{aws_connector, is_throttling};
+#[cfg(feature = "aws")]
 pub use aws::{aws_http_client, load_aws_config};
+
+#[cfg(feature = "dynamodb")]
+pub(crate) mod aws_json;
+#[cfg(feature = "dynamodb")]
+mod sigv4;
 
 /// How long a tool's own load of the AWS configuration may take.
 const TOOL_DEADLINE: Duration = Duration::from_secs(5);
@@ -77,8 +84,10 @@ mod aws {
     use aws_config::timeout::TimeoutConfig;
     use aws_config::{BehaviorVersion, SdkConfig};
     use aws_smithy_http_client::proxy::ProxyConfig;
-    use aws_smithy_http_client::{ConnectorBuilder, tls};
-    use aws_smithy_runtime_api::client::http::SharedHttpClient;
+    use aws_smithy_http_client::{Connector, ConnectorBuilder, tls};
+    use aws_smithy_runtime_api::client::http::{
+        HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
+    };
 
     /// Loads the standard AWS configuration (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL_*`) once,
     /// with bounded retries that fit inside the sink deadline.
@@ -120,15 +129,42 @@ mod aws {
         // What the SDK's default client does (aws-smithy-runtime's `default_https_client`, which
         // uses this same constructor) with the crypto provider chosen here.
         aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
-            let mut connector =
-                ConnectorBuilder::default().tls_provider(tls::Provider::Rustls(AWS_CRYPTO));
-            connector.set_connector_settings(settings.cloned());
-            if let Some(components) = components {
-                connector.set_sleep_impl(components.sleep_impl());
-            }
-            connector.set_proxy_config(Some(ProxyConfig::from_env()));
-            connector.build()
+            connector(settings.cloned(), components.and_then(|c| c.sleep_impl()))
         })
+    }
+
+    /// A connector of the same kind, for the relay's own calls (`aws_json.rs`), connecting
+    /// within `connect_timeout`.
+    pub(crate) fn aws_connector(connect_timeout: Option<Duration>) -> SharedHttpConnector {
+        let mut settings = HttpConnectorSettings::builder();
+        settings.set_connect_timeout(connect_timeout);
+        let settings = settings.build();
+        let sleep = aws_smithy_async::rt::sleep::default_async_sleep();
+        SharedHttpConnector::new(connector(Some(settings), sleep))
+    }
+
+    fn connector(
+        settings: Option<HttpConnectorSettings>,
+        sleep: Option<aws_smithy_async::rt::sleep::SharedAsyncSleep>,
+    ) -> Connector {
+        let mut connector =
+            ConnectorBuilder::default().tls_provider(tls::Provider::Rustls(AWS_CRYPTO));
+        connector.set_connector_settings(settings);
+        connector.set_sleep_impl(sleep);
+        connector.set_proxy_config(Some(ProxyConfig::from_env()));
+        connector.build()
+    }
+
+    /// The error codes of throttling and of a service that is briefly unavailable, for any AWS
+    /// service the relay calls.
+    pub(crate) fn is_throttling(code: &str) -> bool {
+        code.contains("Throttl")
+            || matches!(
+                code,
+                "RequestThrottled" | "ServiceUnavailable" | "InternalError" | "KMS.ThrottlingException"
+                // DynamoDB's (the ledger's), answered with a 400.
+                | "ProvisionedThroughputExceededException" | "RequestLimitExceeded"
+            )
     }
 
     /// The AWS clients' TLS cryptography. By default ring: the SDK's own default, aws-lc, is a C
