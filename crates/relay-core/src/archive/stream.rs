@@ -123,10 +123,9 @@ pub(crate) async fn open_stream(
 ) -> Result<Arc<dyn RecordStream>, ArchiveError> {
     match url {
         #[cfg(feature = "firehose")]
-        StreamUrl::Firehose { name } => Ok(Arc::new(super::firehose::FirehoseStream::new(
-            cloud.aws().await,
-            name,
-        ))),
+        StreamUrl::Firehose { name } => Ok(Arc::new(
+            super::firehose::FirehoseStream::new(cloud.aws().await, name).await?,
+        )),
         #[cfg(feature = "pubsub")]
         StreamUrl::PubSub {
             topic,

@@ -84,6 +84,33 @@ pub(crate) struct AwsJson {
     deadline: Option<Duration>,
 }
 
+/// The region of `sdk`, and the endpoint URL configured for the service `service_id` (`DynamoDB`,
+/// `Firehose`), as the SDK's clients take it: `AWS_ENDPOINT_URL_<SERVICE>` or the profile's, else
+/// `AWS_ENDPOINT_URL`; `None` for the region's own, which the service's endpoint rules name.
+pub(crate) fn endpoint_inputs(
+    sdk: &aws_config::SdkConfig,
+    service_id: &str,
+) -> Result<(String, Option<String>), String> {
+    let region = (sdk.region())
+        .ok_or("no AWS region is configured (AWS_REGION)")?
+        .to_string();
+    let custom = match sdk.get_origin("endpoint_url").is_client_config() {
+        true => sdk.endpoint_url().map(str::to_owned),
+        false => (sdk.service_config())
+            .and_then(|config| {
+                let key = aws_types::service_config::ServiceConfigKey::builder()
+                    .service_id(service_id)
+                    .env("AWS_ENDPOINT_URL")
+                    .profile("endpoint_url")
+                    .build()
+                    .ok()?;
+                config.load_config(key)
+            })
+            .or_else(|| sdk.endpoint_url().map(str::to_owned)),
+    };
+    Ok((region, custom))
+}
+
 /// What an [`AwsJson`] calls: the endpoint's URL, the region and service it signs for, and the
 /// protocol's target prefix and content type.
 pub(crate) struct Api<'a> {

@@ -13,9 +13,9 @@ pub(crate) use aws::{aws_connector, is_throttling};
 #[cfg(feature = "aws")]
 pub use aws::{aws_http_client, load_aws_config};
 
-#[cfg(feature = "dynamodb")]
+#[cfg(any(feature = "dynamodb", feature = "firehose"))]
 pub(crate) mod aws_json;
-#[cfg(feature = "dynamodb")]
+#[cfg(any(feature = "dynamodb", feature = "firehose"))]
 mod sigv4;
 
 /// How long a tool's own load of the AWS configuration may take.

@@ -177,7 +177,7 @@ async fn send_entries(api: &dyn AwsApi, batch: &[Message]) -> Vec<Result<Receipt
 }
 
 /// Throttling, 5xx, timeouts and connection failures are retryable; a missing queue or topic,
-/// access denied and invalid parameters are not. The DynamoDB ledger and Firehose share it.
+/// access denied and invalid parameters are not. The DynamoDB ledger's SDK calls share it.
 pub(crate) fn classify<E>(error: SdkError<E, HttpResponse>) -> SinkError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,

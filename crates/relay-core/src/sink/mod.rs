@@ -27,7 +27,7 @@ use bytes::Bytes;
 use serde::de::Error as _;
 use serde::{Deserialize, Serialize};
 
-#[cfg(any(feature = "dynamodb", feature = "firehose"))]
+#[cfg(feature = "dynamodb")]
 pub(crate) use aws::classify;
 pub use file::{FileSink, FileSinkConfig, FileTarget};
 pub use limit::ByteLimit;

@@ -9,14 +9,13 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
-use aws_types::service_config::ServiceConfigKey;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use serde::Deserialize;
 
 use super::item::Item;
-use crate::cloud::aws_json::{Api, AwsJson, CallError};
+use crate::cloud::aws_json::{Api, AwsJson, CallError, endpoint_inputs};
 use crate::json;
 
 /// One `UpdateItem` of the ledger: the old image on success (`ReturnValues=ALL_OLD`), and the
@@ -44,23 +43,7 @@ pub(super) enum Answer {
 /// would call (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL`, the region's, FIPS and dual
 /// stack as configured), at its regional name rather than an account's.
 pub(super) async fn client(sdk: &aws_config::SdkConfig) -> Result<AwsJson, String> {
-    let region = (sdk.region())
-        .ok_or("no AWS region is configured (AWS_REGION)")?
-        .to_string();
-    let custom = match sdk.get_origin("endpoint_url").is_client_config() {
-        true => sdk.endpoint_url().map(str::to_owned),
-        false => (sdk.service_config())
-            .and_then(|config| {
-                let key = ServiceConfigKey::builder()
-                    .service_id("DynamoDB")
-                    .env("AWS_ENDPOINT_URL")
-                    .profile("endpoint_url")
-                    .build()
-                    .ok()?;
-                config.load_config(key)
-            })
-            .or_else(|| sdk.endpoint_url().map(str::to_owned)),
-    };
+    let (region, custom) = endpoint_inputs(sdk, "DynamoDB")?;
     let params = Params::builder()
         .region(&region)
         .use_fips(sdk.use_fips().unwrap_or(false))
