@@ -53,7 +53,7 @@ async fn ten_thousand_retries_keep_the_item_bounded() {
         "{size} bytes after {n} claims, {early} after the first few"
     );
     assert!(entry.attempts.len() <= 2 * ledger::KEPT_ATTEMPTS);
-    // Every claim is counted. A claim whose call the SDK retried after the first try was
+    // Every claim is counted. A claim whose call was retried after the first try was
     // applied (a slow answer on a loaded machine) is counted twice: its attempt is recorded
     // once per call, which a DynamoDB UpdateItem cannot tell apart. Rare, and never fewer.
     let counted = entry.folded + entry.attempts.len();

@@ -202,13 +202,18 @@ enum Wire {
     S(String),
     N(String),
     B(String),
-    SS(Vec<String>),
-    NS(Vec<String>),
-    BS(Vec<String>),
+    #[serde(rename = "SS")]
+    Ss(Vec<String>),
+    #[serde(rename = "NS")]
+    Ns(Vec<String>),
+    #[serde(rename = "BS")]
+    Bs(Vec<String>),
     M(HashMap<String, Wire>),
     L(Vec<Wire>),
-    NULL(bool),
-    BOOL(bool),
+    #[serde(rename = "NULL")]
+    Null(bool),
+    #[serde(rename = "BOOL")]
+    Bool(bool),
 }
 
 impl From<Wire> for AttributeValue {
@@ -218,13 +223,13 @@ impl From<Wire> for AttributeValue {
             Wire::S(text) => Self::S(text),
             Wire::N(text) => Self::N(text),
             Wire::B(text) => Self::B(blob(text)),
-            Wire::SS(list) => Self::Ss(list),
-            Wire::NS(list) => Self::Ns(list),
-            Wire::BS(list) => Self::Bs(list.into_iter().map(blob).collect()),
+            Wire::Ss(list) => Self::Ss(list),
+            Wire::Ns(list) => Self::Ns(list),
+            Wire::Bs(list) => Self::Bs(list.into_iter().map(blob).collect()),
             Wire::M(entries) => Self::M(entries.into_iter().map(|(k, v)| (k, v.into())).collect()),
             Wire::L(list) => Self::L(list.into_iter().map(Self::from).collect()),
-            Wire::NULL(null) => Self::Null(null),
-            Wire::BOOL(flag) => Self::Bool(flag),
+            Wire::Null(null) => Self::Null(null),
+            Wire::Bool(flag) => Self::Bool(flag),
         }
     }
 }
