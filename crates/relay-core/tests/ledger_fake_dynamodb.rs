@@ -64,11 +64,14 @@ async fn a_throttled_or_unavailable_table_is_unavailable() {
     };
     for switch in [FakeDynamoDb::set_throttled, FakeDynamoDb::set_unavailable] {
         switch(&fake, true);
+        let before = fake.calls();
         let answer = ledger.claim(&claim_of(&first), 1_800_000_000_000).await;
         assert!(
             matches!(answer, Err(LedgerError::Unavailable(_))),
             "{answer:?}"
         );
+        // Tried three times, as the AWS clients' standard retry does.
+        assert_eq!(fake.calls().since(&before).of("UpdateItem"), 3);
         switch(&fake, false);
     }
     assert!(fake.is_empty(), "nothing was written");

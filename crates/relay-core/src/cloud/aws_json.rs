@@ -295,7 +295,66 @@ fn service_error(status: u16, error_type: Option<&str>, body: Bytes) -> CallErro
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use aws_credential_types::provider::future;
+
     use super::*;
+
+    /// Credentials expiring `lifetime` from now (never without one), counting each fetch.
+    #[derive(Debug)]
+    struct Counting {
+        lifetime: Option<Duration>,
+        fetched: Arc<AtomicUsize>,
+    }
+
+    impl ProvideCredentials for Counting {
+        fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            let n = self.fetched.fetch_add(1, Ordering::SeqCst);
+            let expiry = self.lifetime.map(|l| SystemTime::now() + l);
+            future::ProvideCredentials::ready(Ok(Credentials::new(
+                format!("AKID{n}"),
+                "secret",
+                None,
+                expiry,
+                "test",
+            )))
+        }
+    }
+
+    #[tokio::test]
+    async fn credentials_are_kept_until_five_minutes_before_they_expire() {
+        for (lifetime, fetches) in [
+            (None, 1),
+            (Some(Duration::from_secs(3600)), 1),
+            (Some(Duration::from_secs(200)), 3),
+        ] {
+            let fetched = Arc::new(AtomicUsize::new(0));
+            let provider = Counting {
+                lifetime,
+                fetched: Arc::clone(&fetched),
+            };
+            let sdk = aws_config::SdkConfig::builder()
+                .credentials_provider(SharedCredentialsProvider::new(provider))
+                .build();
+            let api = Api {
+                endpoint: "http://127.0.0.1:1",
+                region: "eu-west-1",
+                service: "dynamodb",
+                target_prefix: "DynamoDB_20120810",
+                content_type: "application/x-amz-json-1.0",
+            };
+            let api = AwsJson::new(&sdk, &api).unwrap();
+            for _ in 0..3 {
+                api.credentials().await.unwrap();
+            }
+            assert_eq!(fetched.load(Ordering::SeqCst), fetches, "{lifetime:?}");
+        }
+    }
 
     #[test]
     fn error_answers_name_their_type_and_whether_to_retry() {
