@@ -153,7 +153,9 @@ impl AwsJson {
             loop {
                 match self.try_once(operation, &body).await {
                     Err(e) if e.is_retryable() && attempt + 1 < MAX_ATTEMPTS => {
-                        tokio::time::sleep(backoff(attempt)).await;
+                        let wait = backoff(attempt);
+                        tracing::debug!(endpoint = %self.endpoint, operation, attempt, error = %e, wait_ms = wait.as_millis() as u64, "AWS call to be retried.");
+                        tokio::time::sleep(wait).await;
                         attempt += 1;
                     }
                     answer => return answer,
