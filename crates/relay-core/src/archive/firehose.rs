@@ -6,7 +6,6 @@
 //! body: through the SDK a call cost about 33 µs of CPU per notification at full load, more
 //! than the record's sealing and writing; the SDK's crate is kept for its endpoint rules.
 
-use aws_sdk_firehose::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
@@ -14,7 +13,7 @@ use serde::Deserialize;
 
 use super::ArchiveError;
 use super::stream::RecordStream;
-use crate::cloud::aws_json::{Api, AwsJson, CallError, endpoint_inputs};
+use crate::cloud::aws_json::{Api, AwsJson, CallError, NO_REGION, endpoint_inputs, endpoint_of};
 use crate::json;
 
 /// The largest record Firehose takes: 1,000 KiB.
@@ -41,18 +40,13 @@ impl FirehoseStream {
     /// `AWS_ENDPOINT_URL_FIREHOSE`).
     pub(crate) async fn new(sdk: &aws_config::SdkConfig, name: &str) -> Result<Self, ArchiveError> {
         let open = |e: String| ArchiveError::Open(format!("firehose://{name}: {e}"));
-        let (region, custom) = endpoint_inputs(sdk, "Firehose").map_err(open)?;
-        let params = Params::builder()
-            .region(&region)
-            .use_fips(sdk.use_fips().unwrap_or(false))
-            .use_dual_stack(sdk.use_dual_stack().unwrap_or(false))
-            .set_endpoint(custom)
-            .build()
-            .map_err(|e| open(e.to_string()))?;
-        let endpoint = (DefaultResolver::new().resolve_endpoint(&params).await)
-            .map_err(|e| open(e.to_string()))?;
+        let (region, custom) = endpoint_inputs(sdk, "Firehose");
+        let region = region.ok_or_else(|| open(NO_REGION.into()))?;
+        let endpoint = endpoint_of!(aws_sdk_firehose::config::endpoint, sdk, &region, custom)
+            .await
+            .map_err(open)?;
         let api = Api {
-            endpoint: endpoint.url(),
+            endpoint: &endpoint,
             region: &region,
             service: "firehose",
             target_prefix: "Firehose_20150804",

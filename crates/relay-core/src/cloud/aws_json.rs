@@ -84,16 +84,15 @@ pub(crate) struct AwsJson {
     deadline: Option<Duration>,
 }
 
-/// The region of `sdk`, and the endpoint URL configured for the service `service_id` (`DynamoDB`,
-/// `Firehose`), as the SDK's clients take it: `AWS_ENDPOINT_URL_<SERVICE>` or the profile's, else
-/// `AWS_ENDPOINT_URL`; `None` for the region's own, which the service's endpoint rules name.
+/// The region of `sdk` (if any), and the endpoint URL configured for the service `service_id`
+/// (`DynamoDB`, `Firehose`, `SQS`), as the SDK's clients take it: `AWS_ENDPOINT_URL_<SERVICE>` or
+/// the profile's, else `AWS_ENDPOINT_URL`; `None` for the region's own, which the service's
+/// endpoint rules name ([`endpoint_of!`]).
 pub(crate) fn endpoint_inputs(
     sdk: &aws_config::SdkConfig,
     service_id: &str,
-) -> Result<(String, Option<String>), String> {
-    let region = (sdk.region())
-        .ok_or("no AWS region is configured (AWS_REGION)")?
-        .to_string();
+) -> (Option<String>, Option<String>) {
+    let region = sdk.region().map(ToString::to_string);
     let custom = match sdk.get_origin("endpoint_url").is_client_config() {
         true => sdk.endpoint_url().map(str::to_owned),
         false => (sdk.service_config())
@@ -108,8 +107,35 @@ pub(crate) fn endpoint_inputs(
             })
             .or_else(|| sdk.endpoint_url().map(str::to_owned)),
     };
-    Ok((region, custom))
+    (region, custom)
 }
+
+/// What a service's calls need without a region: the relay's configuration names none.
+pub(crate) const NO_REGION: &str = "no AWS region is configured (AWS_REGION)";
+
+/// The endpoint URL the endpoint rules of an SDK crate (`$rules`, such as
+/// `aws_sdk_dynamodb::config::endpoint`) name for `$region` and the configured `$custom`
+/// endpoint, FIPS and dual stack as the configuration `$sdk` says, and any further parameter
+/// (`account_id_endpoint_mode = "disabled"`): a future of `Result<String, String>`.
+macro_rules! endpoint_of {
+    ($rules:path, $sdk:expr, $region:expr, $custom:expr $(, $param:ident = $value:expr)*) => {
+        async {
+            use $rules::{DefaultResolver, Params, ResolveEndpoint};
+            let params = Params::builder()
+                .region($region)
+                .use_fips($sdk.use_fips().unwrap_or(false))
+                .use_dual_stack($sdk.use_dual_stack().unwrap_or(false))
+                .set_endpoint($custom)
+                $(.$param($value))*
+                .build()
+                .map_err(|e| e.to_string())?;
+            let endpoint = (DefaultResolver::new().resolve_endpoint(&params).await)
+                .map_err(|e| e.to_string())?;
+            Ok::<String, String>(endpoint.url().to_owned())
+        }
+    };
+}
+pub(crate) use endpoint_of;
 
 /// What an [`AwsJson`] calls: the endpoint's URL, the region and service it signs for, and the
 /// protocol's target prefix and content type.

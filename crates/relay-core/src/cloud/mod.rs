@@ -8,14 +8,16 @@
 
 use std::time::Duration;
 
+#[cfg(any(feature = "dynamodb", feature = "firehose", feature = "sqs"))]
+pub(crate) use aws::aws_connector;
 #[cfg(feature = "aws")]
-pub(crate) use aws::{aws_connector, is_throttling};
+pub(crate) use aws::is_throttling;
 #[cfg(feature = "aws")]
 pub use aws::{aws_http_client, load_aws_config};
 
-#[cfg(any(feature = "dynamodb", feature = "firehose"))]
+#[cfg(any(feature = "dynamodb", feature = "firehose", feature = "sqs"))]
 pub(crate) mod aws_json;
-#[cfg(any(feature = "dynamodb", feature = "firehose"))]
+#[cfg(any(feature = "dynamodb", feature = "firehose", feature = "sqs"))]
 mod sigv4;
 
 /// How long a tool's own load of the AWS configuration may take.
@@ -85,9 +87,7 @@ mod aws {
     use aws_config::{BehaviorVersion, SdkConfig};
     use aws_smithy_http_client::proxy::ProxyConfig;
     use aws_smithy_http_client::{Connector, ConnectorBuilder, tls};
-    use aws_smithy_runtime_api::client::http::{
-        HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
-    };
+    use aws_smithy_runtime_api::client::http::{HttpConnectorSettings, SharedHttpClient};
 
     /// Loads the standard AWS configuration (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL_*`) once,
     /// with bounded retries that fit inside the sink deadline.
@@ -135,12 +135,18 @@ mod aws {
 
     /// A connector of the same kind, for the relay's own calls (`aws_json.rs`), connecting
     /// within `connect_timeout`.
-    pub(crate) fn aws_connector(connect_timeout: Option<Duration>) -> SharedHttpConnector {
+    #[cfg(any(feature = "dynamodb", feature = "firehose", feature = "sqs"))]
+    pub(crate) fn aws_connector(
+        connect_timeout: Option<Duration>,
+    ) -> aws_smithy_runtime_api::client::http::SharedHttpConnector {
         let mut settings = HttpConnectorSettings::builder();
         settings.set_connect_timeout(connect_timeout);
         let settings = settings.build();
         let sleep = aws_smithy_async::rt::sleep::default_async_sleep();
-        SharedHttpConnector::new(connector(Some(settings), sleep))
+        aws_smithy_runtime_api::client::http::SharedHttpConnector::new(connector(
+            Some(settings),
+            sleep,
+        ))
     }
 
     fn connector(

@@ -429,7 +429,7 @@ impl Target {
             #[cfg(feature = "sqs")]
             Self::Sqs(c) => {
                 let (sdk, wait) = clients.aws.expect("loaded for SQS");
-                Arc::new(c.build(sdk, wait))
+                Arc::new(c.build(sdk, wait).await.map_err(BuildError::Failed)?)
             }
             #[cfg(feature = "sns")]
             Self::Sns(c) => {

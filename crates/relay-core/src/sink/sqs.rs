@@ -156,24 +156,20 @@ pub use api::client_for_queue;
 
 #[cfg(feature = "sqs")]
 mod api {
-    use std::collections::HashMap;
     use std::sync::Arc;
     use std::time::Duration;
 
     use aws_sdk_sqs::Client;
     use aws_sdk_sqs::config::Region;
-    use aws_sdk_sqs::types::{
-        MessageAttributeValue, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
-        SendMessageBatchRequestEntry,
-    };
 
     use super::super::SinkError;
-    use super::super::aws::{
-        AwsApi, AwsEntry, AwsSender, BatchReport, classify, entry_failure, invalid, opened,
-    };
+    use super::super::aws::{AwsApi, AwsEntry, AwsSender, BatchReport, entry_failure};
     use super::super::batch::{BatchedSink, LINGER, Limits};
     use super::region_of_host;
     use super::{SqsConfig, wire};
+    use crate::cloud::aws_json::{
+        Api, AwsJson, CallError, NO_REGION, endpoint_inputs, endpoint_of,
+    };
 
     /// SQS takes at most ten entries and 1 MiB per `SendMessageBatch`.
     const BATCH: Limits = Limits {
@@ -186,17 +182,17 @@ mod api {
 
     impl SqsConfig {
         /// The sink (`SendMessageBatch` for messages in flight together), its client built once
-        /// from the shared AWS configuration. A queue URL on an AWS host sets the client's
-        /// region, so a relay can publish to another region. A partial batch waits at most
-        /// `wait` for more messages.
-        pub(in crate::sink) fn build(
+        /// from the shared AWS configuration. A queue URL on an AWS host names the region
+        /// called, so a relay can publish to another region. A partial batch waits at most
+        /// `wait` for more messages. Refused without a region for the queue.
+        pub(in crate::sink) async fn build(
             &self,
             sdk: &aws_config::SdkConfig,
             wait: Duration,
-        ) -> BatchedSink {
+        ) -> Result<BatchedSink, String> {
             let url = self.queue_url.as_str();
             let queue = Queue {
-                client: client_for_queue(sdk, url),
+                api: queue_api(sdk, url).await?,
                 url: url.to_owned(),
             };
             let name = format!("sqs:{}", url.rsplit('/').next().unwrap_or_default());
@@ -204,19 +200,40 @@ mod api {
                 linger: wait,
                 ..BATCH
             };
-            BatchedSink::new(name, Arc::new(AwsSender(queue)), limits)
+            Ok(BatchedSink::new(name, Arc::new(AwsSender(queue)), limits))
         }
     }
 
-    /// An SQS client from the shared configuration, in the region of the queue at `url` when
-    /// its host is an AWS one, so a relay (or the CLI) can reach a queue in another region.
+    /// The region of the queue at `url`: its host's when that is an AWS one, else the
+    /// configuration's.
+    fn queue_region(sdk: &aws_config::SdkConfig, url: &str) -> Option<String> {
+        let host = url.parse::<http::Uri>().ok()?.host()?.to_owned();
+        region_of_host(&host).or_else(|| sdk.region().map(ToString::to_string))
+    }
+
+    /// The relay's calls to SQS for the queue at `url` (its region's endpoint, or the one
+    /// configured: `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`), written on the wire.
+    async fn queue_api(sdk: &aws_config::SdkConfig, url: &str) -> Result<AwsJson, String> {
+        let (_, custom) = endpoint_inputs(sdk, "SQS");
+        let region = queue_region(sdk, url).ok_or(NO_REGION)?;
+        let endpoint = endpoint_of!(aws_sdk_sqs::config::endpoint, sdk, &region, custom)
+            .await
+            .map_err(|e| format!("no SQS endpoint for {region}: {e}"))?;
+        let api = Api {
+            endpoint: &endpoint,
+            region: &region,
+            service: "sqs",
+            target_prefix: "AmazonSQS",
+            content_type: "application/x-amz-json-1.0",
+        };
+        AwsJson::new(sdk, &api)
+    }
+
+    /// An SQS client of the AWS SDK from the shared configuration, in the region of the queue
+    /// at `url` when its host is an AWS one, so the CLI can reach a queue in another region.
     pub fn client_for_queue(sdk: &aws_config::SdkConfig, url: &str) -> Client {
         let mut config = aws_sdk_sqs::config::Builder::from(sdk);
-        let host = url
-            .parse::<http::Uri>()
-            .ok()
-            .and_then(|u| u.host().map(str::to_owned));
-        if let Some(region) = host.as_deref().and_then(region_of_host) {
+        if let Some(region) = queue_region(sdk, url) {
             config = config.region(Region::new(region));
         }
         Client::from_conf(config.build())
@@ -224,107 +241,62 @@ mod api {
 
     #[derive(Debug)]
     struct Queue {
-        client: Client,
+        api: AwsJson,
         url: String,
     }
 
-    fn attributes(entry: &AwsEntry) -> Result<HashMap<String, MessageAttributeValue>, SinkError> {
-        entry
-            .attributes
-            .iter()
-            .map(|(name, value)| {
-                let value = MessageAttributeValue::builder()
-                    .data_type("String")
-                    .string_value(value);
-                Ok((name.to_owned(), value.build().map_err(invalid)?))
-            })
-            .collect()
+    /// A failed call, for every entry it carried: throttling, 5xx and no answer are worth a
+    /// retry; a missing queue, a missing grant or a refused request are not.
+    fn failure(error: CallError) -> SinkError {
+        match error.is_retryable() {
+            true => SinkError::Retryable(error.to_string().into()),
+            false => SinkError::Permanent(error.to_string().into()),
+        }
     }
 
-    /// `AWSTraceHeader`, the system attribute X-Ray follows (outside the ten attributes).
-    fn trace_attribute(
-        header: Option<String>,
-    ) -> Result<
-        Option<HashMap<MessageSystemAttributeNameForSends, MessageSystemAttributeValue>>,
-        SinkError,
-    > {
-        let Some(header) = header else {
-            return Ok(None);
-        };
-        let value = MessageSystemAttributeValue::builder()
-            .data_type("String")
-            .string_value(header)
-            .build()
-            .map_err(invalid)?;
-        let name = MessageSystemAttributeNameForSends::AwsTraceHeader;
-        Ok(Some(HashMap::from([(name, value)])))
+    /// An answer that is not SQS's JSON.
+    fn unreadable(error: serde_json::Error) -> SinkError {
+        SinkError::Retryable(format!("an SQS answer that is not its JSON: {error}").into())
     }
 
     #[async_trait::async_trait]
     impl AwsApi for Queue {
+        /// `GetQueueAttributes` of the queue's ARN: any answer, a refusal included, opens the
+        /// connection.
         async fn warm(&self) -> Result<(), SinkError> {
-            let request = self.client.get_queue_attributes().queue_url(&self.url);
-            opened(
-                request
-                    .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-                    .send()
-                    .await,
-            )
+            match self
+                .api
+                .call("GetQueueAttributes", wire::attributes_body(&self.url))
+                .await
+            {
+                Ok(_) | Err(CallError::Service { .. }) => Ok(()),
+                Err(e) => Err(failure(e)),
+            }
         }
 
         async fn send(&self, entry: AwsEntry) -> Result<Option<String>, SinkError> {
-            let output = self
-                .client
-                .send_message()
-                .queue_url(&self.url)
-                .set_message_attributes(Some(attributes(&entry)?))
-                .message_body(entry.body_string())
-                .set_message_group_id(entry.group_id)
-                .set_message_deduplication_id(entry.dedup_id)
-                .set_message_system_attributes(trace_attribute(entry.trace_header)?)
-                .send()
+            let answer = (self.api)
+                .call("SendMessage", wire::message_body(&self.url, &entry))
                 .await
-                .map_err(classify)?;
-            Ok(output.message_id().map(str::to_owned))
+                .map_err(failure)?;
+            let sent: wire::Sent = serde_json::from_slice(&answer).map_err(unreadable)?;
+            Ok(sent.message_id)
         }
 
         async fn send_batch(&self, entries: Vec<AwsEntry>) -> Result<BatchReport, SinkError> {
-            let body = wire::batch_body(&self.url, &entries);
-            // The SDK is given each entry's id and an empty body; the request body it sends is
-            // `body`, which holds the same entries in full (see `wire`).
-            let placeholders = entries
-                .iter()
-                .map(|entry| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(&entry.id)
-                        .message_body("")
-                        .build()
-                        .map_err(invalid)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let output = self
-                .client
-                .send_message_batch()
-                .queue_url(&self.url)
-                .set_entries(Some(placeholders))
-                .customize()
-                .interceptor(wire::PreparedBody(body))
-                .send()
+            let answer = (self.api)
+                .call("SendMessageBatch", wire::batch_body(&self.url, &entries))
                 .await
-                .map_err(classify)?;
-            let accepted = output.successful().iter();
+                .map_err(failure)?;
+            let report: wire::BatchAnswer = serde_json::from_slice(&answer).map_err(unreadable)?;
             Ok(BatchReport {
-                accepted: accepted
-                    .map(|ok| (ok.id().to_owned(), Some(ok.message_id().to_owned())))
+                accepted: (report.successful.into_iter())
+                    .map(|ok| (ok.id, ok.message_id))
                     .collect(),
-                failed: output
-                    .failed()
-                    .iter()
+                failed: (report.failed.into_iter())
                     .map(|f| {
-                        (
-                            f.id().to_owned(),
-                            entry_failure(f.code(), f.sender_fault(), f.message()),
-                        )
+                        let error = entry_failure(&f.code, f.sender_fault, f.message.as_deref());
+                        (f.id, error)
                     })
                     .collect(),
             })
@@ -332,23 +304,51 @@ mod api {
     }
 }
 
-/// The `SendMessageBatch` request body as the SQS JSON protocol defines it. The SDK's own
-/// serializer escapes message bodies one byte at a time, and at full load that was the largest
-/// single cost of a notification; here the runs of bytes that need no escaping are found with
-/// `memchr` and copied whole. The SDK still builds the request's headers, signs it (hashing
-/// this body), sends it, retries it and parses the answer.
+/// SQS's JSON protocol, written and read here: the requests are written by hand because the
+/// SDK's serializer escaped message bodies one byte at a time (at full load the largest single
+/// cost of a notification), and they are sent by [`AwsJson`](crate::cloud::aws_json::AwsJson)
+/// rather than the SDK, whose per-call work cost more than the rest of the batch's path.
 #[cfg(feature = "sqs")]
 mod wire {
-    use aws_smithy_runtime_api::box_error::BoxError;
-    use aws_smithy_runtime_api::client::interceptors::Intercept;
-    use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextMut;
-    use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-    use aws_smithy_types::body::SdkBody;
-    use aws_smithy_types::config_bag::ConfigBag;
     use bytes::Bytes;
+    use serde::Deserialize;
 
     use super::super::aws::AwsEntry;
     use crate::json;
+
+    /// A `SendMessage` answer.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    pub(super) struct Sent {
+        pub(super) message_id: Option<String>,
+    }
+
+    /// A `SendMessageBatch` answer: the entries taken and the ones refused.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    pub(super) struct BatchAnswer {
+        #[serde(default)]
+        pub(super) successful: Vec<Taken>,
+        #[serde(default)]
+        pub(super) failed: Vec<Refused>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    pub(super) struct Taken {
+        pub(super) id: String,
+        pub(super) message_id: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    pub(super) struct Refused {
+        pub(super) id: String,
+        pub(super) code: String,
+        #[serde(default)]
+        pub(super) sender_fault: bool,
+        pub(super) message: Option<String>,
+    }
 
     /// The request body for `entries`:
     /// `{"QueueUrl": …, "Entries": [{"Id", "MessageBody", "MessageAttributes",
@@ -363,65 +363,63 @@ mod wire {
         json::list(&mut out, *b"[]", entries, |out, entry| {
             out.extend_from_slice(b"{\"Id\":");
             json::string(out, &entry.id);
-            out.extend_from_slice(b",\"MessageBody\":");
-            json::utf8(out, entry.body());
-            if !entry.attributes.is_empty() {
-                out.extend_from_slice(b",\"MessageAttributes\":");
-                json::list(
-                    out,
-                    *b"{}",
-                    entry.attributes.iter(),
-                    |out, (name, value)| {
-                        json::string(out, name);
-                        out.extend_from_slice(b":{\"DataType\":\"String\",\"StringValue\":");
-                        json::string(out, value);
-                        out.push(b'}');
-                    },
-                );
-            }
-            if let Some(header) = &entry.trace_header {
-                out.extend_from_slice(b",\"MessageSystemAttributes\":{\"AWSTraceHeader\":");
-                out.extend_from_slice(b"{\"DataType\":\"String\",\"StringValue\":");
-                json::string(out, header);
-                out.extend_from_slice(b"}}");
-            }
-            for (key, value) in [
-                (&b",\"MessageGroupId\":"[..], &entry.group_id),
-                (&b",\"MessageDeduplicationId\":"[..], &entry.dedup_id),
-            ] {
-                if let Some(value) = value {
-                    out.extend_from_slice(key);
-                    json::string(out, value);
-                }
-            }
+            message(out, entry);
             out.push(b'}');
         });
         out.push(b'}');
         Bytes::from(out)
     }
 
-    /// Puts the prepared body in place of the one the SDK serialized, once per call, before
-    /// the first attempt: every retry sends and signs the same bytes.
-    #[derive(Debug)]
-    pub(super) struct PreparedBody(pub(super) Bytes);
+    /// The body of a `SendMessage` of `entry`: a batch entry's fields without its id.
+    pub(super) fn message_body(queue_url: &str, entry: &AwsEntry) -> Bytes {
+        let mut out = Vec::with_capacity(entry.body().len() + queue_url.len() + 512);
+        out.extend_from_slice(b"{\"QueueUrl\":");
+        json::string(&mut out, queue_url);
+        message(&mut out, entry);
+        out.push(b'}');
+        Bytes::from(out)
+    }
 
-    impl Intercept for PreparedBody {
-        fn name(&self) -> &'static str {
-            "PreparedBody"
+    /// The body of a `GetQueueAttributes` of the queue's ARN.
+    pub(super) fn attributes_body(queue_url: &str) -> Bytes {
+        let mut out = b"{\"QueueUrl\":".to_vec();
+        json::string(&mut out, queue_url);
+        out.extend_from_slice(b",\"AttributeNames\":[\"QueueArn\"]}");
+        Bytes::from(out)
+    }
+
+    /// A message's fields, each after a comma: its body, attributes, trace header and FIFO ids.
+    fn message(out: &mut Vec<u8>, entry: &AwsEntry) {
+        out.extend_from_slice(b",\"MessageBody\":");
+        json::utf8(out, entry.body());
+        if !entry.attributes.is_empty() {
+            out.extend_from_slice(b",\"MessageAttributes\":");
+            json::list(
+                out,
+                *b"{}",
+                entry.attributes.iter(),
+                |out, (name, value)| {
+                    json::string(out, name);
+                    out.extend_from_slice(b":{\"DataType\":\"String\",\"StringValue\":");
+                    json::string(out, value);
+                    out.push(b'}');
+                },
+            );
         }
-
-        fn modify_before_retry_loop(
-            &self,
-            context: &mut BeforeTransmitInterceptorContextMut<'_>,
-            _components: &RuntimeComponents,
-            _cfg: &mut ConfigBag,
-        ) -> Result<(), BoxError> {
-            let request = context.request_mut();
-            request
-                .headers_mut()
-                .insert("content-length", self.0.len().to_string());
-            *request.body_mut() = SdkBody::from(self.0.clone());
-            Ok(())
+        if let Some(header) = &entry.trace_header {
+            out.extend_from_slice(b",\"MessageSystemAttributes\":{\"AWSTraceHeader\":");
+            out.extend_from_slice(b"{\"DataType\":\"String\",\"StringValue\":");
+            json::string(out, header);
+            out.extend_from_slice(b"}}");
+        }
+        for (key, value) in [
+            (&b",\"MessageGroupId\":"[..], &entry.group_id),
+            (&b",\"MessageDeduplicationId\":"[..], &entry.dedup_id),
+        ] {
+            if let Some(value) = value {
+                out.extend_from_slice(key);
+                json::string(out, value);
+            }
         }
     }
 }
@@ -509,5 +507,32 @@ mod tests {
                 ]
             })
         );
+        // A message sent alone carries the same fields, without an id.
+        let alone: serde_json::Value =
+            serde_json::from_slice(&wire::message_body(url, &entries[0])).unwrap();
+        let mut expected = parsed["Entries"][0].clone();
+        expected.as_object_mut().unwrap().remove("Id");
+        expected["QueueUrl"] = url.into();
+        assert_eq!(alone, expected);
+    }
+
+    #[test]
+    fn batch_answers_read_each_entry_s_fate() {
+        let answer = br#"{"Successful":[{"Id":"0","MessageId":"m-0","MD5OfMessageBody":"x"}],
+            "Failed":[{"Id":"1","SenderFault":true,"Code":"InvalidParameterValue","Message":"no"}]}"#;
+        let report: wire::BatchAnswer = serde_json::from_slice(answer).unwrap();
+        assert_eq!(report.successful[0].id, "0");
+        assert_eq!(report.successful[0].message_id.as_deref(), Some("m-0"));
+        let refused = &report.failed[0];
+        assert_eq!(
+            (
+                refused.id.as_str(),
+                refused.code.as_str(),
+                refused.sender_fault
+            ),
+            ("1", "InvalidParameterValue", true)
+        );
+        let empty: wire::BatchAnswer = serde_json::from_slice(b"{}").unwrap();
+        assert!(empty.successful.is_empty() && empty.failed.is_empty());
     }
 }

@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::Engine;
@@ -15,7 +14,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::item::Item;
-use crate::cloud::aws_json::{Api, AwsJson, CallError, endpoint_inputs};
+use crate::cloud::aws_json::{Api, AwsJson, CallError, NO_REGION, endpoint_inputs, endpoint_of};
 use crate::json;
 
 /// One `UpdateItem` of the ledger: the old image on success (`ReturnValues=ALL_OLD`), and the
@@ -43,19 +42,19 @@ pub(super) enum Answer {
 /// would call (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL`, the region's, FIPS and dual
 /// stack as configured), at its regional name rather than an account's.
 pub(super) async fn client(sdk: &aws_config::SdkConfig) -> Result<AwsJson, String> {
-    let (region, custom) = endpoint_inputs(sdk, "DynamoDB")?;
-    let params = Params::builder()
-        .region(&region)
-        .use_fips(sdk.use_fips().unwrap_or(false))
-        .use_dual_stack(sdk.use_dual_stack().unwrap_or(false))
-        .set_endpoint(custom)
-        .account_id_endpoint_mode("disabled")
-        .build()
-        .map_err(|e| e.to_string())?;
-    let endpoint = (DefaultResolver::new().resolve_endpoint(&params).await)
-        .map_err(|e| format!("no DynamoDB endpoint for {region}: {e}"))?;
+    let (region, custom) = endpoint_inputs(sdk, "DynamoDB");
+    let region = region.ok_or(NO_REGION)?;
+    let endpoint = endpoint_of!(
+        aws_sdk_dynamodb::config::endpoint,
+        sdk,
+        &region,
+        custom,
+        account_id_endpoint_mode = "disabled"
+    )
+    .await
+    .map_err(|e| format!("no DynamoDB endpoint for {region}: {e}"))?;
     let api = Api {
-        endpoint: endpoint.url(),
+        endpoint: &endpoint,
         region: &region,
         service: "dynamodb",
         target_prefix: "DynamoDB_20120810",
