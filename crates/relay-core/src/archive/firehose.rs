@@ -13,8 +13,17 @@ use serde::Deserialize;
 
 use super::ArchiveError;
 use super::stream::RecordStream;
-use crate::cloud::aws_json::{Api, AwsJson, CallError, NO_REGION, endpoint_inputs, endpoint_of};
+use crate::cloud::aws_json::{
+    AwsJson, CallError, NO_REGION, Service, endpoint_inputs, endpoint_of,
+};
 use crate::json;
+
+/// Firehose's JSON protocol.
+const FIREHOSE: Service = Service {
+    signing_name: "firehose",
+    target_prefix: "Firehose_20150804",
+    content_type: "application/x-amz-json-1.1",
+};
 
 /// The largest record Firehose takes: 1,000 KiB.
 const MAX_RECORD_BYTES: usize = 1_000 * 1024;
@@ -45,15 +54,8 @@ impl FirehoseStream {
         let endpoint = endpoint_of!(aws_sdk_firehose::config::endpoint, sdk, &region, custom)
             .await
             .map_err(open)?;
-        let api = Api {
-            endpoint: &endpoint,
-            region: &region,
-            service: "firehose",
-            target_prefix: "Firehose_20150804",
-            content_type: "application/x-amz-json-1.1",
-        };
         Ok(Self {
-            api: AwsJson::new(sdk, &api).map_err(open)?,
+            api: AwsJson::new(sdk, (&endpoint, &region), &FIREHOSE).map_err(open)?,
             name: name.to_owned(),
         })
     }

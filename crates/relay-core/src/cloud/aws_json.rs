@@ -137,23 +137,26 @@ macro_rules! endpoint_of {
 }
 pub(crate) use endpoint_of;
 
-/// What an [`AwsJson`] calls: the endpoint's URL, the region and service it signs for, and the
-/// protocol's target prefix and content type.
-pub(crate) struct Api<'a> {
-    pub(crate) endpoint: &'a str,
-    pub(crate) region: &'a str,
-    pub(crate) service: &'a str,
+/// An AWS JSON-protocol service: the name it signs for, its target prefix (a call's
+/// `x-amz-target` is this, a dot and the operation) and its content type.
+pub(crate) struct Service {
+    pub(crate) signing_name: &'static str,
     pub(crate) target_prefix: &'static str,
     pub(crate) content_type: &'static str,
 }
 
 impl AwsJson {
-    /// Calls to `api`, with the credentials and timeouts of `sdk`.
-    pub(crate) fn new(sdk: &aws_config::SdkConfig, api: &Api<'_>) -> Result<Self, String> {
-        let uri: http::Uri = (api.endpoint.parse())
-            .map_err(|e| format!("the endpoint {:?} is not a URL: {e}", api.endpoint))?;
+    /// Calls to `service` at `endpoint`, signed for `region`, with the credentials and
+    /// timeouts of `sdk`.
+    pub(crate) fn new(
+        sdk: &aws_config::SdkConfig,
+        (endpoint, region): (&str, &str),
+        service: &Service,
+    ) -> Result<Self, String> {
+        let uri: http::Uri = (endpoint.parse())
+            .map_err(|e| format!("the endpoint {endpoint:?} is not a URL: {e}"))?;
         let host = (uri.authority())
-            .ok_or_else(|| format!("the endpoint {:?} names no host", api.endpoint))?
+            .ok_or_else(|| format!("the endpoint {endpoint:?} names no host"))?
             .to_string();
         let scheme = uri.scheme_str().unwrap_or("https");
         let timeouts = sdk.timeout_config();
@@ -161,9 +164,9 @@ impl AwsJson {
             connector: super::aws_connector(timeouts.and_then(|t| t.connect_timeout())),
             endpoint: format!("{scheme}://{host}/"),
             host,
-            target_prefix: api.target_prefix,
-            content_type: api.content_type,
-            signer: Signer::new(api.region, api.service),
+            target_prefix: service.target_prefix,
+            content_type: service.content_type,
+            signer: Signer::new(region, service.signing_name),
             provider: sdk.credentials_provider(),
             credentials: Mutex::new(None),
             attempt_timeout: timeouts.and_then(|t| t.operation_attempt_timeout()),
@@ -369,14 +372,12 @@ mod tests {
             let sdk = aws_config::SdkConfig::builder()
                 .credentials_provider(SharedCredentialsProvider::new(provider))
                 .build();
-            let api = Api {
-                endpoint: "http://127.0.0.1:1",
-                region: "eu-west-1",
-                service: "dynamodb",
+            let service = Service {
+                signing_name: "dynamodb",
                 target_prefix: "DynamoDB_20120810",
                 content_type: "application/x-amz-json-1.0",
             };
-            let api = AwsJson::new(&sdk, &api).unwrap();
+            let api = AwsJson::new(&sdk, ("http://127.0.0.1:1", "eu-west-1"), &service).unwrap();
             for _ in 0..3 {
                 api.credentials().await.unwrap();
             }

@@ -168,7 +168,14 @@ mod api {
     use super::region_of_host;
     use super::{SqsConfig, wire};
     use crate::cloud::aws_json::{
-        Api, AwsJson, CallError, NO_REGION, endpoint_inputs, endpoint_of,
+        AwsJson, CallError, NO_REGION, Service, endpoint_inputs, endpoint_of,
+    };
+
+    /// SQS's JSON protocol.
+    const SQS: Service = Service {
+        signing_name: "sqs",
+        target_prefix: "AmazonSQS",
+        content_type: "application/x-amz-json-1.0",
     };
 
     /// SQS takes at most ten entries and 1 MiB per `SendMessageBatch`.
@@ -219,14 +226,7 @@ mod api {
         let endpoint = endpoint_of!(aws_sdk_sqs::config::endpoint, sdk, &region, custom)
             .await
             .map_err(|e| format!("no SQS endpoint for {region}: {e}"))?;
-        let api = Api {
-            endpoint: &endpoint,
-            region: &region,
-            service: "sqs",
-            target_prefix: "AmazonSQS",
-            content_type: "application/x-amz-json-1.0",
-        };
-        AwsJson::new(sdk, &api)
+        AwsJson::new(sdk, (&endpoint, &region), &SQS)
     }
 
     /// An SQS client of the AWS SDK from the shared configuration, in the region of the queue

@@ -14,7 +14,9 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::item::Item;
-use crate::cloud::aws_json::{Api, AwsJson, CallError, NO_REGION, endpoint_inputs, endpoint_of};
+use crate::cloud::aws_json::{
+    AwsJson, CallError, NO_REGION, Service, endpoint_inputs, endpoint_of,
+};
 use crate::json;
 
 /// One `UpdateItem` of the ledger: the old image on success (`ReturnValues=ALL_OLD`), and the
@@ -38,6 +40,13 @@ pub(super) enum Answer {
     ConditionFailed(Option<Item>),
 }
 
+/// DynamoDB's JSON protocol.
+const DYNAMODB: Service = Service {
+    signing_name: "dynamodb",
+    target_prefix: "DynamoDB_20120810",
+    content_type: "application/x-amz-json-1.0",
+};
+
 /// The client of DynamoDB's endpoint for the relay's configuration: the one the SDK's client
 /// would call (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL`, the region's, FIPS and dual
 /// stack as configured), at its regional name rather than an account's.
@@ -53,14 +62,7 @@ pub(super) async fn client(sdk: &aws_config::SdkConfig) -> Result<AwsJson, Strin
     )
     .await
     .map_err(|e| format!("no DynamoDB endpoint for {region}: {e}"))?;
-    let api = Api {
-        endpoint: &endpoint,
-        region: &region,
-        service: "dynamodb",
-        target_prefix: "DynamoDB_20120810",
-        content_type: "application/x-amz-json-1.0",
-    };
-    AwsJson::new(sdk, &api)
+    AwsJson::new(sdk, (&endpoint, &region), &DYNAMODB)
 }
 
 /// Sends `update`.
