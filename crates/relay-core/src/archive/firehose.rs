@@ -13,13 +13,13 @@ use serde::Deserialize;
 
 use super::ArchiveError;
 use super::stream::RecordStream;
-use crate::cloud::aws_json::{
-    AwsJson, CallError, NO_REGION, Service, endpoint_inputs, endpoint_of,
-};
+use crate::cloud::aws_json::{AwsJson, CallError, NO_REGION, Service, client_of, read};
 use crate::json;
+use crate::sink::SinkError;
 
 /// Firehose's JSON protocol.
 const FIREHOSE: Service = Service {
+    service_id: "Firehose",
     signing_name: "firehose",
     target_prefix: "Firehose_20150804",
     content_type: "application/x-amz-json-1.1",
@@ -33,6 +33,15 @@ const MAX_RECORD_BYTES: usize = 1_000 * 1024;
 pub(crate) struct FirehoseStream {
     api: AwsJson,
     name: String,
+}
+
+/// A `PutRecord` answer (its record's id) or a `PutRecordBatch` one (each record's).
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Answer {
+    record_id: Option<String>,
+    #[serde(default)]
+    request_responses: Vec<Response>,
 }
 
 /// One record's answer in a `PutRecordBatch`.
@@ -49,22 +58,26 @@ impl FirehoseStream {
     /// `AWS_ENDPOINT_URL_FIREHOSE`).
     pub(crate) async fn new(sdk: &aws_config::SdkConfig, name: &str) -> Result<Self, ArchiveError> {
         let open = |e: String| ArchiveError::Open(format!("firehose://{name}: {e}"));
-        let (region, custom) = endpoint_inputs(sdk, "Firehose");
-        let region = region.ok_or_else(|| open(NO_REGION.into()))?;
-        let endpoint = endpoint_of!(aws_sdk_firehose::config::endpoint, sdk, &region, custom)
-            .await
-            .map_err(open)?;
+        let region = sdk.region().ok_or_else(|| open(NO_REGION.into()))?;
+        let api = client_of!(
+            aws_sdk_firehose::config::endpoint,
+            sdk,
+            region.as_ref(),
+            &FIREHOSE
+        )
+        .await
+        .map_err(open)?;
         Ok(Self {
-            api: AwsJson::new(sdk, (&endpoint, &region), &FIREHOSE).map_err(open)?,
+            api,
             name: name.to_owned(),
         })
     }
 
     /// A call's failure, for every record it carried.
-    fn failure(&self, error: &CallError) -> ArchiveError {
-        match error.is_retryable() {
-            true => ArchiveError::Unavailable(format!("{}: {error}", self.url())),
-            false => ArchiveError::Refused(format!("{}: {error}", self.url())),
+    fn failure(&self, error: CallError) -> ArchiveError {
+        match SinkError::from(error) {
+            SinkError::Retryable(e) => ArchiveError::Unavailable(format!("{}: {e}", self.url())),
+            SinkError::Permanent(e) => ArchiveError::Refused(format!("{}: {e}", self.url())),
         }
     }
 
@@ -143,24 +156,13 @@ impl RecordStream for FirehoseStream {
             _ => "PutRecordBatch",
         };
         let answer = match self.api.call(operation, self.body(lines)).await {
-            Ok(answer) => answer,
-            Err(e) => {
-                let error = self.failure(&e);
-                return lines.iter().map(|_| Err(error.clone())).collect();
-            }
+            Ok(answer) => read::<Answer>(&answer),
+            Err(e) => Err(e),
         };
-        #[derive(Deserialize)]
-        #[serde(rename_all = "PascalCase")]
-        struct Answer {
-            record_id: Option<String>,
-            #[serde(default)]
-            request_responses: Vec<Response>,
-        }
-        let answer: Answer = match serde_json::from_slice(&answer) {
+        let answer = match answer {
             Ok(answer) => answer,
             Err(e) => {
-                let error =
-                    ArchiveError::Unavailable(format!("{}: an unreadable answer: {e}", self.url()));
+                let error = self.failure(e);
                 return lines.iter().map(|_| Err(error.clone())).collect();
             }
         };
@@ -186,8 +188,8 @@ impl RecordStream for FirehoseStream {
     /// A `PutRecordBatch` of no record: Firehose refuses it, writing nothing, and the
     /// connection is open.
     async fn warm(&self) -> Result<(), ArchiveError> {
-        match self.api.call("PutRecordBatch", self.body(&[])).await {
-            Ok(_) | Err(CallError::Service { .. }) => Ok(()),
+        match self.api.warm("PutRecordBatch", self.body(&[])).await {
+            Ok(_) => Ok(()),
             Err(e) => Err(ArchiveError::Unavailable(e.to_string())),
         }
     }

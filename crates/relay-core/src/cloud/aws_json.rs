@@ -55,6 +55,14 @@ pub(crate) enum CallError {
     Credentials(String),
 }
 
+/// An answer's JSON, read as `T`; an answer that is not the protocol's JSON is no answer.
+pub(crate) fn read<T: serde::de::DeserializeOwned>(answer: &[u8]) -> Result<T, CallError> {
+    serde_json::from_slice(answer).map_err(|e| CallError::Unanswered {
+        endpoint: "AWS".into(),
+        reason: format!("an answer that is not the protocol's JSON: {e}"),
+    })
+}
+
 impl CallError {
     /// Throttling, 5xx and no answer: worth another attempt, later.
     pub(crate) fn is_retryable(&self) -> bool {
@@ -86,62 +94,64 @@ pub(crate) struct AwsJson {
     deadline: Option<Duration>,
 }
 
-/// The region of `sdk` (if any), and the endpoint URL configured for the service `service_id`
-/// (`DynamoDB`, `Firehose`, `SQS`), as the SDK's clients take it: `AWS_ENDPOINT_URL_<SERVICE>` or
-/// the profile's, else `AWS_ENDPOINT_URL`; `None` for the region's own, which the service's
-/// endpoint rules name ([`endpoint_of!`]).
-pub(crate) fn endpoint_inputs(
-    sdk: &aws_config::SdkConfig,
-    service_id: &str,
-) -> (Option<String>, Option<String>) {
-    let region = sdk.region().map(ToString::to_string);
-    let custom = match sdk.get_origin("endpoint_url").is_client_config() {
-        true => sdk.endpoint_url().map(str::to_owned),
-        false => (sdk.service_config())
-            .and_then(|config| {
-                let key = aws_types::service_config::ServiceConfigKey::builder()
-                    .service_id(service_id)
-                    .env("AWS_ENDPOINT_URL")
-                    .profile("endpoint_url")
-                    .build()
-                    .ok()?;
-                config.load_config(key)
-            })
-            .or_else(|| sdk.endpoint_url().map(str::to_owned)),
-    };
-    (region, custom)
+/// The endpoint URL configured for the service `service_id` (`DynamoDB`, `Firehose`, `SQS`), as
+/// the SDK's clients take it: `AWS_ENDPOINT_URL_<SERVICE>` or the profile's, else
+/// `AWS_ENDPOINT_URL`; `None` for the region's own, which the service's endpoint rules name.
+pub(crate) fn configured_endpoint(sdk: &aws_config::SdkConfig, service_id: &str) -> Option<String> {
+    if sdk.get_origin("endpoint_url").is_client_config() {
+        return sdk.endpoint_url().map(str::to_owned);
+    }
+    (sdk.service_config())
+        .and_then(|config| {
+            let key = aws_types::service_config::ServiceConfigKey::builder()
+                .service_id(service_id)
+                .env("AWS_ENDPOINT_URL")
+                .profile("endpoint_url")
+                .build()
+                .ok()?;
+            config.load_config(key)
+        })
+        .or_else(|| sdk.endpoint_url().map(str::to_owned))
 }
 
 /// What a service's calls need without a region: the relay's configuration names none.
 pub(crate) const NO_REGION: &str = "no AWS region is configured (AWS_REGION)";
 
-/// The endpoint URL the endpoint rules of an SDK crate (`$rules`, such as
-/// `aws_sdk_dynamodb::config::endpoint`) name for `$region` and the configured `$custom`
-/// endpoint, FIPS and dual stack as the configuration `$sdk` says, and any further parameter
-/// (`account_id_endpoint_mode = "disabled"`): a future of `Result<String, String>`.
-macro_rules! endpoint_of {
-    ($rules:path, $sdk:expr, $region:expr, $custom:expr $(, $param:ident = $value:expr)*) => {
+/// The calls to `$service` (a [`Service`]) in `$region` with the configuration `$sdk`, at the
+/// endpoint the rules of its SDK crate (`$rules`, such as `aws_sdk_dynamodb::config::endpoint`)
+/// name for that region and the configured endpoint ([`configured_endpoint`]), FIPS and dual
+/// stack as `$sdk` says, and any further parameter (`account_id_endpoint_mode = "disabled"`): a
+/// future of `Result<AwsJson, String>`.
+macro_rules! client_of {
+    ($rules:path, $sdk:expr, $region:expr, $service:expr $(, $param:ident = $value:expr)*) => {
         async {
             use $rules::{DefaultResolver, Params, ResolveEndpoint};
+            let (sdk, region, service): (&aws_config::SdkConfig, &str, &$crate::cloud::aws_json::Service) =
+                ($sdk, $region, $service);
+            let no_endpoint = |e: &dyn std::fmt::Display| {
+                format!("no {} endpoint for {region}: {e}", service.service_id)
+            };
             let params = Params::builder()
-                .region($region)
-                .use_fips($sdk.use_fips().unwrap_or(false))
-                .use_dual_stack($sdk.use_dual_stack().unwrap_or(false))
-                .set_endpoint($custom)
+                .region(region)
+                .use_fips(sdk.use_fips().unwrap_or(false))
+                .use_dual_stack(sdk.use_dual_stack().unwrap_or(false))
+                .set_endpoint($crate::cloud::aws_json::configured_endpoint(sdk, service.service_id))
                 $(.$param($value))*
                 .build()
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| no_endpoint(&e))?;
             let endpoint = (DefaultResolver::new().resolve_endpoint(&params).await)
-                .map_err(|e| e.to_string())?;
-            Ok::<String, String>(endpoint.url().to_owned())
+                .map_err(|e| no_endpoint(&e))?;
+            $crate::cloud::aws_json::AwsJson::new(sdk, (endpoint.url(), region), service)
         }
     };
 }
-pub(crate) use endpoint_of;
+pub(crate) use client_of;
 
-/// An AWS JSON-protocol service: the name it signs for, its target prefix (a call's
-/// `x-amz-target` is this, a dot and the operation) and its content type.
+/// An AWS JSON-protocol service: its id (in `AWS_ENDPOINT_URL_<ID>`), the name it signs for,
+/// its target prefix (a call's `x-amz-target` is this, a dot and the operation) and its content
+/// type.
 pub(crate) struct Service {
+    pub(crate) service_id: &'static str,
     pub(crate) signing_name: &'static str,
     pub(crate) target_prefix: &'static str,
     pub(crate) content_type: &'static str,
@@ -196,6 +206,20 @@ impl AwsJson {
         within(self.deadline, attempts, || self.unanswered("out of time")).await
     }
 
+    /// A call made to open the connection before the first notification: any answer will do,
+    /// a refusal included (a role without the read permission); `None` for a refusal.
+    pub(crate) async fn warm(
+        &self,
+        operation: &str,
+        body: Bytes,
+    ) -> Result<Option<Bytes>, CallError> {
+        match self.call(operation, body).await {
+            Ok(answer) => Ok(Some(answer)),
+            Err(CallError::Service { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn try_once(&self, operation: &str, body: &Bytes) -> Result<Bytes, CallError> {
         let credentials = self.credentials().await?;
         let target = format!("{}.{operation}", self.target_prefix);
@@ -210,9 +234,8 @@ impl AwsJson {
             target: &target,
             body,
         };
-        let signed = self
-            .signer
-            .sign(&secret, &call, &amz_date(SystemTime::now()));
+        let amz_date = amz_date(SystemTime::now());
+        let authorization = self.signer.sign(&secret, &call, &amz_date);
         let mut request = HttpRequest::new(SdkBody::from(body.clone()));
         request.set_method("POST").expect("POST is a method");
         request
@@ -221,12 +244,12 @@ impl AwsJson {
         let headers = request.headers_mut();
         headers.insert("content-type", self.content_type);
         headers.insert("host", self.host.clone());
-        headers.insert("x-amz-date", signed.amz_date);
+        headers.insert("x-amz-date", amz_date);
         headers.insert("x-amz-target", target);
         if let Some(token) = secret.session_token {
             headers.insert("x-amz-security-token", token.to_owned());
         }
-        headers.insert("authorization", signed.authorization);
+        headers.insert("authorization", authorization);
         let exchange = async {
             let response = (self.connector.call(request).await)
                 .map_err(|e| self.unanswered(&DisplayErrorContext(&e).to_string()))?;
@@ -375,6 +398,7 @@ mod tests {
                 .credentials_provider(SharedCredentialsProvider::new(provider))
                 .build();
             let service = Service {
+                service_id: "DynamoDB",
                 signing_name: "dynamodb",
                 target_prefix: "DynamoDB_20120810",
                 content_type: "application/x-amz-json-1.0",

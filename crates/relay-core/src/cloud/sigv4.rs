@@ -37,12 +37,6 @@ pub(crate) struct Signer {
     key: Mutex<Option<(String, String, [u8; 32])>>,
 }
 
-/// The headers a signed call adds: `x-amz-date`, the session token if any, `authorization`.
-pub(crate) struct Signed {
-    pub(crate) amz_date: String,
-    pub(crate) authorization: String,
-}
-
 impl Signer {
     pub(crate) fn new(region: &str, service: &str) -> Self {
         Self {
@@ -52,8 +46,9 @@ impl Signer {
         }
     }
 
-    /// Signs `call` with `secret` at `amz_date` (`YYYYMMDDTHHMMSSZ`).
-    pub(crate) fn sign(&self, secret: &Secret<'_>, call: &Call<'_>, amz_date: &str) -> Signed {
+    /// The `authorization` header of `call`, signed with `secret` at `amz_date`
+    /// (`YYYYMMDDTHHMMSSZ`, sent as `x-amz-date`).
+    pub(crate) fn sign(&self, secret: &Secret<'_>, call: &Call<'_>, amz_date: &str) -> String {
         let day = &amz_date[..8];
         let (token_line, token_name) = match secret.session_token {
             Some(token) => (
@@ -78,14 +73,11 @@ impl Signer {
         );
         let key = self.key_for(day, secret);
         let signature = hex::encode(hmac_sha256(&key, &[to_sign.as_bytes()]));
-        Signed {
-            amz_date: amz_date.to_owned(),
-            authorization: format!(
-                "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed_headers}, \
-                 Signature={signature}",
-                secret.access_key_id
-            ),
-        }
+        format!(
+            "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed_headers}, \
+             Signature={signature}",
+            secret.access_key_id
+        )
     }
 
     /// The signing key of `day` for `secret`: kept from the last call when both are the same.
@@ -208,8 +200,8 @@ mod tests {
                 body,
             };
             let ours = signer.sign(&secret, &call, &amz_date(time));
-            assert_eq!(ours.authorization, sdk_authorization(&secret, &call, time));
-            assert_eq!(ours.amz_date, "20261130T005320Z");
+            assert_eq!(ours, sdk_authorization(&secret, &call, time));
+            assert_eq!(amz_date(time), "20261130T005320Z");
         }
     }
 

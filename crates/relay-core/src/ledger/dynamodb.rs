@@ -60,7 +60,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::KEPT_ATTEMPTS;
 use super::{Ack, Claim, Claimed, Delivery, Entry, Ledger, LedgerError, Lookup, Settlement};
-use crate::cloud::aws_json::{AwsJson, CallError};
+use crate::cloud::aws_json::AwsJson;
 use crate::sink::SinkError;
 use claim::{acks_by_routing, claim_update};
 use item::{
@@ -118,11 +118,7 @@ impl DynamoDbLedger {
             values: &x.values,
             old_image,
         };
-        match wire::update_item(&self.api, &update).await {
-            Ok(wire::Answer::Written(old)) => Ok(Ok(old)),
-            Ok(wire::Answer::ConditionFailed(image)) => Ok(Err(image)),
-            Err(e) => Err(call_failure(e)),
-        }
+        (wire::update_item(&self.api, &update).await).map_err(|e| ledger_error(e.into()))
     }
 
     /// One claim UpdateItem: the answer, or the image its condition failed on.
@@ -385,17 +381,14 @@ fn failure<E>(error: SdkError<E, HttpResponse>) -> LedgerError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    match crate::sink::classify(error) {
-        SinkError::Retryable(e) => LedgerError::Unavailable(e),
-        SinkError::Permanent(e) => LedgerError::Refused(e),
-    }
+    ledger_error(crate::sink::classify(error))
 }
 
-/// A failed call on the wire, classified as [`failure`] classifies the SDK's.
-fn call_failure(error: CallError) -> LedgerError {
-    match error.is_retryable() {
-        true => LedgerError::Unavailable(error.to_string().into()),
-        false => LedgerError::Refused(error.to_string().into()),
+/// A failed call, classified as the sinks classify theirs: unavailable or refused.
+fn ledger_error(error: SinkError) -> LedgerError {
+    match error {
+        SinkError::Retryable(e) => LedgerError::Unavailable(e),
+        SinkError::Permanent(e) => LedgerError::Refused(e),
     }
 }
 

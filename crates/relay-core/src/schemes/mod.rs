@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use subtle::ConstantTimeEq;
 
-pub(crate) use crate::mac::hmac_sha256;
+use crate::mac::hmac_sha256;
 use crate::verify::VerifyError;
 pub use crate::verify::{Secret, SignedRequest};
 

@@ -20,7 +20,8 @@ use sfv::{BareItem, Dictionary, InnerList, ListEntry, ListSerializer, Parser};
 use sha2::{Digest as _, Sha256, Sha512};
 
 use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer};
-use super::{SignedRequest, SigningKey, ct_eq, header, hmac_sha256, match_hmac, pair, unix_secs};
+use super::{SignedRequest, SigningKey, ct_eq, header, match_hmac, pair, unix_secs};
+use crate::mac::hmac_sha256;
 
 const INPUT: &str = "signature-input";
 const SIGNATURE: &str = "signature";

@@ -10,7 +10,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use ed25519_dalek::{Signature, Signer as _};
 
 use super::{Check, DEFAULT_WINDOW, Headers, HmacKey, Proof, Scheme, SchemeError, Signer};
-use super::{SigningKey, hmac_sha256, match_hmac, pair};
+use super::{SigningKey, match_hmac, pair};
+use crate::mac::hmac_sha256;
 
 const ID: &str = "webhook-id";
 const TIMESTAMP: &str = "webhook-timestamp";

@@ -200,6 +200,18 @@ where
     }
 }
 
+/// A failed call of the relay's own AWS caller, classified as [`classify`] classifies the
+/// SDK's: throttling, 5xx and no answer are retryable, the rest is not.
+#[cfg(any(feature = "dynamodb", feature = "firehose", feature = "sqs"))]
+impl From<crate::cloud::aws_json::CallError> for SinkError {
+    fn from(error: crate::cloud::aws_json::CallError) -> Self {
+        match error.is_retryable() {
+            true => SinkError::Retryable(error.to_string().into()),
+            false => SinkError::Permanent(error.to_string().into()),
+        }
+    }
+}
+
 /// A per-entry failure of a batch call, from its error code and sender-fault flag.
 pub(super) fn entry_failure(code: &str, sender_fault: bool, message: Option<&str>) -> SinkError {
     let detail = format!("{code}: {}", message.unwrap_or("no message"));

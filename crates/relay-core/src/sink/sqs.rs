@@ -167,12 +167,11 @@ mod api {
     use super::super::batch::{BatchedSink, LINGER, Limits};
     use super::region_of_host;
     use super::{SqsConfig, wire};
-    use crate::cloud::aws_json::{
-        AwsJson, CallError, NO_REGION, Service, endpoint_inputs, endpoint_of,
-    };
+    use crate::cloud::aws_json::{AwsJson, NO_REGION, Service, client_of, read};
 
     /// SQS's JSON protocol.
     const SQS: Service = Service {
+        service_id: "SQS",
         signing_name: "sqs",
         target_prefix: "AmazonSQS",
         content_type: "application/x-amz-json-1.0",
@@ -221,12 +220,8 @@ mod api {
     /// The relay's calls to SQS for the queue at `url` (its region's endpoint, or the one
     /// configured: `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`), written on the wire.
     async fn queue_api(sdk: &aws_config::SdkConfig, url: &str) -> Result<AwsJson, String> {
-        let (_, custom) = endpoint_inputs(sdk, "SQS");
         let region = queue_region(sdk, url).ok_or(NO_REGION)?;
-        let endpoint = endpoint_of!(aws_sdk_sqs::config::endpoint, sdk, &region, custom)
-            .await
-            .map_err(|e| format!("no SQS endpoint for {region}: {e}"))?;
-        AwsJson::new(sdk, (&endpoint, &region), &SQS)
+        client_of!(aws_sdk_sqs::config::endpoint, sdk, &region, &SQS).await
     }
 
     /// An SQS client of the AWS SDK from the shared configuration, in the region of the queue
@@ -245,50 +240,29 @@ mod api {
         url: String,
     }
 
-    /// A failed call, for every entry it carried: throttling, 5xx and no answer are worth a
-    /// retry; a missing queue, a missing grant or a refused request are not.
-    fn failure(error: CallError) -> SinkError {
-        match error.is_retryable() {
-            true => SinkError::Retryable(error.to_string().into()),
-            false => SinkError::Permanent(error.to_string().into()),
-        }
-    }
-
-    /// An answer that is not SQS's JSON.
-    fn unreadable(error: serde_json::Error) -> SinkError {
-        SinkError::Retryable(format!("an SQS answer that is not its JSON: {error}").into())
-    }
-
     #[async_trait::async_trait]
     impl AwsApi for Queue {
         /// `GetQueueAttributes` of the queue's ARN: any answer, a refusal included, opens the
         /// connection.
         async fn warm(&self) -> Result<(), SinkError> {
-            match self
-                .api
-                .call("GetQueueAttributes", wire::attributes_body(&self.url))
-                .await
-            {
-                Ok(_) | Err(CallError::Service { .. }) => Ok(()),
-                Err(e) => Err(failure(e)),
-            }
+            let body = wire::attributes_body(&self.url);
+            self.api.warm("GetQueueAttributes", body).await?;
+            Ok(())
         }
 
         async fn send(&self, entry: AwsEntry) -> Result<Option<String>, SinkError> {
             let answer = (self.api)
                 .call("SendMessage", wire::message_body(&self.url, &entry))
-                .await
-                .map_err(failure)?;
-            let sent: wire::Sent = serde_json::from_slice(&answer).map_err(unreadable)?;
+                .await?;
+            let sent: wire::Sent = read(&answer)?;
             Ok(sent.message_id)
         }
 
         async fn send_batch(&self, entries: Vec<AwsEntry>) -> Result<BatchReport, SinkError> {
             let answer = (self.api)
                 .call("SendMessageBatch", wire::batch_body(&self.url, &entries))
-                .await
-                .map_err(failure)?;
-            let report: wire::BatchAnswer = serde_json::from_slice(&answer).map_err(unreadable)?;
+                .await?;
+            let report: wire::BatchAnswer = read(&answer)?;
             Ok(BatchReport {
                 accepted: (report.successful.into_iter())
                     .map(|ok| (ok.id, ok.message_id))

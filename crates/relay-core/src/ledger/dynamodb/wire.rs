@@ -14,9 +14,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::item::Item;
-use crate::cloud::aws_json::{
-    AwsJson, CallError, NO_REGION, Service, endpoint_inputs, endpoint_of,
-};
+use crate::cloud::aws_json::{AwsJson, CallError, NO_REGION, Service, client_of, read};
 use crate::json;
 
 /// One `UpdateItem` of the ledger: the old image on success (`ReturnValues=ALL_OLD`), and the
@@ -32,16 +30,9 @@ pub(super) struct Update<'a> {
     pub(super) old_image: bool,
 }
 
-/// What an update came to.
-pub(super) enum Answer {
-    /// Written: the item as it was before.
-    Written(Item),
-    /// Its condition failed on this image (none when the item did not exist).
-    ConditionFailed(Option<Item>),
-}
-
 /// DynamoDB's JSON protocol.
 const DYNAMODB: Service = Service {
+    service_id: "DynamoDB",
     signing_name: "dynamodb",
     target_prefix: "DynamoDB_20120810",
     content_type: "application/x-amz-json-1.0",
@@ -51,29 +42,28 @@ const DYNAMODB: Service = Service {
 /// would call (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL`, the region's, FIPS and dual
 /// stack as configured), at its regional name rather than an account's.
 pub(super) async fn client(sdk: &aws_config::SdkConfig) -> Result<AwsJson, String> {
-    let (region, custom) = endpoint_inputs(sdk, "DynamoDB");
-    let region = region.ok_or(NO_REGION)?;
-    let endpoint = endpoint_of!(
+    let region = sdk.region().ok_or(NO_REGION)?.to_string();
+    client_of!(
         aws_sdk_dynamodb::config::endpoint,
         sdk,
         &region,
-        custom,
+        &DYNAMODB,
         account_id_endpoint_mode = "disabled"
     )
     .await
-    .map_err(|e| format!("no DynamoDB endpoint for {region}: {e}"))?;
-    AwsJson::new(sdk, (&endpoint, &region), &DYNAMODB)
 }
 
-/// Sends `update`.
-pub(super) async fn update_item(api: &AwsJson, update: &Update<'_>) -> Result<Answer, CallError> {
+/// Sends `update`: the item as it was before it (empty unless asked for), or the image its
+/// condition failed on (`None` when the item did not exist).
+pub(super) async fn update_item(
+    api: &AwsJson,
+    update: &Update<'_>,
+) -> Result<Result<Item, Option<Item>>, CallError> {
     match api.call("UpdateItem", body(update)).await {
-        Ok(answer) => Ok(Answer::Written(item_of(images(&answer)?.attributes))),
+        Ok(answer) => Ok(Ok(item_of(read::<Images>(&answer)?.attributes))),
         Err(CallError::Service { code, body, .. }) if code == "ConditionalCheckFailedException" => {
-            let failed = images(&body)?.item;
-            Ok(Answer::ConditionFailed(
-                failed.map(|image| item_of(Some(image))),
-            ))
+            let failed = read::<Images>(&body)?.item;
+            Ok(Err(failed.map(|image| item_of(Some(image)))))
         }
         Err(e) => Err(e),
     }
@@ -106,12 +96,10 @@ pub(super) async fn keys(
     let mut body = b"{\"TableName\":".to_vec();
     json::string(&mut body, table);
     body.push(b'}');
-    let answer = match api.call("DescribeTable", Bytes::from(body)).await {
-        Ok(answer) => answer,
-        Err(CallError::Service { .. }) => return Ok(None),
-        Err(e) => return Err(e),
+    let Some(answer) = api.warm("DescribeTable", Bytes::from(body)).await? else {
+        return Ok(None);
     };
-    let described: Described = serde_json::from_slice(&answer).map_err(unreadable)?;
+    let described: Described = read(&answer)?;
     let keys = described.table.map_or_else(Vec::new, |t| t.key_schema);
     Ok(Some(
         keys.into_iter()
@@ -245,18 +233,6 @@ struct Images {
     item: Option<HashMap<String, Wire>>,
 }
 
-/// The images of an answer's JSON.
-fn images(answer: &[u8]) -> Result<Images, CallError> {
-    serde_json::from_slice(answer).map_err(unreadable)
-}
-
-fn unreadable(error: serde_json::Error) -> CallError {
-    CallError::Unanswered {
-        endpoint: "DynamoDB".into(),
-        reason: format!("an answer that is not DynamoDB's JSON: {error}"),
-    }
-}
-
 fn item_of(image: Option<HashMap<String, Wire>>) -> Item {
     (image.unwrap_or_default().into_iter())
         .map(|(name, value)| (name, value.into()))
@@ -306,7 +282,7 @@ mod tests {
         let mut written = b"{\"Attributes\":".to_vec();
         map(&mut written, item.iter());
         written.push(b'}');
-        let read = item_of(images(&written).unwrap().attributes);
+        let read = item_of(read::<Images>(&written).unwrap().attributes);
         assert_eq!(read, item);
     }
 
@@ -345,9 +321,9 @@ mod tests {
     #[test]
     fn an_answer_that_is_not_the_protocol_s_json_is_no_answer() {
         for answer in [&b"<html>"[..], b"{\"Attributes\":{\"a\":{\"X\":1}}}", b""] {
-            let error = images(answer).err().expect("unreadable");
+            let error = read::<Images>(answer).err().expect("unreadable");
             assert!(error.is_retryable(), "{error}");
         }
-        assert!(images(b"{}").unwrap().attributes.is_none());
+        assert!(read::<Images>(b"{}").unwrap().attributes.is_none());
     }
 }
