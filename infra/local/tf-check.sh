@@ -110,12 +110,16 @@ EOF
   export TF_CLI_CONFIG_FILE=$work/cli.tfrc CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
   unset TF_PLUGIN_CACHE_DIR TF_DATA_DIR
   validate_failed=0
+  # Shows a step's log and what failed, and marks the check failed.
+  failed() {
+    cat "$1" >&2
+    echo "tf-check: $2" >&2
+    validate_failed=1
+  }
   for dir in "${aws_roots[@]}" examples/tf-check-split-prefix; do
     if ! terraform -chdir="$work/terraform/$dir" init -backend=false -input=false -no-color \
       >"$work/init.log" 2>&1; then
-      cat "$work/init.log" >&2
-      echo "tf-check: terraform init failed in $dir" >&2
-      validate_failed=1
+      failed "$work/init.log" "terraform init failed in $dir"
       continue
     fi
     status=0
@@ -128,14 +132,10 @@ EOF
         && grep -q 'module "dashes"\|module.dashes' "$work/validate.log"; then
         echo "tf-check: terraform validate: split_prefix \"d\" and \"----\" refused, \"dss-relay-split-\" accepted: ok"
       else
-        cat "$work/validate.log" >&2
-        echo "tf-check: terraform validate should refuse split_prefix \"d\" and \"----\" only" >&2
-        validate_failed=1
+        failed "$work/validate.log" "terraform validate should refuse split_prefix \"d\" and \"----\" only"
       fi
     elif [ "$status" -ne 0 ]; then
-      cat "$work/validate.log" >&2
-      echo "tf-check: terraform validate failed in terraform/$dir (against hashicorp/aws $aws_version, with the overlay)" >&2
-      validate_failed=1
+      failed "$work/validate.log" "terraform validate failed in terraform/$dir (against hashicorp/aws $aws_version, with the overlay)"
     else
       echo "tf-check: terraform validate terraform/$dir: ok"
     fi
@@ -147,9 +147,7 @@ EOF
     if terraform -chdir="$work/terraform/modules/aws-relay" test -no-color >"$work/test.log" 2>&1; then
       echo "tf-check: terraform test terraform/modules/aws-relay (every toggle off, every toggle on, extra_environment's refusals): ok"
     else
-      cat "$work/test.log" >&2
-      echo "tf-check: terraform test failed in terraform/modules/aws-relay" >&2
-      validate_failed=1
+      failed "$work/test.log" "terraform test failed in terraform/modules/aws-relay"
     fi
   fi
   if [ "$validate_failed" -ne 0 ]; then

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use relay_core::cloud::Cloud;
-use relay_core::ledger::{self, Claimed, DynamoDbLedger, Ledger, LedgerError, LedgerUrl};
+use relay_core::ledger::{self, Claimed, DynamoDbLedger, Grant, Ledger, LedgerError, LedgerUrl};
 use relay_testkit::dynamodb::create_ledger_table;
 use relay_testkit::ledger::{
     acked_at, attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
@@ -87,7 +87,7 @@ async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
     let first = attempt(t, &["q1", "q2"]);
     assert!(matches!(
         claim(&ledger, &id, &first).await,
-        Claimed::Granted { attempt: 0, .. }
+        Claimed::Granted(Grant { attempt: 0, .. })
     ));
     assert_eq!(count(&calls), "UpdateItem=1", "a new notification's claim");
     settle(&ledger, &id, &first, 0, &[("q1", true), ("q2", true)]).await;
@@ -123,7 +123,7 @@ async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
     let late = attempt(t + 200_000, &["q1"]);
     assert!(matches!(
         claim(&ledger, &other, &late).await,
-        Claimed::Granted { attempt: 0, .. }
+        Claimed::Granted(Grant { attempt: 0, .. })
     ));
     assert_eq!(
         count(&calls),
@@ -149,7 +149,7 @@ async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
     );
     assert!(matches!(
         claim(ledger, &id, &attempt(t + 7_001, &["q1"])).await,
-        Claimed::Granted { attempt: 1, .. }
+        Claimed::Granted(Grant { attempt: 1, .. })
     ));
     // An entry is live up to the last millisecond of its expiry second (expires_at * 1000 >=
     // now_ms), and new again one millisecond later.
@@ -160,11 +160,11 @@ async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
     let expiry_ms = (t / 1000 + 100) * 1000;
     assert!(matches!(
         claim(ledger, &live, &attempt(expiry_ms, &[])).await,
-        Claimed::Granted { attempt: 1, .. }
+        Claimed::Granted(Grant { attempt: 1, .. })
     ));
     assert!(matches!(
         claim(ledger, &gone, &attempt(expiry_ms + 1, &[])).await,
-        Claimed::Granted { attempt: 0, .. }
+        Claimed::Granted(Grant { attempt: 0, .. })
     ));
     // A settlement never recreates an entry that is gone.
     let missing = fresh_identity();

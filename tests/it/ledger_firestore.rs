@@ -10,7 +10,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use relay_core::cloud::Cloud;
-use relay_core::ledger::{self, Claimed, FirestoreLedger, Ledger, LedgerError, LedgerUrl, Lookup};
+use relay_core::ledger::{
+    self, Claimed, FirestoreLedger, Grant, Ledger, LedgerError, LedgerUrl, Lookup,
+};
 use relay_testkit::ledger::{
     acked_at, attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
     try_claim,
@@ -83,7 +85,7 @@ async fn a_new_claim_is_one_call_and_its_settlement_one() {
     let first = attempt(t, &["q1", "q2"]);
     assert!(matches!(
         claim(&ledger, &id, &first).await,
-        Claimed::Granted { attempt: 0, .. }
+        Claimed::Granted(Grant { attempt: 0, .. })
     ));
     assert_eq!(log.take(), "commit", "a new notification's claim");
     settle(&ledger, &id, &first, 0, &[("q1", true), ("q2", false)]).await;

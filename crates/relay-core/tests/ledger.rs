@@ -38,7 +38,7 @@ async fn a_settlement_reads_what_another_connection_wrote_since_the_claim() {
     let first = attempt(1_800_000_000_000, &["q1", "q2"]);
     assert!(matches!(
         claim(&a, &id, &first).await,
-        relay_core::ledger::Claimed::Granted { attempt: 0, .. }
+        relay_core::ledger::Claimed::Granted(relay_core::ledger::Grant { attempt: 0, .. })
     ));
     settle(&b, &id, &first, 0, &[("q1", true)]).await;
     settle(&a, &id, &first, 0, &[("q2", true)]).await;

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use relay_core::ledger::{Claimed, DynamoDbLedger, Ledger, LedgerError};
+use relay_core::ledger::{Claimed, DynamoDbLedger, Grant, Ledger, LedgerError};
 use relay_testkit::fake_dynamodb::FakeDynamoDb;
 use relay_testkit::ledger::{attempt, claim, conformance, fresh_identity, settle};
 
@@ -42,7 +42,7 @@ async fn a_new_notification_costs_two_calls_and_a_duplicate_one() {
 
     let before = fake.calls();
     let again = attempt(t + 60_000, &["q1", "q2"]);
-    let Claimed::Granted { acked, .. } = claim(&ledger, &id, &again).await else {
+    let Claimed::Granted(Grant { acked, .. }) = claim(&ledger, &id, &again).await else {
         panic!("the duplicate is granted")
     };
     assert_eq!(acked.len(), 2, "every destination had acknowledged");
@@ -76,5 +76,8 @@ async fn a_throttled_or_unavailable_table_is_unavailable() {
     }
     assert!(fake.is_empty(), "nothing was written");
     let answer = ledger.claim(&claim_of(&first), 1_800_000_000_000).await;
-    assert!(matches!(answer, Ok(Claimed::Granted { attempt: 0, .. })));
+    assert!(matches!(
+        answer,
+        Ok(Claimed::Granted(Grant { attempt: 0, .. }))
+    ));
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use relay_core::ledger::{
-    Ack, Attempt, Claim, Claimed, Delivery, Entry, Identity, KEPT_ATTEMPTS, Ledger, LedgerError,
-    Lookup, Settlement, Verdict, attempt_id,
+    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, Identity, KEPT_ATTEMPTS, Ledger,
+    LedgerError, Lookup, Settlement, Verdict, attempt_id,
 };
 
 /// A clock the test moves: the relay's, the signer's and the ledger's time.
@@ -77,7 +77,7 @@ pub async fn acked_at(
     index: usize,
 ) -> BTreeMap<String, Ack> {
     match claim(ledger, identity, attempt).await {
-        Claimed::Granted { attempt, acked, .. } if attempt == index => acked,
+        Claimed::Granted(Grant { attempt, acked, .. }) if attempt == index => acked,
         other => panic!("a claim granted at {index}, not {other:?}"),
     }
 }
@@ -117,6 +117,24 @@ pub async fn settle(
     settle_folded(ledger, identity, attempt, (index, 0), results).await;
 }
 
+/// What an attempt at `index` did: each destination with `true` acknowledged it (message id
+/// `{destination}-{index}`), each with `false` failed, retryably.
+pub fn deliveries(index: usize, results: &[(&str, bool)]) -> BTreeMap<String, Delivery> {
+    let delivery = |d: &str, ok| match ok {
+        true => Delivery::Acknowledged {
+            message_id: Some(format!("{d}-{index}")),
+            carried_from: None,
+        },
+        false => Delivery::Failed {
+            retryable: true,
+            error: "unavailable".into(),
+        },
+    };
+    (results.iter())
+        .map(|&(d, ok)| (d.to_owned(), delivery(d, ok)))
+        .collect()
+}
+
 /// [`settle`] for an attempt claimed at `index` of an entry that had folded `folded` attempts.
 pub async fn settle_folded(
     ledger: &dyn Ledger,
@@ -125,22 +143,7 @@ pub async fn settle_folded(
     (index, folded): (usize, usize),
     results: &[(&str, bool)],
 ) {
-    let results: BTreeMap<String, Delivery> = results
-        .iter()
-        .map(|&(d, ok)| {
-            let delivery = match ok {
-                true => Delivery::Acknowledged {
-                    message_id: Some(format!("{d}-{index}")),
-                    carried_from: None,
-                },
-                false => Delivery::Failed {
-                    retryable: true,
-                    error: "unavailable".into(),
-                },
-            };
-            (d.to_owned(), delivery)
-        })
-        .collect();
+    let results = deliveries(index, results);
     let settlement = Settlement {
         key: &identity.dedup_key,
         bundle: &identity.bundle_uuid,
@@ -209,24 +212,24 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
     let first = attempt(t, &["q1", "q2"]);
     assert_eq!(
         claim(ledger, &id, &first).await,
-        Claimed::Granted {
+        Claimed::Granted(Grant {
             attempt: 0,
             acked: BTreeMap::new(),
             others: BTreeMap::new(),
             since_ms: t,
             folded: 0,
-        }
+        })
     );
     settle(ledger, &id, &first, 0, &[("q1", true), ("q2", false)]).await;
 
     let second = attempt(t + 60_000, &["q1", "q2"]);
-    let Claimed::Granted {
+    let Claimed::Granted(Grant {
         attempt: 1,
         acked,
         others,
         since_ms,
         ..
-    } = claim(ledger, &id, &second).await
+    }) = claim(ledger, &id, &second).await
     else {
         panic!("the retry is granted at index 1")
     };
@@ -274,7 +277,7 @@ async fn a_live_lease_refuses_others_until_it_expires(ledger: &dyn Ledger) {
     let first = attempt(t, &["q1"]);
     assert!(matches!(
         claim(ledger, &id, &first).await,
-        Claimed::Granted { attempt: 0, .. }
+        Claimed::Granted(Grant { attempt: 0, .. })
     ));
     let second = attempt(t + 1_000, &["q1"]);
     assert_eq!(
@@ -292,7 +295,7 @@ async fn a_live_lease_refuses_others_until_it_expires(ledger: &dyn Ledger) {
     let third = attempt(t + 7_001, &["q1"]);
     assert!(matches!(
         claim(ledger, &id, &third).await,
-        Claimed::Granted { attempt: 1, .. }
+        Claimed::Granted(Grant { attempt: 1, .. })
     ));
     // The first attempt settles late: its acknowledgement stays, the new holder's lease too.
     settle(ledger, &id, &first, 0, &[("q1", true)]).await;
@@ -304,7 +307,7 @@ async fn a_live_lease_refuses_others_until_it_expires(ledger: &dyn Ledger) {
 
 /// Asserts that one of concurrent `answers` is granted: one attempt publishes.
 fn assert_one_granted(answers: &[Claimed]) {
-    let granted = (answers.iter()).filter(|c| matches!(c, Claimed::Granted { .. }));
+    let granted = (answers.iter()).filter(|c| matches!(c, Claimed::Granted(_)));
     let n = answers.len();
     assert_eq!(
         granted.count(),
@@ -333,13 +336,13 @@ async fn an_expired_entry_is_new_again(ledger: &dyn Ledger) {
     let late = attempt(t + 101_000, &["q1"]);
     assert_eq!(
         claim(ledger, &id, &late).await,
-        Claimed::Granted {
+        Claimed::Granted(Grant {
             attempt: 0,
             acked: BTreeMap::new(),
             others: BTreeMap::new(),
             since_ms: t + 101_000,
             folded: 0,
-        }
+        })
     );
     assert_eq!(entry(ledger, &id).await.attempts, [late]);
 }
@@ -353,12 +356,12 @@ async fn many_retries_keep_a_bounded_entry(ledger: &dyn Ledger) {
     let n = 3 * KEPT_ATTEMPTS + 5;
     for i in 0..n {
         let retry = attempt(t + i as i64 * 1000, &["q1"]);
-        let Claimed::Granted {
+        let Claimed::Granted(Grant {
             attempt: index,
             since_ms,
             folded,
             ..
-        } = claim(ledger, &id, &retry).await
+        }) = claim(ledger, &id, &retry).await
         else {
             panic!("retry {i} is granted")
         };
@@ -390,12 +393,12 @@ async fn other_acknowledgements_come_back(ledger: &dyn Ledger) {
     settle(ledger, &id, &first, 0, &[("sqs:orders", true)]).await;
     let resource = "arn:aws:sqs:us-east-1:111111111111:orders";
     let second = attempt(t + 60_000, &[resource]);
-    let Claimed::Granted {
+    let Claimed::Granted(Grant {
         attempt: 1,
         acked,
         others,
         ..
-    } = claim(ledger, &id, &second).await
+    }) = claim(ledger, &id, &second).await
     else {
         panic!("the retry is granted at index 1")
     };
@@ -422,7 +425,7 @@ async fn bundles_are_found_by_lookup(ledger: &dyn Ledger) {
         let filtered = attempt(t, &[]);
         assert!(matches!(
             claim(ledger, id, &filtered).await,
-            Claimed::Granted { attempt: 0, .. }
+            Claimed::Granted(Grant { attempt: 0, .. })
         ));
     }
     let found = ledger
@@ -458,7 +461,7 @@ pub async fn retried_many_times(ledger: &dyn Ledger, n: usize) -> (Entry, usize)
         let retry = attempt(t + i as i64, &["q1"]);
         let claimed = claim(ledger, &id, &retry).await;
         assert!(
-            matches!(claimed, Claimed::Granted { .. }),
+            matches!(claimed, Claimed::Granted(_)),
             "retry {i}: {claimed:?}"
         );
         if i == 0 {

@@ -59,7 +59,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::KEPT_ATTEMPTS;
-use super::{Ack, Claim, Claimed, Delivery, Entry, Ledger, LedgerError, Lookup, Settlement};
+use super::{Ack, Claim, Claimed, Delivery, Entry, Grant, Ledger, LedgerError, Lookup, Settlement};
 use crate::cloud::aws_json::AwsJson;
 use crate::sink::SinkError;
 use claim::{acks_by_routing, claim_update};
@@ -148,13 +148,13 @@ impl DynamoDbLedger {
             let entry = (claim.identity.bundle_uuid.as_str(), claim.key);
             folded += self.fold(entry, &old, attempt + 1).await;
         }
-        Ok(Ok(Claimed::Granted {
+        Ok(Ok(Claimed::Granted(Grant {
             attempt: index,
             acked,
             others,
             since_ms,
             folded,
-        }))
+        })))
     }
 
     /// Replaces the expired item `old` with a fresh entry holding `claim` alone, unless another
@@ -296,7 +296,7 @@ impl Ledger for DynamoDbLedger {
         // Entry::claim on that image names the leases, by the same rule as the condition.
         let busy = match entry.claim(claim, now_ms) {
             busy @ Claimed::Busy { .. } => busy,
-            Claimed::Granted { .. } => {
+            Claimed::Granted(_) => {
                 tracing::warn!(table = %self.table, key = claim.key, "A claim's condition failed on an item that grants it.");
                 Claimed::Busy {
                     until_ms: now_ms + RACE_RETRY_MS,

@@ -284,7 +284,7 @@ impl Ledger for SqliteLedger {
                 // destination acknowledged (a duplicate) is not.
                 let routed = attempt.routed.len();
                 let settled =
-                    move |claimed: &Claimed| matches!(claimed, Claimed::Granted { acked, .. } if acked.len() < routed);
+                    move |claimed: &Claimed| matches!(claimed, Claimed::Granted(grant) if grant.acked.len() < routed);
                 store.update(&key, settled, fresh, |entry| {
                     let claim = Claim {
                         key: &key,
@@ -294,7 +294,7 @@ impl Ledger for SqliteLedger {
                         expires_at,
                     };
                     let claimed = entry.claim(&claim, now_ms);
-                    (matches!(claimed, Claimed::Granted { .. }), claimed)
+                    (matches!(claimed, Claimed::Granted(_)), claimed)
                 })
             })
             .await

@@ -11,8 +11,8 @@ use super::publish::Published;
 use crate::config::LedgerConfig;
 use crate::error::Error;
 use crate::ledger::{
-    self, Ack, Attempt, Claim, Claimed, Delivery, Identity, LEASE_MARGIN_MS, Ledger, Settlement,
-    epoch_ms,
+    self, Ack, Attempt, Claim, Claimed, Delivery, Grant, Identity, LEASE_MARGIN_MS, Ledger,
+    Settlement, epoch_ms,
 };
 use crate::notification::{Notification, Verified};
 
@@ -38,6 +38,21 @@ pub(super) struct Holding {
     since_ms: i64,
     /// The entry's folded attempts, as the claim left them.
     folded: usize,
+}
+
+impl Holding {
+    /// The claim of attempt `holder` (its entry's bundle, its id) on the entry `key`, granted.
+    fn granted(key: String, (bundle, attempt_id): (String, String), grant: Grant) -> Self {
+        Self {
+            key,
+            bundle,
+            attempt_id,
+            index: grant.attempt,
+            acks: super::attempt::all_acks(grant.acked, grant.others),
+            since_ms: grant.since_ms,
+            folded: grant.folded,
+        }
+    }
 }
 
 /// A notification first received longer ago than this, with a destination still without an
@@ -104,23 +119,10 @@ impl Relay {
             tokio::time::timeout_at(deadline.into(), recorder.store.claim(&claim, now_ms)).await;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         match answer {
-            Ok(Ok(Claimed::Granted {
-                attempt: index,
-                acked,
-                others,
-                since_ms,
-                folded,
-            })) => {
+            Ok(Ok(Claimed::Granted(grant))) => {
                 self.metrics.ledger("claim", "ok", latency_ms);
-                Ok(Some(Holding {
-                    key,
-                    bundle: identity.bundle_uuid,
-                    attempt_id: attempt.id,
-                    index,
-                    acks: super::attempt::all_acks(acked, others),
-                    since_ms,
-                    folded,
-                }))
+                let holder = (identity.bundle_uuid, attempt.id);
+                Ok(Some(Holding::granted(key, holder, grant)))
             }
             Ok(Ok(Claimed::Busy { until_ms })) => {
                 self.metrics.ledger("claim", "busy", latency_ms);
