@@ -10,6 +10,7 @@ use relay_core::transform::{Limits, Program};
 use relay_core::{Config, Notification};
 
 use crate::error::CliError;
+use crate::terminal::column_width;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExplainArgs {
@@ -185,12 +186,7 @@ fn explain(args: &ExplainArgs) -> Result<String, CliError> {
         };
         out.push_str(&format!("  split {}  {verdict}\n", split.name));
     }
-    let width = routing
-        .verdicts
-        .iter()
-        .map(|d| d.route.len())
-        .max()
-        .unwrap_or(0);
+    let width = column_width(routing.verdicts.iter().map(|d| d.route.as_str()));
     for decision in &routing.verdicts {
         let verdict = if decision.matched {
             "MATCH   "

@@ -25,6 +25,7 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEn
 use relay_core::Config;
 
 use crate::error::CliError;
+use crate::terminal::column_width;
 
 #[derive(Debug, Parser)]
 #[command(name = "relay", version, about = "DSS notification relay tools")]
@@ -288,18 +289,8 @@ fn print_sources(config: &Config) {
         return;
     }
     println!("sources:");
-    let width = config
-        .sources
-        .iter()
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(0);
-    let scheme_width = config
-        .sources
-        .iter()
-        .map(|s| s.scheme.as_str().len())
-        .max()
-        .unwrap_or(0);
+    let width = column_width(config.sources.iter().map(|s| s.name.as_str()));
+    let scheme_width = column_width(config.sources.iter().map(|s| s.scheme.as_str()));
     for source in &config.sources {
         let paths = match source.paths.is_empty() {
             true => "every other path".to_owned(),

@@ -21,6 +21,11 @@ pub(crate) fn safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The width of a column holding `cells`: the longest one's length.
+pub(crate) fn column_width<'a>(cells: impl IntoIterator<Item = &'a str>) -> usize {
+    cells.into_iter().map(str::len).max().unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -304,18 +304,12 @@ mod tests {
     fn byte_defaults_agree_with_the_destinations() {
         use crate::sink::{PubSubConfig, SnsConfig, SqsConfig};
         let d = Settings::default().or_defaults();
-        assert_eq!(
-            d.sqs_max_message_bytes,
-            Some(SqsConfig::DEFAULT_MAX_MESSAGE_BYTES)
-        );
-        assert_eq!(
-            d.sns_max_message_bytes,
-            Some(SnsConfig::DEFAULT_MAX_MESSAGE_BYTES)
-        );
-        assert_eq!(
-            d.pubsub_max_message_bytes,
-            Some(PubSubConfig::DEFAULT_MAX_MESSAGE_BYTES)
-        );
+        let sqs = SqsConfig::new("https://sqs.us-east-1.amazonaws.com/1/q".parse().unwrap());
+        let sns = SnsConfig::new("arn:aws:sns:us-east-1:1:t".parse().unwrap());
+        let pubsub = PubSubConfig::new("projects/p/topics/dss".parse().unwrap());
+        assert_eq!(d.sqs_max_message_bytes, Some(sqs.max_message_bytes.0));
+        assert_eq!(d.sns_max_message_bytes, Some(sns.max_message_bytes.0));
+        assert_eq!(d.pubsub_max_message_bytes, Some(pubsub.max_message_bytes.0));
     }
 
     #[test]

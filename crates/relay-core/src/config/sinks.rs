@@ -7,8 +7,8 @@ use super::Settings;
 use crate::live::deployed_routes;
 use crate::route::{RouteSpec, Router};
 use crate::sink::{
-    FileSinkConfig, PubSubConfig, Selection, SinkConfig, SinkSpecs, SnsConfig, SqsConfig, Target,
-    Template,
+    FileSinkConfig, MessageLimit, PubSubConfig, Selection, SinkConfig, SinkSpecs, SnsConfig,
+    SqsConfig, Target, Template,
 };
 
 /// The sinks, the deployed routes and the router the file's `[sinks]` and `[[routes]]` and the
@@ -86,19 +86,23 @@ fn sinks_from_variables(vars: &Settings) -> Vec<SinkConfig> {
     }
     if let Some(url) = &vars.sqs_queue_url {
         let mut sqs = SqsConfig::new(url.clone());
-        sqs.max_message_bytes = vars.sqs_max_message_bytes.unwrap_or(sqs.max_message_bytes);
+        if let Some(limit) = vars.sqs_max_message_bytes {
+            sqs.max_message_bytes = MessageLimit(limit);
+        }
         targets.push(("sqs", Target::Sqs(sqs)));
     }
     if let Some(arn) = &vars.sns_topic_arn {
         let mut sns = SnsConfig::new(arn.clone());
-        sns.max_message_bytes = vars.sns_max_message_bytes.unwrap_or(sns.max_message_bytes);
+        if let Some(limit) = vars.sns_max_message_bytes {
+            sns.max_message_bytes = MessageLimit(limit);
+        }
         targets.push(("sns", Target::Sns(sns)));
     }
     if let Some(topic) = &vars.pubsub_topic {
         let mut pubsub = PubSubConfig::new(topic.clone());
-        pubsub.max_message_bytes = vars
-            .pubsub_max_message_bytes
-            .unwrap_or(pubsub.max_message_bytes);
+        if let Some(limit) = vars.pubsub_max_message_bytes {
+            pubsub.max_message_bytes = MessageLimit(limit);
+        }
         if vars.pubsub_ordering.is_some_and(|f| f.0) {
             pubsub.ordering_key =
                 Some(Template::parse("{match.bundle_uuid}").expect("a valid template"));

@@ -1,6 +1,6 @@
 //! A destination's message size limit, as its table and the variables write it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A positive byte count, from a TOML integer or a variable's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,5 +45,35 @@ crate::text::deserialize_from_text!(ByteLimit, "a positive number of bytes");
 impl Serialize for ByteLimit {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.get().serialize(serializer)
+    }
+}
+
+/// A destination's `max_message_bytes`: body plus attributes above it get 413 before any call.
+/// Unless set it is `N`, the service's own limit, and a table written back leaves it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct MessageLimit<const N: usize>(pub ByteLimit);
+
+impl<const N: usize> MessageLimit<N> {
+    /// The limit in bytes.
+    pub fn get(self) -> usize {
+        self.0.get()
+    }
+
+    /// True when it is the service's own limit (then it is not written).
+    pub fn is_default(&self) -> bool {
+        self.get() == N
+    }
+}
+
+impl<const N: usize> Default for MessageLimit<N> {
+    fn default() -> Self {
+        Self(ByteLimit::new(N))
+    }
+}
+
+impl<const N: usize> std::fmt::Display for MessageLimit<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }

@@ -10,6 +10,7 @@
 #[cfg(feature = "aws")]
 mod aws;
 pub(crate) mod batch;
+mod fifo;
 pub mod file;
 mod limit;
 pub mod pubsub;
@@ -30,7 +31,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "dynamodb")]
 pub(crate) use aws::classify;
 pub use file::{FileSink, FileSinkConfig, FileTarget};
-pub use limit::ByteLimit;
+pub use limit::{ByteLimit, MessageLimit};
 pub use pubsub::PubSubConfig;
 pub use resource::SharedResource;
 pub(crate) use resource::check_resources;

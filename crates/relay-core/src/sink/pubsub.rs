@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::shape::{Format, Template};
-use super::{ByteLimit, Selection, Shape, ShapeError};
+use super::{MessageLimit, Selection, Shape, ShapeError};
 
 /// A `type = "pubsub"` sink, or `RELAY_PUBSUB_TOPIC` with `RELAY_PUBSUB_ORDERING` and
 /// `RELAY_PUBSUB_MAX_MESSAGE_BYTES`.
@@ -14,11 +14,8 @@ pub struct PubSubConfig {
     pub topic: PubSubTopic,
     /// Data plus attributes above this get 413 before any call (default 10000000, the Pub/Sub
     /// limit).
-    #[serde(
-        default = "PubSubConfig::default_max",
-        skip_serializing_if = "PubSubConfig::is_default_max"
-    )]
-    pub max_message_bytes: ByteLimit,
+    #[serde(default, skip_serializing_if = "MessageLimit::is_default")]
+    pub max_message_bytes: MessageLimit<10_000_000>,
     /// The ordering key template (default: no ordering key).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ordering_key: Option<Template>,
@@ -32,22 +29,11 @@ pub struct PubSubConfig {
 }
 
 impl PubSubConfig {
-    /// The Pub/Sub limit for data plus attributes.
-    pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(10_000_000);
-
-    fn default_max() -> ByteLimit {
-        Self::DEFAULT_MAX_MESSAGE_BYTES
-    }
-
-    fn is_default_max(limit: &ByteLimit) -> bool {
-        *limit == Self::DEFAULT_MAX_MESSAGE_BYTES
-    }
-
     /// A topic with the default limit and no ordering key.
     pub fn new(topic: PubSubTopic) -> Self {
         Self {
             topic,
-            max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
+            max_message_bytes: MessageLimit::default(),
             ordering_key: None,
             format: Format::Raw,
             emulator_host: None,

@@ -1,61 +1,15 @@
 //! Amazon SNS: standard and FIFO topics, `PublishBatch` for messages in flight together.
 
-use serde::{Deserialize, Serialize};
+use super::shape::TraceAttributes;
+use super::{AWS_MAX_ATTRIBUTES, Selection, Shape, ShapeError, TargetConfig};
 
-use super::shape::Template;
-use super::shape::{Format, Mode, ShapeError, TraceAttributes, fifo_ids};
-use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape, TargetConfig};
-
-/// A `type = "sns"` sink, or `RELAY_SNS_TOPIC_ARN` with `RELAY_SNS_MAX_MESSAGE_BYTES`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct SnsConfig {
-    /// The topic ARN; a name ending in `.fifo` makes it a FIFO topic.
-    pub topic_arn: TopicArn,
-    /// Body plus attributes above this get 413 before any call (default 262144, the SNS limit).
-    #[serde(
-        default = "SnsConfig::default_max",
-        skip_serializing_if = "SnsConfig::is_default_max"
-    )]
-    pub max_message_bytes: ByteLimit,
-    /// FIFO topics: the `MessageGroupId` template (default `{subscription_id}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_group_id: Option<Template>,
-    /// FIFO topics: the `MessageDeduplicationId` template (default `{$dedup_key}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_deduplication_id: Option<Template>,
-    /// `cloudevents`: send CloudEvents (docs/destinations.md); default `raw`.
-    #[serde(default, skip_serializing_if = "Format::is_raw")]
-    pub format: Format,
-}
-
-impl SnsConfig {
-    /// The SNS limit for body plus attributes.
-    pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(256 * 1024);
-
-    fn default_max() -> ByteLimit {
-        Self::DEFAULT_MAX_MESSAGE_BYTES
+super::fifo::fifo_config! {
+    /// A `type = "sns"` sink, or `RELAY_SNS_TOPIC_ARN` with `RELAY_SNS_MAX_MESSAGE_BYTES`.
+    pub struct SnsConfig {
+        /// The topic ARN; a name ending in `.fifo` makes it a FIFO topic.
+        pub topic_arn: TopicArn,
     }
-
-    fn is_default_max(limit: &ByteLimit) -> bool {
-        *limit == Self::DEFAULT_MAX_MESSAGE_BYTES
-    }
-
-    /// A topic with the default limit and FIFO ids.
-    pub fn new(topic_arn: TopicArn) -> Self {
-        Self {
-            topic_arn,
-            max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
-            message_group_id: None,
-            message_deduplication_id: None,
-            format: Format::Raw,
-        }
-    }
-
-    /// True for a FIFO topic.
-    pub(crate) fn is_fifo(&self) -> bool {
-        self.topic_arn.as_str().ends_with(".fifo")
-    }
+    limit = 262144, kind = "topic"
 }
 
 impl TargetConfig for SnsConfig {
@@ -78,21 +32,11 @@ impl TargetConfig for SnsConfig {
     }
 
     fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
-        let (group, dedup) = (
-            self.message_group_id.as_ref(),
-            self.message_deduplication_id.as_ref(),
-        );
         let trace = TraceAttributes {
             traceparent: "traceparent",
             tracestate: None,
         };
-        let shape = Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?.with_trace(trace);
-        fifo_ids(
-            shape.with_format(self.format, Mode::Structured),
-            self.is_fifo(),
-            group,
-            dedup,
-        )
+        self.fifo_shape(Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?.with_trace(trace))
     }
 }
 

@@ -1,62 +1,14 @@
 //! Amazon SQS: standard and FIFO queues, `SendMessageBatch` for messages in flight together.
 
-use serde::{Deserialize, Serialize};
+use super::{AWS_MAX_ATTRIBUTES, Selection, Shape, ShapeError, TargetConfig};
 
-use super::shape::Template;
-use super::shape::{Format, Mode, ShapeError, fifo_ids};
-use super::{AWS_MAX_ATTRIBUTES, ByteLimit, Selection, Shape, TargetConfig};
-
-/// A `type = "sqs"` sink, or `RELAY_SQS_QUEUE_URL` with `RELAY_SQS_MAX_MESSAGE_BYTES`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct SqsConfig {
-    /// The queue URL; a name ending in `.fifo` makes it a FIFO queue.
-    pub queue_url: QueueUrl,
-    /// Body plus attributes above this get 413 before any call (default 1048576, the SQS
-    /// limit; set it lower for a queue with a smaller `MaximumMessageSize`).
-    #[serde(
-        default = "SqsConfig::default_max",
-        skip_serializing_if = "SqsConfig::is_default_max"
-    )]
-    pub max_message_bytes: ByteLimit,
-    /// FIFO queues: the `MessageGroupId` template (default `{subscription_id}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_group_id: Option<Template>,
-    /// FIFO queues: the `MessageDeduplicationId` template (default `{$dedup_key}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_deduplication_id: Option<Template>,
-    /// `cloudevents`: send CloudEvents (docs/destinations.md); default `raw`.
-    #[serde(default, skip_serializing_if = "Format::is_raw")]
-    pub format: Format,
-}
-
-impl SqsConfig {
-    /// The SQS limit for body plus attributes.
-    pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: ByteLimit = ByteLimit::new(1024 * 1024);
-
-    fn default_max() -> ByteLimit {
-        Self::DEFAULT_MAX_MESSAGE_BYTES
+super::fifo::fifo_config! {
+    /// A `type = "sqs"` sink, or `RELAY_SQS_QUEUE_URL` with `RELAY_SQS_MAX_MESSAGE_BYTES`.
+    pub struct SqsConfig {
+        /// The queue URL; a name ending in `.fifo` makes it a FIFO queue.
+        pub queue_url: QueueUrl,
     }
-
-    fn is_default_max(limit: &ByteLimit) -> bool {
-        *limit == Self::DEFAULT_MAX_MESSAGE_BYTES
-    }
-
-    /// A queue with the default limit and FIFO ids.
-    pub fn new(queue_url: QueueUrl) -> Self {
-        Self {
-            queue_url,
-            max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
-            message_group_id: None,
-            message_deduplication_id: None,
-            format: Format::Raw,
-        }
-    }
-
-    /// True for a FIFO queue.
-    pub(crate) fn is_fifo(&self) -> bool {
-        self.queue_url.as_str().ends_with(".fifo")
-    }
+    limit = 1048576, kind = "queue"
 }
 
 impl TargetConfig for SqsConfig {
@@ -101,13 +53,7 @@ impl TargetConfig for SqsConfig {
     }
 
     fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
-        let shape = Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?;
-        fifo_ids(
-            shape.with_format(self.format, Mode::Structured),
-            self.is_fifo(),
-            self.message_group_id.as_ref(),
-            self.message_deduplication_id.as_ref(),
-        )
+        self.fifo_shape(Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?)
     }
 
     fn describe(&self) -> String {
@@ -401,6 +347,7 @@ mod wire {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sink::Template;
 
     #[test]
     fn queue_urls() {

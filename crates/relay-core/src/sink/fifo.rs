@@ -1,0 +1,77 @@
+//! What the two AWS destinations with FIFO ids share: an SQS queue's table and an SNS topic's
+//! are each an address, a message limit, the FIFO id templates and a format, and differ only in
+//! the address's name and type and in the service's limit.
+
+/// Declares the table of such a destination: `$name`, with its address field, the service's
+/// message limit and the word its docs use (`queue`, `topic`).
+macro_rules! fifo_config {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(#[$address_meta:meta])*
+            pub $address:ident: $address_type:ty,
+        }
+        limit = $limit:literal, kind = $kind:literal
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $(#[$address_meta])*
+            pub $address: $address_type,
+            #[doc = concat!(
+                "Body plus attributes above this get 413 before any call (default ", $limit,
+                ", the service's limit)."
+            )]
+            #[serde(default, skip_serializing_if = "crate::sink::MessageLimit::is_default")]
+            pub max_message_bytes: $crate::sink::MessageLimit<$limit>,
+            #[doc = concat!(
+                "FIFO ", $kind, "s: the `MessageGroupId` template (default `{subscription_id}`)."
+            )]
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub message_group_id: Option<$crate::sink::Template>,
+            #[doc = concat!(
+                "FIFO ", $kind, "s: the `MessageDeduplicationId` template (default `{$dedup_key}`)."
+            )]
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub message_deduplication_id: Option<$crate::sink::Template>,
+            /// `cloudevents`: send CloudEvents (docs/destinations.md); default `raw`.
+            #[serde(default, skip_serializing_if = "crate::sink::Format::is_raw")]
+            pub format: $crate::sink::Format,
+        }
+
+        impl $name {
+            #[doc = concat!("A ", $kind, " with the default limit and FIFO ids.")]
+            pub fn new($address: $address_type) -> Self {
+                Self {
+                    $address,
+                    max_message_bytes: Default::default(),
+                    message_group_id: None,
+                    message_deduplication_id: None,
+                    format: $crate::sink::Format::Raw,
+                }
+            }
+
+            #[doc = concat!("True for a FIFO ", $kind, ": its name ends in `.fifo`.")]
+            pub(crate) fn is_fifo(&self) -> bool {
+                self.$address.as_str().ends_with(".fifo")
+            }
+
+            /// `shape` with this destination's format and, on a FIFO one, its ids.
+            fn fifo_shape(
+                &self,
+                shape: $crate::sink::Shape,
+            ) -> Result<$crate::sink::Shape, $crate::sink::ShapeError> {
+                let mode = $crate::sink::shape::Mode::Structured;
+                $crate::sink::shape::fifo_ids(
+                    shape.with_format(self.format, mode),
+                    self.is_fifo(),
+                    self.message_group_id.as_ref(),
+                    self.message_deduplication_id.as_ref(),
+                )
+            }
+        }
+    };
+}
+
+pub(super) use fifo_config;
