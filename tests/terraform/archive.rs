@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::eval::{Scope, as_text};
 use crate::model::{self, Config, attr, label, nested};
-use crate::platform::{EnvValue, cloud_run_environment, lambda_environment};
+use crate::platform::{EnvValue, cloud_run_environment, lambda_environment, plain_when, set_by};
 use crate::policy::{Stmt, assert_sources, document, find, only_block, source, text};
 
 /// The variable that turns the archive on, in both relay modules.
@@ -676,14 +676,7 @@ fn the_archive_key_comes_from_a_secret_store() {
     let aws = model::module("aws-relay");
     let env = lambda_environment(&aws);
     assert!(env.iter().all(|v| v.name != "RELAY_ARCHIVE_KEY"));
-    let arn = env
-        .iter()
-        .find(|v| v.name == "RELAY_ARCHIVE_KEY_SECRET_ARN")
-        .expect("aws-relay sets RELAY_ARCHIVE_KEY_SECRET_ARN");
-    assert_eq!(arn.gate.as_deref(), Some(SWITCH));
-    let EnvValue::Plain(expr) = arn.value else {
-        panic!("Lambda variables are plain")
-    };
+    let expr = plain_when(&env, "aws-relay", "RELAY_ARCHIVE_KEY_SECRET_ARN", SWITCH);
     assert_eq!(
         expr.to_string(),
         "aws_secretsmanager_secret.archive_key[0].arn"
@@ -700,10 +693,7 @@ fn the_archive_key_comes_from_a_secret_store() {
 
     let gcp = model::module("gcp-relay");
     let env = cloud_run_environment(&gcp);
-    let key = env
-        .iter()
-        .find(|v| v.name == "RELAY_ARCHIVE_KEY")
-        .expect("gcp-relay sets RELAY_ARCHIVE_KEY");
+    let key = set_by(&env, "gcp-relay", "RELAY_ARCHIVE_KEY");
     assert_eq!(key.gate.as_deref(), Some(SWITCH));
     let EnvValue::SecretRef { secret, version } = &key.value else {
         panic!("gcp-relay: RELAY_ARCHIVE_KEY must use value_source.secret_key_ref")
@@ -742,18 +732,7 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
         Value::String(SAMPLE_BUCKET.to_owned()),
     );
     let env = lambda_environment(&aws);
-    let url = env
-        .iter()
-        .find(|v| v.name == "RELAY_ARCHIVE_URL")
-        .expect("aws-relay sets RELAY_ARCHIVE_URL");
-    assert_eq!(
-        url.gate.as_deref(),
-        Some(SWITCH),
-        "aws-relay: RELAY_ARCHIVE_URL with the archive"
-    );
-    let EnvValue::Plain(expr) = url.value else {
-        panic!("aws-relay: RELAY_ARCHIVE_URL is a plain value")
-    };
+    let expr = plain_when(&env, "aws-relay", "RELAY_ARCHIVE_URL", SWITCH);
     let buckets = texts(
         &scope,
         attr(aws.resource("aws_s3_bucket", "archive").body(), "bucket").expect("bucket"),
@@ -778,18 +757,7 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
 
     let gcp = model::module("gcp-relay");
     let env = cloud_run_environment(&gcp);
-    let url = env
-        .iter()
-        .find(|v| v.name == "RELAY_ARCHIVE_URL")
-        .expect("gcp-relay sets RELAY_ARCHIVE_URL");
-    assert_eq!(
-        url.gate.as_deref(),
-        Some(SWITCH),
-        "gcp-relay: RELAY_ARCHIVE_URL with the archive"
-    );
-    let EnvValue::Plain(expr) = url.value else {
-        panic!("gcp-relay: RELAY_ARCHIVE_URL is a plain value")
-    };
+    let expr = plain_when(&env, "gcp-relay", "RELAY_ARCHIVE_URL", SWITCH);
     // The longest project id (30) and name (24) the variables accept.
     let longest_project = "p".repeat(30);
     let longest_name = "n".repeat(24);
@@ -1124,10 +1092,7 @@ fn the_archive_topic_is_written_under_the_prefix_by_its_subscription() {
     assert_sources(publishers[0], &[("member", SERVICE_ACCOUNT)]);
 
     let env = cloud_run_environment(&config);
-    let stream = env
-        .iter()
-        .find(|v| v.name == "RELAY_ARCHIVE_STREAM")
-        .expect("gcp-relay sets RELAY_ARCHIVE_STREAM");
+    let stream = set_by(&env, "gcp-relay", "RELAY_ARCHIVE_STREAM");
     assert_eq!(stream.gate.as_deref(), Some("local.archive_pubsub"));
 
     let alert = config

@@ -10,7 +10,7 @@ use hcl::{Block, Body, Expression};
 
 use crate::eval::{Scope, as_text};
 use crate::model::{self, attr, label, literal_string, nested, walk};
-use crate::platform::{EnvValue, cloud_run_environment, lambda_environment};
+use crate::platform::{cloud_run_environment, lambda_environment, plain_when};
 use crate::policy::{self, assert_sources, document, find, only_block, source, text};
 use crate::stored_sinks::matches_a_wildcard;
 
@@ -35,18 +35,8 @@ const CONFIG_PATH: &str = "/etc/relay/relay.toml";
 fn relay_config_names_the_modules_own_secret() {
     let aws = model::module("aws-relay");
     let env = lambda_environment(&aws);
-    let var = env
-        .iter()
-        .find(|v| v.name == "RELAY_CONFIG")
-        .expect("aws-relay sets RELAY_CONFIG");
-    assert_eq!(
-        var.gate.as_deref(),
-        Some("var.relay_config != null"),
-        "aws-relay: RELAY_CONFIG with relay_config only"
-    );
-    let EnvValue::Plain(expr) = var.value else {
-        panic!("Lambda variables are plain")
-    };
+    let gate = "var.relay_config != null";
+    let expr = plain_when(&env, "aws-relay", "RELAY_CONFIG", gate);
     assert_eq!(
         expr.to_string(),
         "aws_secretsmanager_secret.relay_config[0].arn"
@@ -116,18 +106,13 @@ fn relay_config_names_the_modules_own_secret() {
     let gcp = model::module("gcp-relay");
     let scope = Scope::module(&gcp, &model::examples());
     let env = cloud_run_environment(&gcp);
-    let var = env
-        .iter()
-        .find(|v| v.name == "RELAY_CONFIG")
-        .expect("gcp-relay sets RELAY_CONFIG");
-    assert_eq!(
-        var.gate.as_deref(),
-        Some("local.relay_config_enabled"),
-        "gcp-relay: RELAY_CONFIG with relay_config only"
+    // The path of the mounted file.
+    let expr = plain_when(
+        &env,
+        "gcp-relay",
+        "RELAY_CONFIG",
+        "local.relay_config_enabled",
     );
-    let EnvValue::Plain(expr) = var.value else {
-        panic!("gcp-relay: RELAY_CONFIG is the path of the mounted file, a plain value")
-    };
     assert_eq!(
         texts(&scope, expr),
         [CONFIG_PATH],

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::eval::{Scope, as_text};
 use crate::model::{self, Config, attr, nested};
 use crate::platform::{
-    EnvValue, EnvVar, cloud_run_environment, lambda_environment, policy_statements,
+    EnvVar, cloud_run_environment, lambda_environment, plain_when, policy_statements,
 };
 use crate::policy::{assert_sources, only_block, text};
 
@@ -497,19 +497,7 @@ fn ledger_env(config: &Config, env: &[EnvVar<'_>], scope: &Scope<'_>) -> BTreeSe
         ("RELAY_LEDGER_URL", None),
         ("RELAY_LEDGER_RETENTION_SECS", Some("691200")),
     ] {
-        let var = env
-            .iter()
-            .find(|v| v.name == name)
-            .unwrap_or_else(|| panic!("{}: sets no {name}", config.name));
-        assert_eq!(
-            var.gate.as_deref(),
-            Some(SWITCH),
-            "{}: {name} must be set exactly when the ledger is on",
-            config.name
-        );
-        let EnvValue::Plain(expr) = var.value else {
-            panic!("{}: {name} is a plain value", config.name)
-        };
+        let expr = plain_when(&env, &config.name, name, SWITCH);
         let samples = texts(scope, expr);
         assert!(
             !samples.is_empty(),

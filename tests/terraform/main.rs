@@ -27,7 +27,7 @@ use eval::{Scope, as_text};
 use model::{Config, attr, label, literal_string, literal_strings, nested, root_attribute, walk};
 use platform::{
     EnvValue, EnvVar, cloud_run_environment, lambda_environment, policy_statements,
-    role_policy_documents,
+    role_policy_documents, set_by,
 };
 
 /// The modules that run the relay, each on its platform.
@@ -438,13 +438,6 @@ fn hmac_keys_come_from_a_secret_store() {
         version.map(ToString::to_string).as_deref(),
         Some("google_secret_manager_secret_version.hmac.version")
     );
-}
-
-/// The variable `name` in the environment `module` sets; panics when it sets none.
-fn set_by<'e, 'a>(env: &'e [EnvVar<'a>], module: &str, name: &str) -> &'e EnvVar<'a> {
-    env.iter()
-        .find(|v| v.name == name)
-        .unwrap_or_else(|| panic!("{module} sets {name}"))
 }
 
 /// What Terraform stores in the secret is a `RELAY_HMAC_KEYS` value relay-core accepts: a JSON

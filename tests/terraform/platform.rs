@@ -28,6 +28,33 @@ pub(crate) struct EnvVar<'a> {
     pub(crate) gate: Option<String>,
 }
 
+/// The variable `name` in the environment `module` sets; panics when it sets none.
+pub(crate) fn set_by<'e, 'a>(env: &'e [EnvVar<'a>], module: &str, name: &str) -> &'e EnvVar<'a> {
+    env.iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("{module} sets {name}"))
+}
+
+/// The expression of the variable `name` that `module` sets exactly when `gate` holds; panics
+/// when it sets none, sets it under another condition, or from a secret.
+pub(crate) fn plain_when<'a>(
+    env: &[EnvVar<'a>],
+    module: &str,
+    name: &str,
+    gate: &str,
+) -> &'a Expression {
+    let var = set_by(env, module, name);
+    assert_eq!(
+        var.gate.as_deref(),
+        Some(gate),
+        "{module}: when {name} is set"
+    );
+    match var.value {
+        EnvValue::Plain(expr) => expr,
+        EnvValue::SecretRef { .. } => panic!("{module}: {name} is a plain value"),
+    }
+}
+
 /// The environment of `aws_lambda_function.this` (`environment { variables = … }`): an object,
 /// possibly assembled with `merge()` from conditional objects (`cond ? { … } : {}`) and locals.
 pub(crate) fn lambda_environment(config: &Config) -> Vec<EnvVar<'_>> {
