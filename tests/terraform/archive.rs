@@ -1164,27 +1164,24 @@ fn undelivered_notifications_alarm_with_what_to_do() {
         alarm,
         &[("count", "var.alarms_enabled && var.ledger_enabled ? 1 : 0")],
     );
-    for (key, value) in [
-        ("namespace", "\"DssRelay\""),
-        ("metric_name", "\"Undelivered\""),
-        ("dimensions", "{ Relay = local.alarm_relay }"),
-        ("statistic", "\"Sum\""),
-        ("period", "3600"),
-        ("evaluation_periods", "1"),
-        ("datapoints_to_alarm", "1"),
-        ("threshold", "var.alarm_undelivered_threshold"),
-        ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
-        ("treat_missing_data", "\"notBreaching\""),
-        ("alarm_actions", "var.alarm_actions"),
-        ("ok_actions", "var.alarm_actions"),
-        ("alarm_name", "\"${var.name}-undelivered\""),
-    ] {
-        assert_eq!(
-            source(alarm, key),
-            Some(value.to_owned()),
-            "aws-relay: aws_cloudwatch_metric_alarm.undelivered.{key}"
-        );
-    }
+    assert_sources(
+        alarm,
+        &[
+            ("namespace", "\"DssRelay\""),
+            ("metric_name", "\"Undelivered\""),
+            ("dimensions", "{ Relay = local.alarm_relay }"),
+            ("statistic", "\"Sum\""),
+            ("period", "3600"),
+            ("evaluation_periods", "1"),
+            ("datapoints_to_alarm", "1"),
+            ("threshold", "var.alarm_undelivered_threshold"),
+            ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
+            ("treat_missing_data", "\"notBreaching\""),
+            ("alarm_actions", "var.alarm_actions"),
+            ("ok_actions", "var.alarm_actions"),
+            ("alarm_name", "\"${var.name}-undelivered\""),
+        ],
+    );
     assert_eq!(
         variable_default(&aws, "alarm_undelivered_threshold").as_deref(),
         Some("1")
@@ -1242,25 +1239,22 @@ fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
     let alarm = aws
         .resource("aws_cloudwatch_metric_alarm", "verified_refused")
         .body();
-    for (key, value) in [
-        ("count", "var.alarms_enabled ? 1 : 0"),
-        ("namespace", "\"DssRelay\""),
-        ("metric_name", "\"VerifiedRefused\""),
-        ("dimensions", "{ Relay = local.alarm_relay }"),
-        ("statistic", "\"Sum\""),
-        ("evaluation_periods", "local.alarm_window_minutes"),
-        ("datapoints_to_alarm", "1"),
-        ("threshold", "1"),
-        ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
-        ("treat_missing_data", "\"notBreaching\""),
-        ("alarm_actions", "var.alarm_actions"),
-    ] {
-        assert_eq!(
-            source(alarm, key),
-            Some(value.to_owned()),
-            "aws-relay: aws_cloudwatch_metric_alarm.verified_refused.{key}"
-        );
-    }
+    assert_sources(
+        alarm,
+        &[
+            ("count", "var.alarms_enabled ? 1 : 0"),
+            ("namespace", "\"DssRelay\""),
+            ("metric_name", "\"VerifiedRefused\""),
+            ("dimensions", "{ Relay = local.alarm_relay }"),
+            ("statistic", "\"Sum\""),
+            ("evaluation_periods", "local.alarm_window_minutes"),
+            ("datapoints_to_alarm", "1"),
+            ("threshold", "1"),
+            ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
+            ("treat_missing_data", "\"notBreaching\""),
+            ("alarm_actions", "var.alarm_actions"),
+        ],
+    );
     let description = source(alarm, "alarm_description").unwrap_or_default();
     assert_tells_what_to_do("aws-relay", &description, REFUSED_SAYS);
 

@@ -791,23 +791,20 @@ fn both_modules_alarm_on_dropped_metric_lines() {
     let alarm = aws
         .resource("aws_cloudwatch_metric_alarm", "metric_lines_dropped")
         .body();
-    for (key, value) in [
-        ("count", "var.alarms_enabled ? 1 : 0"),
-        ("namespace", "\"DssRelay\""),
-        ("metric_name", "\"MetricLinesDropped\""),
-        ("statistic", "\"Sum\""),
-        ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
-        ("threshold", "1"),
-        ("datapoints_to_alarm", "1"),
-        ("evaluation_periods", "local.alarm_window_minutes"),
-        ("alarm_actions", "var.alarm_actions"),
-    ] {
-        assert_eq!(
-            source(alarm, key).as_deref(),
-            Some(value),
-            "aws-relay: metric_lines_dropped.{key}"
-        );
-    }
+    assert_sources(
+        alarm,
+        &[
+            ("count", "var.alarms_enabled ? 1 : 0"),
+            ("namespace", "\"DssRelay\""),
+            ("metric_name", "\"MetricLinesDropped\""),
+            ("statistic", "\"Sum\""),
+            ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
+            ("threshold", "1"),
+            ("datapoints_to_alarm", "1"),
+            ("evaluation_periods", "local.alarm_window_minutes"),
+            ("alarm_actions", "var.alarm_actions"),
+        ],
+    );
     let dimensions = source(alarm, "dimensions").unwrap_or_default();
     assert!(
         dimensions.contains("Relay") && dimensions.contains("local.alarm_relay"),
@@ -833,16 +830,13 @@ fn both_modules_alarm_on_dropped_metric_lines() {
     let policy = gcp
         .resource("google_monitoring_alert_policy", "metric_lines_dropped")
         .body();
-    for (key, value) in [
-        ("enabled", "var.alerts_enabled"),
-        ("notification_channels", "var.alert_notification_channels"),
-    ] {
-        assert_eq!(
-            source(policy, key).as_deref(),
-            Some(value),
-            "gcp-relay: {key}"
-        );
-    }
+    assert_sources(
+        policy,
+        &[
+            ("enabled", "var.alerts_enabled"),
+            ("notification_channels", "var.alert_notification_channels"),
+        ],
+    );
     let condition = only_block(policy, "conditions", "gcp-relay: metric_lines_dropped");
     let threshold = only_block(
         condition,
