@@ -497,7 +497,7 @@ fn ledger_env(config: &Config, env: &[EnvVar<'_>], scope: &Scope<'_>) -> BTreeSe
         ("RELAY_LEDGER_URL", None),
         ("RELAY_LEDGER_RETENTION_SECS", Some("691200")),
     ] {
-        let expr = plain_when(&env, &config.name, name, SWITCH);
+        let expr = plain_when(env, &config.name, name, SWITCH);
         let samples = texts(scope, expr);
         assert!(
             !samples.is_empty(),
