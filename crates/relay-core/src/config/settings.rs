@@ -179,7 +179,7 @@ settings! {
     file_sink: FileTarget = "RELAY_FILE_SINK", var, default "";
     /// Without `[sinks]`: publish to this SQS queue; a name ending in `.fifo` makes it FIFO.
     sqs_queue_url: QueueUrl = "RELAY_SQS_QUEUE_URL", var, default "";
-    /// Body plus attributes above this get 413 before any call to the queue.
+    /// Body plus attributes above this get 413 before any call to the queue; set it lower for a queue with a smaller `MaximumMessageSize`.
     sqs_max_message_bytes: ByteLimit = "RELAY_SQS_MAX_MESSAGE_BYTES", var, default "1048576";
     /// Without `[sinks]`: publish to this SNS topic; a name ending in `.fifo` makes it FIFO.
     sns_topic_arn: TopicArn = "RELAY_SNS_TOPIC_ARN", var, default "";
