@@ -54,12 +54,18 @@ fn settle(entry: &mut Entry, attempt: &Attempt, index: usize, results: &[(&str, 
     });
 }
 
+/// An entry whose first attempt, at 1 s, published to `destination` and was acknowledged.
+fn acknowledged_once(destination: &str) -> Entry {
+    let mut entry = Entry::new("k", &identity());
+    let first = attempt("a1", 1_000, &[destination]);
+    claim(&mut entry, &first, 1_000);
+    settle(&mut entry, &first, 0, &[(destination, true)]);
+    entry
+}
+
 #[test]
 fn carrying_an_earlier_release_acknowledgement_over_publishes_nothing() {
-    let mut entry = Entry::new("k", &identity());
-    let first = attempt("a1", 1_000, &["sqs:orders"]);
-    claim(&mut entry, &first, 1_000);
-    settle(&mut entry, &first, 0, &[("sqs:orders", true)]);
+    let mut entry = acknowledged_once("sqs:orders");
     let resource = "arn:aws:sqs:us-east-1:1:orders";
     let second = attempt("a2", 60_000, &[resource]);
     let Claimed::Granted(Grant { others, .. }) = claim(&mut entry, &second, 60_000) else {
@@ -174,10 +180,7 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
 
 #[test]
 fn an_acknowledged_destination_never_blocks_and_keeps_its_first_message_id() {
-    let mut entry = Entry::new("k", &identity());
-    let first = attempt("a1", 1_000, &["q1"]);
-    claim(&mut entry, &first, 1_000);
-    settle(&mut entry, &first, 0, &[("q1", true)]);
+    let mut entry = acknowledged_once("q1");
     // A route added later: only the new destination is leased.
     let second = attempt("a2", 2_000, &["q1", "q3"]);
     claim(&mut entry, &second, 2_000);
@@ -188,10 +191,7 @@ fn an_acknowledged_destination_never_blocks_and_keeps_its_first_message_id() {
 
 #[test]
 fn an_expired_entry_is_new_again() {
-    let mut entry = Entry::new("k", &identity());
-    let first = attempt("a1", 1_000, &["q1"]);
-    claim(&mut entry, &first, 1_000);
-    settle(&mut entry, &first, 0, &[("q1", true)]);
+    let mut entry = acknowledged_once("q1");
     assert_eq!(entry.expires_at, 101);
     let late = attempt("a2", 101_001, &["q1"]);
     let Claimed::Granted(Grant { attempt, acked, .. }) = claim(&mut entry, &late, 101_001) else {
