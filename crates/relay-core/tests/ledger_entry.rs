@@ -54,6 +54,13 @@ fn settle(entry: &mut Entry, attempt: &Attempt, index: usize, results: &[(&str, 
     });
 }
 
+fn granted(claimed: Claimed) -> Grant {
+    match claimed {
+        Claimed::Granted(grant) => grant,
+        Claimed::Busy { .. } => panic!("the claim is granted, not {claimed:?}"),
+    }
+}
+
 /// An entry whose first attempt, at 1 s, published to `destination` and was acknowledged.
 fn acknowledged_once(destination: &str) -> Entry {
     let mut entry = Entry::new("k", &identity());
@@ -68,9 +75,7 @@ fn carrying_an_earlier_release_acknowledgement_over_publishes_nothing() {
     let mut entry = acknowledged_once("sqs:orders");
     let resource = "arn:aws:sqs:us-east-1:1:orders";
     let second = attempt("a2", 60_000, &[resource]);
-    let Claimed::Granted(Grant { others, .. }) = claim(&mut entry, &second, 60_000) else {
-        panic!("granted")
-    };
+    let Grant { others, .. } = granted(claim(&mut entry, &second, 60_000));
     assert_eq!(others.keys().collect::<Vec<_>>(), ["sqs:orders"]);
     let carried = BTreeMap::from([(
         resource.to_owned(),
@@ -118,24 +123,15 @@ fn a_retry_publishes_only_where_the_last_attempt_failed_then_is_a_duplicate() {
     assert!(entry.leases.is_empty());
 
     let second = attempt("a2", 60_000, &["q1", "q2"]);
-    let Claimed::Granted(Grant {
-        attempt: 1, acked, ..
-    }) = claim(&mut entry, &second, 60_000)
-    else {
-        panic!("the retry is granted")
-    };
-    assert_eq!(acked.keys().collect::<Vec<_>>(), ["q1"]);
+    let retry = granted(claim(&mut entry, &second, 60_000));
+    assert_eq!(retry.attempt, 1);
+    assert_eq!(retry.acked.keys().collect::<Vec<_>>(), ["q1"]);
     assert_eq!(entry.leases.keys().collect::<Vec<_>>(), ["q2"]);
     settle(&mut entry, &second, 1, &[("q2", true)]);
 
     let third = attempt("a3", 120_000, &["q1", "q2"]);
-    let Claimed::Granted(Grant {
-        attempt: 2, acked, ..
-    }) = claim(&mut entry, &third, 120_000)
-    else {
-        panic!("the duplicate is granted")
-    };
-    assert_eq!(acked.len(), 2);
+    let Grant { attempt, acked, .. } = granted(claim(&mut entry, &third, 120_000));
+    assert_eq!((attempt, acked.len()), (2, 2));
     assert_eq!(acked["q1"].message_id.as_deref(), Some("q1-0"));
     assert_eq!(acked["q2"].message_id.as_deref(), Some("q2-1"));
     assert!(entry.leases.is_empty(), "a duplicate takes no lease");
@@ -194,9 +190,7 @@ fn an_expired_entry_is_new_again() {
     let mut entry = acknowledged_once("q1");
     assert_eq!(entry.expires_at, 101);
     let late = attempt("a2", 101_001, &["q1"]);
-    let Claimed::Granted(Grant { attempt, acked, .. }) = claim(&mut entry, &late, 101_001) else {
-        panic!("granted")
-    };
+    let Grant { attempt, acked, .. } = granted(claim(&mut entry, &late, 101_001));
     assert_eq!((attempt, acked.len()), (0, 0));
     assert_eq!(entry.attempts.len(), 1);
 }
