@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use relay_core::ledger::{
     Attempt, Claim, Claimed, Delivery, Entry, Grant, Identity, Settlement, Verdict,
 };
-use relay_testkit::ledger::deliveries;
+use relay_testkit::ledger::{deliveries, granted};
 
 fn identity() -> Identity {
     Identity {
@@ -52,13 +52,6 @@ fn settle(entry: &mut Entry, attempt: &Attempt, index: usize, results: &[(&str, 
         now_ms: attempt.at_ms + 10,
         expires_at: attempt.at_ms / 1000 + 100,
     });
-}
-
-fn granted(claimed: Claimed) -> Grant {
-    match claimed {
-        Claimed::Granted(grant) => grant,
-        Claimed::Busy { .. } => panic!("the claim is granted, not {claimed:?}"),
-    }
 }
 
 /// An entry whose first attempt, at 1 s, published to `destination` and was acknowledged.

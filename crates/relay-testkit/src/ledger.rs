@@ -117,6 +117,14 @@ pub async fn settle(
     settle_folded(ledger, identity, attempt, (index, 0), results).await;
 }
 
+/// The grant of a claim that must have been granted; panics on a busy one.
+pub fn granted(claimed: Claimed) -> Grant {
+    match claimed {
+        Claimed::Granted(grant) => grant,
+        Claimed::Busy { .. } => panic!("the claim is granted, not {claimed:?}"),
+    }
+}
+
 /// What an attempt at `index` did: each destination with `true` acknowledged it (message id
 /// `{destination}-{index}`), each with `false` failed, retryably.
 pub fn deliveries(index: usize, results: &[(&str, bool)]) -> BTreeMap<String, Delivery> {
@@ -223,16 +231,14 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
     settle(ledger, &id, &first, 0, &[("q1", true), ("q2", false)]).await;
 
     let second = attempt(t + 60_000, &["q1", "q2"]);
-    let Claimed::Granted(Grant {
-        attempt: 1,
+    let Grant {
+        attempt: index,
         acked,
         others,
         since_ms,
         ..
-    }) = claim(ledger, &id, &second).await
-    else {
-        panic!("the retry is granted at index 1")
-    };
+    } = granted(claim(ledger, &id, &second).await);
+    assert_eq!(index, 1, "the retry is the entry's second attempt");
     assert_eq!(
         since_ms, t,
         "the notification has waited since its first attempt"
@@ -356,17 +362,10 @@ async fn many_retries_keep_a_bounded_entry(ledger: &dyn Ledger) {
     let n = 3 * KEPT_ATTEMPTS + 5;
     for i in 0..n {
         let retry = attempt(t + i as i64 * 1000, &["q1"]);
-        let Claimed::Granted(Grant {
-            attempt: index,
-            since_ms,
-            folded,
-            ..
-        }) = claim(ledger, &id, &retry).await
-        else {
-            panic!("retry {i} is granted")
-        };
-        assert_eq!((index, since_ms), (i, t), "retry {i}");
-        settle_folded(ledger, &id, &retry, (index, folded), &[("q1", i == n - 1)]).await;
+        let grant = granted(claim(ledger, &id, &retry).await);
+        assert_eq!((grant.attempt, grant.since_ms), (i, t), "retry {i}");
+        let at = (grant.attempt, grant.folded);
+        settle_folded(ledger, &id, &retry, at, &[("q1", i == n - 1)]).await;
     }
     let entry = entry(ledger, &id).await;
     assert!(
@@ -393,15 +392,13 @@ async fn other_acknowledgements_come_back(ledger: &dyn Ledger) {
     settle(ledger, &id, &first, 0, &[("sqs:orders", true)]).await;
     let resource = "arn:aws:sqs:us-east-1:111111111111:orders";
     let second = attempt(t + 60_000, &[resource]);
-    let Claimed::Granted(Grant {
-        attempt: 1,
+    let Grant {
+        attempt: index,
         acked,
         others,
         ..
-    }) = claim(ledger, &id, &second).await
-    else {
-        panic!("the retry is granted at index 1")
-    };
+    } = granted(claim(ledger, &id, &second).await);
+    assert_eq!(index, 1, "the retry is the entry's second attempt");
     assert!(acked.is_empty(), "{acked:?}");
     assert_eq!(others.keys().collect::<Vec<_>>(), ["sqs:orders"]);
     assert_eq!(
