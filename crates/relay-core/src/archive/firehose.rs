@@ -166,9 +166,10 @@ impl RecordStream for FirehoseStream {
                 return lines.iter().map(|_| Err(error.clone())).collect();
             }
         };
-        let responses = match (operation, answer.record_id) {
-            ("PutRecord", record_id) => vec![Response {
-                record_id,
+        // `PutRecord` answers with its record's id; `PutRecordBatch` with each record's answer.
+        let responses = match lines {
+            [_] => vec![Response {
+                record_id: answer.record_id,
                 error_code: None,
                 error_message: None,
             }],
