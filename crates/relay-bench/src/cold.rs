@@ -367,10 +367,7 @@ fn bootstrap() -> PathBuf {
 }
 
 fn starts() -> usize {
-    std::env::var("BENCH_COLD_STARTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20)
+    crate::number_from_env("BENCH_COLD_STARTS", 20)
 }
 
 /// The rows: the full core, 128 and 256 MB's shares in both modes over TLS, and 128 MB's from

@@ -13,7 +13,7 @@
 //! `BENCH_ONLY=burst` the burst and slow-sender tables, `BENCH_ONLY=memory` the memory table
 //! (relay-gcf without memory, with the SQLite ledger, with the ledger and a folder archive,
 //! and against a loopback DynamoDB-protocol endpoint; `BENCH_MEMORY_NOTIFICATIONS` distinct
-//! notifications per pass, default 20,000; `BENCH_MEMORY_ROWS=SQLite` keeps the no-memory row
+//! notifications per pass, default 20,000, over `BENCH_MEMORY_CONNECTIONS`, default 32; `BENCH_MEMORY_ROWS=SQLite` keeps the no-memory row
 //! and those whose name holds that text) and `BENCH_ONLY=replay` the replay table
 //! (`relay replay --since 3h` over an archive folder of `BENCH_REPLAY_NOTIFICATIONS`
 //! notifications, default 10,000, to the loopback SQS-protocol endpoint: without a ledger,
@@ -56,12 +56,17 @@ fn wanted(table: &str) -> bool {
     std::env::var("BENCH_ONLY").map_or(true, |only| only == table)
 }
 
-fn seconds() -> Duration {
-    let secs = std::env::var("BENCH_SECONDS")
+/// The number the variable `name` holds, or `default` when it is unset or not a number.
+pub(crate) fn number_from_env(name: &str, default: usize) -> usize {
+    std::env::var(name)
         .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
-    Duration::from_secs(secs)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+fn seconds() -> Duration {
+    let secs = number_from_env("BENCH_SECONDS", 5);
+    Duration::from_secs(secs as u64)
 }
 
 /// One row of the table: the relay against the floor under the same load.

@@ -4,7 +4,7 @@
 //! 5 ms; then with the archive through a loopback Firehose endpoint, which needs a relay-gcf
 //! built with `dynamodb`, `s3` and `firehose`), each sent the same distinct notifications twice: once new, then again (with the
 //! ledger, duplicates answered without a sink call). Each notification is sent once per pass,
-//! over 32 connections kept busy, then 20 more one at a time for the latency of a lone
+//! over 32 connections kept busy (`BENCH_MEMORY_CONNECTIONS`), then 20 more one at a time for the latency of a lone
 //! notification. The ledger's calls per notification come from the endpoint's own counters;
 //! "vs no memory" compares a pass's CPU-µs with the no-memory row's *new* pass, so the again
 //! rows say what a duplicate costs against a notification without memory.
@@ -25,7 +25,7 @@ use relay_testkit::fake_sqs::{FakeSqs, Fault};
 use crate::load::{Measured, signed};
 use crate::process::Pinned;
 
-/// Connections kept busy in the saturated passes.
+/// Connections kept busy in the saturated passes, by default.
 const CONNECTIONS: usize = 32;
 /// Notifications sent one at a time, 20 ms apart, in the lone passes.
 const LONE: usize = 20;
@@ -42,10 +42,12 @@ struct Pass {
 
 /// `BENCH_MEMORY_NOTIFICATIONS` (20,000): distinct notifications per saturated pass.
 fn notifications() -> usize {
-    std::env::var("BENCH_MEMORY_NOTIFICATIONS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(20_000)
+    crate::number_from_env("BENCH_MEMORY_NOTIFICATIONS", 20_000)
+}
+
+/// `BENCH_MEMORY_CONNECTIONS` ([`CONNECTIONS`]): connections kept busy in the saturated passes.
+fn connections() -> usize {
+    crate::number_from_env("BENCH_MEMORY_CONNECTIONS", CONNECTIONS).max(1)
 }
 
 /// What a row remembers with.
@@ -139,8 +141,12 @@ const ROWS: [Memory; 6] = [
 /// The table: every row of [`ROWS`], each through four passes.
 pub(crate) async fn table() {
     let count = notifications();
+    let over = match connections() {
+        CONNECTIONS => String::new(),
+        other => format!(", {other} connections"),
+    };
     println!(
-        "| relay-gcf, {count} × 4 KB | pass | answered 2xx | of which duplicate | notifications/s | CPU-µs per notification | vs no memory, new | p50 (ms) | p99 (ms) | peak RSS (MiB) | ledger calls per notification | SQS calls per notification |"
+        "| relay-gcf, {count} × 4 KB{over} | pass | answered 2xx | of which duplicate | notifications/s | CPU-µs per notification | vs no memory, new | p50 (ms) | p99 (ms) | peak RSS (MiB) | ledger calls per notification | SQS calls per notification |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let saturated: Requests = Arc::new((0..count).map(|i| signed(SIZE, 3_000_000 + i)).collect());
@@ -299,7 +305,7 @@ fn is_duplicate(body: &[u8]) -> bool {
     body.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Every request once, over [`CONNECTIONS`] connections kept busy.
+/// Every request once, over [`connections`] connections kept busy.
 async fn saturate(
     client: &Client<HttpConnector, Full<Bytes>>,
     server: &Pinned,
@@ -307,7 +313,7 @@ async fn saturate(
 ) -> Pass {
     let next = Arc::new(AtomicUsize::new(0));
     let (start, cpu) = (Instant::now(), server.cpu_us());
-    let tasks: Vec<_> = (0..CONNECTIONS)
+    let tasks: Vec<_> = (0..connections())
         .map(|_| {
             let (client, requests, next, port) = (
                 client.clone(),

@@ -26,10 +26,7 @@ const SPREAD: Duration = Duration::from_secs(2 * 3600);
 
 /// `BENCH_REPLAY_NOTIFICATIONS` (10,000): the notifications archived.
 fn notifications() -> usize {
-    std::env::var("BENCH_REPLAY_NOTIFICATIONS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000)
+    crate::number_from_env("BENCH_REPLAY_NOTIFICATIONS", 10_000)
 }
 
 /// A v2 CREATE as the DSS sends it, of about [`SIZE`] bytes, for bundle `i`.
