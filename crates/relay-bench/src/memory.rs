@@ -138,9 +138,8 @@ const ROWS: [Memory; 6] = [
     Memory::DynamoDbAndFirehose,
 ];
 
-/// The table: every row of [`ROWS`], each through four passes.
-pub(crate) async fn table() {
-    let count = notifications();
+/// The table's header: the notifications per pass, and the connections when not the default.
+fn print_header(count: usize) {
     let over = match connections() {
         CONNECTIONS => String::new(),
         other => format!(", {other} connections"),
@@ -149,6 +148,12 @@ pub(crate) async fn table() {
         "| relay-gcf, {count} × 4 KB{over} | pass | answered 2xx | of which duplicate | notifications/s | CPU-µs per notification | vs no memory, new | p50 (ms) | p99 (ms) | peak RSS (MiB) | ledger calls per notification | SQS calls per notification |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+}
+
+/// The table: every row of [`ROWS`], each through four passes.
+pub(crate) async fn table() {
+    let count = notifications();
+    print_header(count);
     let saturated: Requests = Arc::new((0..count).map(|i| signed(SIZE, 3_000_000 + i)).collect());
     let lone: Requests = Arc::new((0..LONE).map(|i| signed(SIZE, 4_000_000 + i)).collect());
     let warm: Requests = Arc::new((0..512).map(|i| signed(SIZE, 5_000_000 + i)).collect());
