@@ -21,7 +21,8 @@ use crate::error::Error;
 use crate::ledger::{Ack, Delivery};
 use crate::live::RoutingTable;
 use crate::notification::{Notification, Verified};
-use crate::sink::{Destination, Message, SinkError};
+use crate::sink::{Destination, Message, SinkError, Unshaped};
+use http::request::Parts;
 
 /// A destination's message to publish, or why it has none.
 pub(super) type Unsent = Result<Message, SinkError>;
@@ -34,7 +35,7 @@ pub(super) struct Attempt<'a, 't> {
     pub(super) table: &'t RoutingTable,
     /// Each destination it was routed to (the archive last, when there is one), with its
     /// message shaped and size-checked. Empty when no route took it.
-    pub(super) planned: Vec<(&'t Destination, Planned)>,
+    pub(super) planned: Vec<(&'t Destination, Planned<'a>)>,
     /// The routes' version, the split, and a replay run's id.
     pub(super) routing: Routing<'a>,
     /// When it arrived (for a replay: now).
@@ -48,28 +49,51 @@ pub(super) struct Attempt<'a, 't> {
 
 /// A destination's message: shaped and checked already, its transform's failure, or the
 /// archive's record, written out only when the archive still needs it (a duplicate's never is).
-pub(super) enum Planned {
+pub(super) enum Planned<'a> {
     /// A routed destination's message.
     Shaped(Message),
     /// A routed destination whose transform yielded no body: that destination fails, alone.
     Untransformed(crate::transform::RunError),
-    /// The archive's record.
-    Record(Box<crate::archive::Record>),
+    /// The archive's record, made from its parts only when it is written.
+    Record(PendingRecord<'a>),
 }
 
-impl Planned {
+impl Planned<'_> {
     /// The message to publish, or the destination's failure without one.
     fn into_message(self) -> Result<Message, SinkError> {
         match self {
             Self::Shaped(message) => Ok(message),
             Self::Untransformed(error) => Err(SinkError::transform(error)),
-            Self::Record(record) => Ok(record.message()),
+            Self::Record(pending) => Ok(pending.record().message()),
         }
     }
 }
 
+/// What the archive's record of a live notification is made of: its request document, headers
+/// kept, and the relay's message.
+pub(super) struct PendingRecord<'a> {
+    /// The notification's message before any shape.
+    pub(super) base: &'a Message,
+    /// The request it came in.
+    pub(super) parts: &'a http::request::Parts,
+    /// The request document, when routing already made it.
+    pub(super) request: Option<serde_json::Value>,
+    /// The headers routes name, which the record keeps too.
+    pub(super) named: &'a std::collections::BTreeSet<String>,
+}
+
+impl PendingRecord<'_> {
+    fn record(self) -> crate::archive::Record {
+        let request = self.request.unwrap_or_else(|| {
+            let uri = &self.parts.uri;
+            crate::route::request_document(uri.path(), uri.query(), &self.parts.headers)
+        });
+        crate::archive::Record::of(self.base, request, self.named)
+    }
+}
+
 /// The messages of `planned`, made.
-fn messages(planned: Vec<(&Destination, Planned)>) -> Vec<(&Destination, Unsent)> {
+fn messages<'t>(planned: Vec<(&'t Destination, Planned<'_>)>) -> Vec<(&'t Destination, Unsent)> {
     planned
         .into_iter()
         .map(|(destination, planned)| (destination, planned.into_message()))
@@ -100,7 +124,88 @@ pub(super) struct Found {
     carried_from: Option<String>,
 }
 
+/// `destination`'s message for `notification`: its shape applied, its size checked (502 when a
+/// template cannot be filled, 413 over the destination's limit). A transform that yields no
+/// body within `transform_timeout` and the destination's limit (its attributes counted) fails
+/// that destination alone.
+pub(super) fn shape(
+    destination: &crate::sink::Destination,
+    base: &Message,
+    notification: &Notification<crate::notification::Verified>,
+    transform_timeout: std::time::Duration,
+) -> Result<Planned<'static>, Error> {
+    let sink = destination.sink.name();
+    let limits = crate::transform::Limits {
+        timeout: transform_timeout,
+        max_output: destination.max_message_bytes.unwrap_or(FILE_MESSAGE_BYTES),
+    };
+    let message = match destination.shape.apply(base, notification, limits) {
+        Ok(message) => message,
+        Err(Unshaped::Transform(error)) => return Ok(Planned::Untransformed(error)),
+        Err(Unshaped::Template(e)) => {
+            tracing::error!(sink, error = %e, "A template cannot be filled; an operator must act.");
+            return Err(Error::SinkFailed {
+                sink: sink.to_owned(),
+            });
+        }
+    };
+    if let Some(limit) = destination
+        .max_message_bytes
+        .filter(|&max| message.encoded_size() > max)
+    {
+        // A transformed body with its attributes over the limit is the transform's failure.
+        if destination.shape.transforms() {
+            let too_large = crate::transform::Unwritable::TooLarge { limit };
+            return Ok(Planned::Untransformed(too_large.into()));
+        }
+        return Err(Error::MessageTooLarge {
+            sink: sink.to_owned(),
+            limit,
+        });
+    }
+    Ok(Planned::Shaped(message))
+}
+
+/// The largest body a transform may yield for a destination without a message size limit (a
+/// file).
+const FILE_MESSAGE_BYTES: usize = 1 << 20;
+
 impl Relay {
+    /// Each routed destination with its message shaped and size-checked before any sink is
+    /// called (a notification one of them cannot take is refused before anything leaves), then
+    /// the archive with what its record is made of: the routing is done with the request
+    /// document, so the record takes it. A duplicate's record is never made.
+    pub(super) fn plan<'a, 't>(
+        &'t self,
+        table: &'t RoutingTable,
+        routed: &[usize],
+        notification: &Notification<crate::notification::Verified>,
+        base: &'a Message,
+        parts: &'a Parts,
+        request: serde_json::Value,
+    ) -> Result<Vec<(&'t crate::sink::Destination, Planned<'t>)>, Error>
+    where
+        'a: 't,
+    {
+        let mut planned = Vec::with_capacity(routed.len() + 1);
+        for &i in routed {
+            let destination = &table.destinations[i];
+            let timeout = self.config.transform_timeout;
+            let message = shape(destination, base, notification, timeout)?;
+            planned.push((destination, message));
+        }
+        if let Some(archive) = &self.archive {
+            let record = PendingRecord {
+                base,
+                parts,
+                request: table.uses_request().then_some(request),
+                named: table.request_headers(),
+            };
+            planned.push((archive, Planned::Record(record)));
+        }
+        Ok(planned)
+    }
+
     /// Claims, publishes what is missing and settles. Refused before anything is published
     /// while another attempt holds a destination (503 `in_progress`) or when the ledger does
     /// not answer (503 `ledger_unavailable`).

@@ -36,7 +36,7 @@ use http::{Method, StatusCode};
 use http_body::Body;
 use serde_json::json;
 
-use self::attempt::{Attempt, Planned};
+use self::attempt::Attempt;
 use self::ledger::{Recorder, Routing};
 use self::log::LogFields;
 use self::publish::Answered;
@@ -54,7 +54,7 @@ use crate::metrics::{self, Metrics};
 use crate::notification::Notification;
 use crate::outcome::Outcome;
 use crate::route::{Input, request_document};
-use crate::sink::{Destination, Message, Sink, SinkConfig, Unshaped};
+use crate::sink::{Destination, Message, Sink, SinkConfig};
 use crate::source::{Opened, Sources};
 use crate::verify::{Clock, Policy};
 
@@ -342,7 +342,7 @@ impl Relay {
         let table = self.table.load_full();
         let routes_version = table.version.as_ref().map(|v| v.0.as_str());
         fields.routes_version = routes_version.map(str::to_owned);
-        let request = match table.uses_request() || self.archive.is_some() {
+        let request = match table.uses_request() {
             true => request_document(parts.uri.path(), parts.uri.query(), &parts.headers),
             false => serde_json::Value::Null,
         };
@@ -354,22 +354,14 @@ impl Relay {
         let base = Message::new(&notification, &parts.headers, received_at);
         let trace_id = base.trace.as_ref().map(|t| t.trace_id());
         fields.trace_id = trace_id.map(str::to_owned);
-        // Every routed destination's message is shaped and size-checked before any sink is
-        // called: a notification one of them cannot take is refused before anything leaves.
-        let mut planned = Vec::with_capacity(decision.destinations.len() + 1);
-        for &i in &decision.destinations {
-            let destination = &table.destinations[i];
-            let timeout = self.config.transform_timeout;
-            planned.push((
-                destination,
-                shape(destination, &base, &notification, timeout)?,
-            ));
-        }
-        if let Some(archive) = &self.archive {
-            // The routing is done with the request document: the record takes it.
-            let record = crate::archive::Record::of(&base, request, table.request_headers());
-            planned.push((archive, Planned::Record(Box::new(record))));
-        }
+        let planned = self.plan(
+            &table,
+            &decision.destinations,
+            &notification,
+            &base,
+            parts,
+            request,
+        )?;
         // A filtered notification is recorded only when RELAY_LEDGER_RECORD_FILTERED is on
         // (without it, its archive write alone makes a retry harmless); then the attempt claims
         // no destination, and the DSS gets its 202 so that it does not retry.
@@ -427,49 +419,3 @@ impl Relay {
         }
     }
 }
-
-/// `destination`'s message for `notification`: its shape applied, its size checked (502 when a
-/// template cannot be filled, 413 over the destination's limit). A transform that yields no
-/// body within `transform_timeout` and the destination's limit (its attributes counted) fails
-/// that destination alone.
-fn shape(
-    destination: &crate::sink::Destination,
-    base: &Message,
-    notification: &Notification<crate::notification::Verified>,
-    transform_timeout: std::time::Duration,
-) -> Result<Planned, Error> {
-    let sink = destination.sink.name();
-    let limits = crate::transform::Limits {
-        timeout: transform_timeout,
-        max_output: destination.max_message_bytes.unwrap_or(FILE_MESSAGE_BYTES),
-    };
-    let message = match destination.shape.apply(base, notification, limits) {
-        Ok(message) => message,
-        Err(Unshaped::Transform(error)) => return Ok(Planned::Untransformed(error)),
-        Err(Unshaped::Template(e)) => {
-            tracing::error!(sink, error = %e, "A template cannot be filled; an operator must act.");
-            return Err(Error::SinkFailed {
-                sink: sink.to_owned(),
-            });
-        }
-    };
-    if let Some(limit) = destination
-        .max_message_bytes
-        .filter(|&max| message.encoded_size() > max)
-    {
-        // A transformed body with its attributes over the limit is the transform's failure.
-        if destination.shape.transforms() {
-            let too_large = crate::transform::Unwritable::TooLarge { limit };
-            return Ok(Planned::Untransformed(too_large.into()));
-        }
-        return Err(Error::MessageTooLarge {
-            sink: sink.to_owned(),
-            limit,
-        });
-    }
-    Ok(Planned::Shaped(message))
-}
-
-/// The largest body a transform may yield for a destination without a message size limit (a
-/// file).
-const FILE_MESSAGE_BYTES: usize = 1 << 20;

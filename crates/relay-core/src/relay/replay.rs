@@ -196,7 +196,7 @@ impl Relay {
             let destination = &table.destinations[i];
             let timeout = self.config.transform_timeout;
             let (base, notification) = (&routed.base, &routed.notification);
-            let mut shaped = super::shape(destination, base, notification, timeout)
+            let mut shaped = super::attempt::shape(destination, base, notification, timeout)
                 .map_err(ReplayError::Shape)?;
             if let Planned::Shaped(message) = &mut shaped {
                 destination.shape.mark(message, REPLAYED, "true");
@@ -288,7 +288,7 @@ impl Relay {
         &self,
         notification: &Notification<Verified>,
         table: &RoutingTable,
-        planned: &[(&Destination, Planned)],
+        planned: &[(&Destination, Planned<'_>)],
         run: Option<&str>,
         record: bool,
     ) -> Result<Replayed, ReplayError> {
