@@ -11,7 +11,7 @@
 //! published. Where the name stands for several destinations, none of them can be said to have
 //! acknowledged: each is published to, and the log and `LegacyAcknowledgements` say so.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime};
 
 use super::Relay;
@@ -75,11 +75,11 @@ pub(super) struct PendingRecord<'a> {
     /// The notification's message before any shape.
     pub(super) base: &'a Message,
     /// The request it came in.
-    pub(super) parts: &'a http::request::Parts,
+    pub(super) parts: &'a Parts,
     /// The request document, when routing already made it.
     pub(super) request: Option<serde_json::Value>,
     /// The headers routes name, which the record keeps too.
-    pub(super) named: &'a std::collections::BTreeSet<String>,
+    pub(super) named: &'a BTreeSet<String>,
 }
 
 impl PendingRecord<'_> {
@@ -129,9 +129,9 @@ pub(super) struct Found {
 /// body within `transform_timeout` and the destination's limit (its attributes counted) fails
 /// that destination alone.
 pub(super) fn shape(
-    destination: &crate::sink::Destination,
+    destination: &Destination,
     base: &Message,
-    notification: &Notification<crate::notification::Verified>,
+    notification: &Notification<Verified>,
     transform_timeout: std::time::Duration,
 ) -> Result<Planned<'static>, Error> {
     let sink = destination.sink.name();
@@ -179,11 +179,11 @@ impl Relay {
         &'t self,
         table: &'t RoutingTable,
         routed: &[usize],
-        notification: &Notification<crate::notification::Verified>,
+        notification: &Notification<Verified>,
         base: &'a Message,
         parts: &'a Parts,
         request: serde_json::Value,
-    ) -> Result<Vec<(&'t crate::sink::Destination, Planned<'t>)>, Error>
+    ) -> Result<Vec<(&'t Destination, Planned<'t>)>, Error>
     where
         'a: 't,
     {
