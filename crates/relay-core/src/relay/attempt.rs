@@ -175,18 +175,15 @@ impl Relay {
     /// called (a notification one of them cannot take is refused before anything leaves), then
     /// the archive with what its record is made of: the routing is done with the request
     /// document, so the record takes it. A duplicate's record is never made.
-    pub(super) fn plan<'a, 't>(
+    pub(super) fn plan<'t>(
         &'t self,
         table: &'t RoutingTable,
         routed: &[usize],
         notification: &Notification<Verified>,
-        base: &'a Message,
-        parts: &'a Parts,
+        base: &'t Message,
+        parts: &'t Parts,
         request: serde_json::Value,
-    ) -> Result<Vec<(&'t Destination, Planned<'t>)>, Error>
-    where
-        'a: 't,
-    {
+    ) -> Result<Vec<(&'t Destination, Planned<'t>)>, Error> {
         let mut planned = Vec::with_capacity(routed.len() + 1);
         for &i in routed {
             let destination = &table.destinations[i];
