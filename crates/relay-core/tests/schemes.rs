@@ -17,7 +17,7 @@ use relay_core::schemes::standard_webhooks::StandardWebhooks;
 use relay_core::schemes::stripe::Stripe;
 use relay_core::schemes::{
     Check, Ed25519SigningKey, Ed25519VerifyingKey, HmacKey, Proof, Scheme, SchemeError, Secrets,
-    Signer, SigningKey,
+    Signer, SigningKey, Window,
 };
 use relay_core::verify::{Secret, SignedRequest};
 use serde_json::Value;
@@ -214,7 +214,7 @@ fn github_slack_and_stripe_verify_their_documented_examples() {
 fn slacks_window_is_configurable() {
     let f = fixture("slack");
     let wide = Slack {
-        window: Duration::from_secs(600),
+        window: Window(Duration::from_secs(600)),
     };
     assert!(
         f.check(&wide, &f.secret(), f.now + STALE).is_ok(),
@@ -508,7 +508,7 @@ fn generic_hmac_verifies_slack_and_github_examples() {
         template: "v0:{timestamp}:{body}".into(),
         timestamp_header: Some("x-slack-request-timestamp".into()),
         id_header: None,
-        window: Duration::from_secs(300),
+        window: Window::default(),
     })
     .unwrap();
     let f = fixture("slack");

@@ -4,13 +4,11 @@
 //! With a timestamp header, the timestamp is checked within a window; without one, a captured
 //! request can be replayed.
 
-use std::time::Duration;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use http::{HeaderName, HeaderValue};
 
-use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer, owned};
+use super::{Check, Headers, Proof, Scheme, SchemeError, Signer, Window, owned};
 
 /// How the signature is written in its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -99,7 +97,7 @@ pub struct HmacConfig {
     /// The header that carries the delivery id, if any.
     pub id_header: Option<String>,
     /// Largest accepted distance between the timestamp and now.
-    pub window: Duration,
+    pub window: Window,
 }
 
 impl HmacConfig {
@@ -129,7 +127,7 @@ impl HmacConfig {
             template: "{body}".into(),
             timestamp_header: None,
             id_header: None,
-            window: DEFAULT_WINDOW,
+            window: Window::default(),
         }
     }
 }
@@ -360,24 +358,19 @@ mod tests {
 
     #[test]
     fn templates_parse_and_bad_ones_are_refused() {
-        assert_eq!(
-            parse_template("v0:{timestamp}:{body}").unwrap(),
-            vec![
-                Part::Text("v0:".into()),
-                Part::Timestamp,
-                Part::Text(":".into()),
-                Part::Body
-            ]
-        );
-        assert_eq!(
-            parse_template("{{{body}}}{header:x-a}").unwrap(),
-            vec![
-                Part::Text("{".into()),
-                Part::Body,
-                Part::Text("}".into()),
-                Part::Header("x-a".into())
-            ]
-        );
+        let text = |t: &str| Part::Text(t.into());
+        for (template, parts) in [
+            (
+                "v0:{timestamp}:{body}",
+                vec![text("v0:"), Part::Timestamp, text(":"), Part::Body],
+            ),
+            (
+                "{{{body}}}{header:x-a}",
+                vec![text("{"), Part::Body, text("}"), Part::Header("x-a".into())],
+            ),
+        ] {
+            assert_eq!(parse_template(template).unwrap(), parts, "{template}");
+        }
         for (bad, error) in [
             ("{body", HmacConfigError::UnbalancedBrace),
             ("body}", HmacConfigError::UnbalancedBrace),

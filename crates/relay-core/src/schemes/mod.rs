@@ -29,6 +29,17 @@ pub use ed25519_dalek::{SigningKey as Ed25519SigningKey, VerifyingKey as Ed25519
 /// The timestamp window every scheme uses unless configured otherwise: 5 minutes.
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(300);
 
+/// The largest accepted distance between a signed timestamp and now, either way:
+/// [`DEFAULT_WINDOW`] unless a source's `window_secs` sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window(pub Duration);
+
+impl Default for Window {
+    fn default() -> Self {
+        Self(DEFAULT_WINDOW)
+    }
+}
+
 /// One way a sender signs its webhooks.
 pub trait Scheme: Send + Sync + std::fmt::Debug {
     /// The scheme's stable name (`dss`, `github`, `stripe`, …).
@@ -95,12 +106,8 @@ impl<'a> Check<'a> {
     }
 
     /// A signed Unix timestamp, checked within `window` of now.
-    pub(crate) fn timestamp(
-        &self,
-        text: &str,
-        window: Duration,
-    ) -> Result<SystemTime, SchemeError> {
-        check_timestamp(text, self.now, window)
+    pub(crate) fn timestamp(&self, text: &str, window: Window) -> Result<SystemTime, SchemeError> {
+        check_timestamp(text, self.now, window.0)
     }
 
     /// The id of the HMAC secret (any key id) whose HMAC-SHA256 of `parts` is one of the

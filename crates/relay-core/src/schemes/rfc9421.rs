@@ -10,8 +10,6 @@
 //! `content-digest` is recomputed over the body; an unknown `keyid` answers as a bad signature
 //! does.
 
-use std::time::Duration;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ed25519_dalek::{Signature, Signer as _};
@@ -19,7 +17,7 @@ use http::{HeaderName, HeaderValue};
 use sfv::{BareItem, Dictionary, InnerList, ListEntry, ListSerializer, Parser};
 use sha2::{Digest as _, Sha256, Sha512};
 
-use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer};
+use super::{Check, Headers, Proof, Scheme, SchemeError, Signer, Window};
 use super::{SignedRequest, SigningKey, ct_eq, header, match_hmac, pair, unix_secs};
 use crate::mac::hmac_sha256;
 
@@ -38,7 +36,7 @@ pub(crate) const DEFAULT_REQUIRED: [&str; 3] = ["@method", "@path", CONTENT_DIGE
 #[derive(Debug, Clone)]
 pub struct Rfc9421 {
     /// Largest accepted distance between `created` and now.
-    pub window: Duration,
+    pub window: Window,
     /// The components a signature must cover, in the order [`sign`](Scheme::sign_request)
     /// covers them; empty accepts any coverage (tests of other rules only).
     pub required: Vec<String>,
@@ -49,7 +47,7 @@ pub struct Rfc9421 {
 impl Default for Rfc9421 {
     fn default() -> Self {
         Self {
-            window: DEFAULT_WINDOW,
+            window: Window::default(),
             required: DEFAULT_REQUIRED.map(str::to_owned).to_vec(),
             label: None,
         }

@@ -1,26 +1,16 @@
 //! Slack v0: `X-Slack-Signature: v0=<hex HMAC-SHA256(secret, "v0:{timestamp}:{body}")>` with
 //! `X-Slack-Request-Timestamp` (Unix seconds), checked within a window (5 minutes by default).
 
-use std::time::Duration;
-
-use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer, pair};
+use super::{Check, Headers, Proof, Scheme, SchemeError, Signer, Window, pair};
 
 const SIGNATURE: &str = "x-slack-signature";
 const TIMESTAMP: &str = "x-slack-request-timestamp";
 
 /// Slack's v0 request signing.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Slack {
     /// Largest accepted distance between the signed timestamp and now.
-    pub window: Duration,
-}
-
-impl Default for Slack {
-    fn default() -> Self {
-        Self {
-            window: DEFAULT_WINDOW,
-        }
-    }
+    pub window: Window,
 }
 
 impl Scheme for Slack {

@@ -3,13 +3,11 @@
 //! `"{id}.{timestamp}.{body}"`. A symmetric secret is `whsec_` + base64 of its bytes. Several
 //! signatures allow rotation; any one verifying is enough. `webhook-id` is the delivery id.
 
-use std::time::Duration;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use ed25519_dalek::{Signature, Signer as _};
 
-use super::{Check, DEFAULT_WINDOW, Headers, HmacKey, Proof, Scheme, SchemeError, Signer};
+use super::{Check, Headers, HmacKey, Proof, Scheme, SchemeError, Signer, Window};
 use super::{SigningKey, match_hmac, pair};
 use crate::mac::hmac_sha256;
 
@@ -22,18 +20,10 @@ pub(crate) const SECRET_PREFIX: &str = "whsec_";
 const MAX_SIGNATURES: usize = 8;
 
 /// Standard Webhooks v1 (HMAC) and v1a (ed25519).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct StandardWebhooks {
     /// Largest accepted distance between `webhook-timestamp` and now.
-    pub window: Duration,
-}
-
-impl Default for StandardWebhooks {
-    fn default() -> Self {
-        Self {
-            window: DEFAULT_WINDOW,
-        }
-    }
+    pub window: Window,
 }
 
 /// The HMAC key of a `whsec_` secret (the prefix is optional, and so is the base64's padding);

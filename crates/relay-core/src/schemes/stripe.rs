@@ -3,27 +3,17 @@
 //! schemes (`v0`, the test scheme) are ignored. The timestamp is checked within a window
 //! (5 minutes by default, as Stripe's libraries do).
 
-use std::time::Duration;
-
-use super::{Check, DEFAULT_WINDOW, Headers, Proof, Scheme, SchemeError, Signer, pair};
+use super::{Check, Headers, Proof, Scheme, SchemeError, Signer, Window, pair};
 
 const SIGNATURE: &str = "stripe-signature";
 /// More `v1` values than any rotation needs are refused rather than each tried.
 const MAX_SIGNATURES: usize = 8;
 
 /// Stripe's `Stripe-Signature`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Stripe {
     /// Largest accepted distance between `t` and now.
-    pub window: Duration,
-}
-
-impl Default for Stripe {
-    fn default() -> Self {
-        Self {
-            window: DEFAULT_WINDOW,
-        }
-    }
+    pub window: Window,
 }
 
 /// The `t` and the `v1` values of a `Stripe-Signature` header.

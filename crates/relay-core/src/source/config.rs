@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::{DedupRule, SchemeName};
 use crate::schemes::hmac::{Encoding, HmacConfig};
-use crate::schemes::{DEFAULT_WINDOW, Ed25519VerifyingKey, Scheme, Secrets};
+use crate::schemes::{DEFAULT_WINDOW, Ed25519VerifyingKey, Scheme, Secrets, Window};
 use crate::verify::{KeyRing, Secret};
 
 /// A dotted field path (`match.bundle_uuid`) as its names.
@@ -90,7 +90,7 @@ impl SourceSpec {
         }
     }
 
-    pub(super) fn hmac_config(&self, window: Duration) -> Result<HmacConfig, String> {
+    pub(super) fn hmac_config(&self, window: Window) -> Result<HmacConfig, String> {
         let encoding = match self.encoding.as_deref() {
             None | Some("hex") => Encoding::Hex,
             Some("base64") => Encoding::Base64,

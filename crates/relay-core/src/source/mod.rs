@@ -92,7 +92,7 @@ impl SchemeName {
     /// for [`SchemeName::Hmac`] sign the raw body into `x-signature`, in hex); `None` for the
     /// DSS, whose [`Dss`] scheme is built with its source's key ring ([`Sources::new`]).
     pub fn scheme(self, options: &SourceSpec) -> Result<Option<Box<dyn Scheme>>, String> {
-        let window = options.window()?;
+        let window = schemes::Window(options.window()?);
         Ok(Some(match self {
             Self::Dss => return Ok(None),
             Self::Rfc9421 => {

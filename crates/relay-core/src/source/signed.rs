@@ -31,7 +31,7 @@ impl SchemeName {
             Self::StandardWebhooks => vec!["webhook-id".into(), "webhook-timestamp".into()],
             Self::Slack => vec!["x-slack-request-timestamp".into()],
             Self::Hmac => options
-                .hmac_config(Duration::ZERO)
+                .hmac_config(schemes::Window(Duration::ZERO))
                 .map(|c| c.signed_headers())
                 .unwrap_or_default(),
             Self::Dss | Self::Rfc9421 | Self::GitHub | Self::Shopify | Self::Stripe => Vec::new(),

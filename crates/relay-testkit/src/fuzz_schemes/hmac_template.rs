@@ -4,7 +4,7 @@
 use http::{HeaderMap, HeaderName, HeaderValue};
 use relay_core::schemes::Proof;
 use relay_core::schemes::hmac::{Encoding, GenericHmac, HmacConfig, HmacConfigError};
-use relay_core::schemes::{DEFAULT_WINDOW, HmacKey, Scheme, Secrets, Signer};
+use relay_core::schemes::{HmacKey, Scheme, Secrets, Signer, Window};
 use relay_core::verify::Secret;
 
 use super::{DELIVERY, GITHUB_SECRET, SHOPIFY_SECRET, SLACK_NOW, SLACK_SECRET};
@@ -208,7 +208,7 @@ fn config_of(fields: &[&str]) -> HmacConfig {
         },
         timestamp_header: optional(fields[4]),
         id_header: optional(fields[5]),
-        window: DEFAULT_WINDOW,
+        window: Window::default(),
     }
 }
 

@@ -420,15 +420,20 @@ mod tests {
             .into_verified(Verified::for_tests(Some("hca-dss:x")))
     }
 
+    /// The message of a request that carried no headers, received at the epoch.
+    fn unheaded(notification: &Notification<Verified>) -> Message {
+        Message::new(
+            notification,
+            &http::HeaderMap::new(),
+            std::time::SystemTime::UNIX_EPOCH,
+        )
+    }
+
     #[test]
     #[cfg(feature = "transform")]
     fn a_transform_makes_the_body_and_marks_the_message() {
         let notification = v2();
-        let base = Message::new(
-            &notification,
-            &http::HeaderMap::new(),
-            std::time::SystemTime::UNIX_EPOCH,
-        );
+        let base = unheaded(&notification);
         let transformed = |program: &str| Selection {
             transform: Some(program.to_owned()),
             ..selection(None, &[("team", "x")])
@@ -534,11 +539,7 @@ mod tests {
     #[test]
     fn shaped_messages_share_the_payload_and_the_attribute_text() {
         let notification = v2();
-        let base = Message::new(
-            &notification,
-            &http::HeaderMap::new(),
-            std::time::SystemTime::UNIX_EPOCH,
-        );
+        let base = unheaded(&notification);
         let selected = Shape::new(
             &selection(Some(&["dss.event_type", "dss.kind"]), &[("team", "x")]),
             Some(10),
