@@ -65,6 +65,13 @@ fn failed(out: &Output, code: i32) -> String {
     stderr
 }
 
+/// Asserts the command exited with `code` and said `text` on standard error; its standard error.
+fn fails_saying(out: &Output, code: i32, text: &str) -> String {
+    let stderr = failed(out, code);
+    assert!(stderr.contains(text), "{stderr}");
+    stderr
+}
+
 async fn run(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
@@ -206,10 +213,10 @@ fn a_configuration_in_a_secret_is_read_before_any_command_and_its_failure_named(
             .env("RELAY_CONFIG", arn)
             .arg("check")
             .args(config);
-        let stderr = failed(&cmd.output().unwrap(), 2);
-        assert!(
-            stderr.contains(&format!("RELAY_CONFIG: {arn}: cannot read the secret")),
-            "{stderr}"
+        fails_saying(
+            &cmd.output().unwrap(),
+            2,
+            &format!("RELAY_CONFIG: {arn}: cannot read the secret"),
         );
     }
     // A file is read as a file, with no call to Secrets Manager.
@@ -220,11 +227,7 @@ fn a_configuration_in_a_secret_is_read_before_any_command_and_its_failure_named(
         .args(["check", "--config", "no-such-relay.toml"])
         .output()
         .unwrap();
-    let stderr = failed(&out, 1);
-    assert!(
-        stderr.contains("cannot read no-such-relay.toml"),
-        "{stderr}"
-    );
+    fails_saying(&out, 1, "cannot read no-such-relay.toml");
 }
 
 #[test]
@@ -253,11 +256,9 @@ fn check_compiles_every_transform_and_names_its_position() {
         "{stdout}"
     );
     write("{bundle: .match.bundle_uuid,, }");
-    let stderr = failed(&check(), 1);
-    assert!(stderr.contains("transform: line 1, column 29"), "{stderr}");
+    fails_saying(&check(), 1, "transform: line 1, column 29");
     write("def walker: .[] | walker; walker");
-    let stderr = failed(&check(), 1);
-    assert!(stderr.contains("walker can call itself"), "{stderr}");
+    fails_saying(&check(), 1, "walker can call itself");
 }
 
 #[test]
@@ -439,12 +440,10 @@ queue_url = "https://SQS.us-east-1.amazonaws.com/111111111111/orders/"
         .args(["check", "--config", file.to_str().unwrap()])
         .output()
         .unwrap();
-    let stderr = failed(&out, 1);
-    assert!(
-        stderr.contains(
-            r#"sinks "copy" and "prod" both deliver to arn:aws:sqs:us-east-1:111111111111:orders"#
-        ),
-        "{stderr}"
+    fails_saying(
+        &out,
+        1,
+        r#"sinks "copy" and "prod" both deliver to arn:aws:sqs:us-east-1:111111111111:orders"#,
     );
     let out = relay_cmd()
         .env("RELAY_HMAC_SECRET", "s")
@@ -585,8 +584,7 @@ fn explain_and_check_read_the_stored_routes() {
     )
     .unwrap();
     let check = with_routes(&["check", "--config", &example_config()]);
-    let stderr = failed(&check, 1);
-    assert!(stderr.contains("route \"creates\" is deployed"), "{stderr}");
+    let stderr = fails_saying(&check, 1, "route \"creates\" is deployed");
     assert!(stderr.contains("keeps its last good routes"), "{stderr}");
 }
 
@@ -804,10 +802,10 @@ fn split_start_refuses_patterns_every_dss_notification_matches() {
         &[],
         &[&args[..], &[file.to_str().unwrap()]].concat(),
     );
-    let stderr = failed(&out, 1);
-    assert!(
-        stderr.contains(r#"sinks "split:a" and "split:d" both deliver to file:"#),
-        "{stderr}"
+    fails_saying(
+        &out,
+        1,
+        r#"sinks "split:a" and "split:d" both deliver to file:"#,
     );
 }
 
@@ -822,11 +820,7 @@ fn a_split_takes_a_transform_compiled_before_it_is_written() {
         pattern,
         &["--transform", "{bundle: .match.bundle_uuid"],
     );
-    let stderr = failed(&out, 1);
-    assert!(
-        stderr.contains("--transform: line 1, column 28"),
-        "{stderr}"
-    );
+    fails_saying(&out, 1, "--transform: line 1, column 28");
     assert!(!routes.exists(), "nothing is written");
     let program = "{bundle: .match.bundle_uuid}";
     succeeded(&start_split(
@@ -849,21 +843,21 @@ fn split_ttls_are_bounded_and_never_panic() {
     let pattern = r#"{"match":{"bundle_uuid":[{"prefix":"aa"}]}}"#;
     // Beyond what RFC 3339 writes: a usage error, not a panic.
     let out = start_split(&routes, &[], pattern, &["--ttl", "999999999h"]);
-    let stderr = failed(&out, 2);
-    assert!(
-        stderr.contains("invalid value '999999999h' for '--ttl <TTL>': too long"),
-        "{stderr}"
+    let stderr = fails_saying(
+        &out,
+        2,
+        "invalid value '999999999h' for '--ttl <TTL>': too long",
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
     // Over the default maximum of 7 days.
     for (ttl, shown) in [("8d", "8days"), ("7900y", "7900years")] {
         let out = start_split(&routes, &[], pattern, &["--ttl", ttl]);
-        let stderr = failed(&out, 1);
-        assert!(
-            stderr.contains(&format!(
+        fails_saying(
+            &out,
+            1,
+            &format!(
                 "--ttl {shown}: a split lasts at most 7days (RELAY_SPLIT_MAX_TTL_SECS=604800)"
-            )),
-            "{stderr}"
+            ),
         );
     }
     assert!(!routes.exists());
@@ -877,8 +871,7 @@ fn split_ttls_are_bounded_and_never_panic() {
         split_cmd(&routes, vars, &["split", "renew", "alice", "--ttl", ttl])
     };
     let out = renew(&[], "999999999h");
-    let stderr = failed(&out, 2);
-    assert!(stderr.contains("too long"), "{stderr}");
+    let stderr = fails_saying(&out, 2, "too long");
     assert!(!stderr.contains("panicked"), "{stderr}");
     for ttl in ["8d", "7900y"] {
         let out = renew(&[], ttl);
@@ -899,10 +892,10 @@ fn split_ttls_are_bounded_and_never_panic() {
     let earlier = stored.replace(&registered, "\"2026-01-01T00:00:00Z\"");
     std::fs::write(&routes, earlier).unwrap();
     let out = renew(&[], "1h");
-    let stderr = failed(&out, 1);
-    assert!(
-        stderr.contains("split alice was registered at 2026-01-01T00:00:00Z; a split lasts at most 7days from its registration"),
-        "{stderr}"
+    fails_saying(
+        &out,
+        1,
+        "split alice was registered at 2026-01-01T00:00:00Z; a split lasts at most 7days from its registration",
     );
 }
 
@@ -920,10 +913,10 @@ fn split_start_reads_the_max_ttl_from_the_relay_configuration() {
     let config = config.to_str().unwrap();
     let pattern = r#"{"event_type":["CREATE"]}"#;
     let out = start_split(&routes, &[], pattern, &["--ttl", "3h", "--config", config]);
-    let stderr = failed(&out, 1);
-    assert!(
-        stderr.contains("a split lasts at most 2h (RELAY_SPLIT_MAX_TTL_SECS=7200)"),
-        "{stderr}"
+    fails_saying(
+        &out,
+        1,
+        "a split lasts at most 2h (RELAY_SPLIT_MAX_TTL_SECS=7200)",
     );
     succeeded(&start_split(
         &routes,
@@ -994,8 +987,7 @@ split = { type = "sns", topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-rela
     let mut cmd = relay_cmd();
     cmd.args(["routes", "put", file, "--allowed", deployed, "--routes"])
         .arg(&missing);
-    let stderr = failed(&cmd.output().unwrap(), 1);
-    assert!(stderr.contains("warning: sink \"audit\""), "{stderr}");
+    fails_saying(&cmd.output().unwrap(), 1, "warning: sink \"audit\"");
 }
 
 /// One source per scheme, each on its own path.
@@ -1202,8 +1194,7 @@ fn trace_reads_a_ledger_without_creating_or_sweeping_it() {
         .args(["trace", "bundle-1", "--ledger", missing.to_str().unwrap()])
         .output()
         .unwrap();
-    let stderr = failed(&out, 2);
-    assert!(stderr.contains("no ledger file there"), "{stderr}");
+    fails_saying(&out, 2, "no ledger file there");
     assert!(
         !dir.path().join("no").exists(),
         "relay trace created folders"
