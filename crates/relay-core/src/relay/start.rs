@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use super::ledger::Recorder;
 use super::{Relay, live};
+use crate::archive::{Archive, ArchiveKey, RecordStream};
 use crate::cloud::Cloud;
-use crate::config::{Config, ConfigErrors};
+use crate::config::{ArchiveConfig, Config, ConfigErrors};
 use crate::live::StoreError;
 use crate::sink::BuildError;
 use crate::verify::SystemClock;
@@ -57,7 +58,7 @@ pub enum StartError {
 async fn archive_key(
     source: &crate::config::ArchiveKeySource,
     cloud: &Cloud,
-) -> Result<crate::archive::ArchiveKey, StartError> {
+) -> Result<ArchiveKey, StartError> {
     let arn = match source {
         crate::config::ArchiveKeySource::Given(key) => return Ok(key.clone()),
         crate::config::ArchiveKeySource::SecretArn(arn) => arn,
@@ -81,15 +82,9 @@ async fn archive_key(
 /// Manager where configured so): what a relay writes to, and what `relay replay` and `relay
 /// trace --refused` read, their clients built from `cloud`.
 pub async fn open_archive(
-    settings: &crate::config::ArchiveConfig,
+    settings: &ArchiveConfig,
     cloud: &Cloud,
-) -> Result<
-    (
-        std::sync::Arc<dyn crate::archive::Archive>,
-        crate::archive::ArchiveKey,
-    ),
-    StartError,
-> {
+) -> Result<(Arc<dyn Archive>, ArchiveKey), StartError> {
     let archive =
         (crate::archive::open(&settings.url, cloud).await).map_err(StartError::Archive)?;
     let key = archive_key(&settings.key, cloud).await?;
@@ -99,16 +94,9 @@ pub async fn open_archive(
 /// The archive a relay writes: its store and key ([`open_archive`]), and the stream its records
 /// go through (`RELAY_ARCHIVE_STREAM`), if any.
 async fn open_archive_writer(
-    settings: &crate::config::ArchiveConfig,
+    settings: &ArchiveConfig,
     cloud: &Cloud,
-) -> Result<
-    (
-        std::sync::Arc<dyn crate::archive::Archive>,
-        crate::archive::ArchiveKey,
-        Option<std::sync::Arc<dyn crate::archive::RecordStream>>,
-    ),
-    StartError,
-> {
+) -> Result<(Arc<dyn Archive>, ArchiveKey, Option<Arc<dyn RecordStream>>), StartError> {
     let (archive, key) = open_archive(settings, cloud).await?;
     let stream = match &settings.stream {
         Some(url) => {
