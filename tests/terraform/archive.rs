@@ -15,7 +15,9 @@ use serde_json::Value;
 use crate::eval::{Scope, as_text};
 use crate::model::{self, Config, attr, label, nested};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment, plain_when, set_by};
-use crate::policy::{Stmt, assert_sources, document, find, only_block, source, text};
+use crate::policy::{
+    Stmt, assert_sources, document, find, only_block, output_source, source, text,
+};
 
 /// The variable that turns the archive on, in both relay modules.
 const SWITCH: &str = "var.archive_enabled";
@@ -651,13 +653,8 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
     .map(str::to_owned)
     .into();
     assert_eq!(actions, expected, "aws-relay: what relay replay may call");
-    let output = attr(
-        config.outputs()["archive_reader_policy_json"].body(),
-        "value",
-    )
-    .map(ToString::to_string);
     assert_eq!(
-        output.as_deref(),
+        output_source(&config, "archive_reader_policy_json").as_deref(),
         Some("one(data.aws_iam_policy_document.archive_readers[*].json)")
     );
 }
@@ -776,9 +773,8 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
     assert_names(&gcp, &texts(&scope, expr), &buckets, false);
 
     for config in [&aws, &gcp] {
-        let value = attr(config.outputs()["archive_url"].body(), "value").map(ToString::to_string);
         assert_eq!(
-            value.as_deref(),
+            output_source(config, "archive_url").as_deref(),
             Some("local.archive_url"),
             "{}: the archive_url output",
             config.name

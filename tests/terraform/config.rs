@@ -11,7 +11,9 @@ use hcl::{Block, Body, Expression};
 use crate::eval::{Scope, as_text};
 use crate::model::{self, attr, label, literal_string, nested, walk};
 use crate::platform::{cloud_run_environment, lambda_environment, plain_when};
-use crate::policy::{self, assert_sources, document, find, only_block, source, text};
+use crate::policy::{
+    self, assert_sources, document, find, only_block, output_source, source, text,
+};
 use crate::stored_sinks::matches_a_wildcard;
 
 /// The Cloud Run service account, as the grants name it.
@@ -97,7 +99,7 @@ fn relay_config_names_the_modules_own_secret() {
         );
         assert_eq!(read.resources(), "[statement.value]", "aws-relay: {what}");
     }
-    let replay = source(aws.outputs()["replay_environment"].body(), "value").unwrap_or_default();
+    let replay = output_source(&aws, "replay_environment").unwrap_or_default();
     assert!(
         !replay.contains("RELAY_CONFIG"),
         "aws-relay: replay_environment carries RELAY_CONFIG: {replay}"
@@ -649,7 +651,7 @@ fn aws_role_is_the_modules_or_the_operators() {
     let function = aws.resource("aws_lambda_function", "this").body();
     assert_sources(function, &[("role", "local.role_arn")]);
     assert_eq!(
-        source(aws.outputs()["role_policy_json"].body(), "value").as_deref(),
+        output_source(&aws, "role_policy_json").as_deref(),
         Some("data.aws_iam_policy_document.this.json"),
         "aws-relay: the policy a role of the operator's needs"
     );
@@ -811,7 +813,7 @@ fn both_modules_alarm_on_dropped_metric_lines() {
         "aws-relay: metric_lines_dropped is the relay's own: {dimensions}"
     );
     assert!(
-        source(aws.outputs()["alarm_arns"].body(), "value")
+        output_source(&aws, "alarm_arns")
             .unwrap_or_default()
             .contains("aws_cloudwatch_metric_alarm.metric_lines_dropped"),
         "aws-relay: alarm_arns lists it"
@@ -851,7 +853,7 @@ fn both_modules_alarm_on_dropped_metric_lines() {
     );
     assert_sources(threshold, &[("threshold_value", "0")]);
     assert!(
-        source(gcp.outputs()["alert_policy_names"].body(), "value")
+        output_source(&gcp, "alert_policy_names")
             .unwrap_or_default()
             .contains("google_monitoring_alert_policy.metric_lines_dropped"),
         "gcp-relay: alert_policy_names lists it"

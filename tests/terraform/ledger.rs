@@ -11,9 +11,10 @@ use serde_json::Value;
 use crate::eval::{Scope, as_text};
 use crate::model::{self, Config, attr, nested};
 use crate::platform::{
-    EnvVar, cloud_run_environment, lambda_environment, plain_when, policy_statements,
+    EnvVar, cloud_run_environment, lambda_environment, only_statement_on, plain_when,
+    policy_statements,
 };
-use crate::policy::{assert_sources, only_block, text};
+use crate::policy::{assert_sources, only_block, output_source, text};
 
 /// The table's partition key (S): the bundle (or another sender's event id), which
 /// `relay trace BUNDLE_UUID` queries.
@@ -44,18 +45,7 @@ const SAMPLE_PROJECT: &str = "relay-project";
 #[test]
 fn lambda_ledger_grant_is_update_and_put_item_on_the_table() {
     let config = model::module("aws-relay");
-    let statements = policy_statements(&config, "this");
-    let ledger: Vec<_> = statements
-        .iter()
-        .filter(|s| s.actions.iter().any(|a| a.starts_with("dynamodb:")))
-        .collect();
-    assert_eq!(
-        ledger.len(),
-        1,
-        "aws-relay: one statement grants DynamoDB actions, got {:?}",
-        ledger.iter().map(|s| &s.sid).collect::<Vec<_>>()
-    );
-    let statement = ledger[0];
+    let statement = only_statement_on(&config, "this", "dynamodb:");
     let actions: BTreeSet<&str> = statement.actions.iter().map(String::as_str).collect();
     assert_eq!(
         actions,
@@ -214,13 +204,8 @@ fn ledger_table_has_the_keys_and_ttl_of_the_design_and_no_index() {
         BTreeSet::from(["dynamodb:GetItem", "dynamodb:Query"]),
         "aws-relay: what relay trace calls"
     );
-    let output = attr(
-        config.outputs()["ledger_reader_policy_json"].body(),
-        "value",
-    )
-    .map(ToString::to_string);
     assert_eq!(
-        output.as_deref(),
+        output_source(&config, "ledger_reader_policy_json").as_deref(),
         Some("one(data.aws_iam_policy_document.ledger_readers[*].json)")
     );
 }
@@ -309,9 +294,8 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
     }
 
     for config in [&aws, &gcp] {
-        let value = attr(config.outputs()["ledger_url"].body(), "value").map(ToString::to_string);
         assert_eq!(
-            value.as_deref(),
+            output_source(config, "ledger_url").as_deref(),
             Some("local.ledger_url"),
             "{}: the ledger_url output",
             config.name

@@ -6,6 +6,7 @@ use hcl::{Block, Expression};
 use crate::model::{
     Config, attr, label, literal_string, literal_strings, nested, object_key, root_attribute,
 };
+use crate::policy::source;
 
 /// How one environment variable gets its value.
 #[derive(Debug)]
@@ -164,14 +165,12 @@ pub(crate) fn cloud_run_environment(config: &Config) -> Vec<EnvVar<'_>> {
                     .next()
                     .expect("dynamic env content");
                 // The value is env.value, or a secret whose version is env.value.
-                let secret = nested(content.body(), "value_source").next().map(|source| {
-                    let key_ref = nested(source.body(), "secret_key_ref")
+                let secret = nested(content.body(), "value_source").next().map(|from| {
+                    let key_ref = nested(from.body(), "secret_key_ref")
                         .next()
                         .expect("secret_key_ref");
                     assert_eq!(
-                        attr(key_ref.body(), "version")
-                            .map(ToString::to_string)
-                            .as_deref(),
+                        source(key_ref.body(), "version").as_deref(),
                         Some("env.value"),
                         "{}: a dynamic secret env's version is env.value",
                         config.name
@@ -189,9 +188,7 @@ pub(crate) fn cloud_run_environment(config: &Config) -> Vec<EnvVar<'_>> {
                     config.name
                 );
                 assert_eq!(
-                    attr(content.body(), "name")
-                        .map(ToString::to_string)
-                        .as_deref(),
+                    source(content.body(), "name").as_deref(),
                     Some("env.key"),
                     "{}: a dynamic env sets name = env.key",
                     config.name
@@ -256,6 +253,27 @@ pub(crate) fn policy_statements<'a>(config: &'a Config, name: &str) -> Vec<State
         out.push(statement(config, content, gate));
     }
     out
+}
+
+/// The one statement of policy document `name` that grants actions of `service` (`"sqs:"`).
+#[track_caller]
+pub(crate) fn only_statement_on<'a>(
+    config: &'a Config,
+    name: &str,
+    service: &str,
+) -> Statement<'a> {
+    let mut found: Vec<Statement<'a>> = policy_statements(config, name)
+        .into_iter()
+        .filter(|s| s.actions.iter().any(|a| a.starts_with(service)))
+        .collect();
+    let sids: Vec<&str> = found.iter().map(|s| s.sid.as_str()).collect();
+    assert_eq!(
+        sids.len(),
+        1,
+        "{}: one statement of {name} grants {service} actions, got {sids:?}",
+        config.name
+    );
+    found.remove(0)
 }
 
 fn statement<'a>(config: &Config, block: &'a Block, gate: Option<String>) -> Statement<'a> {

@@ -129,6 +129,11 @@ pub(crate) fn source(body: &Body, key: &str) -> Option<String> {
     attr(body, key).map(compact)
 }
 
+/// The source of output `name`'s value, as [`source`] gives it.
+pub(crate) fn output_source(config: &Config, name: &str) -> Option<String> {
+    source(config.outputs()[name].body(), "value")
+}
+
 /// Asserts the source of each attribute in `expected` (key, source as `source` gives it).
 #[track_caller]
 pub(crate) fn assert_sources(body: &Body, expected: &[(&str, &str)]) {

@@ -45,6 +45,14 @@ fn granted(config: &Config, scope: &Scope<'_>, action: &str) -> Vec<(String, Str
     out
 }
 
+/// The statements that grant `action` on `resource`, by sid, for some sample in `scope`.
+fn granting(config: &Config, scope: &Scope<'_>, action: &str, resource: &str) -> Vec<String> {
+    (granted(config, scope, action).into_iter())
+        .filter(|(_, r)| r == resource)
+        .map(|(sid, _)| sid)
+        .collect()
+}
+
 /// The resource lists a statement takes: a dynamic one's for each element of each sample of its
 /// `for_each` (`resources = statement.value` or `[statement.value]`), a plain one's samples.
 fn statement_resources(scope: &Scope<'_>, statement: &Statement<'_>) -> Vec<Vec<Value>> {
@@ -198,17 +206,14 @@ fn a_stored_sink_queue_given_in_the_input_may_be_sent_to_and_nothing_more() {
     assert_validates_names(&config, "stored_sink_queue_arns");
 
     assert!(
-        !granted(&config, &before, "sqs:SendMessage")
-            .iter()
-            .any(|(_, r)| r == QUEUE),
+        granting(&config, &before, "sqs:SendMessage", QUEUE).is_empty(),
         "aws-relay: {QUEUE} is granted without the input"
     );
-    let on_queue: Vec<_> = granted(&config, &after, "sqs:SendMessage")
-        .into_iter()
-        .filter(|(_, r)| r == QUEUE)
-        .map(|(sid, _)| sid)
-        .collect();
-    assert_eq!(on_queue, ["SendToStoredSinkQueues"], "aws-relay");
+    assert_eq!(
+        granting(&config, &after, "sqs:SendMessage", QUEUE),
+        ["SendToStoredSinkQueues"],
+        "aws-relay"
+    );
     let lists = statement_resources(&after, &stored);
     assert!(lists.contains(&vec![json!(QUEUE)]), "aws-relay: {lists:?}");
     assert!(
@@ -230,12 +235,11 @@ fn a_stored_sink_topic_and_its_key_given_in_the_inputs_may_be_used_and_nothing_m
     assert_eq!(stored.actions, ["sns:Publish"]);
     assert_gated_on(&stored, "stored_sink_topic_arns");
     assert_validates_names(&config, "stored_sink_topic_arns");
-    let on_topic: Vec<_> = granted(&config, &after, "sns:Publish")
-        .into_iter()
-        .filter(|(_, r)| r == TOPIC)
-        .map(|(sid, _)| sid)
-        .collect();
-    assert_eq!(on_topic, ["PublishToStoredSinkTopics"], "aws-relay");
+    assert_eq!(
+        granting(&config, &after, "sns:Publish", TOPIC),
+        ["PublishToStoredSinkTopics"],
+        "aws-relay"
+    );
     let lists = statement_resources(&after, &stored);
     assert!(lists.iter().flatten().all(|r| r == TOPIC), "{lists:?}");
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use hcl::Expression;
 
 use crate::model::{self, attr, literal_string, literal_strings, nested};
-use crate::platform::policy_statements;
+use crate::platform::only_statement_on;
 
 /// Where `relay split` creates and deletes its queues.
 const SPLIT_QUEUE_SOURCE: &str = "crates/relay-cli/src/split/queue.rs";
@@ -71,17 +71,8 @@ fn cli_sqs_actions() -> BTreeSet<String> {
 #[test]
 fn route_writers_may_manage_split_queues_and_no_more() {
     let config = model::module("aws-relay");
-    let statements = policy_statements(&config, "route_writers");
-    let sqs: Vec<_> = statements
-        .iter()
-        .filter(|s| s.actions.iter().any(|a| a.starts_with("sqs:")))
-        .collect();
-    assert_eq!(
-        sqs.len(),
-        1,
-        "aws-relay: one SQS statement for route_writers"
-    );
-    let granted: BTreeSet<String> = sqs[0].actions.iter().cloned().collect();
+    let sqs = only_statement_on(&config, "route_writers", "sqs:");
+    let granted: BTreeSet<String> = sqs.actions.iter().cloned().collect();
 
     let called = cli_sqs_actions();
     assert!(
@@ -96,7 +87,7 @@ fn route_writers_may_manage_split_queues_and_no_more() {
     assert_eq!(
         granted, expected,
         "aws-relay: route_writers' {} statement: what the CLI calls and a reader needs",
-        sqs[0].sid
+        sqs.sid
     );
     for action in NEVER_FOR_WRITERS {
         assert!(
@@ -104,7 +95,7 @@ fn route_writers_may_manage_split_queues_and_no_more() {
             "aws-relay: route_writers must not hold {action}"
         );
     }
-    let resources = sqs[0]
+    let resources = sqs
         .resources
         .map(|r| r.to_string().split_whitespace().collect::<String>());
     assert_eq!(
