@@ -53,19 +53,8 @@ fn routes(heavy: bool) -> Vec<RouteSpec> {
         patterns.push(json!({"transaction_id": [{"exists": true}]}));
         patterns.push(json!({"jmespath_query": [{"prefix": "event_type"}]}));
     }
-    patterns
-        .into_iter()
-        .enumerate()
-        .map(|(i, pattern)| RouteSpec {
-            name: format!("route-{i:02}"),
-            pattern: Some(pattern),
-            to: vec![format!("sink-{}", i % 4)],
-            stop: false,
-            fallback: false,
-            // Two of the patterns read $request.
-            accept_unsigned: true,
-        })
-        .collect()
+    // Two of the patterns read $request.
+    numbered(patterns, true)
 }
 
 /// Twenty routes, each a JMESPath condition as subscribers write them.
@@ -92,16 +81,23 @@ fn jmespath_routes() -> Vec<RouteSpec> {
         "length(subscription_id) == `36`",
         "event_type == 'CREATE' && length(attachments.sample_id) > `0`",
     ];
-    expressions
+    let patterns = expressions.map(|expression| json!({"$jmespath": expression}));
+    numbered(patterns, false)
+}
+
+/// One route a pattern, named `route-00`, `route-01`, … and each to one of the four sinks in
+/// turn.
+fn numbered(patterns: impl IntoIterator<Item = Value>, accept_unsigned: bool) -> Vec<RouteSpec> {
+    patterns
         .into_iter()
         .enumerate()
-        .map(|(i, expression)| RouteSpec {
+        .map(|(i, pattern)| RouteSpec {
             name: format!("route-{i:02}"),
-            pattern: Some(json!({"$jmespath": expression})),
+            pattern: Some(pattern),
             to: vec![format!("sink-{}", i % 4)],
             stop: false,
             fallback: false,
-            accept_unsigned: false,
+            accept_unsigned,
         })
         .collect()
 }
