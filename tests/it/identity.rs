@@ -36,10 +36,15 @@ struct Started {
 }
 
 impl Started {
-    async fn new(east: &str, west: &str, order: [&str; 2]) -> Self {
+    /// A relay with two sinks of `kind`, `east` and `west`, whose `field` names each address.
+    async fn new((kind, field): (&str, &str), [east, west]: [&str; 2], order: [&str; 2]) -> Self {
+        let sink = |name: &str, address: &str| {
+            format!("[sinks.{name}]\ntype = \"{kind}\"\n{field} = \"{address}\"\n")
+        };
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("relay.toml");
-        std::fs::write(&file, two_sinks(east, west, order)).unwrap();
+        let text = two_sinks(&sink("east", east), &sink("west", west), order);
+        std::fs::write(&file, text).unwrap();
         let ledger = dir.path().join("ledger.db");
         let lines = Arc::new(Lines::default());
         let url = relay(&file, &ledger, &lines).await;
@@ -126,7 +131,16 @@ async fn two_queues_of_one_name_in_two_regions_each_get_one_copy() {
         // SQS client goes to moto (AWS_ENDPOINT_URL) in each queue's region.
         let east_arn = format!("arn:aws:sqs:us-east-1:111111111111:{name}");
         let west_arn = format!("arn:aws:sqs:eu-west-1:222222222222:{name}");
-        let started = Started::new(&format!("[sinks.east]\ntype = \"sqs\"\nqueue_url = \"https://sqs.us-east-1.amazonaws.com/111111111111/{name}\"\n"), &format!("[sinks.west]\ntype = \"sqs\"\nqueue_url = \"https://sqs.eu-west-1.amazonaws.com/222222222222/{name}\"\n"), order).await;
+        let queues = [
+            format!("https://sqs.us-east-1.amazonaws.com/111111111111/{name}"),
+            format!("https://sqs.eu-west-1.amazonaws.com/222222222222/{name}"),
+        ];
+        let started = Started::new(
+            ("sqs", "queue_url"),
+            queues.each_ref().map(String::as_str),
+            order,
+        )
+        .await;
         let (file, ledger, lines) = (&started.file, &started.ledger, &started.lines);
         let (url, payload) = (&started.url, &started.payload);
 
@@ -175,12 +189,8 @@ async fn two_pubsub_topics_of_one_name_in_two_projects_each_get_one_copy() {
         let (east, west) = (unique("project-a"), unique("project-b"));
         let (east_topic, east_sub) = crate::pubsub::topic_in(&east, &topic).await;
         let west_topic = format!("projects/{west}/topics/{topic}");
-        let started = Started::new(
-            &format!("[sinks.east]\ntype = \"pubsub\"\ntopic = \"{east_topic}\"\n"),
-            &format!("[sinks.west]\ntype = \"pubsub\"\ntopic = \"{west_topic}\"\n"),
-            order,
-        )
-        .await;
+        let topics = [east_topic.as_str(), west_topic.as_str()];
+        let started = Started::new(("pubsub", "topic"), topics, order).await;
         let lines = &started.lines;
         let (url, payload) = (&started.url, &started.payload);
 
@@ -307,12 +317,8 @@ async fn two_sns_topics_of_one_name_in_two_accounts_each_get_one_copy() {
         let (east_account, west_account) = ("111111111111", "222222222222");
         let (east_topic, east_queue) = topic_in_account(east_account, &name).await;
         let west_topic = format!("arn:aws:sns:us-east-1:{west_account}:{name}");
-        let started = Started::new(
-            &format!("[sinks.east]\ntype = \"sns\"\ntopic_arn = \"{east_topic}\"\n"),
-            &format!("[sinks.west]\ntype = \"sns\"\ntopic_arn = \"{west_topic}\"\n"),
-            order,
-        )
-        .await;
+        let topics = [east_topic.as_str(), west_topic.as_str()];
+        let started = Started::new(("sns", "topic_arn"), topics, order).await;
         let (url, payload) = (&started.url, &started.payload);
 
         let (status, body) = send(dss_request(url, payload, Encoding::Json)).await;
