@@ -61,7 +61,7 @@ impl<const N: usize> MessageLimit<N> {
     }
 
     /// True when it is the service's own limit (then it is not written).
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         self.get() == N
     }
 }

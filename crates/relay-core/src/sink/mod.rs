@@ -45,7 +45,7 @@ pub use trace::{TraceContext, XRAY_HEADER};
 use crate::notification::{Notification, Verified};
 
 /// Boxed error source carried by a [`SinkError`].
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// SQS and SNS accept at most ten message attributes.
 pub const AWS_MAX_ATTRIBUTES: usize = 10;
