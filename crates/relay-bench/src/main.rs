@@ -14,10 +14,11 @@
 //! (relay-gcf without memory, with the SQLite ledger, with the ledger and a folder archive,
 //! and against a loopback DynamoDB-protocol endpoint; `BENCH_MEMORY_NOTIFICATIONS` distinct
 //! notifications per pass, default 20,000, over `BENCH_MEMORY_CONNECTIONS`, default 32;
-//! `BENCH_MEMORY_ROWS=SQLite` keeps the no-memory row and those whose name holds that text) and `BENCH_ONLY=replay` the replay table
-//! (`relay replay --since 3h` over an archive folder of `BENCH_REPLAY_NOTIFICATIONS`
-//! notifications, default 10,000, to the loopback SQS-protocol endpoint: without a ledger,
-//! through an SQLite ledger twice, and to an endpoint answering in 10 ms), `BENCH_ONLY=transform`
+//! `BENCH_MEMORY_ROWS=SQLite` keeps the no-memory row and those whose name holds that text)
+//! and `BENCH_ONLY=replay` the replay table (`relay replay --since 3h` over an archive folder of
+//! `BENCH_REPLAY_NOTIFICATIONS` notifications, default 10,000, to the loopback SQS-protocol
+//! endpoint: without a ledger, through an SQLite ledger twice, and to an endpoint answering in
+//! 10 ms), `BENCH_ONLY=transform`
 //! the transform table (transform.rs: a sink's payload byte for byte against a small
 //! transform), `BENCH_ONLY=cold`
 //! relay-lambda's cold starts under Lambda's CPU quotas (cold.rs, which needs root

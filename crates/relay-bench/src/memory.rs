@@ -2,10 +2,11 @@
 //! then the ledger and a folder archive, both in a fresh temporary folder), and with a DynamoDB
 //! ledger on relay-testkit's loopback DynamoDB-protocol endpoint (answering at once, then after
 //! 5 ms; then with the archive through a loopback Firehose endpoint, which needs a relay-gcf
-//! built with `dynamodb`, `s3` and `firehose`), each sent the same distinct notifications twice: once new, then again (with the
-//! ledger, duplicates answered without a sink call). Each notification is sent once per pass,
-//! over 32 connections kept busy (`BENCH_MEMORY_CONNECTIONS`), then 20 more one at a time for
-//! the latency of a lone notification. The ledger's calls per notification come from the endpoint's own counters;
+//! built with `dynamodb`, `s3` and `firehose`), each sent the same distinct notifications
+//! twice: once new, then again (with the ledger, duplicates answered without a sink call). Each
+//! notification is sent once per pass, over 32 connections kept busy
+//! (`BENCH_MEMORY_CONNECTIONS`), then 20 more one at a time for the latency of a lone
+//! notification. The ledger's calls per notification come from the endpoint's own counters;
 //! "vs no memory" compares a pass's CPU-µs with the no-memory row's *new* pass, so the again
 //! rows say what a duplicate costs against a notification without memory.
 

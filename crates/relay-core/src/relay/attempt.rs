@@ -84,12 +84,14 @@ pub(super) struct PendingRecord<'a> {
 
 impl PendingRecord<'_> {
     fn record(self) -> crate::archive::Record {
-        let request = self.request.unwrap_or_else(|| {
-            let uri = &self.parts.uri;
-            crate::route::request_document(uri.path(), uri.query(), &self.parts.headers)
-        });
+        let request = self.request.unwrap_or_else(|| request_of(self.parts));
         crate::archive::Record::of(self.base, request, self.named)
     }
+}
+
+/// The request document of `parts` ([`request_document`](crate::route::request_document)).
+pub(super) fn request_of(parts: &Parts) -> serde_json::Value {
+    crate::route::request_document(parts.uri.path(), parts.uri.query(), &parts.headers)
 }
 
 /// The messages of `planned`, made.
@@ -182,7 +184,7 @@ impl Relay {
         notification: &Notification<Verified>,
         base: &'t Message,
         parts: &'t Parts,
-        request: serde_json::Value,
+        request: Option<serde_json::Value>,
     ) -> Result<Vec<(&'t Destination, Planned<'t>)>, Error> {
         let mut planned = Vec::with_capacity(routed.len() + 1);
         for &i in routed {
@@ -195,7 +197,7 @@ impl Relay {
             let record = PendingRecord {
                 base,
                 parts,
-                request: table.uses_request().then_some(request),
+                request,
                 named: table.request_headers(),
             };
             planned.push((archive, Planned::Record(record)));

@@ -53,7 +53,7 @@ use crate::live::refresh::LiveRoutes;
 use crate::metrics::{self, Metrics};
 use crate::notification::Notification;
 use crate::outcome::Outcome;
-use crate::route::{Input, request_document};
+use crate::route::Input;
 use crate::sink::{Destination, Message, Sink, SinkConfig};
 use crate::source::{Opened, Sources};
 use crate::verify::{Clock, Policy};
@@ -342,11 +342,11 @@ impl Relay {
         let table = self.table.load_full();
         let routes_version = table.version.as_ref().map(|v| v.0.as_str());
         fields.routes_version = routes_version.map(str::to_owned);
-        let request = match table.uses_request() {
-            true => request_document(parts.uri.path(), parts.uri.query(), &parts.headers),
-            false => serde_json::Value::Null,
-        };
-        let input = Input::new(notification.document(), &request).from(notification.source());
+        // The request document, made once when a route reads it; the archive's record reuses it.
+        let request = table.uses_request().then(|| attempt::request_of(parts));
+        let unread = serde_json::Value::Null;
+        let input = Input::new(notification.document(), request.as_ref().unwrap_or(&unread))
+            .from(notification.source());
         let decision = table.decide(&input, received_at);
         fields.split.clone_from(&decision.split);
         let filtered = decision.destinations.is_empty();
