@@ -806,10 +806,7 @@ fn an_unversioned_tombstone_alarms_on_one_answer_or_with_a_second_notification()
 #[test]
 fn the_lambda_has_a_reserved_concurrency_by_default_and_a_throttle_alarm() {
     let config = model::module("aws-relay");
-    let variables = config.variables();
-    let default = variables
-        .get("reserved_concurrency")
-        .and_then(|v| attr(v.body(), "default"))
+    let default = attr(config.variable("reserved_concurrency").body(), "default")
         .expect("reserved_concurrency has a default");
     let scope = Scope::module(&config, &[]);
     let value = number(&scope, default, "reserved_concurrency");

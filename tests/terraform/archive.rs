@@ -654,8 +654,8 @@ fn archive_readers_may_list_and_read_and_nothing_more() {
     .into();
     assert_eq!(actions, expected, "aws-relay: what relay replay may call");
     assert_eq!(
-        output_source(&config, "archive_reader_policy_json").as_deref(),
-        Some("one(data.aws_iam_policy_document.archive_readers[*].json)")
+        output_source(&config, "archive_reader_policy_json"),
+        "one(data.aws_iam_policy_document.archive_readers[*].json)"
     );
 }
 
@@ -732,7 +732,7 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
     let expr = plain_when(&env, "aws-relay", "RELAY_ARCHIVE_URL", SWITCH);
     let buckets = texts(
         &scope,
-        attr(aws.resource("aws_s3_bucket", "archive").body(), "bucket").expect("bucket"),
+        aws.resource_attr("aws_s3_bucket", "archive", "bucket"),
     );
     assert_names(&aws, &texts(&scope, expr), &buckets, true);
 
@@ -764,18 +764,14 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
         .with_sample("name", Value::String(longest_name));
     let buckets = texts(
         &scope,
-        attr(
-            gcp.resource("google_storage_bucket", "archive").body(),
-            "name",
-        )
-        .expect("name"),
+        gcp.resource_attr("google_storage_bucket", "archive", "name"),
     );
     assert_names(&gcp, &texts(&scope, expr), &buckets, false);
 
     for config in [&aws, &gcp] {
         assert_eq!(
-            output_source(config, "archive_url").as_deref(),
-            Some("local.archive_url"),
+            output_source(config, "archive_url"),
+            "local.archive_url",
             "{}: the archive_url output",
             config.name
         );
@@ -905,11 +901,7 @@ fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
         .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
     let buckets = texts(
         &scope,
-        attr(
-            config.resource("google_storage_bucket", "archive").body(),
-            "name",
-        )
-        .expect("name"),
+        config.resource_attr("google_storage_bucket", "archive", "name"),
     );
     let expressions = texts(&scope, config.locals()["archive_prefix_condition"]);
     assert!(
@@ -1453,11 +1445,7 @@ fn gated_count() -> String {
 
 /// A variable's default as written.
 fn variable_default(config: &Config, name: &str) -> Option<String> {
-    let variables = config.variables();
-    let block = variables
-        .get(name)
-        .unwrap_or_else(|| panic!("{}: no variable {name}", config.name));
-    source(block.body(), "default")
+    source(config.variable(name).body(), "default")
 }
 
 /// Every text `expr` can take in `scope`.

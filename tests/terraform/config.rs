@@ -99,7 +99,7 @@ fn relay_config_names_the_modules_own_secret() {
         );
         assert_eq!(read.resources(), "[statement.value]", "aws-relay: {what}");
     }
-    let replay = output_source(&aws, "replay_environment").unwrap_or_default();
+    let replay = output_source(&aws, "replay_environment");
     assert!(
         !replay.contains("RELAY_CONFIG"),
         "aws-relay: replay_environment carries RELAY_CONFIG: {replay}"
@@ -194,16 +194,15 @@ fn relay_config_names_the_modules_own_secret() {
         "gcp-relay: RELAY_CONFIG is where the volume puts the file"
     );
 
-    let outputs = gcp.outputs();
-    let replay = source(outputs["replay_environment"].body(), "value").unwrap_or_default();
+    let replay = output_source(&gcp, "replay_environment");
     assert!(
         replay.contains("\"RELAY_CONFIG\""),
         "gcp-relay: replay_environment must leave out RELAY_CONFIG, a path in the container: \
          {replay}"
     );
     assert_eq!(
-        source(outputs["relay_config_secret"].body(), "value").as_deref(),
-        Some("one(google_secret_manager_secret.relay_config[*].id)"),
+        output_source(&gcp, "relay_config_secret"),
+        "one(google_secret_manager_secret.relay_config[*].id)",
         "gcp-relay: a replayer finds the file's secret"
     );
 }
@@ -651,8 +650,8 @@ fn aws_role_is_the_modules_or_the_operators() {
     let function = aws.resource("aws_lambda_function", "this").body();
     assert_sources(function, &[("role", "local.role_arn")]);
     assert_eq!(
-        output_source(&aws, "role_policy_json").as_deref(),
-        Some("data.aws_iam_policy_document.this.json"),
+        output_source(&aws, "role_policy_json"),
+        "data.aws_iam_policy_document.this.json",
         "aws-relay: the policy a role of the operator's needs"
     );
     for (input, default) in [
@@ -814,7 +813,6 @@ fn both_modules_alarm_on_dropped_metric_lines() {
     );
     assert!(
         output_source(&aws, "alarm_arns")
-            .unwrap_or_default()
             .contains("aws_cloudwatch_metric_alarm.metric_lines_dropped"),
         "aws-relay: alarm_arns lists it"
     );
@@ -854,7 +852,6 @@ fn both_modules_alarm_on_dropped_metric_lines() {
     assert_sources(threshold, &[("threshold_value", "0")]);
     assert!(
         output_source(&gcp, "alert_policy_names")
-            .unwrap_or_default()
             .contains("google_monitoring_alert_policy.metric_lines_dropped"),
         "gcp-relay: alert_policy_names lists it"
     );

@@ -205,8 +205,8 @@ fn ledger_table_has_the_keys_and_ttl_of_the_design_and_no_index() {
         "aws-relay: what relay trace calls"
     );
     assert_eq!(
-        output_source(&config, "ledger_reader_policy_json").as_deref(),
-        Some("one(data.aws_iam_policy_document.ledger_readers[*].json)")
+        output_source(&config, "ledger_reader_policy_json"),
+        "one(data.aws_iam_policy_document.ledger_readers[*].json)"
     );
 }
 
@@ -226,7 +226,7 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
     relay_core_accepts(&aws, &urls);
     let tables: BTreeSet<String> = texts(
         &scope,
-        attr(aws.resource("aws_dynamodb_table", "ledger").body(), "name").expect("name"),
+        aws.resource_attr("aws_dynamodb_table", "ledger", "name"),
     );
     assert!(
         !tables.is_empty(),
@@ -263,11 +263,7 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
     let (databases, collections) = (sampled("database"), sampled("collection"));
     let created = texts(
         &scope,
-        attr(
-            gcp.resource("google_firestore_database", "ledger").body(),
-            "name",
-        )
-        .expect("name"),
+        gcp.resource_attr("google_firestore_database", "ledger", "name"),
     );
     assert!(
         !databases.is_empty() && !collections.is_empty() && created.is_subset(&databases),
@@ -295,8 +291,8 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
 
     for config in [&aws, &gcp] {
         assert_eq!(
-            output_source(config, "ledger_url").as_deref(),
-            Some("local.ledger_url"),
+            output_source(config, "ledger_url"),
+            "local.ledger_url",
             "{}: the ledger_url output",
             config.name
         );
@@ -406,13 +402,7 @@ fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
     let expressions = texts(&scope, config.locals()["ledger_database_condition"]);
     let databases = texts(
         &scope,
-        attr(
-            config
-                .resource("google_firestore_field", "ledger_expires_at")
-                .body(),
-            "database",
-        )
-        .expect("database"),
+        config.resource_attr("google_firestore_field", "ledger_expires_at", "database"),
     );
     assert!(
         !expressions.is_empty(),
@@ -458,14 +448,7 @@ fn examples_turn_the_ledger_on() {
                 example.name
             );
         }
-        let readme = example.read("README.md");
-        for mention in ["relay trace", "RELAY_LEDGER_URL"] {
-            assert!(
-                readme.contains(mention),
-                "{}: README.md does not mention {mention}",
-                example.name
-            );
-        }
+        example.read_mentioning("README.md", &["relay trace", "RELAY_LEDGER_URL"]);
     }
 }
 

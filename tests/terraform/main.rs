@@ -199,14 +199,7 @@ fn every_variable_has_a_description_and_a_type() {
 #[test]
 fn module_readmes_list_every_input_and_output() {
     for config in model::modules() {
-        let readme = config.read("README.md");
-        for heading in ["## Inputs", "## Outputs"] {
-            assert!(
-                readme.contains(heading),
-                "{}: README.md has no {heading} section",
-                config.name
-            );
-        }
+        let readme = config.read_mentioning("README.md", &["## Inputs", "## Outputs"]);
         let anchors = |prefix: &str| -> BTreeSet<String> {
             readme
                 .split("<a name=\"")
@@ -654,11 +647,7 @@ fn queue_grant_lets_the_relay_role_send_and_only_send() {
         ["aws_sqs_queue_policy"],
         "aws-queue-grant creates only the queue policy"
     );
-    let policy = attr(
-        config.resource("aws_sqs_queue_policy", "this").body(),
-        "policy",
-    )
-    .expect("policy");
+    let policy = config.resource_attr("aws_sqs_queue_policy", "this", "policy");
     assert_eq!(policy.to_string(), "data.aws_iam_policy_document.this.json");
 
     let document = config.data("aws_iam_policy_document", "this");
@@ -1060,12 +1049,10 @@ fn relay_modules_alarm_on_refused_answers_and_dead_letters() {
                 "{module}: {ty}.{name} must notify var.{variable}"
             );
         }
-        let variables = config.variables();
-        let variable_block = variables
-            .get(variable)
-            .unwrap_or_else(|| panic!("{module}: no variable {variable}"));
         assert!(
-            nested(variable_block.body(), "validation").next().is_some(),
+            nested(config.variable(variable).body(), "validation")
+                .next()
+                .is_some(),
             "{module}: variable {variable} has no validation"
         );
     }

@@ -105,9 +105,24 @@ impl Config {
         self.blocks("variable").map(|b| (label(b, 0), b)).collect()
     }
 
+    /// The one `variable "<name>"` block; panics when it is missing.
+    pub(crate) fn variable(&self, name: &str) -> &Block {
+        self.blocks("variable")
+            .find(|b| label(b, 0) == name)
+            .unwrap_or_else(|| panic!("{}: no variable {name}", self.name))
+    }
+
     /// `output` blocks by name.
     pub(crate) fn outputs(&self) -> BTreeMap<&str, &Block> {
         self.blocks("output").map(|b| (label(b, 0), b)).collect()
+    }
+
+    /// The `value` of output `name`; panics when the output or its value is missing.
+    pub(crate) fn output_value(&self, name: &str) -> &Expression {
+        self.blocks("output")
+            .find(|b| label(b, 0) == name)
+            .and_then(|b| attr(b.body(), "value"))
+            .unwrap_or_else(|| panic!("{}: no output {name} with a value", self.name))
     }
 
     /// Every `locals` entry by name.
@@ -133,6 +148,12 @@ impl Config {
             .find(|(n, _)| *n == name)
             .map(|(_, b)| b)
             .unwrap_or_else(|| panic!("{}: no resource {ty}.{name}", self.name))
+    }
+
+    /// Attribute `key` of the one `resource "<ty>" "<name>"` block; panics when it is missing.
+    pub(crate) fn resource_attr(&self, ty: &str, name: &str, key: &str) -> &Expression {
+        attr(self.resource(ty, name).body(), key)
+            .unwrap_or_else(|| panic!("{}: {ty}.{name} has no {key}", self.name))
     }
 
     /// Resource types declared in the configuration.
@@ -171,6 +192,20 @@ impl Config {
     pub(crate) fn read(&self, file: &str) -> String {
         let path = self.dir.join(file);
         fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// A file of the configuration's folder, asserting that it mentions each of `texts`.
+    #[track_caller]
+    pub(crate) fn read_mentioning(&self, file: &str, texts: &[&str]) -> String {
+        let read = self.read(file);
+        for text in texts {
+            assert!(
+                read.contains(text),
+                "{}: {file} does not mention {text}",
+                self.name
+            );
+        }
+        read
     }
 }
 

@@ -130,8 +130,8 @@ pub(crate) fn source(body: &Body, key: &str) -> Option<String> {
 }
 
 /// The source of output `name`'s value, as [`source`] gives it.
-pub(crate) fn output_source(config: &Config, name: &str) -> Option<String> {
-    source(config.outputs()[name].body(), "value")
+pub(crate) fn output_source(config: &Config, name: &str) -> String {
+    compact(config.output_value(name))
 }
 
 /// Asserts the source of each attribute in `expected` (key, source as `source` gives it).

@@ -118,10 +118,7 @@ fn assert_gated_on(statement: &Statement<'_>, input: &str) {
 /// matches no `*` or `?`, so no IAM wildcard gets through to a grant; and the input without
 /// routes_enabled is refused rather than ignored.
 fn assert_validates_names(config: &Config, input: &str) {
-    let variables = config.variables();
-    let block = variables
-        .get(input)
-        .unwrap_or_else(|| panic!("{}: no variable {input}", config.name));
+    let block = config.variable(input);
     assert_eq!(
         attr(block.body(), "default").map(ToString::to_string),
         Some("[]".to_owned()),
@@ -315,11 +312,7 @@ fn gcp_grants_publishing_on_exactly_the_stored_sink_topics() {
 #[test]
 fn stored_sink_allowed_lists_every_destination_the_relay_may_send_to() {
     let aws = model::module("aws-relay");
-    let outputs = aws.outputs();
-    let output = outputs
-        .get("stored_sink_allowed")
-        .expect("aws-relay: output");
-    let value = attr(output.body(), "value").expect("value");
+    let value = aws.output_value("stored_sink_allowed");
     let (vars, locals) = (
         model::references(value, "var"),
         model::references(value, "local"),
@@ -353,11 +346,7 @@ fn stored_sink_allowed_lists_every_destination_the_relay_may_send_to() {
     }
 
     let gcp = model::module("gcp-relay");
-    let outputs = gcp.outputs();
-    let output = outputs
-        .get("stored_sink_allowed")
-        .expect("gcp-relay: output");
-    let value = attr(output.body(), "value").expect("value");
+    let value = gcp.output_value("stored_sink_allowed");
     let mut topics: Vec<String> = gcp
         .resources("google_pubsub_topic_iam_member")
         .iter()
