@@ -16,7 +16,7 @@ use crate::eval::{Scope, as_text};
 use crate::model::{self, Config, attr, label, nested};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment, plain_when, set_by};
 use crate::policy::{
-    Stmt, assert_sources, document, find, only_block, output_source, source, text,
+    Stmt, assert_sources, document, find, only_block, output_source, resource_with, source, text,
 };
 
 /// The variable that turns the archive on, in both relay modules.
@@ -49,9 +49,10 @@ const ACCOUNT_ID: usize = 12;
 #[test]
 fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
     let config = model::module("aws-relay");
-    let bucket = config.resource("aws_s3_bucket", "archive").body();
-    assert_sources(
-        bucket,
+    resource_with(
+        &config,
+        "aws_s3_bucket",
+        "archive",
         &[
             ("count", &gated_count()),
             ("bucket", "local.archive_bucket"),
@@ -64,10 +65,12 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
     );
 
     let on_bucket = "aws_s3_bucket.archive[0].id";
-    let block = config
-        .resource("aws_s3_bucket_public_access_block", "archive")
-        .body();
-    assert_sources(block, &[("bucket", on_bucket)]);
+    let block = resource_with(
+        &config,
+        "aws_s3_bucket_public_access_block",
+        "archive",
+        &[("bucket", on_bucket)],
+    );
     for setting in [
         "block_public_acls",
         "block_public_policy",
@@ -81,10 +84,12 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
         );
     }
 
-    let ownership = config
-        .resource("aws_s3_bucket_ownership_controls", "archive")
-        .body();
-    assert_sources(ownership, &[("bucket", on_bucket)]);
+    let ownership = resource_with(
+        &config,
+        "aws_s3_bucket_ownership_controls",
+        "archive",
+        &[("bucket", on_bucket)],
+    );
     let rule = only_block(
         ownership,
         "rule",
@@ -95,13 +100,12 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
         Some("BucketOwnerEnforced")
     );
 
-    let sse = config
-        .resource(
-            "aws_s3_bucket_server_side_encryption_configuration",
-            "archive",
-        )
-        .body();
-    assert_sources(sse, &[("bucket", on_bucket)]);
+    let sse = resource_with(
+        &config,
+        "aws_s3_bucket_server_side_encryption_configuration",
+        "archive",
+        &[("bucket", on_bucket)],
+    );
     let rule = only_block(sse, "rule", "aws-relay: the archive's encryption");
     let default = only_block(
         rule,
@@ -119,10 +123,12 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
         Some("null")
     );
 
-    let lifecycle = config
-        .resource("aws_s3_bucket_lifecycle_configuration", "archive")
-        .body();
-    assert_sources(lifecycle, &[("bucket", on_bucket)]);
+    let lifecycle = resource_with(
+        &config,
+        "aws_s3_bucket_lifecycle_configuration",
+        "archive",
+        &[("bucket", on_bucket)],
+    );
     let rules: Vec<&Body> = nested(lifecycle, "rule").map(Block::body).collect();
     for rule in &rules {
         assert_eq!(text(rule, "status").as_deref(), Some("Enabled"));
@@ -372,11 +378,10 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
 #[test]
 fn a_stuck_archive_delivery_alarms() {
     let config = model::module("aws-relay");
-    let alarm = config
-        .resource("aws_cloudwatch_metric_alarm", "archive_delivery")
-        .body();
-    assert_sources(
-        alarm,
+    let alarm = resource_with(
+        &config,
+        "aws_cloudwatch_metric_alarm",
+        "archive_delivery",
         &[(
             "count",
             "var.alarms_enabled && local.archive_firehose ? 1 : 0",
@@ -413,9 +418,10 @@ fn a_stuck_archive_delivery_alarms() {
 #[test]
 fn archive_bucket_policy_refuses_insecure_transport_and_overwrites() {
     let config = model::module("aws-relay");
-    let policy = config.resource("aws_s3_bucket_policy", "archive").body();
-    assert_sources(
-        policy,
+    resource_with(
+        &config,
+        "aws_s3_bucket_policy",
+        "archive",
         &[
             (
                 "policy",
@@ -795,9 +801,10 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
 #[test]
 fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
     let config = model::module("gcp-relay");
-    let bucket = config.resource("google_storage_bucket", "archive").body();
-    assert_sources(
-        bucket,
+    let bucket = resource_with(
+        &config,
+        "google_storage_bucket",
+        "archive",
         &[
             ("count", &gated_count()),
             ("name", "local.archive_bucket"),
@@ -1145,11 +1152,10 @@ fn examples_turn_the_archive_on() {
 #[test]
 fn undelivered_notifications_alarm_with_what_to_do() {
     let aws = model::module("aws-relay");
-    let alarm = aws
-        .resource("aws_cloudwatch_metric_alarm", "undelivered")
-        .body();
-    assert_sources(
-        alarm,
+    let alarm = resource_with(
+        &aws,
+        "aws_cloudwatch_metric_alarm",
+        "undelivered",
         &[("count", "var.alarms_enabled && var.ledger_enabled ? 1 : 0")],
     );
     assert_sources(
@@ -1179,18 +1185,21 @@ fn undelivered_notifications_alarm_with_what_to_do() {
     assert_tells_what_to_do("aws-relay", &description, UNDELIVERED_SAYS);
 
     let gcp = model::module("gcp-relay");
-    let metric = gcp.resource("google_logging_metric", "undelivered").body();
-    assert_sources(metric, &[("count", "var.ledger_enabled ? 1 : 0")]);
+    let metric = resource_with(
+        &gcp,
+        "google_logging_metric",
+        "undelivered",
+        &[("count", "var.ledger_enabled ? 1 : 0")],
+    );
     assert_eq!(
         source(metric, "filter").as_deref(),
         Some("\"${local.metric_lines} AND jsonPayload.Undelivered:*\""),
         "gcp-relay: the metric counts the relay's Undelivered lines"
     );
-    let policy = gcp
-        .resource("google_monitoring_alert_policy", "undelivered")
-        .body();
-    assert_sources(
-        policy,
+    let policy = resource_with(
+        &gcp,
+        "google_monitoring_alert_policy",
+        "undelivered",
         &[
             ("count", "var.ledger_enabled ? 1 : 0"),
             ("notification_channels", "var.alert_notification_channels"),
@@ -1224,11 +1233,10 @@ fn undelivered_notifications_alarm_with_what_to_do() {
 #[test]
 fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
     let aws = model::module("aws-relay");
-    let alarm = aws
-        .resource("aws_cloudwatch_metric_alarm", "verified_refused")
-        .body();
-    assert_sources(
-        alarm,
+    let alarm = resource_with(
+        &aws,
+        "aws_cloudwatch_metric_alarm",
+        "verified_refused",
         &[
             ("count", "var.alarms_enabled ? 1 : 0"),
             ("namespace", "\"DssRelay\""),

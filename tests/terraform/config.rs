@@ -12,7 +12,7 @@ use crate::eval::{Scope, as_text};
 use crate::model::{self, attr, label, literal_string, nested, walk};
 use crate::platform::{cloud_run_environment, lambda_environment, plain_when};
 use crate::policy::{
-    self, assert_sources, document, find, only_block, output_source, source, text,
+    self, assert_sources, document, find, only_block, output_source, resource_with, source, text,
 };
 use crate::stored_sinks::matches_a_wildcard;
 
@@ -47,21 +47,19 @@ fn relay_config_names_the_modules_own_secret() {
         aws.locals()["relay_config_enabled"].to_string(),
         "var.relay_config != null"
     );
-    let secret = aws
-        .resource("aws_secretsmanager_secret", "relay_config")
-        .body();
-    assert_sources(
-        secret,
+    resource_with(
+        &aws,
+        "aws_secretsmanager_secret",
+        "relay_config",
         &[
             ("count", "local.relay_config_enabled ? 1 : 0"),
             ("kms_key_id", "var.kms_key_arn"),
         ],
     );
-    let version = aws
-        .resource("aws_secretsmanager_secret_version", "relay_config")
-        .body();
-    assert_sources(
-        version,
+    resource_with(
+        &aws,
+        "aws_secretsmanager_secret_version",
+        "relay_config",
         &[
             ("secret_id", "aws_secretsmanager_secret.relay_config[0].id"),
             ("secret_string", "var.relay_config"),
@@ -125,14 +123,18 @@ fn relay_config_names_the_modules_own_secret() {
         "var.relay_config != null"
     );
 
-    let secret = gcp
-        .resource("google_secret_manager_secret", "relay_config")
-        .body();
-    assert_sources(secret, &[("count", "local.relay_config_enabled ? 1 : 0")]);
-    let version = gcp
-        .resource("google_secret_manager_secret_version", "relay_config")
-        .body();
-    assert_sources(version, &[("secret_data", "var.relay_config")]);
+    resource_with(
+        &gcp,
+        "google_secret_manager_secret",
+        "relay_config",
+        &[("count", "local.relay_config_enabled ? 1 : 0")],
+    );
+    let version = resource_with(
+        &gcp,
+        "google_secret_manager_secret_version",
+        "relay_config",
+        &[("secret_data", "var.relay_config")],
+    );
     let lifecycle = only_block(
         version,
         "lifecycle",
@@ -584,8 +586,12 @@ fn aws_buckets_and_queues_refuse_insecure_requests() {
         }
     }
     for (policy, document, queue) in [("this", "queue", "this"), ("dlq", "dlq", "dlq")] {
-        let resource = aws.resource("aws_sqs_queue_policy", policy).body();
-        assert_sources(resource, &[("count", "var.create_queue ? 1 : 0")]);
+        let resource = resource_with(
+            &aws,
+            "aws_sqs_queue_policy",
+            policy,
+            &[("count", "var.create_queue ? 1 : 0")],
+        );
         assert_eq!(
             source(resource, "queue_url"),
             Some(format!("aws_sqs_queue.{queue}[0].id"))
@@ -626,18 +632,20 @@ fn aws_buckets_and_queues_refuse_insecure_requests() {
 #[test]
 fn aws_role_is_the_modules_or_the_operators() {
     let aws = model::module("aws-relay");
-    let role = aws.resource("aws_iam_role", "this").body();
-    assert_sources(
-        role,
+    resource_with(
+        &aws,
+        "aws_iam_role",
+        "this",
         &[
             ("count", "local.create_role ? 1 : 0"),
             ("path", "var.role_path"),
             ("permissions_boundary", "var.permissions_boundary_arn"),
         ],
     );
-    let policy = aws.resource("aws_iam_role_policy", "this").body();
-    assert_sources(
-        policy,
+    resource_with(
+        &aws,
+        "aws_iam_role_policy",
+        "this",
         &[
             ("count", "local.create_role ? 1 : 0"),
             ("policy", "data.aws_iam_policy_document.this.json"),
@@ -647,8 +655,12 @@ fn aws_role_is_the_modules_or_the_operators() {
         aws.locals()["create_role"].to_string(),
         "var.existing_role_arn == null"
     );
-    let function = aws.resource("aws_lambda_function", "this").body();
-    assert_sources(function, &[("role", "local.role_arn")]);
+    resource_with(
+        &aws,
+        "aws_lambda_function",
+        "this",
+        &[("role", "local.role_arn")],
+    );
     assert_eq!(
         output_source(&aws, "role_policy_json"),
         "data.aws_iam_policy_document.this.json",
@@ -688,9 +700,10 @@ fn aws_role_is_the_modules_or_the_operators() {
 #[test]
 fn ledger_and_archive_are_kept_from_deletion_by_default() {
     let aws = model::module("aws-relay");
-    let table = aws.resource("aws_dynamodb_table", "ledger").body();
-    assert_sources(
-        table,
+    resource_with(
+        &aws,
+        "aws_dynamodb_table",
+        "ledger",
         &[(
             "deletion_protection_enabled",
             "var.ledger_deletion_protection",
@@ -789,11 +802,10 @@ fn gcp_dashboard_json_is_written_as_the_api_returns_it() {
 #[test]
 fn both_modules_alarm_on_dropped_metric_lines() {
     let aws = model::module("aws-relay");
-    let alarm = aws
-        .resource("aws_cloudwatch_metric_alarm", "metric_lines_dropped")
-        .body();
-    assert_sources(
-        alarm,
+    let alarm = resource_with(
+        &aws,
+        "aws_cloudwatch_metric_alarm",
+        "metric_lines_dropped",
         &[
             ("count", "var.alarms_enabled ? 1 : 0"),
             ("namespace", "\"DssRelay\""),
@@ -827,11 +839,10 @@ fn both_modules_alarm_on_dropped_metric_lines() {
             && filter.contains("jsonPayload.MetricLinesDropped:*"),
         "gcp-relay: the metric reads the relay's dropped-lines lines: {filter}"
     );
-    let policy = gcp
-        .resource("google_monitoring_alert_policy", "metric_lines_dropped")
-        .body();
-    assert_sources(
-        policy,
+    let policy = resource_with(
+        &gcp,
+        "google_monitoring_alert_policy",
+        "metric_lines_dropped",
         &[
             ("enabled", "var.alerts_enabled"),
             ("notification_channels", "var.alert_notification_channels"),

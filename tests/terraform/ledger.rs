@@ -14,7 +14,7 @@ use crate::platform::{
     EnvVar, cloud_run_environment, lambda_environment, only_statement_on, plain_when,
     policy_statements,
 };
-use crate::policy::{assert_sources, only_block, output_source, text};
+use crate::policy::{assert_sources, only_block, output_source, resource_with, text};
 
 /// The table's partition key (S): the bundle (or another sender's event id), which
 /// `relay trace BUNDLE_UUID` queries.
@@ -362,11 +362,10 @@ fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
             ("role", "google_project_iam_custom_role.ledger[0].name"),
         ],
     );
-    let role = config
-        .resource("google_project_iam_custom_role", "ledger")
-        .body();
-    assert_sources(
-        role,
+    let role = resource_with(
+        &config,
+        "google_project_iam_custom_role",
+        "ledger",
         &[
             ("count", &format!("{SWITCH} ? 1 : 0")),
             ("project", "var.project_id"),

@@ -142,6 +142,27 @@ pub(crate) fn assert_sources(body: &Body, expected: &[(&str, &str)]) {
     }
 }
 
+/// The one `resource "<ty>" "<name>"` block's body, asserting the source of each attribute in
+/// `expected` as [`assert_sources`] does.
+#[track_caller]
+pub(crate) fn resource_with<'a>(
+    config: &'a Config,
+    ty: &str,
+    name: &str,
+    expected: &[(&str, &str)],
+) -> &'a Body {
+    let body = config.resource(ty, name).body();
+    for (key, want) in expected {
+        assert_eq!(
+            source(body, key).as_deref(),
+            Some(*want),
+            "{}: {ty}.{name}.{key}",
+            config.name
+        );
+    }
+    body
+}
+
 /// An expression's source text on one line.
 pub(crate) fn compact(expr: &Expression) -> String {
     let text = expr
