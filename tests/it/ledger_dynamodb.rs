@@ -10,8 +10,8 @@ use relay_core::cloud::Cloud;
 use relay_core::ledger::{self, Claimed, DynamoDbLedger, Grant, Ledger, LedgerError, LedgerUrl};
 use relay_testkit::dynamodb::create_ledger_table;
 use relay_testkit::ledger::{
-    acked_at, attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
-    try_claim,
+    T0, acked_at, attempt, claim, conformance, entry, fresh_identity, held,
+    one_claim_granted_among, settle, try_claim,
 };
 
 use crate::common::{CountingProxy, dynamodb_answering, sdk, sdk_via, unique};
@@ -71,7 +71,7 @@ async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
         .await
         .unwrap();
     let id = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
     // The calls since the last count, by operation: `PutItem=1,UpdateItem=1`.
     let count = |proxy: &CountingProxy| {
         let mut counts = std::collections::BTreeMap::<String, usize>::new();
@@ -99,9 +99,7 @@ async fn a_claim_and_a_settlement_are_one_call_each_and_a_duplicate_one() {
     assert_eq!(count(&calls), "UpdateItem=1", "a duplicate");
 
     // A claim refused by a live lease: one call.
-    let other = fresh_identity();
-    let holder = attempt(t, &["q1"]);
-    claim(&ledger, &other, &holder).await;
+    let (other, holder) = held(&ledger, &["q1"]).await;
     calls.take();
     assert!(matches!(
         claim(&ledger, &other, &attempt(t + 1, &["q1"])).await,
@@ -137,7 +135,7 @@ async fn the_edges_of_leases_and_expiry_are_those_of_the_rules() {
     let (_, url) = table().await;
     let ledger = opened(&url).await;
     let ledger = ledger.as_ref();
-    let t = 1_800_000_000_000;
+    let t = T0;
     // A lease is live up to its last millisecond (Entry::claim: until_ms >= now_ms).
     let id = fresh_identity();
     claim(ledger, &id, &attempt(t, &["q1"])).await;

@@ -14,8 +14,8 @@ use relay_core::ledger::{
     self, Claimed, FirestoreLedger, Grant, Ledger, LedgerError, LedgerUrl, Lookup,
 };
 use relay_testkit::ledger::{
-    acked_at, attempt, claim, conformance, entry, fresh_identity, one_claim_granted_among, settle,
-    try_claim,
+    T0, acked_at, attempt, claim, conformance, entry, fresh_identity, held,
+    one_claim_granted_among, settle, try_claim,
 };
 
 use crate::common::{CountingProxy, unique};
@@ -80,7 +80,7 @@ async fn a_new_claim_is_one_call_and_its_settlement_one() {
     let (name, _) = collection();
     let ledger = FirestoreLedger::emulator(log.host(), &project(), DATABASE, &name).unwrap();
     let id = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
 
     let first = attempt(t, &["q1", "q2"]);
     assert!(matches!(
@@ -105,9 +105,7 @@ async fn a_new_claim_is_one_call_and_its_settlement_one() {
     assert_eq!(log.take(), "commit,batchGet,commit", "a duplicate");
 
     // A claim refused by a live lease writes nothing.
-    let other = fresh_identity();
-    let holder = attempt(t, &["q1"]);
-    claim(&ledger, &other, &holder).await;
+    let (other, holder) = held(&ledger, &["q1"]).await;
     log.take();
     assert!(matches!(
         claim(&ledger, &other, &attempt(t + 1, &["q1"])).await,
@@ -147,7 +145,7 @@ async fn a_settlement_does_not_recreate_a_deleted_entry() {
     let (name, _) = collection();
     let ledger = FirestoreLedger::emulator(&emulator_host(), &project(), DATABASE, &name).unwrap();
     let id = fresh_identity();
-    let first = attempt(1_800_000_000_000, &["q1"]);
+    let first = attempt(T0, &["q1"]);
     claim(&ledger, &id, &first).await;
     raw(
         "POST",

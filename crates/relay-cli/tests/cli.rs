@@ -286,6 +286,23 @@ fn keygen_prints_a_fresh_hex_key() {
     assert_ne!(a, String::from_utf8(b.stdout).unwrap());
 }
 
+/// `text` written as `relay.toml` in a fresh folder (kept while the folder is).
+fn config_file(text: impl AsRef<[u8]>) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("relay.toml");
+    std::fs::write(&file, text).unwrap();
+    (dir, file)
+}
+
+/// `relay check --config file`, with a key set.
+fn check(file: &Path) -> Output {
+    relay_cmd()
+        .env("RELAY_HMAC_SECRET", "s")
+        .args(["check", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
+
 fn example_config() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/relay.toml")
@@ -397,18 +414,11 @@ fn check_validates_a_configuration_file() {
         "{stdout}"
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let broken = dir.path().join("relay.toml");
-    let text = std::fs::read_to_string(example_config()).unwrap().replace(
+    let (_dir, broken) = config_file(std::fs::read_to_string(example_config()).unwrap().replace(
         r#"to = ["analysis", "indexer"]"#,
         r#"to = ["analysis", "indexr"]"#,
-    );
-    std::fs::write(&broken, text).unwrap();
-    let out = relay_cmd()
-        .env("RELAY_HMAC_SECRET", "s")
-        .args(["check", "--config", broken.to_str().unwrap()])
-        .output()
-        .unwrap();
+    ));
+    let out = check(&broken);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -420,11 +430,8 @@ fn check_validates_a_configuration_file() {
 
 #[test]
 fn check_refuses_two_sinks_of_one_resource_and_a_retention_shorter_than_a_lease() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("relay.toml");
     // One queue written two ways: two names for one resource would share one ledger record.
-    std::fs::write(
-        &file,
+    let (dir, file) = config_file(
         r#"[sinks.prod]
 type = "sqs"
 queue_url = "https://sqs.us-east-1.amazonaws.com/111111111111/orders"
@@ -433,13 +440,8 @@ queue_url = "https://sqs.us-east-1.amazonaws.com/111111111111/orders"
 type = "sqs"
 queue_url = "https://SQS.us-east-1.amazonaws.com/111111111111/orders/"
 "#,
-    )
-    .unwrap();
-    let out = relay_cmd()
-        .env("RELAY_HMAC_SECRET", "s")
-        .args(["check", "--config", file.to_str().unwrap()])
-        .output()
-        .unwrap();
+    );
+    let out = check(&file);
     fails_saying(
         &out,
         1,
@@ -1137,13 +1139,10 @@ async fn send_signs_for_every_scheme_and_each_source_takes_it() {
 
 #[test]
 fn check_prints_the_sources_and_which_sign_no_timestamp() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("relay.toml");
-    std::fs::write(
-        &file,
-        format!("{}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n", sources()),
-    )
-    .unwrap();
+    let (_dir, file) = config_file(format!(
+        "{}\n[sinks.out]\ntype = \"file\"\npath = \"-\"\n\n[[routes]]\nname = \"all\"\nto = [\"out\"]\n",
+        sources()
+    ));
     let mut cmd = relay_cmd();
     cmd.args(["check", "--config", file.to_str().unwrap()])
         .env("RELAY_HMAC_SECRET", SECRET)

@@ -49,6 +49,9 @@ pub fn fresh_identity() -> Identity {
     }
 }
 
+/// The time of the conformance checks' first attempts (2027-01-15).
+pub const T0: i64 = 1_800_000_000_000;
+
 /// An attempt at `at_ms` routed to `routed`.
 pub fn attempt(at_ms: i64, routed: &[&str]) -> Attempt {
     Attempt {
@@ -102,7 +105,7 @@ pub async fn claim_or_error(
 /// down, throttled or refusing.
 pub async fn try_claim(ledger: &dyn Ledger) -> Result<Claimed, LedgerError> {
     let id = fresh_identity();
-    claim_or_error(ledger, &id, &attempt(1_800_000_000_000, &["q1"])).await
+    claim_or_error(ledger, &id, &attempt(T0, &["q1"])).await
 }
 
 /// Settles `attempt` (claimed at `index`): each destination acknowledged (`true`, message id
@@ -115,6 +118,22 @@ pub async fn settle(
     results: &[(&str, bool)],
 ) {
     settle_folded(ledger, identity, attempt, (index, 0), results).await;
+}
+
+/// A new notification whose first attempt, at [`T0`] and routed to `routed`, was claimed (and
+/// holds its leases): its identity and that attempt.
+pub async fn held(ledger: &dyn Ledger, routed: &[&str]) -> (Identity, Attempt) {
+    let (id, first) = (fresh_identity(), attempt(T0, routed));
+    claim(ledger, &id, &first).await;
+    (id, first)
+}
+
+/// A new notification whose first attempt, at [`T0`], was claimed and then acknowledged by
+/// `sink`: its identity and that attempt.
+pub async fn delivered_once(ledger: &dyn Ledger, sink: &str) -> (Identity, Attempt) {
+    let (id, first) = held(ledger, &[sink]).await;
+    settle(ledger, &id, &first, 0, &[(sink, true)]).await;
+    (id, first)
 }
 
 /// The grant of a claim that must have been granted; panics on a busy one.
@@ -197,7 +216,7 @@ pub async fn conformance(ledger: Arc<dyn Ledger>) {
 /// once, alternating between them: exactly one is granted, and the entry holds one attempt.
 pub async fn one_claim_granted_among(a: Arc<dyn Ledger>, b: Arc<dyn Ledger>, n: usize) {
     let id = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
     let attempts: Vec<Attempt> = (0..n as i64)
         .map(|i| attempt(t + i, &["q1", "q2"]))
         .collect();
@@ -216,7 +235,7 @@ pub async fn one_claim_granted_among(a: Arc<dyn Ledger>, b: Arc<dyn Ledger>, n: 
 
 async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
     let id = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
     let first = attempt(t, &["q1", "q2"]);
     assert_eq!(
         claim(ledger, &id, &first).await,
@@ -279,7 +298,7 @@ async fn retries_publish_only_what_is_missing(ledger: &dyn Ledger) {
 
 async fn a_live_lease_refuses_others_until_it_expires(ledger: &dyn Ledger) {
     let id = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
     let first = attempt(t, &["q1"]);
     assert!(matches!(
         claim(ledger, &id, &first).await,
@@ -324,7 +343,7 @@ fn assert_one_granted(answers: &[Claimed]) {
 
 async fn concurrent_claims_grant_one(ledger: &dyn Ledger) {
     let id = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
     let attempts: Vec<Attempt> = (0..20).map(|i| attempt(t + i, &["q1", "q2"])).collect();
     let claims = attempts.iter().map(|a| claim(ledger, &id, a));
     let answers = futures_util::future::join_all(claims).await;
@@ -333,11 +352,8 @@ async fn concurrent_claims_grant_one(ledger: &dyn Ledger) {
 }
 
 async fn an_expired_entry_is_new_again(ledger: &dyn Ledger) {
-    let id = fresh_identity();
-    let t = 1_800_000_000_000;
-    let first = attempt(t, &["q1"]);
-    claim(ledger, &id, &first).await;
-    settle(ledger, &id, &first, 0, &[("q1", true)]).await;
+    let (id, _) = delivered_once(ledger, "q1").await;
+    let t = T0;
     // Past the 100 s retention, whether or not the store has deleted it yet.
     let late = attempt(t + 101_000, &["q1"]);
     assert_eq!(
@@ -358,7 +374,7 @@ async fn an_expired_entry_is_new_again(ledger: &dyn Ledger) {
 /// [`KEPT_ATTEMPTS`] attempts, the rest counted as folded.
 async fn many_retries_keep_a_bounded_entry(ledger: &dyn Ledger) {
     let id = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
     let n = 3 * KEPT_ATTEMPTS + 5;
     for i in 0..n {
         let retry = attempt(t + i as i64 * 1000, &["q1"]);
@@ -385,11 +401,8 @@ async fn many_retries_keep_a_bounded_entry(ledger: &dyn Ledger) {
 /// A claim gives back the acknowledgements of destinations it was not routed to (an earlier
 /// release's names for them among them), and leases the routed one all the same.
 async fn other_acknowledgements_come_back(ledger: &dyn Ledger) {
-    let id = fresh_identity();
-    let t = 1_800_000_000_000;
-    let first = attempt(t, &["sqs:orders"]);
-    claim(ledger, &id, &first).await;
-    settle(ledger, &id, &first, 0, &[("sqs:orders", true)]).await;
+    let (id, _) = delivered_once(ledger, "sqs:orders").await;
+    let t = T0;
     let resource = "arn:aws:sqs:us-east-1:111111111111:orders";
     let second = attempt(t + 60_000, &[resource]);
     let Grant {
@@ -417,7 +430,7 @@ async fn bundles_are_found_by_lookup(ledger: &dyn Ledger) {
         ..create.clone()
     };
     let other = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
     for id in [&create, &tombstone, &other] {
         let filtered = attempt(t, &[]);
         assert!(matches!(
@@ -452,7 +465,7 @@ async fn bundles_are_found_by_lookup(ledger: &dyn Ledger) {
 /// `3 * KEPT_ATTEMPTS` claims.
 pub async fn retried_many_times(ledger: &dyn Ledger, n: usize) -> (Entry, usize) {
     let id = fresh_identity();
-    let t = 1_800_000_000_000;
+    let t = T0;
     let mut early = 0;
     for i in 0..n {
         let retry = attempt(t + i as i64, &["q1"]);
