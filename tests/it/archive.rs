@@ -188,60 +188,58 @@ async fn open(url: &str) -> std::sync::Arc<dyn archive::Archive> {
         .expect("the archive opens")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s3_passes_the_archive_conformance_suite() {
-    let bucket = s3_bucket("archive-s3").await;
-    relay_testkit::archive::conformance(open(&Cloud::S3.url(&bucket)).await.as_ref()).await;
+/// Each check named here, which takes a [`Cloud`], as two tests: `<check>::s3` on moto and
+/// `<check>::gcs` on fake-gcs-server.
+macro_rules! in_both_clouds {
+    ($($check:ident),* $(,)?) => {$(
+        mod $check {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn s3() {
+                super::$check(super::Cloud::S3).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn gcs() {
+                super::$check(super::Cloud::Gcs).await;
+            }
+        }
+    )*};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gcs_passes_the_archive_conformance_suite() {
-    let bucket = gcs_bucket("archive-gcs").await;
-    relay_testkit::archive::conformance(open(&Cloud::Gcs.url(&bucket)).await.as_ref()).await;
+in_both_clouds!(
+    passes_the_archive_conformance_suite,
+    never_counts_a_planted_object_as_a_record,
+    lists_more_than_a_page_of_keys,
+    prefixes_keep_their_records_apart,
+    every_capture_is_archived,
+    a_missing_archive_bucket_fails_the_answer,
+);
+
+/// The archive in a new bucket at `cloud`, under [`PREFIX`].
+async fn fresh(cloud: Cloud, name: &str) -> std::sync::Arc<dyn archive::Archive> {
+    open(&cloud.url(&cloud.bucket(name).await)).await
+}
+
+async fn passes_the_archive_conformance_suite(cloud: Cloud) {
+    relay_testkit::archive::conformance(fresh(cloud, "archive").await.as_ref()).await;
 }
 
 /// Another record, an unsealed or forged copy, or bytes that are no record at a notification's
 /// key: the relay writes its own record beside it, and a retry finds that one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s3_never_counts_a_planted_object_as_a_record() {
-    let bucket = s3_bucket("archive-s3-planted").await;
-    relay_testkit::archive::planted_objects_never_count(&open(&Cloud::S3.url(&bucket)).await).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gcs_never_counts_a_planted_object_as_a_record() {
-    let bucket = gcs_bucket("archive-gcs-planted").await;
-    relay_testkit::archive::planted_objects_never_count(&open(&Cloud::Gcs.url(&bucket)).await)
+async fn never_counts_a_planted_object_as_a_record(cloud: Cloud) {
+    relay_testkit::archive::planted_objects_never_count(&fresh(cloud, "archive-planted").await)
         .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s3_lists_more_than_a_page_of_keys() {
-    let bucket = s3_bucket("archive-s3-pages").await;
-    let archive = open(&Cloud::S3.url(&bucket)).await;
+async fn lists_more_than_a_page_of_keys(cloud: Cloud) {
+    let archive = fresh(cloud, "archive-pages").await;
     relay_testkit::archive::lists_past_one_page(archive.as_ref(), 1050).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gcs_lists_more_than_a_page_of_keys() {
-    let bucket = gcs_bucket("archive-gcs-pages").await;
-    let archive = open(&Cloud::Gcs.url(&bucket)).await;
-    relay_testkit::archive::lists_past_one_page(archive.as_ref(), 1050).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s3_prefixes_keep_their_records_apart() {
-    let bucket = s3_bucket("archive-s3-prefixes").await;
-    let prefixed = open(&Cloud::S3.url(&bucket)).await;
-    let root = open(&format!("s3://{bucket}")).await;
-    relay_testkit::archive::prefixes_are_apart(prefixed.as_ref(), root.as_ref()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gcs_prefixes_keep_their_records_apart() {
-    let bucket = gcs_bucket("archive-gcs-prefixes").await;
-    let prefixed = open(&Cloud::Gcs.url(&bucket)).await;
-    let root = open(&format!("gs://{bucket}")).await;
+async fn prefixes_keep_their_records_apart(cloud: Cloud) {
+    let bucket = cloud.bucket("archive-prefixes").await;
+    let prefixed = open(&cloud.url(&bucket)).await;
+    let root = open(cloud.url(&bucket).trim_end_matches(PREFIX)).await;
     relay_testkit::archive::prefixes_are_apart(prefixed.as_ref(), root.as_ref()).await;
 }
 
@@ -381,16 +379,6 @@ async fn every_capture_is_archived(cloud: Cloud) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_capture_is_archived_in_s3() {
-    every_capture_is_archived(Cloud::S3).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_capture_is_archived_in_gcs() {
-    every_capture_is_archived(Cloud::Gcs).await;
-}
-
 /// A temporary folder with the file sink's path and the ledger's.
 struct Files {
     file: PathBuf,
@@ -438,16 +426,6 @@ async fn a_missing_archive_bucket_fails_the_answer(cloud: Cloud) {
         lines[0]["payload"].as_str().unwrap().as_bytes(),
         capture::payload(name)
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_s3_archive_bucket_fails_the_answer() {
-    a_missing_archive_bucket_fails_the_answer(Cloud::S3).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_gcs_archive_bucket_fails_the_answer() {
-    a_missing_archive_bucket_fails_the_answer(Cloud::Gcs).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
