@@ -420,12 +420,13 @@ mod tests {
         };
         let fake = FakeDynamoDb::start().await;
         let client = fake.client();
+        let key = std::collections::HashMap::from([
+            (HASH_KEY.to_owned(), AttributeValue::S("b".into())),
+            (RANGE_KEY.to_owned(), AttributeValue::S("k".into())),
+        ]);
         let update = || {
-            client
-                .update_item()
-                .table_name("ledger")
-                .key(HASH_KEY, AttributeValue::S("b".into()))
-                .key(RANGE_KEY, AttributeValue::S("k".into()))
+            (client.update_item().table_name("ledger"))
+                .set_key(Some(key.clone()))
                 .update_expression("SET #n = if_not_exists(#n, :one)")
                 .condition_expression("attribute_not_exists(#n)")
                 .expression_attribute_names("#n", "n")
@@ -452,11 +453,8 @@ mod tests {
 
         fake.set_throttled(true);
         let get = || {
-            client
-                .get_item()
-                .table_name("ledger")
-                .key(HASH_KEY, AttributeValue::S("b".into()))
-                .key(RANGE_KEY, AttributeValue::S("k".into()))
+            (client.get_item().table_name("ledger"))
+                .set_key(Some(key.clone()))
                 .send()
         };
         let throttled = get().await.expect_err("throttled");

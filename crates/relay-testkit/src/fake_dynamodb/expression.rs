@@ -527,10 +527,19 @@ mod tests {
         names: Map<String, Value>,
         values: Map<String, Value>,
     ) -> Result<bool, Invalid> {
-        let mut parser = Parser::new(&names, &values);
-        let parsed = parser.condition(condition)?;
-        parser.finish()?;
+        let parsed = parsed((&names, &values), |parser| parser.condition(condition))?;
         holds(&item(), &parsed)
+    }
+
+    /// What `parse` reads with a parser of `names` and `values`, which must all be used.
+    fn parsed<T>(
+        (names, values): (&Map<String, Value>, &Map<String, Value>),
+        parse: impl FnOnce(&mut Parser<'_>) -> Result<T, Invalid>,
+    ) -> Result<T, Invalid> {
+        let mut parser = Parser::new(names, values);
+        let parsed = parse(&mut parser)?;
+        parser.finish()?;
+        Ok(parsed)
     }
 
     #[test]
@@ -624,9 +633,7 @@ mod tests {
 
     fn update(text: &str, names: Value, values: Value) -> Result<Item, Invalid> {
         let (names, values) = (named_in(text, &names), named_in(text, &values));
-        let mut parser = Parser::new(&names, &values);
-        let parsed = parser.update(text)?;
-        parser.finish()?;
+        let parsed = parsed((&names, &values), |parser| parser.update(text))?;
         apply(&item(), &parsed)
     }
 
