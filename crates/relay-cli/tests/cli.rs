@@ -18,15 +18,15 @@ fn examples() -> PathBuf {
 
 /// `relay send FILE --url URL --key-id dev`.
 fn send_cmd(file: &Path, url: &str) -> Command {
+    let mut cmd = send_to(file, url);
+    cmd.args(["--key-id", "dev"]);
+    cmd
+}
+
+/// `relay send FILE --url URL`.
+fn send_to(file: &Path, url: &str) -> Command {
     let mut cmd = relay_cmd();
-    cmd.args([
-        "send",
-        file.to_str().unwrap(),
-        "--url",
-        url,
-        "--key-id",
-        "dev",
-    ]);
+    cmd.args(["send", file.to_str().unwrap(), "--url", url]);
     cmd
 }
 
@@ -1092,14 +1092,8 @@ async fn send_signs_for_every_scheme_and_each_source_takes_it() {
         ),
     ];
     for (flags, path, file, secret) in cases {
-        let mut cmd = relay_cmd();
-        cmd.args([
-            "send",
-            file.to_str().unwrap(),
-            "--url",
-            &format!("{base}{path}"),
-        ])
-        .args(flags);
+        let mut cmd = send_to(file, &format!("{base}{path}"));
+        cmd.args(flags);
         match secret {
             "" => cmd
                 .env("CLI_SOURCE_SECRET", SOURCE_SECRET)
@@ -1122,15 +1116,9 @@ async fn send_signs_for_every_scheme_and_each_source_takes_it() {
     assert_eq!(sink_payloads(&sink), sent);
 
     // Signed with another source's secret: refused, and the exit code says so.
-    let mut cmd = relay_cmd();
-    cmd.args([
-        "send",
-        json.to_str().unwrap(),
-        "--url",
-        &format!("{base}/github"),
-    ])
-    .args(["--scheme", "github"])
-    .env("RELAY_SEND_SECRET", SW_SECRET);
+    let mut cmd = send_to(&json, &format!("{base}/github"));
+    cmd.args(["--scheme", "github"])
+        .env("RELAY_SEND_SECRET", SW_SECRET);
     let out = run(cmd).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("bad_signature"));

@@ -66,6 +66,16 @@ const ED25519_TEST_KEY: [u8; 32] = [
 /// An RFC 9421 secret configured without a key id (accepted for any).
 const ANY_ID_SECRET: &str = "accepted for any key id";
 
+/// The proof of a scheme that signs a timestamp and no id, verified by the key named `current`:
+/// `timestamp` is the one accepted, in seconds as sent.
+fn signed_by_current_at(timestamp: &str) -> Proof {
+    Proof {
+        key_id: Some("current".into()),
+        signed_at: Some(at(timestamp.parse().expect("an accepted timestamp"))),
+        ..Proof::default()
+    }
+}
+
 fn at(secs: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(secs)
 }
@@ -273,12 +283,7 @@ fn check_stripe(data: &[u8]) -> bool {
         .iter()
         .any(|&(name, v)| name == "v1" && v.eq_ignore_ascii_case(&mac));
     assert!(signed, "accepted without the key's v1: {value}");
-    let proof_is = Proof {
-        key_id: Some("current".into()),
-        signed_at: Some(at(t.parse().expect("an accepted t"))),
-        ..Proof::default()
-    };
-    assert_eq!(proof, proof_is, "{value}");
+    assert_eq!(proof, signed_by_current_at(t), "{value}");
     true
 }
 
@@ -306,12 +311,7 @@ fn check_slack(data: &[u8]) -> bool {
     let hex = value.strip_prefix("v0=").expect("an accepted v0=");
     let mac = mac_hex(&key, &content(ts));
     assert!(hex.eq_ignore_ascii_case(&mac), "not the key's: {value}");
-    let proof_is = Proof {
-        key_id: Some("current".into()),
-        signed_at: Some(at(ts.parse().expect("an accepted timestamp"))),
-        ..Proof::default()
-    };
-    assert_eq!(proof, proof_is, "{ts}");
+    assert_eq!(proof, signed_by_current_at(ts), "{ts}");
     true
 }
 
