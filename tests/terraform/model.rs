@@ -107,9 +107,13 @@ impl Config {
 
     /// The one `variable "<name>"` block; panics when it is missing.
     pub(crate) fn variable(&self, name: &str) -> &Block {
-        self.blocks("variable")
-            .find(|b| label(b, 0) == name)
+        self.named("variable", name)
             .unwrap_or_else(|| panic!("{}: no variable {name}", self.name))
+    }
+
+    /// The top-level block `<ident> "<name>"` (a variable, an output), if there is one.
+    fn named<'a>(&'a self, ident: &'a str, name: &str) -> Option<&'a Block> {
+        self.blocks(ident).find(|b| label(b, 0) == name)
     }
 
     /// `output` blocks by name.
@@ -119,8 +123,7 @@ impl Config {
 
     /// The `value` of output `name`; panics when the output or its value is missing.
     pub(crate) fn output_value(&self, name: &str) -> &Expression {
-        self.blocks("output")
-            .find(|b| label(b, 0) == name)
+        self.named("output", name)
             .and_then(|b| attr(b.body(), "value"))
             .unwrap_or_else(|| panic!("{}: no output {name} with a value", self.name))
     }

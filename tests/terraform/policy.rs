@@ -137,8 +137,14 @@ pub(crate) fn output_source(config: &Config, name: &str) -> String {
 /// Asserts the source of each attribute in `expected` (key, source as `source` gives it).
 #[track_caller]
 pub(crate) fn assert_sources(body: &Body, expected: &[(&str, &str)]) {
+    assert_sources_of(body, expected, "attribute");
+}
+
+/// [`assert_sources`], each failure naming `what` (a resource) before the attribute.
+#[track_caller]
+fn assert_sources_of(body: &Body, expected: &[(&str, &str)], what: &str) {
     for (key, want) in expected {
-        assert_eq!(source(body, key).as_deref(), Some(*want), "attribute {key}");
+        assert_eq!(source(body, key).as_deref(), Some(*want), "{what} {key}");
     }
 }
 
@@ -152,14 +158,7 @@ pub(crate) fn resource_with<'a>(
     expected: &[(&str, &str)],
 ) -> &'a Body {
     let body = config.resource(ty, name).body();
-    for (key, want) in expected {
-        assert_eq!(
-            source(body, key).as_deref(),
-            Some(*want),
-            "{}: {ty}.{name}.{key}",
-            config.name
-        );
-    }
+    assert_sources_of(body, expected, &format!("{}: {ty}.{name}", config.name));
     body
 }
 

@@ -18,13 +18,11 @@
 //! and `BENCH_ONLY=replay` the replay table (`relay replay --since 3h` over an archive folder of
 //! `BENCH_REPLAY_NOTIFICATIONS` notifications, default 10,000, to the loopback SQS-protocol
 //! endpoint: without a ledger, through an SQLite ledger twice, and to an endpoint answering in
-//! 10 ms), `BENCH_ONLY=transform`
-//! the transform table (transform.rs: a sink's payload byte for byte against a small
-//! transform), `BENCH_ONLY=cold`
-//! relay-lambda's cold starts under Lambda's CPU quotas (cold.rs, which needs root
-//! for its cgroups; `BENCH_COLD_STARTS` starts per row, default 20); `BENCH_RELAY` names
-//! another relay-gcf binary to measure, such as `cargo build --profile profiling -p
-//! relay-gcf`'s, which keeps its symbols for perf.
+//! 10 ms), `BENCH_ONLY=transform` the transform table (transform.rs: a sink's payload byte
+//! for byte against a small transform), `BENCH_ONLY=cold` relay-lambda's cold starts under
+//! Lambda's CPU quotas (cold.rs, which needs root for its cgroups; `BENCH_COLD_STARTS` starts
+//! per row, default 20); `BENCH_RELAY` names another relay-gcf binary to measure, such as
+//! `cargo build --profile profiling -p relay-gcf`'s, which keeps its symbols for perf.
 
 mod cold;
 mod load;
