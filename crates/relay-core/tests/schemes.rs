@@ -104,18 +104,18 @@ impl Fixture {
     /// with another secret.
     fn refuses_forgeries(&self, scheme: &dyn Scheme) {
         let changed = self.check_body(scheme, &self.secret(), self.now, &self.tampered());
-        assert_eq!(changed, Err(SchemeError::BadSignature), "{}", scheme.name());
+        assert_eq!(changed, Err(SchemeError::BadSignature), "{scheme:?}");
         let other = self.check(scheme, &wrong_key(), self.now);
-        assert_eq!(other, Err(SchemeError::BadSignature), "{}", scheme.name());
+        assert_eq!(other, Err(SchemeError::BadSignature), "{scheme:?}");
     }
 
     /// Verifies with the fixture's secret at its time (with that time as the signing time where
     /// the scheme signs one), refuses forgeries and, where timed, keeps its window.
     fn verifies(&self, scheme: &dyn Scheme) -> Proof {
         let proof = self.check(scheme, &self.secret(), self.now);
-        let proof = proof.unwrap_or_else(|e| panic!("{}: {e}", scheme.name()));
+        let proof = proof.unwrap_or_else(|e| panic!("{scheme:?}: {e}"));
         let signed_at = scheme.has_timestamp().then_some(self.now);
-        assert_eq!(proof.signed_at, signed_at, "{}", scheme.name());
+        assert_eq!(proof.signed_at, signed_at, "{scheme:?}");
         self.refuses_forgeries(scheme);
         if scheme.has_timestamp() {
             self.keeps_its_window(scheme);
@@ -127,13 +127,13 @@ impl Fixture {
     /// a bad signature.
     fn refused_with(&self, scheme: &dyn Scheme, secrets: &Secrets) {
         let refused = self.check(scheme, secrets, self.now);
-        assert_eq!(refused, Err(SchemeError::BadSignature), "{}", scheme.name());
+        assert_eq!(refused, Err(SchemeError::BadSignature), "{scheme:?}");
     }
 
     /// [`verifies`](Self::verifies), the proof carrying the delivery id `id`.
     fn verifies_with_id(&self, scheme: &dyn Scheme, id: &str) -> Proof {
         let proof = self.verifies(scheme);
-        assert_eq!(proof.delivery_id.as_deref(), Some(id), "{}", scheme.name());
+        assert_eq!(proof.delivery_id.as_deref(), Some(id), "{scheme:?}");
         proof
     }
 
@@ -142,14 +142,9 @@ impl Fixture {
     fn keeps_its_window(&self, scheme: &dyn Scheme) {
         let (secret, now) = (self.secret(), self.now);
         let late = self.check(scheme, &secret, now + STALE);
-        assert_eq!(late, Err(SchemeError::StaleTimestamp), "{}", scheme.name());
+        assert_eq!(late, Err(SchemeError::StaleTimestamp), "{scheme:?}");
         let early = self.check(scheme, &secret, now - STALE);
-        assert_eq!(
-            early,
-            Err(SchemeError::FutureTimestamp),
-            "{}",
-            scheme.name()
-        );
+        assert_eq!(early, Err(SchemeError::FutureTimestamp), "{scheme:?}");
     }
 }
 
@@ -193,8 +188,7 @@ fn round_trip(scheme: &dyn Scheme, key: SigningKey, secrets: &Secrets) {
     assert_eq!(
         proof.signed_at.is_some(),
         scheme.has_timestamp(),
-        "{}",
-        scheme.name()
+        "{scheme:?}"
     );
     assert!(
         scheme
@@ -592,8 +586,7 @@ fn malformed_headers_never_panic() {
                 scheme
                     .verify(Check::new(&request, &secrets, at(1)))
                     .is_err(),
-                "{} {value:?}",
-                scheme.name()
+                "{scheme:?} {value:?}"
             );
         }
         let mut headers = HeaderMap::new();
@@ -618,8 +611,7 @@ fn malformed_headers_never_panic() {
                 .unwrap_err()
                 .code(),
             "duplicate_header",
-            "{}",
-            scheme.name()
+            "{scheme:?}"
         );
     }
 }

@@ -73,6 +73,11 @@ impl FirehoseStream {
         })
     }
 
+    /// Where it is, for errors and record ids.
+    fn url(&self) -> String {
+        format!("firehose://{}", self.name)
+    }
+
     /// A call's failure, for every record it carried.
     fn failure(&self, error: CallError) -> ArchiveError {
         match SinkError::from(error) {
@@ -142,10 +147,6 @@ impl FirehoseStream {
 
 #[async_trait::async_trait]
 impl RecordStream for FirehoseStream {
-    fn url(&self) -> String {
-        format!("firehose://{}", self.name)
-    }
-
     fn max_line_bytes(&self) -> usize {
         MAX_RECORD_BYTES
     }

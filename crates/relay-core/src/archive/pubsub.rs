@@ -39,14 +39,15 @@ impl PubSubStream {
             publisher,
         })
     }
+
+    /// Where it is, for errors and record ids.
+    fn url(&self) -> String {
+        format!("pubsub://{}", self.topic)
+    }
 }
 
 #[async_trait::async_trait]
 impl RecordStream for PubSubStream {
-    fn url(&self) -> String {
-        format!("pubsub://{}", self.topic)
-    }
-
     fn max_line_bytes(&self) -> usize {
         MAX_MESSAGE_BYTES
     }

@@ -418,9 +418,6 @@ mod tests {
 
     #[async_trait::async_trait]
     impl RecordStream for Recording {
-        fn url(&self) -> String {
-            "recording://".into()
-        }
         fn max_line_bytes(&self) -> usize {
             600
         }

@@ -102,8 +102,6 @@ impl StreamUrl {
 /// An engine taking the archive's records.
 #[async_trait::async_trait]
 pub trait RecordStream: Send + Sync + fmt::Debug {
-    /// Where it is, for logs and the ledger.
-    fn url(&self) -> String;
     /// The largest line it takes; a larger record is written as an object of its own.
     fn max_line_bytes(&self) -> usize;
     /// Writes each line (a sealed record and its newline), answering each, in order, with the

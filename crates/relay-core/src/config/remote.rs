@@ -38,19 +38,21 @@ mod tests {
 
     #[test]
     fn only_a_secrets_manager_arn_names_a_secret() {
-        assert!(is_secret_arn(
-            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-config-AbCdEf"
-        ));
-        assert!(is_secret_arn(
-            "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:c"
-        ));
-        for path in [
-            "relay.toml",
-            "/etc/relay/relay.toml",
-            "arn:aws:s3:::bucket/relay.toml",
-            "arn.toml",
+        for (path, secret) in [
+            (
+                "arn:aws:secretsmanager:eu-west-1:123456789012:secret:relay-config-AbCdEf",
+                true,
+            ),
+            (
+                "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:c",
+                true,
+            ),
+            ("relay.toml", false),
+            ("/etc/relay/relay.toml", false),
+            ("arn:aws:s3:::bucket/relay.toml", false),
+            ("arn.toml", false),
         ] {
-            assert!(!is_secret_arn(path), "{path}");
+            assert_eq!(is_secret_arn(path), secret, "{path}");
         }
     }
 

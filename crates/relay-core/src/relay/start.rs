@@ -104,6 +104,8 @@ async fn open_archive_writer(
         }
         None => None,
     };
+    let through = settings.stream.as_ref().map(|s| s.to_string());
+    tracing::info!(archive = %archive.url(), through, "Archive open: every verified notification is written there.");
     Ok((archive, key, stream))
 }
 
@@ -218,8 +220,6 @@ impl Relay {
             relay.ledger = Some(recorder);
         }
         if let Some((archive, key, stream)) = archive {
-            let through = stream.as_ref().map(|s| s.url());
-            tracing::info!(archive = %archive.url(), through, "Archive open: every verified notification is written there.");
             relay = relay.with_archive_through(archive, key, stream);
         }
         let Some(url) = routes_url else {

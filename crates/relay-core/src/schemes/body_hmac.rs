@@ -11,7 +11,6 @@ use super::{Check, Headers, Proof, Scheme, SchemeError, Signer, owned, pair};
 /// GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, raw body)>`. No timestamp: a
 /// captured delivery can be replayed; `X-GitHub-Delivery` (a GUID) is the dedup key.
 pub const GITHUB: BodyHmac = BodyHmac::new(
-    "github",
     ["x-hub-signature-256", "X-Hub-Signature-256"],
     ("sha256=", Encoding::Hex),
     ["x-github-delivery", "x-github-event"],
@@ -21,7 +20,6 @@ pub const GITHUB: BodyHmac = BodyHmac::new(
 /// captured delivery can be replayed; `X-Shopify-Webhook-Id` is the delivery id and
 /// `X-Shopify-Topic` the event type.
 pub const SHOPIFY: BodyHmac = BodyHmac::new(
-    "shopify",
     ["x-shopify-hmac-sha256", "X-Shopify-Hmac-Sha256"],
     ("", Encoding::Base64),
     ["x-shopify-webhook-id", "x-shopify-topic"],
@@ -30,8 +28,6 @@ pub const SHOPIFY: BodyHmac = BodyHmac::new(
 /// One sender's body signature, and the scheme it makes.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyHmac {
-    /// The scheme's name in the configuration.
-    name: &'static str,
     /// The signature's header, lowercase.
     signature: &'static str,
     /// The same, as the sender writes it, for errors.
@@ -47,10 +43,6 @@ pub struct BodyHmac {
 }
 
 impl Scheme for BodyHmac {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
         let value = check.signature(self.signature, self.shown)?;
         let encoded = value
@@ -95,17 +87,15 @@ impl Scheme for BodyHmac {
 }
 
 impl BodyHmac {
-    /// The scheme `name`: its signature's header (lowercase, and as the sender writes it),
+    /// A scheme from its signature's header (lowercase, and as the sender writes it),
     /// the signature's prefix and encoding, and the delivery id's and event type's headers
     /// (lowercase).
     const fn new(
-        name: &'static str,
         [signature, shown]: [&'static str; 2],
         (prefix, encoding): (&'static str, Encoding),
         [delivery, event]: [&'static str; 2],
     ) -> Self {
         Self {
-            name,
             signature,
             shown,
             prefix,

@@ -16,10 +16,6 @@ pub struct Dss {
 }
 
 impl Scheme for Dss {
-    fn name(&self) -> &'static str {
-        "dss"
-    }
-
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
         let key_id = verify::verify(
             *check.request,

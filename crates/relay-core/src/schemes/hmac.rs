@@ -278,10 +278,6 @@ fn static_name(name: &str) -> Result<HeaderName, SchemeError> {
 }
 
 impl Scheme for GenericHmac {
-    fn name(&self) -> &'static str {
-        "hmac"
-    }
-
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
         let (c, headers) = (&self.config, check.request.headers);
         let value = check.signature(&c.header, "the configured signature")?;

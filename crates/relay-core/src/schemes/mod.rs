@@ -42,8 +42,6 @@ impl Default for Window {
 
 /// One way a sender signs its webhooks.
 pub trait Scheme: Send + Sync + std::fmt::Debug {
-    /// The scheme's stable name (`dss`, `github`, `stripe`, …).
-    fn name(&self) -> &'static str;
     /// Verifies a request against the secrets, at the time the check gives.
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError>;
     /// False when the scheme signs no timestamp, so a captured request can be replayed.

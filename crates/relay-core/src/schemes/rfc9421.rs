@@ -324,10 +324,6 @@ impl Rfc9421 {
 }
 
 impl Scheme for Rfc9421 {
-    fn name(&self) -> &'static str {
-        "rfc9421"
-    }
-
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
         let signatures = check.signature(SIGNATURE, "Signature")?;
         let inputs = check.signature(INPUT, "Signature-Input")?;

@@ -14,10 +14,6 @@ pub struct Slack {
 }
 
 impl Scheme for Slack {
-    fn name(&self) -> &'static str {
-        "slack"
-    }
-
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
         let value = check.signature(SIGNATURE, "X-Slack-Signature")?;
         let ts = check.needed(TIMESTAMP)?;

@@ -75,10 +75,6 @@ fn parse(value: &str) -> Result<(Vec<Vec<u8>>, Vec<Signature>), SchemeError> {
 }
 
 impl Scheme for StandardWebhooks {
-    fn name(&self) -> &'static str {
-        "standard-webhooks"
-    }
-
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
         let value = check.signature(SIGNATURE, "webhook-signature")?;
         let (id, ts) = (check.needed(ID)?, check.needed(TIMESTAMP)?);

@@ -50,10 +50,6 @@ fn parse(value: &str) -> Result<(&str, Vec<Vec<u8>>), SchemeError> {
 }
 
 impl Scheme for Stripe {
-    fn name(&self) -> &'static str {
-        "stripe"
-    }
-
     fn verify(&self, check: Check<'_>) -> Result<Proof, SchemeError> {
         let (t, candidates) = parse(check.signature(SIGNATURE, "Stripe-Signature")?)?;
         let signed_at = check.timestamp(t, self.window)?;

@@ -1,9 +1,12 @@
 //! What the two AWS destinations with FIFO ids share: an SQS queue's table and an SNS topic's
 //! are each an address, a message limit, the FIFO id templates and a format, and differ only in
-//! the address's name and type and in the service's limit.
+//! the address's name and type, the service's limit, the stable id the address gives and
+//! whether messages carry a `traceparent` attribute.
 
-/// Declares the table of such a destination: `$name`, with its address field, the service's
-/// message limit and the word its docs use (`queue`, `topic`).
+/// Declares the table of such a destination and its [`TargetConfig`](super::TargetConfig):
+/// `$name`, with its address field, its `type`, the word its docs use (`queue`, `topic`), the
+/// service's message limit and, where the service has no trace header of its own, the
+/// attribute that carries the trace context. The destination's module writes its `resource_id`.
 macro_rules! fifo_config {
     (
         $(#[$meta:meta])*
@@ -11,7 +14,8 @@ macro_rules! fifo_config {
             $(#[$address_meta:meta])*
             pub $address:ident: $address_type:ty,
         }
-        limit = $limit:literal, kind = $kind:literal
+        type = $type:literal, kind = $kind:literal, limit = $limit:literal
+        $(, trace = $trace:literal)?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -69,6 +73,38 @@ macro_rules! fifo_config {
                     self.message_group_id.as_ref(),
                     self.message_deduplication_id.as_ref(),
                 )
+            }
+        }
+
+        impl $crate::sink::TargetConfig for $name {
+            fn kind(&self) -> &'static str {
+                $type
+            }
+
+            fn max_message_bytes(&self) -> Option<usize> {
+                Some(self.max_message_bytes.get())
+            }
+
+            fn resource(&self) -> String {
+                self.resource_id()
+            }
+
+            fn describe(&self) -> String {
+                let (address, max) = (&self.$address, self.max_message_bytes);
+                format!(concat!($type, " {} (max {} bytes)"), address, max)
+            }
+
+            fn shape(
+                &self,
+                selection: &$crate::sink::Selection,
+            ) -> Result<$crate::sink::Shape, $crate::sink::ShapeError> {
+                let max_attributes = Some($crate::sink::AWS_MAX_ATTRIBUTES);
+                let shape = $crate::sink::Shape::new(selection, max_attributes)?;
+                $(let shape = shape.with_trace($crate::sink::shape::TraceAttributes {
+                    traceparent: $trace,
+                    tracestate: None,
+                });)?
+                self.fifo_shape(shape)
             }
         }
     };

@@ -1,42 +1,18 @@
 //! Amazon SNS: standard and FIFO topics, `PublishBatch` for messages in flight together.
 
-use super::shape::TraceAttributes;
-use super::{AWS_MAX_ATTRIBUTES, Selection, Shape, ShapeError, TargetConfig};
-
 super::fifo::fifo_config! {
     /// A `type = "sns"` sink, or `RELAY_SNS_TOPIC_ARN` with `RELAY_SNS_MAX_MESSAGE_BYTES`.
     pub struct SnsConfig {
         /// The topic ARN; a name ending in `.fifo` makes it a FIFO topic.
         pub topic_arn: TopicArn,
     }
-    limit = 262144, kind = "topic"
+    type = "sns", kind = "topic", limit = 262144, trace = "traceparent"
 }
 
-impl TargetConfig for SnsConfig {
-    fn kind(&self) -> &'static str {
-        "sns"
-    }
-
-    fn max_message_bytes(&self) -> Option<usize> {
-        Some(self.max_message_bytes.get())
-    }
-
+impl SnsConfig {
     /// The topic this sink publishes to, as one stable id: its ARN.
-    fn resource(&self) -> String {
+    fn resource_id(&self) -> String {
         self.topic_arn.to_string()
-    }
-
-    fn describe(&self) -> String {
-        let (arn, max) = (&self.topic_arn, self.max_message_bytes);
-        format!("sns {arn} (max {max} bytes)")
-    }
-
-    fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
-        let trace = TraceAttributes {
-            traceparent: "traceparent",
-            tracestate: None,
-        };
-        self.fifo_shape(Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?.with_trace(trace))
     }
 }
 

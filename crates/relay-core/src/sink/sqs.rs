@@ -1,29 +1,19 @@
 //! Amazon SQS: standard and FIFO queues, `SendMessageBatch` for messages in flight together.
 
-use super::{AWS_MAX_ATTRIBUTES, Selection, Shape, ShapeError, TargetConfig};
-
 super::fifo::fifo_config! {
     /// A `type = "sqs"` sink, or `RELAY_SQS_QUEUE_URL` with `RELAY_SQS_MAX_MESSAGE_BYTES`.
     pub struct SqsConfig {
         /// The queue URL; a name ending in `.fifo` makes it a FIFO queue.
         pub queue_url: QueueUrl,
     }
-    limit = 1048576, kind = "queue"
+    type = "sqs", kind = "queue", limit = 1048576
 }
 
-impl TargetConfig for SqsConfig {
-    fn kind(&self) -> &'static str {
-        "sqs"
-    }
-
-    fn max_message_bytes(&self) -> Option<usize> {
-        Some(self.max_message_bytes.get())
-    }
-
+impl SqsConfig {
     /// The queue this sink delivers to, as one stable id: its ARN
     /// (`arn:aws:sqs:<region>:<account>:<name>`) when the URL's host names an AWS region, else
     /// the URL with its host in lower case (a local endpoint, whose region is the relay's).
-    fn resource(&self) -> String {
+    fn resource_id(&self) -> String {
         let uri: http::Uri = self
             .queue_url
             .as_str()
@@ -50,15 +40,6 @@ impl TargetConfig for SqsConfig {
                 format!("{scheme}://{host}{port}/{account}/{name}")
             }
         }
-    }
-
-    fn shape(&self, selection: &Selection) -> Result<Shape, ShapeError> {
-        self.fifo_shape(Shape::new(selection, Some(AWS_MAX_ATTRIBUTES))?)
-    }
-
-    fn describe(&self) -> String {
-        let (url, max) = (&self.queue_url, self.max_message_bytes);
-        format!("sqs {url} (max {max} bytes)")
     }
 }
 
@@ -347,7 +328,7 @@ mod wire {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sink::Template;
+    use crate::sink::{Selection, TargetConfig, Template};
 
     #[test]
     fn queue_urls() {
