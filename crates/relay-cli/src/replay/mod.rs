@@ -5,6 +5,7 @@
 //! stopped.
 
 use std::io::IsTerminal as _;
+use std::ops::RangeInclusive;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -113,8 +114,8 @@ fn parse_rate(text: &str) -> Result<f64, CliError> {
 /// What one replay does, however it was asked for.
 #[derive(Clone)]
 pub(crate) struct Job {
-    pub(crate) since: SystemTime,
-    pub(crate) until: SystemTime,
+    /// The receipt times of the records it takes.
+    pub(crate) window: RangeInclusive<SystemTime>,
     pub(crate) selection: ReplaySelection,
     /// Only the records of requests refused on arrival (and only those).
     pub(crate) refused: bool,
@@ -171,8 +172,7 @@ async fn replay(args: &ReplayArgs) -> Result<Summary, CliError> {
         eprintln!("replay run {run} (the same command continues it; --again starts a new one)");
     }
     let job = Job {
-        since,
-        until,
+        window: since..=until,
         selection: ReplaySelection {
             bundle_uuid: args.bundle.clone(),
             subscription_id: args.subscription.clone(),
@@ -309,8 +309,8 @@ pub(crate) async fn run_job(config: Config, job: Job) -> Result<Summary, CliErro
     let keys = list(
         archive.as_ref(),
         &archive_url.to_string(),
-        job.since,
-        job.until,
+        *job.window.start(),
+        *job.window.end(),
     )
     .await?;
     let objects = keys.len();
@@ -385,7 +385,7 @@ async fn one(relay: &Relay, job: &Job, limiter: &Limiter, record: Read1) -> Resu
         }
         Err(e) => return Result1::Failed(key, e.to_string()),
     };
-    if record.received_at < job.since || record.received_at > job.until {
+    if !job.window.contains(&record.received_at) {
         return Result1::Outside;
     }
     match (record.refused.is_some(), job.refused) {

@@ -40,8 +40,7 @@ pub(super) async fn backfill(
     tokio::time::sleep(wait).await;
     let until = SystemTime::now();
     let job = crate::replay::Job {
-        since: until.checked_sub(window).unwrap_or(UNIX_EPOCH),
-        until,
+        window: until.checked_sub(window).unwrap_or(UNIX_EPOCH)..=until,
         selection: relay_core::relay::ReplaySelection {
             pattern: Some(crate::replay::compile(&pattern.to_string())?),
             ..Default::default()

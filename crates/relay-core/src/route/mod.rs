@@ -473,69 +473,56 @@ mod tests {
         );
     }
 
+    /// The routes `toml` gives (an array of `[[routes]]` tables, as a configuration writes
+    /// them), with `ALL` standing for a route `all` to every sink.
+    fn routes_of(toml: &str) -> Vec<RouteSpec> {
+        #[derive(serde::Deserialize)]
+        struct File {
+            routes: Vec<RouteSpec>,
+        }
+        let all = r#"{ name = "all", to = ["analysis", "indexer", "dev"] }"#;
+        let file = format!("routes = {}", toml.replace("ALL", all));
+        toml::from_str::<File>(&file).unwrap().routes
+    }
+
     #[test]
     fn compile_errors_name_the_route_and_field() {
-        let all = |routes: &[RouteSpec]| Router::compile(routes, sinks()).unwrap_err();
-        let used = spec("all", None, &["analysis", "indexer", "dev"], false, false);
+        // The routes, then the route and the field the error names.
         let cases = [
-            (vec![spec("a", None, &["nope"], false, false)], "a", "to"),
+            (r#"[{ name = "a", to = ["nope"] }]"#, "a", "to"),
+            (r#"[{ name = "a", to = ["analysis"] }]"#, "", "routes"),
+            (r#"[ALL, { name = "all", to = ["dev"] }]"#, "all", "name"),
+            (r#"[ALL, { name = "empty", to = [] }]"#, "empty", "to"),
             (
-                vec![spec("a", None, &["analysis"], false, false)],
-                "",
-                "routes",
-            ),
-            (
-                vec![used.clone(), spec("all", None, &["dev"], false, false)],
-                "all",
-                "name",
-            ),
-            (
-                vec![
-                    used.clone(),
-                    spec(
-                        "x",
-                        Some(json!({"a": [{"regex": "("}]})),
-                        &["dev"],
-                        false,
-                        false,
-                    ),
-                ],
+                r#"[ALL, { name = "x", to = ["dev"], match = { a = [{ regex = "(" }] } }]"#,
                 "x",
                 "match.a",
             ),
             (
-                vec![
-                    spec("first", None, &["analysis", "indexer", "dev"], true, false),
-                    spec("later", Some(json!({"a": ["b"]})), &["dev"], false, false),
-                ],
+                r#"[
+                    { name = "first", to = ["analysis", "indexer", "dev"], stop = true },
+                    { name = "later", to = ["dev"], match = { a = ["b"] } },
+                ]"#,
                 "later",
                 "match",
             ),
             (
-                vec![
-                    used.clone(),
-                    spec("same", Some(json!({"a": ["b"]})), &["dev"], true, false),
-                    spec("again", Some(json!({"a": ["b"]})), &["dev"], false, false),
-                ],
+                r#"[
+                    ALL,
+                    { name = "same", to = ["dev"], match = { a = ["b"] }, stop = true },
+                    { name = "again", to = ["dev"], match = { a = ["b"] } },
+                ]"#,
                 "again",
                 "match",
             ),
             (
-                vec![
-                    used.clone(),
-                    spec("fb", Some(json!({"a": ["b"]})), &["dev"], false, true),
-                ],
+                r#"[ALL, { name = "fb", to = ["dev"], match = { a = ["b"] }, fallback = true }]"#,
                 "fb",
                 "match",
             ),
-            (
-                vec![used, spec("empty", None, &[], false, false)],
-                "empty",
-                "to",
-            ),
         ];
         for (routes, route, field) in cases {
-            let e = all(&routes);
+            let e = Router::compile(&routes_of(routes), sinks()).unwrap_err();
             assert_eq!((e.route.as_str(), e.field.as_str()), (route, field), "{e}");
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! Each request hands its message to a dispatcher task and waits for that message's own result.
 //! The dispatcher sends a batch when it is full (the API's entry or byte limit), or at once when
-//! the message opening it came after a quiet spell of its wait (`RELAY_BATCH_WAIT_MS`, [`LINGER`]
+//! the message opening it came after a quiet spell of its wait (`RELAY_BATCH_WAIT_MS`, 1 ms
 //! unless set) and no call is in flight: a lone message never waits. Otherwise a partial batch
 //! waits for more messages, for at most that long, so that as the load rises calls fill up and
 //! the calls per message fall towards `1 / max_entries`, while a quiet relay sends each message
@@ -92,7 +92,7 @@ impl Sink for BatchedSink {
 /// otherwise (the runtime's timers round it up to the next millisecond tick, so a wait is at
 /// most 2 ms). A message that arrives after this long without one, when no call is in flight,
 /// leaves at once.
-#[cfg(any(feature = "sqs", feature = "sns", test))]
+#[cfg(test)]
 pub(crate) const LINGER: Duration = Duration::from_millis(1);
 
 /// The limits of one call.
@@ -103,9 +103,25 @@ pub(crate) struct Limits {
     pub(crate) max_in_flight: usize,
     /// Messages waiting for a call, at most; beyond it a request is refused at once.
     pub(crate) max_queued: usize,
-    /// How long a partial batch may wait for more messages ([`LINGER`] by default); zero:
+    /// How long a partial batch may wait for more messages (`RELAY_BATCH_WAIT_MS`); zero:
     /// never (what is queued together still leaves together).
     pub(crate) linger: Duration,
+}
+
+impl Limits {
+    /// An AWS batch call's (`SendMessageBatch`, `PublishBatch`): at most ten entries and
+    /// `max_bytes`, 64 calls in flight and 4,096 messages queued; a partial batch waits at most
+    /// `linger`.
+    #[cfg(any(feature = "sqs", feature = "sns"))]
+    pub(crate) const fn aws(max_bytes: usize, linger: Duration) -> Self {
+        Self {
+            max_entries: 10,
+            max_bytes,
+            max_in_flight: 64,
+            max_queued: 4096,
+            linger,
+        }
+    }
 }
 
 type Reply = oneshot::Sender<Result<Receipt, SinkError>>;

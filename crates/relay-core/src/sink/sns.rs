@@ -51,17 +51,8 @@ mod api {
     use super::super::aws::{
         AwsApi, AwsEntry, AwsSender, BatchReport, classify, entry_failure, invalid, opened,
     };
-    use super::super::batch::{BatchedSink, LINGER, Limits};
+    use super::super::batch::{BatchedSink, Limits};
     use super::SnsConfig;
-
-    /// SNS takes at most ten entries and 256 KiB per `PublishBatch`.
-    const BATCH: Limits = Limits {
-        max_entries: 10,
-        max_bytes: 256 * 1024,
-        max_in_flight: 64,
-        max_queued: 4096,
-        linger: LINGER,
-    };
 
     impl SnsConfig {
         /// The sink (`PublishBatch` for messages in flight together), its client built once;
@@ -79,10 +70,8 @@ mod api {
                 arn: self.topic_arn.as_str().to_owned(),
             };
             let name = format!("sns:{}", topic.arn.rsplit(':').next().unwrap_or_default());
-            let limits = Limits {
-                linger: wait,
-                ..BATCH
-            };
+            // SNS takes at most 256 KiB per `PublishBatch`.
+            let limits = Limits::aws(256 * 1024, wait);
             BatchedSink::new(name, Arc::new(AwsSender(topic)), limits)
         }
     }

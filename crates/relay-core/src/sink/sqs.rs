@@ -91,7 +91,7 @@ mod api {
 
     use super::super::SinkError;
     use super::super::aws::{AwsApi, AwsEntry, AwsSender, BatchReport, entry_failure};
-    use super::super::batch::{BatchedSink, LINGER, Limits};
+    use super::super::batch::{BatchedSink, Limits};
     use super::region_of_host;
     use super::{SqsConfig, wire};
     use crate::cloud::aws_json::{AwsJson, NO_REGION, Service, client_of, read};
@@ -102,15 +102,6 @@ mod api {
         signing_name: "sqs",
         target_prefix: "AmazonSQS",
         content_type: "application/x-amz-json-1.0",
-    };
-
-    /// SQS takes at most ten entries and 1 MiB per `SendMessageBatch`.
-    const BATCH: Limits = Limits {
-        max_entries: 10,
-        max_bytes: 1024 * 1024,
-        max_in_flight: 64,
-        max_queued: 4096,
-        linger: LINGER,
     };
 
     impl SqsConfig {
@@ -129,10 +120,8 @@ mod api {
                 url: url.to_owned(),
             };
             let name = format!("sqs:{}", url.rsplit('/').next().unwrap_or_default());
-            let limits = Limits {
-                linger: wait,
-                ..BATCH
-            };
+            // SQS takes at most 1 MiB per `SendMessageBatch`.
+            let limits = Limits::aws(1024 * 1024, wait);
             Ok(BatchedSink::new(name, Arc::new(AwsSender(queue)), limits))
         }
     }

@@ -69,18 +69,6 @@ pub struct SourceSpec {
     pub required_components: Option<Vec<String>>,
 }
 
-/// The options only the generic HMAC scheme reads, for the check that a source sets none it
-/// does not use.
-const HMAC_ONLY: [&str; 7] = [
-    "header",
-    "prefix",
-    "encoding",
-    "template",
-    "timestamp_header",
-    "id_header",
-    "event_type_header",
-];
-
 impl SourceSpec {
     pub(super) fn window(&self) -> Result<Duration, String> {
         match self.window_secs {
@@ -111,40 +99,33 @@ impl SourceSpec {
         })
     }
 
-    /// The options set that `scheme` does not read.
+    /// The options set that `scheme` does not read, in the order the table lists them.
     fn unused(&self, scheme: SchemeName) -> Vec<&'static str> {
-        let set = [
-            self.header.is_some(),
-            self.prefix.is_some(),
-            self.encoding.is_some(),
-            self.template.is_some(),
-            self.timestamp_header.is_some(),
-            self.id_header.is_some(),
-            self.event_type_header.is_some(),
+        let hmac = scheme == SchemeName::Hmac;
+        let rfc9421 = scheme == SchemeName::Rfc9421;
+        let not_dss = scheme != SchemeName::Dss;
+        // Each option: its name, whether it is set, whether `scheme` reads it.
+        let options = [
+            ("header", self.header.is_some(), hmac),
+            ("prefix", self.prefix.is_some(), hmac),
+            ("encoding", self.encoding.is_some(), hmac),
+            ("template", self.template.is_some(), hmac),
+            ("timestamp_header", self.timestamp_header.is_some(), hmac),
+            ("id_header", self.id_header.is_some(), hmac),
+            ("event_type_header", self.event_type_header.is_some(), hmac),
+            ("label", self.label.is_some(), rfc9421),
+            (
+                "required_components",
+                self.required_components.is_some(),
+                rfc9421,
+            ),
+            ("dedup_key", self.dedup_key.is_some(), not_dss),
+            ("event_type_field", self.event_type_field.is_some(), not_dss),
         ];
-        let mut unused: Vec<&'static str> = match scheme {
-            SchemeName::Hmac => Vec::new(),
-            _ => HMAC_ONLY
-                .into_iter()
-                .zip(set)
-                .filter_map(|(name, set)| set.then_some(name))
-                .collect(),
-        };
-        if scheme != SchemeName::Rfc9421 && self.label.is_some() {
-            unused.push("label");
-        }
-        if scheme != SchemeName::Rfc9421 && self.required_components.is_some() {
-            unused.push("required_components");
-        }
-        if scheme == SchemeName::Dss {
-            if self.dedup_key.is_some() {
-                unused.push("dedup_key");
-            }
-            if self.event_type_field.is_some() {
-                unused.push("event_type_field");
-            }
-        }
-        unused
+        (options.into_iter())
+            .filter(|&(_, set, read)| set && !read)
+            .map(|(name, ..)| name)
+            .collect()
     }
 }
 
