@@ -476,6 +476,16 @@ struct Read {
     problems: Vec<String>,
 }
 
+impl Read {
+    /// A dashboard that could not be read, and why.
+    fn unread(problem: String) -> Self {
+        Self {
+            problems: vec![problem],
+            ..Self::default()
+        }
+    }
+}
+
 /// The argument of `jsonencode(…)` of a dashboard resource's `attribute`, and every local it
 /// reads, directly or through other locals: where its widgets are written.
 fn body_expressions<'a>(
@@ -600,15 +610,12 @@ fn is_literal(value: &str) -> bool {
 ////////////////////////////////////////////////////////////////////////////////////////////////
 
 fn aws_dashboard(config: &Config) -> Read {
-    let mut read = Read::default();
+    let emitted = emitted();
     let roots = match body_expressions(config, "aws_cloudwatch_dashboard", "dashboard_body") {
         Ok(roots) => roots,
-        Err(problem) => {
-            read.problems.push(problem);
-            return read;
-        }
+        Err(problem) => return Read::unread(problem),
     };
-    let emitted = emitted();
+    let mut read = Read::default();
     let widgets = objects_with(&roots, &["type", "properties"]);
     if widgets.is_empty() {
         read.problems.push(format!("{}: no widget", config.name));
@@ -833,14 +840,11 @@ fn aws_metric(
 ////////////////////////////////////////////////////////////////////////////////////////////////
 
 fn gcp_dashboard(config: &Config) -> Read {
-    let mut read = Read::default();
     let roots = match body_expressions(config, "google_monitoring_dashboard", "dashboard_json") {
         Ok(roots) => roots,
-        Err(problem) => {
-            read.problems.push(problem);
-            return read;
-        }
+        Err(problem) => return Read::unread(problem),
     };
+    let mut read = Read::default();
     let fields = line_fields();
     for unreadable in [
         "timeSeriesQueryLanguage",

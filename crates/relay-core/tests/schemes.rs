@@ -270,23 +270,31 @@ fn shopify_verifies_a_body_signature_its_library_accepts() {
     hmac_round_trip(&SHOPIFY, "s");
 }
 
+/// The Standard Webhooks vector `name`: verified with its message id `id`, and refused under
+/// another endpoint's secret.
+fn standard_webhooks_vector(name: &str, id: &str) -> Fixture {
+    let f = fixture(name);
+    f.verifies_with_id(&StandardWebhooks::default(), id);
+    let other = Secrets::new().with_hmac(Secret::new("whsec_YW5vdGhlciBlbmRwb2ludA=="));
+    f.refused_with(&StandardWebhooks::default(), &other);
+    f
+}
+
 #[test]
 fn standard_webhooks_verifies_the_reference_vector() {
-    let f = fixture("standard_webhooks");
-    let sw = StandardWebhooks::default();
-    f.verifies_with_id(&sw, "msg_p5jXN8AQM9LWM0D4loKWxJek");
-    let other = Secrets::new().with_hmac(Secret::new("whsec_c2VjcmV0LW9mLWFub3RoZXItZW5kcG9pbnQ="));
-    f.refused_with(&sw, &other);
-    hmac_round_trip(&sw, "whsec_c2VjcmV0");
+    standard_webhooks_vector("standard_webhooks", "msg_p5jXN8AQM9LWM0D4loKWxJek");
+    hmac_round_trip(&StandardWebhooks::default(), "whsec_c2VjcmV0");
 }
 
 /// A vector signed by the `standardwebhooks` Python library: a non-ASCII body and two `v1`
 /// signatures, a rotated-out secret's first.
 #[test]
 fn standard_webhooks_verifies_its_librarys_rotation_vector() {
-    let f = fixture("standard_webhooks_python");
+    let f = standard_webhooks_vector(
+        "standard_webhooks_python",
+        "msg_2zYvVhXG8pTqK4mR1nJcLw6bE0a",
+    );
     let sw = StandardWebhooks::default();
-    f.verifies_with_id(&sw, "msg_2zYvVhXG8pTqK4mR1nJcLw6bE0a");
     assert!(!f.body.is_ascii(), "the body is signed as its UTF-8 bytes");
     let old = Secret::new(f.json["old_secret"].as_str().unwrap());
     let previous = Secrets::new().with_hmac_id("previous", old);
@@ -294,8 +302,6 @@ fn standard_webhooks_verifies_its_librarys_rotation_vector() {
         f.check(&sw, &previous, f.now).unwrap().key_id.as_deref(),
         Some("previous")
     );
-    let other = Secrets::new().with_hmac(Secret::new("whsec_YW5vdGhlciBlbmRwb2ludA=="));
-    f.refused_with(&sw, &other);
 }
 
 #[test]
@@ -575,19 +581,8 @@ fn malformed_headers_never_panic() {
                     HeaderValue::from_static(value),
                 );
             }
-            let (method, uri) = (Method::POST, Uri::from_static("/"));
-            let request = SignedRequest {
-                method: &method,
-                uri: &uri,
-                headers: &headers,
-                body: b"x",
-            };
-            assert!(
-                scheme
-                    .verify(Check::new(&request, &secrets, at(1)))
-                    .is_err(),
-                "{scheme:?} {value:?}"
-            );
+            let verified = posted(scheme.as_ref(), &headers, &secrets);
+            assert!(verified.is_err(), "{scheme:?} {value:?}");
         }
         let mut headers = HeaderMap::new();
         headers.append(
@@ -598,22 +593,29 @@ fn malformed_headers_never_panic() {
             HeaderName::from_static(names[0]),
             HeaderValue::from_static("b"),
         );
-        let (method, uri) = (Method::POST, Uri::from_static("/"));
-        let request = SignedRequest {
-            method: &method,
-            uri: &uri,
-            headers: &headers,
-            body: b"x",
-        };
+        let verified = posted(scheme.as_ref(), &headers, &secrets);
         assert_eq!(
-            scheme
-                .verify(Check::new(&request, &secrets, at(1)))
-                .unwrap_err()
-                .code(),
+            verified.unwrap_err().code(),
             "duplicate_header",
             "{scheme:?}"
         );
     }
+}
+
+/// What `scheme` answers a `POST /` of the body `x` with `headers`, at 1 s.
+fn posted(
+    scheme: &dyn Scheme,
+    headers: &HeaderMap,
+    secrets: &Secrets,
+) -> Result<Proof, SchemeError> {
+    let (method, uri) = (Method::POST, Uri::from_static("/"));
+    let request = SignedRequest {
+        method: &method,
+        uri: &uri,
+        headers,
+        body: b"x",
+    };
+    scheme.verify(Check::new(&request, secrets, at(1)))
 }
 
 proptest::proptest! {
