@@ -16,7 +16,8 @@ use crate::eval::{Scope, as_text};
 use crate::model::{self, Config, attr, label, nested};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment, plain_when, set_by};
 use crate::policy::{
-    Stmt, assert_sources, document, find, only_block, output_source, resource_with, source, text,
+    Stmt, assert_sources, document, find, only_block, output_source, relay_metric_alarm,
+    resource_with, source, text,
 };
 
 /// The variable that turns the archive on, in both relay modules.
@@ -1233,24 +1234,8 @@ fn undelivered_notifications_alarm_with_what_to_do() {
 #[test]
 fn a_verified_request_refused_alarms_on_one_datapoint_with_what_to_do() {
     let aws = model::module("aws-relay");
-    let alarm = resource_with(
-        &aws,
-        "aws_cloudwatch_metric_alarm",
-        "verified_refused",
-        &[
-            ("count", "var.alarms_enabled ? 1 : 0"),
-            ("namespace", "\"DssRelay\""),
-            ("metric_name", "\"VerifiedRefused\""),
-            ("dimensions", "{ Relay = local.alarm_relay }"),
-            ("statistic", "\"Sum\""),
-            ("evaluation_periods", "local.alarm_window_minutes"),
-            ("datapoints_to_alarm", "1"),
-            ("threshold", "1"),
-            ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
-            ("treat_missing_data", "\"notBreaching\""),
-            ("alarm_actions", "var.alarm_actions"),
-        ],
-    );
+    let alarm = relay_metric_alarm(&aws, "verified_refused", "VerifiedRefused");
+    assert_sources(alarm, &[("treat_missing_data", "\"notBreaching\"")]);
     let description = source(alarm, "alarm_description").unwrap_or_default();
     assert_tells_what_to_do("aws-relay", &description, REFUSED_SAYS);
 

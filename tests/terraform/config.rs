@@ -802,27 +802,7 @@ fn gcp_dashboard_json_is_written_as_the_api_returns_it() {
 #[test]
 fn both_modules_alarm_on_dropped_metric_lines() {
     let aws = model::module("aws-relay");
-    let alarm = resource_with(
-        &aws,
-        "aws_cloudwatch_metric_alarm",
-        "metric_lines_dropped",
-        &[
-            ("count", "var.alarms_enabled ? 1 : 0"),
-            ("namespace", "\"DssRelay\""),
-            ("metric_name", "\"MetricLinesDropped\""),
-            ("statistic", "\"Sum\""),
-            ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
-            ("threshold", "1"),
-            ("datapoints_to_alarm", "1"),
-            ("evaluation_periods", "local.alarm_window_minutes"),
-            ("alarm_actions", "var.alarm_actions"),
-        ],
-    );
-    let dimensions = source(alarm, "dimensions").unwrap_or_default();
-    assert!(
-        dimensions.contains("Relay") && dimensions.contains("local.alarm_relay"),
-        "aws-relay: metric_lines_dropped is the relay's own: {dimensions}"
-    );
+    policy::relay_metric_alarm(&aws, "metric_lines_dropped", "MetricLinesDropped");
     assert!(
         output_source(&aws, "alarm_arns")
             .contains("aws_cloudwatch_metric_alarm.metric_lines_dropped"),

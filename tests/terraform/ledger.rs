@@ -115,12 +115,12 @@ fn lambda_ledger_grant_is_update_and_put_item_on_the_table() {
 #[test]
 fn ledger_table_has_the_keys_and_ttl_of_the_design_and_no_index() {
     let config = model::module("aws-relay");
-    let table = config.resource("aws_dynamodb_table", "ledger");
-    let body = table.body();
-    assert_eq!(
-        attr(body, "count").map(ToString::to_string).as_deref(),
-        Some(format!("{SWITCH} ? 1 : 0").as_str()),
-        "aws-relay: the table exists with the ledger"
+    let gated = format!("{SWITCH} ? 1 : 0");
+    let body = resource_with(
+        &config,
+        "aws_dynamodb_table",
+        "ledger",
+        &[("count", &gated)],
     );
     assert_eq!(
         text(body, "billing_mode").as_deref(),
@@ -305,21 +305,19 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
 #[test]
 fn firestore_ttl_policy_is_on_expires_at() {
     let config = model::module("gcp-relay");
-    let field = config.resource("google_firestore_field", "ledger_expires_at");
-    let body = field.body();
-    assert_eq!(
-        source(body, "count").as_deref(),
-        Some(format!("{SWITCH} ? 1 : 0").as_str()),
-        "gcp-relay: the TTL policy exists with the ledger"
+    let gated = format!("{SWITCH} ? 1 : 0");
+    let expected = [
+        ("count", gated.as_str()),
+        ("collection", "var.ledger_collection"),
+        ("project", "var.project_id"),
+    ];
+    let body = resource_with(
+        &config,
+        "google_firestore_field",
+        "ledger_expires_at",
+        &expected,
     );
     assert_eq!(text(body, "field").as_deref(), Some(EXPIRY_FIELD));
-    assert_sources(
-        body,
-        &[
-            ("collection", "var.ledger_collection"),
-            ("project", "var.project_id"),
-        ],
-    );
     let ttl = only_block(body, "ttl_config", "gcp-relay: the field");
     assert!(
         attr(ttl, "expiration_offset").is_none(),

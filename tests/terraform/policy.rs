@@ -162,6 +162,27 @@ pub(crate) fn resource_with<'a>(
     body
 }
 
+/// aws-relay's alarm `name` on its own metric `metric`, asserting what such alarms share: made
+/// with the alarms, the metric's sum in the relay's namespace and dimension, one datapoint of 1
+/// or more within the alarms' window, notifying `alarm_actions`.
+#[track_caller]
+pub(crate) fn relay_metric_alarm<'a>(aws: &'a Config, name: &str, metric: &str) -> &'a Body {
+    let metric_name = format!("\"{metric}\"");
+    let expected = [
+        ("count", "var.alarms_enabled ? 1 : 0"),
+        ("namespace", "\"DssRelay\""),
+        ("metric_name", metric_name.as_str()),
+        ("dimensions", "{ Relay = local.alarm_relay }"),
+        ("statistic", "\"Sum\""),
+        ("evaluation_periods", "local.alarm_window_minutes"),
+        ("datapoints_to_alarm", "1"),
+        ("threshold", "1"),
+        ("comparison_operator", "\"GreaterThanOrEqualToThreshold\""),
+        ("alarm_actions", "var.alarm_actions"),
+    ];
+    resource_with(aws, "aws_cloudwatch_metric_alarm", name, &expected)
+}
+
 /// An expression's source text on one line.
 pub(crate) fn compact(expr: &Expression) -> String {
     let text = expr

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use relay_core::ledger::{
-    Attempt, Claim, Claimed, Delivery, Entry, Grant, Identity, Settlement, Verdict,
+    Attempt, Claim, Claimed, Delivery, Entry, Grant, Held, Identity, Settlement, Verdict,
 };
 use relay_testkit::ledger::{deliveries, granted};
 
@@ -40,14 +40,21 @@ fn claim(entry: &mut Entry, attempt: &Attempt, now_ms: i64) -> Claimed {
     entry.claim(&claim, now_ms)
 }
 
+/// The entry `k` about bundle `b`, held by `holder`'s attempt at `index`, none folded.
+fn held(holder: &str, index: usize) -> Held {
+    Held {
+        key: "k".into(),
+        bundle: "b".into(),
+        holder: holder.into(),
+        attempt: index,
+        folded: 0,
+    }
+}
+
 fn settle(entry: &mut Entry, attempt: &Attempt, index: usize, results: &[(&str, bool)]) {
     let results = deliveries(index, results);
     entry.settle(&Settlement {
-        key: "k",
-        bundle: "b",
-        holder: &attempt.id,
-        attempt: index,
-        folded: 0,
+        held: &held(&attempt.id, index),
         results: &results,
         now_ms: attempt.at_ms + 10,
         expires_at: attempt.at_ms / 1000 + 100,
@@ -78,11 +85,7 @@ fn carrying_an_earlier_release_acknowledgement_over_publishes_nothing() {
         },
     )]);
     entry.settle(&Settlement {
-        key: "k",
-        bundle: "b",
-        holder: "a2",
-        attempt: 1,
-        folded: 0,
+        held: &held("a2", 1),
         results: &carried,
         now_ms: 60_010,
         expires_at: 160,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use relay_core::ledger::{
-    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, Identity, KEPT_ATTEMPTS, Ledger,
+    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, Held, Identity, KEPT_ATTEMPTS, Ledger,
     LedgerError, Lookup, Settlement, Verdict, attempt_id,
 };
 
@@ -171,12 +171,15 @@ pub async fn settle_folded(
     results: &[(&str, bool)],
 ) {
     let results = deliveries(index, results);
-    let settlement = Settlement {
-        key: &identity.dedup_key,
-        bundle: &identity.bundle_uuid,
-        holder: &attempt.id,
+    let held = Held {
+        key: identity.dedup_key.clone(),
+        bundle: identity.bundle_uuid.clone(),
+        holder: attempt.id.clone(),
         attempt: index,
         folded,
+    };
+    let settlement = Settlement {
+        held: &held,
         results: &results,
         now_ms: attempt.at_ms + 50,
         expires_at: attempt.at_ms / 1000 + 100,

@@ -218,7 +218,7 @@ impl DynamoDbLedger {
             let attempts = x.name("#att", ATTEMPTS);
             let id = x.name("#id", "id");
             let outcome = x.name("#outcome", "outcome");
-            let holder = x.value(":holder", s(settlement.holder));
+            let holder = x.value(":holder", s(&settlement.held.holder));
             let value = x.value(":outcome", outcome_value(settlement.results));
             set.push(format!("{attempts}[{index}].{outcome} = {value}"));
             condition.push(format!("{attempts}[{index}].{id} = {holder}"));
@@ -231,7 +231,7 @@ impl DynamoDbLedger {
                     ack_value(&Ack {
                         message_id: message_id.clone(),
                         at_ms: settlement.now_ms,
-                        attempt: settlement.attempt,
+                        attempt: settlement.held.attempt,
                     }),
                 );
                 set.push(format!("{ack} = if_not_exists({ack}, {value})"));
@@ -239,12 +239,12 @@ impl DynamoDbLedger {
             if own.contains(destination.as_str()) {
                 let held = x.name(&format!("#l{i}"), format!("{LEASE}{destination}"));
                 let holder_name = x.name("#holder", "holder");
-                let holder = x.value(":holder", s(settlement.holder));
+                let holder = x.value(":holder", s(&settlement.held.holder));
                 condition.push(format!("{held}.{holder_name} = {holder}"));
                 remove.push(held);
             }
         }
-        let key = primary_key(settlement.bundle, settlement.key);
+        let key = primary_key(&settlement.held.bundle, &settlement.held.key);
         let (update, condition) = (update_expression(&set, &remove), condition.join(" AND "));
         Ok(self
             .update(&key, (&update, &condition), &x, false)
@@ -310,30 +310,27 @@ impl Ledger for DynamoDbLedger {
     async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError> {
         let mut own: BTreeSet<&str> = settlement.results.keys().map(String::as_str).collect();
         // Where the attempt is among those the item keeps, as its claim left them.
-        let mut own_attempt = settlement.attempt.checked_sub(settlement.folded);
+        let held = settlement.held;
+        let mut own_attempt = held.attempt.checked_sub(held.folded);
         for call in 1..=SETTLE_CALLS {
             let old = match self.try_settle(settlement, &own, own_attempt).await? {
                 None => return Ok(()),
                 Some(None) => {
-                    tracing::info!(table = %self.table, key = settlement.key, "The settled ledger entry no longer exists.");
+                    tracing::info!(table = %self.table, key = held.key.as_str(), "The settled ledger entry no longer exists.");
                     return Ok(());
                 }
                 Some(Some(old)) => old,
             };
             // Keep freeing the leases and writing the outcome only where they are still ours.
-            own.retain(|d| lease_holder(&old, d) == Some(settlement.holder));
-            own_attempt = position_of(&old, settlement.holder);
+            own.retain(|d| lease_holder(&old, d) == Some(held.holder.as_str()));
+            own_attempt = position_of(&old, &held.holder);
             tracing::debug!(
-                table = %self.table, key = settlement.key, call, own_leases = own.len(), ?own_attempt,
+                table = %self.table, key = held.key.as_str(), call, own_leases = own.len(), ?own_attempt,
                 "A ledger settlement's condition failed; settling what is still its own."
             );
         }
         Err(LedgerError::Unavailable(
-            format!(
-                "{}: the settlement kept losing to other writers",
-                settlement.key
-            )
-            .into(),
+            format!("{}: the settlement kept losing to other writers", held.key).into(),
         ))
     }
 

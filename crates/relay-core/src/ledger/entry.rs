@@ -178,20 +178,28 @@ pub struct Grant {
     pub folded: usize,
 }
 
+/// Where a granted attempt stands: its entry, and the attempt holding the leases. What its
+/// settlement names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The ledger key.
+    pub key: String,
+    /// The entry's `bundle_uuid`, as its claim's identity gave it (where DynamoDB keeps it).
+    pub bundle: String,
+    /// The attempt's id (the holder of its leases).
+    pub holder: String,
+    /// The attempt's index, as its grant gave it.
+    pub attempt: usize,
+    /// The entry's folded attempts, as its grant gave them: where a store finds the attempt
+    /// among those it keeps (`attempt - folded`, unless more were folded since).
+    pub folded: usize,
+}
+
 /// What an attempt's publishes did.
 #[derive(Debug, Clone)]
 pub struct Settlement<'a> {
-    /// The ledger key.
-    pub key: &'a str,
-    /// The entry's `bundle_uuid`, as its claim's identity gave it (where DynamoDB keeps it).
-    pub bundle: &'a str,
-    /// The attempt's id (the holder of its leases).
-    pub holder: &'a str,
-    /// The attempt's index, as its claim gave it.
-    pub attempt: usize,
-    /// The entry's folded attempts, as its claim gave them: where a store finds the attempt
-    /// among those it keeps (`attempt - folded`, unless more were folded since).
-    pub folded: usize,
+    /// The attempt, where its claim left it.
+    pub held: &'a Held,
     /// Each destination it published to, and what it did.
     pub results: &'a BTreeMap<String, Delivery>,
     /// Now, in milliseconds since the Unix epoch.
@@ -320,26 +328,27 @@ impl Entry {
     /// own leases are freed (a lease another attempt took over after expiry stays), and the
     /// attempt's outcome is written.
     pub fn settle(&mut self, settlement: &Settlement<'_>) {
+        let held = settlement.held;
         for (destination, delivery) in settlement.results {
             if let Delivery::Acknowledged { message_id, .. } = delivery {
                 self.acks.entry(destination.clone()).or_insert_with(|| Ack {
                     message_id: message_id.clone(),
                     at_ms: settlement.now_ms,
-                    attempt: settlement.attempt,
+                    attempt: held.attempt,
                 });
             }
             if self
                 .leases
                 .get(destination)
-                .is_some_and(|lease| lease.holder == settlement.holder)
+                .is_some_and(|lease| lease.holder == held.holder)
             {
                 self.leases.remove(destination);
             }
         }
-        let kept = settlement.attempt.checked_sub(self.folded);
+        let kept = held.attempt.checked_sub(self.folded);
         if let Some(attempt) = kept
             .and_then(|i| self.attempts.get_mut(i))
-            .filter(|a| a.id == settlement.holder)
+            .filter(|a| a.id == held.holder)
         {
             attempt.outcome = Some(settlement.results.clone());
         }

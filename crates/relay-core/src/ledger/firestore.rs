@@ -427,8 +427,8 @@ impl Ledger for FirestoreLedger {
     }
 
     async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError> {
-        let (inner, key) = (&self.inner, settlement.key);
-        let mut current = inner.recall(settlement.holder, key);
+        let (inner, key) = (&self.inner, settlement.held.key.as_str());
+        let mut current = inner.recall(&settlement.held.holder, key);
         for round in 0..ROUNDS {
             let stored = match current.take() {
                 Some(stored) => stored,
@@ -444,7 +444,7 @@ impl Ledger for FirestoreLedger {
             entry.settle(settlement);
             let precondition = Precondition::UpdatedAt(&stored.update_time);
             if let Committed::Written(_) = inner.commit(key, &entry, precondition).await? {
-                tracing::debug!(key, attempt = settlement.attempt, round, "Settled.");
+                tracing::debug!(key, attempt = settlement.held.attempt, round, "Settled.");
                 return Ok(());
             }
         }

@@ -29,7 +29,7 @@ use crate::text::StoreUrl;
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{Copied, DynamoDbLedger};
 pub use entry::{
-    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, Identity, KEPT_ATTEMPTS, Lease,
+    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, Held, Identity, KEPT_ATTEMPTS, Lease,
     Settlement, Verdict,
 };
 #[cfg(feature = "firestore")]

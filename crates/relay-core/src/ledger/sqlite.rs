@@ -301,25 +301,19 @@ impl Ledger for SqliteLedger {
     }
 
     async fn settle(&self, settlement: &Settlement<'_>) -> Result<(), LedgerError> {
-        let key = settlement.key.to_owned();
-        let holder = settlement.holder.to_owned();
+        let held = settlement.held.clone();
         let results = settlement.results.clone();
-        let (attempt, folded, now_ms, expires_at) = (
-            settlement.attempt,
-            settlement.folded,
-            settlement.now_ms,
-            settlement.expires_at,
-        );
+        let (now_ms, expires_at) = (settlement.now_ms, settlement.expires_at);
         self.store
             .call(move |store: &mut Store| {
                 // An entry deleted since its claim (expired, or removed by hand) is not recreated.
                 let missing = std::cell::Cell::new(false);
                 let fresh = || {
                     missing.set(true);
-                    Entry::new(&key, &Default::default())
+                    Entry::new(&held.key, &Default::default())
                 };
                 store.update(
-                    &key,
+                    &held.key,
                     |_| false,
                     fresh,
                     |entry| {
@@ -327,11 +321,7 @@ impl Ledger for SqliteLedger {
                             return (false, ());
                         }
                         entry.settle(&Settlement {
-                            key: &key,
-                            bundle: "",
-                            holder: &holder,
-                            attempt,
-                            folded,
+                            held: &held,
                             results: &results,
                             now_ms,
                             expires_at,

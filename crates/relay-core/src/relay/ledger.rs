@@ -11,7 +11,7 @@ use super::publish::Published;
 use crate::config::LedgerConfig;
 use crate::error::Error;
 use crate::ledger::{
-    self, Ack, Attempt, Claim, Claimed, Delivery, Grant, Identity, LEASE_MARGIN_MS, Ledger,
+    self, Ack, Attempt, Claim, Claimed, Delivery, Grant, Held, Identity, LEASE_MARGIN_MS, Ledger,
     Settlement, epoch_ms,
 };
 use crate::notification::{Notification, Verified};
@@ -26,31 +26,28 @@ pub(super) struct Recorder {
 /// An attempt's claim, granted: what it must settle.
 #[derive(Debug)]
 pub(super) struct Holding {
-    key: String,
-    /// The entry's bundle (or event id), where a DynamoDB ledger keeps it.
-    bundle: String,
-    attempt_id: String,
-    index: usize,
+    /// The entry and the attempt, as the settlement names them.
+    held: Held,
     /// The entry's acknowledgements, by resource (or an earlier release's name): the routed
     /// destinations among them are not published again.
     pub(super) acks: BTreeMap<String, Ack>,
     /// When the notification's first attempt arrived.
     since_ms: i64,
-    /// The entry's folded attempts, as the claim left them.
-    folded: usize,
 }
 
 impl Holding {
     /// The claim of attempt `holder` (its entry's bundle, its id) on the entry `key`, granted.
-    fn granted(key: String, (bundle, attempt_id): (String, String), grant: Grant) -> Self {
+    fn granted(key: String, (bundle, holder): (String, String), grant: Grant) -> Self {
         Self {
-            key,
-            bundle,
-            attempt_id,
-            index: grant.attempt,
+            held: Held {
+                key,
+                bundle,
+                holder,
+                attempt: grant.attempt,
+                folded: grant.folded,
+            },
             acks: super::attempt::all_acks(grant.acked, grant.others),
             since_ms: grant.since_ms,
-            folded: grant.folded,
         }
     }
 }
@@ -178,14 +175,10 @@ impl Relay {
         let waited_ms = now_ms.saturating_sub(holding.since_ms);
         if failed && waited_ms > UNDELIVERED_AFTER_MS {
             self.metrics.undelivered();
-            tracing::warn!(ledger_key = %holding.key, waited_minutes = waited_ms / 60_000, "A notification first received over an hour ago still has a destination that has not acknowledged it; see relay trace, then relay replay --undelivered.");
+            tracing::warn!(ledger_key = %holding.held.key, waited_minutes = waited_ms / 60_000, "A notification first received over an hour ago still has a destination that has not acknowledged it; see relay trace, then relay replay --undelivered.");
         }
         let settlement = Settlement {
-            key: &holding.key,
-            bundle: &holding.bundle,
-            holder: &holding.attempt_id,
-            attempt: holding.index,
-            folded: holding.folded,
+            held: &holding.held,
             results: &results,
             now_ms,
             expires_at: expiry(now_ms, recorder),
@@ -203,7 +196,7 @@ impl Relay {
             Err(_) => "no answer in time".to_owned(),
         };
         self.metrics.ledger("settle", "error", latency_ms);
-        tracing::error!(ledger_key = %holding.key, error, "The ledger did not record the deliveries; a retry after the leases expire publishes again.");
+        tracing::error!(ledger_key = %holding.held.key, error, "The ledger did not record the deliveries; a retry after the leases expire publishes again.");
     }
 }
 
