@@ -12,11 +12,11 @@ const FILE_LINES: usize = 500;
 /// The most lines a function may have, from `fn` to its closing brace.
 const FUNCTION_LINES: usize = 80;
 
-fn repository() -> PathBuf {
+pub(crate) fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("a readable folder") {
         let path = entry.expect("a folder entry").path();
         if path.is_dir() {
@@ -40,7 +40,7 @@ fn crate_sources() -> Vec<PathBuf> {
     files
 }
 
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn is_test_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
             && a.parse_args::<syn::Meta>()

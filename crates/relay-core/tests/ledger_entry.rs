@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use relay_core::ledger::{
-    Attempt, Claim, Claimed, Delivery, Entry, Grant, Held, Identity, Settlement, Verdict,
+    Attempt, Claim, Claimed, Delivery, Entry, Grant, HeldAttempt, Identity, Settlement, Verdict,
 };
 use relay_testkit::ledger::{deliveries, granted};
 
@@ -41,8 +41,8 @@ fn claim(entry: &mut Entry, attempt: &Attempt, now_ms: i64) -> Claimed {
 }
 
 /// The entry `k` about bundle `b`, held by `holder`'s attempt at `index`, none folded.
-fn held(holder: &str, index: usize) -> Held {
-    Held {
+fn held(holder: &str, index: usize) -> HeldAttempt {
+    HeldAttempt {
         key: "k".into(),
         bundle: "b".into(),
         holder: holder.into(),

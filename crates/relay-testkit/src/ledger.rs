@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use relay_core::ledger::{
-    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, Held, Identity, KEPT_ATTEMPTS, Ledger,
-    LedgerError, Lookup, Settlement, Verdict, attempt_id,
+    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, HeldAttempt, Identity, KEPT_ATTEMPTS,
+    Ledger, LedgerError, Lookup, Settlement, Verdict, attempt_id,
 };
 
 /// A clock the test moves: the relay's, the signer's and the ledger's time.
@@ -171,7 +171,7 @@ pub async fn settle_folded(
     results: &[(&str, bool)],
 ) {
     let results = deliveries(index, results);
-    let held = Held {
+    let held = HeldAttempt {
         key: identity.dedup_key.clone(),
         bundle: identity.bundle_uuid.clone(),
         holder: attempt.id.clone(),

@@ -181,7 +181,7 @@ pub struct Grant {
 /// Where a granted attempt stands: its entry, and the attempt holding the leases. What its
 /// settlement names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Held {
+pub struct HeldAttempt {
     /// The ledger key.
     pub key: String,
     /// The entry's `bundle_uuid`, as its claim's identity gave it (where DynamoDB keeps it).
@@ -199,7 +199,7 @@ pub struct Held {
 #[derive(Debug, Clone)]
 pub struct Settlement<'a> {
     /// The attempt, where its claim left it.
-    pub held: &'a Held,
+    pub held: &'a HeldAttempt,
     /// Each destination it published to, and what it did.
     pub results: &'a BTreeMap<String, Delivery>,
     /// Now, in milliseconds since the Unix epoch.

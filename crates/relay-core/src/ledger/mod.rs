@@ -29,8 +29,8 @@ use crate::text::StoreUrl;
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{Copied, DynamoDbLedger};
 pub use entry::{
-    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, Held, Identity, KEPT_ATTEMPTS, Lease,
-    Settlement, Verdict,
+    Ack, Attempt, Claim, Claimed, Delivery, Entry, Grant, HeldAttempt, Identity, KEPT_ATTEMPTS,
+    Lease, Settlement, Verdict,
 };
 #[cfg(feature = "firestore")]
 pub use firestore::FirestoreLedger;

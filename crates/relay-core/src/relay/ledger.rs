@@ -11,8 +11,8 @@ use super::publish::Published;
 use crate::config::LedgerConfig;
 use crate::error::Error;
 use crate::ledger::{
-    self, Ack, Attempt, Claim, Claimed, Delivery, Grant, Held, Identity, LEASE_MARGIN_MS, Ledger,
-    Settlement, epoch_ms,
+    self, Ack, Attempt, Claim, Claimed, Delivery, Grant, HeldAttempt, Identity, LEASE_MARGIN_MS,
+    Ledger, Settlement, epoch_ms,
 };
 use crate::notification::{Notification, Verified};
 
@@ -27,7 +27,7 @@ pub(super) struct Recorder {
 #[derive(Debug)]
 pub(super) struct Holding {
     /// The entry and the attempt, as the settlement names them.
-    held: Held,
+    held: HeldAttempt,
     /// The entry's acknowledgements, by resource (or an earlier release's name): the routed
     /// destinations among them are not published again.
     pub(super) acks: BTreeMap<String, Ack>,
@@ -39,7 +39,7 @@ impl Holding {
     /// The claim of attempt `holder` (its entry's bundle, its id) on the entry `key`, granted.
     fn granted(key: String, (bundle, holder): (String, String), grant: Grant) -> Self {
         Self {
-            held: Held {
+            held: HeldAttempt {
                 key,
                 bundle,
                 holder,
