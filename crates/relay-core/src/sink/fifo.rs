@@ -4,7 +4,7 @@
 //! whether messages carry a `traceparent` attribute.
 
 /// Declares the table of such a destination and its [`TargetConfig`](super::TargetConfig):
-/// `$name`, with its address field, its `type`, the word its docs use (`queue`, `topic`), the
+/// `$name`, with its address field, its `type`, the `noun` its docs use (`queue`, `topic`), the
 /// service's message limit and, where the service has no trace header of its own, the
 /// attribute that carries the trace context. The destination's module writes its `resource_id`.
 macro_rules! fifo_config {
@@ -14,7 +14,7 @@ macro_rules! fifo_config {
             $(#[$address_meta:meta])*
             pub $address:ident: $address_type:ty,
         }
-        type = $type:literal, kind = $kind:literal, limit = $limit:literal
+        type = $type:literal, noun = $noun:literal, limit = $limit:literal
         $(, trace = $trace:literal)?
     ) => {
         $(#[$meta])*
@@ -30,12 +30,12 @@ macro_rules! fifo_config {
             #[serde(default, skip_serializing_if = "crate::sink::MessageLimit::is_default")]
             pub max_message_bytes: $crate::sink::MessageLimit<$limit>,
             #[doc = concat!(
-                "FIFO ", $kind, "s: the `MessageGroupId` template (default `{subscription_id}`)."
+                "FIFO ", $noun, "s: the `MessageGroupId` template (default `{subscription_id}`)."
             )]
             #[serde(skip_serializing_if = "Option::is_none")]
             pub message_group_id: Option<$crate::sink::Template>,
             #[doc = concat!(
-                "FIFO ", $kind, "s: the `MessageDeduplicationId` template (default `{$dedup_key}`)."
+                "FIFO ", $noun, "s: the `MessageDeduplicationId` template (default `{$dedup_key}`)."
             )]
             #[serde(skip_serializing_if = "Option::is_none")]
             pub message_deduplication_id: Option<$crate::sink::Template>,
@@ -45,7 +45,7 @@ macro_rules! fifo_config {
         }
 
         impl $name {
-            #[doc = concat!("A ", $kind, " with the default limit and FIFO ids.")]
+            #[doc = concat!("A ", $noun, " with the default limit and FIFO ids.")]
             pub fn new($address: $address_type) -> Self {
                 Self {
                     $address,
@@ -56,7 +56,7 @@ macro_rules! fifo_config {
                 }
             }
 
-            #[doc = concat!("True for a FIFO ", $kind, ": its name ends in `.fifo`.")]
+            #[doc = concat!("True for a FIFO ", $noun, ": its name ends in `.fifo`.")]
             pub(crate) fn is_fifo(&self) -> bool {
                 self.$address.as_str().ends_with(".fifo")
             }

@@ -6,7 +6,7 @@ super::fifo::fifo_config! {
         /// The topic ARN; a name ending in `.fifo` makes it a FIFO topic.
         pub topic_arn: TopicArn,
     }
-    type = "sns", kind = "topic", limit = 262144, trace = "traceparent"
+    type = "sns", noun = "topic", limit = 262144, trace = "traceparent"
 }
 
 impl SnsConfig {

@@ -6,7 +6,7 @@ super::fifo::fifo_config! {
         /// The queue URL; a name ending in `.fifo` makes it a FIFO queue.
         pub queue_url: QueueUrl,
     }
-    type = "sqs", kind = "queue", limit = 1048576
+    type = "sqs", noun = "queue", limit = 1048576
 }
 
 impl SqsConfig {
