@@ -41,11 +41,11 @@ pub(crate) struct Admission {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BodyLimits {
     /// The largest body accepted (413 beyond).
-    pub max_bytes: usize,
+    pub(crate) max_bytes: usize,
     /// The longest a body may take after its head (408 beyond).
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// The slowest a body may arrive, in bytes per second (408 below).
-    pub min_bytes_per_sec: usize,
+    pub(crate) min_bytes_per_sec: usize,
 }
 
 /// What an admitted request holds until its answer is sent: its place, and its body's bytes.

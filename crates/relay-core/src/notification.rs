@@ -261,18 +261,18 @@ impl Notification<Unverified> {
 #[derive(Debug, Clone)]
 pub(crate) struct Event {
     /// The body as received, forwarded byte for byte.
-    pub payload: Bytes,
+    pub(crate) payload: Bytes,
     /// What routes read: the JSON body, the form fields, or an empty object.
-    pub document: Value,
+    pub(crate) document: Value,
     /// The configured source's name.
-    pub source: Arc<str>,
+    pub(crate) source: Arc<str>,
     /// The event type, from the scheme's header or the configured field.
-    pub event_type: Option<String>,
+    pub(crate) event_type: Option<String>,
     /// The sender's delivery id, where the scheme has one.
-    pub delivery_id: Option<String>,
+    pub(crate) delivery_id: Option<String>,
     /// What identifies the event across the sender's retries, as the source's `dedup_key`
     /// rule read it.
-    pub event_id: String,
+    pub(crate) event_id: String,
 }
 
 impl Notification<Verified> {

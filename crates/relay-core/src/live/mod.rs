@@ -333,13 +333,13 @@ impl Deployed {
 #[derive(Debug)]
 pub(crate) struct RoutingTable {
     /// The stored document's version; `None` when no stored document is in effect.
-    pub version: Option<Version>,
+    pub(crate) version: Option<Version>,
     /// The routes; their sink indexes point into [`destinations`](Self::destinations).
-    pub router: Router,
+    pub(crate) router: Router,
     /// The named destinations, then one per split, in [`splits`](Self::splits) order.
-    pub destinations: Vec<Destination>,
+    pub(crate) destinations: Vec<Destination>,
     /// The splits, earliest registered first.
-    pub splits: Vec<ActiveSplit>,
+    pub(crate) splits: Vec<ActiveSplit>,
     uses_request: bool,
     /// The request headers routes and splits name: what archive records keep besides
     /// [`KEPT_HEADERS`](crate::archive::KEPT_HEADERS).
