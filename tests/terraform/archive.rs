@@ -16,8 +16,8 @@ use crate::eval::{Scope, as_text};
 use crate::model::{self, Config, attr, label, nested};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment, plain_when, set_by};
 use crate::policy::{
-    Stmt, assert_sources, document, find, only_block, output_source, relay_metric_alarm,
-    resource_with, source, text,
+    Stmt, assert_sources, assert_texts, document, find, only_block, output_source,
+    relay_metric_alarm, resource_with, source, text,
 };
 
 /// The variable that turns the archive on, in both relay modules.
@@ -96,10 +96,7 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
         "rule",
         "aws-relay: the archive's ownership controls",
     );
-    assert_eq!(
-        text(rule, "object_ownership").as_deref(),
-        Some("BucketOwnerEnforced")
-    );
+    assert_texts(rule, &[("object_ownership", "BucketOwnerEnforced")]);
 
     let sse = resource_with(
         &config,
@@ -132,7 +129,7 @@ fn s3_archive_bucket_is_private_encrypted_and_expires_under_the_prefix() {
     );
     let rules: Vec<&Body> = nested(lifecycle, "rule").map(Block::body).collect();
     for rule in &rules {
-        assert_eq!(text(rule, "status").as_deref(), Some("Enabled"));
+        assert_texts(rule, &[("status", "Enabled")]);
     }
     let expiring: Vec<&&Body> = rules
         .iter()
@@ -289,7 +286,7 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
     let stream = config.resource("aws_kinesis_firehose_delivery_stream", "archive");
     let body = stream.body();
     assert_sources(body, &[("count", "local.archive_firehose ? 1 : 0")]);
-    assert_eq!(text(body, "destination").as_deref(), Some("extended_s3"));
+    assert_texts(body, &[("destination", "extended_s3")]);
     let encryption = only_block(body, "server_side_encryption", "the archive's stream");
     assert_sources(encryption, &[("enabled", "true")]);
     let s3 = only_block(body, "extended_s3_configuration", "the archive's stream");
@@ -301,10 +298,7 @@ fn the_archive_stream_delivers_under_the_prefix_with_a_role_of_its_own() {
             ("role_arn", "aws_iam_role.archive_delivery[0].arn"),
         ],
     );
-    assert_eq!(
-        text(s3, "compression_format").as_deref(),
-        Some("UNCOMPRESSED")
-    );
+    assert_texts(s3, &[("compression_format", "UNCOMPRESSED")]);
     // relay replay reads an object whole, within a record's size and 16 MiB more.
     assert_sources(s3, &[("buffering_size", "5")]);
     assert!(attr(s3, "error_output_prefix").is_none());
@@ -388,10 +382,12 @@ fn a_stuck_archive_delivery_alarms() {
             "var.alarms_enabled && local.archive_firehose ? 1 : 0",
         )],
     );
-    assert_eq!(text(alarm, "namespace").as_deref(), Some("AWS/Firehose"));
-    assert_eq!(
-        text(alarm, "metric_name").as_deref(),
-        Some("DeliveryToS3.DataFreshness")
+    assert_texts(
+        alarm,
+        &[
+            ("namespace", "AWS/Firehose"),
+            ("metric_name", "DeliveryToS3.DataFreshness"),
+        ],
     );
     assert_eq!(
         attr(alarm, "dimensions").map(|d| d.to_string().split_whitespace().collect::<String>()),
@@ -407,10 +403,7 @@ fn a_stuck_archive_delivery_alarms() {
     .collect::<String>();
     assert!(longest.contains("<= 900"), "{longest}");
     assert!(threshold >= 2 * 900, "{threshold}");
-    assert_eq!(
-        text(alarm, "treat_missing_data").as_deref(),
-        Some("notBreaching")
-    );
+    assert_texts(alarm, &[("treat_missing_data", "notBreaching")]);
 }
 
 /// The archive's bucket policy refuses every request without TLS and the relay's `PutObject`
@@ -686,13 +679,15 @@ fn the_archive_key_comes_from_a_secret_store() {
         "aws_secretsmanager_secret.archive_key[0].arn"
     );
     let version = aws.resource("aws_secretsmanager_secret_version", "archive_key");
-    assert_eq!(
-        source(version.body(), "secret_string_wo").as_deref(),
-        Some("ephemeral.random_password.archive_key.result")
-    );
-    assert_eq!(
-        source(version.body(), "secret_string_wo_version").as_deref(),
-        Some("1")
+    assert_sources(
+        version.body(),
+        &[
+            (
+                "secret_string_wo",
+                "ephemeral.random_password.archive_key.result",
+            ),
+            ("secret_string_wo_version", "1"),
+        ],
     );
 
     let gcp = model::module("gcp-relay");
@@ -711,13 +706,15 @@ fn the_archive_key_comes_from_a_secret_store() {
         Some("google_secret_manager_secret_version.archive_key[0].version")
     );
     let version = gcp.resource("google_secret_manager_secret_version", "archive_key");
-    assert_eq!(
-        source(version.body(), "secret_data_wo").as_deref(),
-        Some("ephemeral.random_password.archive_key.result")
-    );
-    assert_eq!(
-        source(version.body(), "secret_data_wo_version").as_deref(),
-        Some("1")
+    assert_sources(
+        version.body(),
+        &[
+            (
+                "secret_data_wo",
+                "ephemeral.random_password.archive_key.result",
+            ),
+            ("secret_data_wo_version", "1"),
+        ],
     );
 }
 
@@ -812,10 +809,7 @@ fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
             ("uniform_bucket_level_access", "true"),
         ],
     );
-    assert_eq!(
-        text(bucket, "public_access_prevention").as_deref(),
-        Some("enforced")
-    );
+    assert_texts(bucket, &[("public_access_prevention", "enforced")]);
     assert_sources(bucket, &[("force_destroy", "var.archive_force_destroy")]);
     assert_eq!(
         variable_default(&config, "archive_force_destroy").as_deref(),
@@ -834,9 +828,12 @@ fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
         .filter(|d| label(d, 0) == "encryption")
         .collect();
     assert_eq!(encryption.len(), 1, "gcp-relay: the archive's CMEK");
-    assert_eq!(
-        source(encryption[0].body(), "for_each").as_deref(),
-        Some("var.archive_kms_key_name != null ? [var.archive_kms_key_name] : []")
+    assert_sources(
+        encryption[0].body(),
+        &[(
+            "for_each",
+            "var.archive_kms_key_name != null ? [var.archive_kms_key_name] : []",
+        )],
     );
 
     let rules: Vec<&Block> = nested(bucket, "lifecycle_rule").collect();
@@ -854,7 +851,7 @@ fn gcs_archive_bucket_is_uniform_private_and_expires_under_the_prefix() {
         ],
     );
     let action = only_block(rules[0].body(), "action", "gcp-relay: the lifecycle rule");
-    assert_eq!(text(action, "type").as_deref(), Some("Delete"));
+    assert_texts(action, &[("type", "Delete")]);
     assert_retention_and_prefix_variables(&config);
 }
 
@@ -938,10 +935,7 @@ fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
         .collect();
     assert_eq!(readers.len(), 1, "gcp-relay: the archive readers' grant");
     let (_, readers) = readers[0];
-    assert_eq!(
-        text(readers, "role").as_deref(),
-        Some("roles/storage.objectViewer")
-    );
+    assert_texts(readers, &[("role", "roles/storage.objectViewer")]);
     assert_sources(
         readers,
         &[
@@ -1009,9 +1003,9 @@ fn the_archive_topic_is_written_under_the_prefix_by_its_subscription() {
         ],
     );
     // The hour's folder first, as the relay's own objects and `relay replay`'s listing have it.
-    assert_eq!(
-        text(storage, "filename_datetime_format").as_deref(),
-        Some("YYYY/MM/DD/hh/mm_ss")
+    assert_texts(
+        storage,
+        &[("filename_datetime_format", "YYYY/MM/DD/hh/mm_ss")],
     );
     assert!(
         nested(storage, "avro_config").next().is_none(),
@@ -1081,10 +1075,7 @@ fn the_archive_topic_is_written_under_the_prefix_by_its_subscription() {
         1,
         "gcp-relay: one grant on the archive's topic"
     );
-    assert_eq!(
-        text(publishers[0], "role").as_deref(),
-        Some("roles/pubsub.publisher")
-    );
+    assert_texts(publishers[0], &[("role", "roles/pubsub.publisher")]);
     assert_sources(publishers[0], &[("member", SERVICE_ACCOUNT)]);
 
     let env = cloud_run_environment(&config);
@@ -1214,13 +1205,12 @@ fn undelivered_notifications_alarm_with_what_to_do() {
         "gcp-relay: the alert reads the undelivered metric: {filter}"
     );
     let aggregation = only_block(threshold, "aggregations", "gcp-relay: the condition");
-    assert_eq!(
-        text(aggregation, "alignment_period").as_deref(),
-        Some("3600s")
-    );
-    assert_eq!(
-        text(aggregation, "per_series_aligner").as_deref(),
-        Some("ALIGN_SUM")
+    assert_texts(
+        aggregation,
+        &[
+            ("alignment_period", "3600s"),
+            ("per_series_aligner", "ALIGN_SUM"),
+        ],
     );
     let documentation = only_block(policy, "documentation", "gcp-relay: the undelivered alert");
     let content = source(documentation, "content").unwrap_or_default();

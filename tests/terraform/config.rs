@@ -12,7 +12,8 @@ use crate::eval::{Scope, as_text};
 use crate::model::{self, attr, label, literal_string, nested, walk};
 use crate::platform::{cloud_run_environment, lambda_environment, plain_when};
 use crate::policy::{
-    self, assert_sources, document, find, only_block, output_source, resource_with, source, text,
+    self, assert_sources, assert_texts, document, find, only_block, output_source, resource_with,
+    source, text,
 };
 use crate::stored_sinks::matches_a_wildcard;
 
@@ -150,11 +151,12 @@ fn relay_config_names_the_modules_own_secret() {
     let service = gcp.resource("google_cloud_run_v2_service", "this").body();
     let template = only_block(service, "template", "gcp-relay: the service");
     let volumes = dynamic(template, "volumes").expect("gcp-relay: the configuration's volume");
-    assert_eq!(
-        source(volumes.body(), "for_each").as_deref(),
-        Some(
-            "local.relay_config_enabled ? [google_secret_manager_secret_version.relay_config[0].version] : []"
-        )
+    assert_sources(
+        volumes.body(),
+        &[(
+            "for_each",
+            "local.relay_config_enabled ? [google_secret_manager_secret_version.relay_config[0].version] : []",
+        )],
     );
     let volume = only_block(volumes.body(), "content", "gcp-relay: the volume");
     let volume_name = text(volume, "name").expect("a volume's name");
@@ -337,7 +339,7 @@ fn gcp_source_secrets_reach_the_container_as_secret_variables() {
         "gcp-relay: the sources' env",
     );
     assert_sources(key_ref, &[("secret", "env.value")]);
-    assert_eq!(text(key_ref, "version").as_deref(), Some("latest"));
+    assert_texts(key_ref, &[("version", "latest")]);
 
     let variables = gcp.variables();
     let ids = variables["source_secret_ids"].body();
@@ -739,11 +741,12 @@ fn ledger_and_archive_are_kept_from_deletion_by_default() {
     }
     let gcp = model::module("gcp-relay");
     let database = gcp.resource("google_firestore_database", "ledger").body();
-    assert_eq!(
-        source(database, "delete_protection_state").as_deref(),
-        Some(
-            "var.deletion_protection ? \"DELETE_PROTECTION_ENABLED\" : \"DELETE_PROTECTION_DISABLED\""
-        )
+    assert_sources(
+        database,
+        &[(
+            "delete_protection_state",
+            "var.deletion_protection ? \"DELETE_PROTECTION_ENABLED\" : \"DELETE_PROTECTION_DISABLED\"",
+        )],
     );
 }
 

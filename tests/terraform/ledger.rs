@@ -14,7 +14,7 @@ use crate::platform::{
     EnvVar, cloud_run_environment, lambda_environment, only_statement_on, plain_when,
     policy_statements,
 };
-use crate::policy::{assert_sources, only_block, output_source, resource_with, text};
+use crate::policy::{assert_sources, assert_texts, only_block, output_source, resource_with, text};
 
 /// The table's partition key (S): the bundle (or another sender's event id), which
 /// `relay trace BUNDLE_UUID` queries.
@@ -122,12 +122,14 @@ fn ledger_table_has_the_keys_and_ttl_of_the_design_and_no_index() {
         "ledger",
         &[("count", &gated)],
     );
-    assert_eq!(
-        text(body, "billing_mode").as_deref(),
-        Some("PAY_PER_REQUEST")
+    assert_texts(
+        body,
+        &[
+            ("billing_mode", "PAY_PER_REQUEST"),
+            ("hash_key", HASH_KEY),
+            ("range_key", RANGE_KEY),
+        ],
     );
-    assert_eq!(text(body, "hash_key").as_deref(), Some(HASH_KEY));
-    assert_eq!(text(body, "range_key").as_deref(), Some(RANGE_KEY));
 
     let attributes: BTreeSet<(String, String)> = nested(body, "attribute")
         .map(|a| {
@@ -154,7 +156,7 @@ fn ledger_table_has_the_keys_and_ttl_of_the_design_and_no_index() {
     );
 
     let ttl = only_block(body, "ttl", "aws-relay: the table");
-    assert_eq!(text(ttl, "attribute_name").as_deref(), Some(EXPIRY_FIELD));
+    assert_texts(ttl, &[("attribute_name", EXPIRY_FIELD)]);
     assert_sources(ttl, &[("enabled", "true")]);
 
     let sse = only_block(body, "server_side_encryption", "aws-relay: the table");
@@ -317,7 +319,7 @@ fn firestore_ttl_policy_is_on_expires_at() {
         "ledger_expires_at",
         &expected,
     );
-    assert_eq!(text(body, "field").as_deref(), Some(EXPIRY_FIELD));
+    assert_texts(body, &[("field", EXPIRY_FIELD)]);
     let ttl = only_block(body, "ttl_config", "gcp-relay: the field");
     assert!(
         attr(ttl, "expiration_offset").is_none(),

@@ -140,6 +140,14 @@ pub(crate) fn assert_sources(body: &Body, expected: &[(&str, &str)]) {
     assert_sources_of(body, expected, "attribute");
 }
 
+/// Asserts the literal string of each attribute in `expected` (key, text as `text` gives it).
+#[track_caller]
+pub(crate) fn assert_texts(body: &Body, expected: &[(&str, &str)]) {
+    for (key, want) in expected {
+        assert_eq!(text(body, key).as_deref(), Some(*want), "attribute {key}");
+    }
+}
+
 /// [`assert_sources`], each failure naming `what` (a resource) before the attribute.
 #[track_caller]
 fn assert_sources_of(body: &Body, expected: &[(&str, &str)], what: &str) {

@@ -21,6 +21,7 @@ use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
+use crate::config::ServerLimits;
 use crate::error::Error;
 
 /// How long after its head a body's first bytes may take, on top of the minimum rate.
@@ -34,18 +35,10 @@ pub(crate) struct Admission {
     bytes: Arc<Semaphore>,
     /// The bytes of bodies still arriving: half of [`bytes`](Self::bytes).
     arriving: Arc<Semaphore>,
-    limits: BodyLimits,
-}
-
-/// What a body may be: its size, how long it may take, how fast it must come.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BodyLimits {
+    /// How long a body may take after its head, and how fast it must come (408 beyond).
+    limits: ServerLimits,
     /// The largest body accepted (413 beyond).
-    pub(crate) max_bytes: usize,
-    /// The longest a body may take after its head (408 beyond).
-    pub(crate) timeout: Duration,
-    /// The slowest a body may arrive, in bytes per second (408 below).
-    pub(crate) min_bytes_per_sec: usize,
+    max_body_bytes: usize,
 }
 
 /// What an admitted request holds until its answer is sent: its place, and its body's bytes.
@@ -56,13 +49,15 @@ pub(crate) struct Ticket {
 }
 
 impl Admission {
-    /// At most `max_requests` in flight and `max_buffered_bytes` of bodies buffered at once.
-    pub(crate) fn new(max_requests: usize, max_buffered_bytes: usize, limits: BodyLimits) -> Self {
+    /// At most `limits.max_concurrent_requests` in flight and `limits.max_buffered_bytes` of
+    /// bodies buffered at once; each body read within `limits` and `max_body_bytes`.
+    pub(crate) fn new(limits: ServerLimits, max_body_bytes: usize) -> Self {
         Self {
-            requests: Arc::new(Semaphore::new(max_requests)),
-            bytes: Arc::new(Semaphore::new(max_buffered_bytes)),
-            arriving: Arc::new(Semaphore::new(max_buffered_bytes / 2)),
+            requests: Arc::new(Semaphore::new(limits.max_concurrent_requests)),
+            bytes: Arc::new(Semaphore::new(limits.max_buffered_bytes)),
+            arriving: Arc::new(Semaphore::new(limits.max_buffered_bytes / 2)),
             limits,
+            max_body_bytes,
         }
     }
 
@@ -96,12 +91,13 @@ impl Admission {
             .exact()
             .or_else(|| declared_length(&parts.headers));
         let started = Instant::now();
-        let rate = limits.min_bytes_per_sec.max(1) as f64;
+        let rate = limits.body_min_bytes_per_sec.max(1) as f64;
         let at_rate = |bytes: u64| GRACE + Duration::from_secs_f64(bytes as f64 / rate);
-        let whole_by = started + limits.timeout.min(declared.map_or(limits.timeout, at_rate));
+        let timeout = limits.body_timeout;
+        let whole_by = started + timeout.min(declared.map_or(timeout, at_rate));
         let timed_out = Error::RequestTimeout {
-            secs: limits.timeout.as_secs(),
-            min_bytes_per_sec: limits.min_bytes_per_sec,
+            secs: timeout.as_secs(),
+            min_bytes_per_sec: limits.body_min_bytes_per_sec,
         };
         let mut body = std::pin::pin!(body);
         // The chunks as they came: one copy at the end, of the exact size (none for one chunk).
@@ -119,9 +115,9 @@ impl Admission {
             let Ok(data) = frame.into_data() else {
                 continue;
             };
-            if received + data.len() > limits.max_bytes {
+            if received + data.len() > self.max_body_bytes {
                 return Err(Error::BodyTooLarge {
-                    limit: limits.max_bytes,
+                    limit: self.max_body_bytes,
                 });
             }
             let size = u32::try_from(data.len()).map_err(|_| Error::Overloaded)?;
@@ -181,11 +177,18 @@ mod tests {
 
     use super::*;
 
-    const LIMITS: BodyLimits = BodyLimits {
-        max_bytes: 8_000,
-        timeout: Duration::from_secs(20),
-        min_bytes_per_sec: 1_000,
-    };
+    /// At most `max_requests` in flight and `max_buffered_bytes` buffered; bodies of 8,000
+    /// bytes at most, within 20 s, at 1,000 bytes a second or faster.
+    fn admitting(max_requests: usize, max_buffered_bytes: usize) -> Admission {
+        let limits = ServerLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(20),
+            body_min_bytes_per_sec: 1_000,
+            max_concurrent_requests: max_requests,
+            max_buffered_bytes,
+        };
+        Admission::new(limits, 8_000)
+    }
 
     fn head(length: usize) -> Parts {
         let request = http::Request::post("/").header("content-length", length.to_string());
@@ -215,7 +218,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn complete_bodies_find_room_while_incomplete_ones_wait() {
-        let admission = Admission::new(100, 10_000, LIMITS);
+        let admission = admitting(100, 10_000);
         // Five bodies of 4,000 declared bytes stop after 1,000: they hold the arriving half.
         let mut waiting = Vec::new();
         for _ in 0..5 {
@@ -250,7 +253,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_slow_sender_holds_its_place_only_as_long_as_its_bytes_justify() {
-        let admission = Admission::new(100, 1_000_000, LIMITS);
+        let admission = admitting(100, 1_000_000);
         let (tx, body) = streamed();
         tx.send(Bytes::from_static(&[b' '; 100])).await.unwrap();
         let started = Instant::now();
@@ -270,7 +273,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_sender_at_the_rate_finishes() {
-        let admission = Admission::new(100, 1_000_000, LIMITS);
+        let admission = admitting(100, 1_000_000);
         let (tx, body) = streamed();
         let sender = tokio::spawn(async move {
             for _ in 0..4 {
@@ -286,7 +289,7 @@ mod tests {
 
     #[tokio::test]
     async fn limits_are_answered_at_once() {
-        let admission = Admission::new(1, 1_000_000, LIMITS);
+        let admission = admitting(1, 1_000_000);
         let held = admission.admit().unwrap();
         assert!(
             matches!(admission.admit(), Err(Error::Overloaded)),
@@ -298,7 +301,7 @@ mod tests {
             matches!(too_large, Err(Error::BodyTooLarge { limit: 8_000 })),
             "{too_large:?}"
         );
-        let small_budget = Admission::new(10, 3_000, LIMITS);
+        let small_budget = admitting(10, 3_000);
         assert!(matches!(
             read_whole(&small_budget, &[b'x'; 4_000]).await,
             Err(Error::Overloaded)

@@ -45,7 +45,7 @@ pub use self::replay::{
 };
 pub use self::standing::Standing;
 pub use self::start::{StartError, open_archive};
-use crate::admission::{Admission, BodyLimits, declared_length};
+use crate::admission::{Admission, declared_length};
 use crate::config::{Config, MetricsFormat};
 use crate::error::Error;
 use crate::live::RoutingTable;
@@ -118,16 +118,7 @@ impl Relay {
             allow_unsigned: config.allow_unsigned,
         };
         let sources = Sources::new(&config.sources, &config.keys, &policy);
-        let limits = config.server;
-        let admission = Admission::new(
-            limits.max_concurrent_requests,
-            limits.max_buffered_bytes,
-            BodyLimits {
-                max_bytes: config.max_body_bytes,
-                timeout: limits.body_timeout,
-                min_bytes_per_sec: limits.body_min_bytes_per_sec,
-            },
-        );
+        let admission = Admission::new(config.server, config.max_body_bytes);
         let metrics = match config.metrics {
             MetricsFormat::Emf => Metrics::emf(Arc::new(metrics::Stdout), &config.metrics_name),
             MetricsFormat::Off => Metrics::off(),
