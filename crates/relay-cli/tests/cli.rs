@@ -994,22 +994,8 @@ split = { type = "sns", topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-rela
 
 /// One source per scheme, each on its own path.
 fn sources() -> String {
-    relay_testkit::config::every_scheme("CLI_") + GENERIC_SOURCE
+    relay_testkit::config::every_scheme("CLI_")
 }
-
-/// A generic HMAC source that signs a timestamp and a delivery id.
-const GENERIC_SOURCE: &str = r#"
-[sources.generic]
-scheme = "hmac"
-paths = ["/hmac"]
-secret_env = "CLI_SOURCE_SECRET"
-header = "x-acme-signature"
-prefix = "v1="
-encoding = "base64"
-template = "{timestamp}:{id}:{body}"
-timestamp_header = "x-acme-timestamp"
-id_header = "x-acme-delivery"
-"#;
 
 const SOURCE_SECRET: &str = "a-source-secret";
 const SW_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

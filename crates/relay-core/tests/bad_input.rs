@@ -1139,18 +1139,8 @@ fn sources() -> String {
     relay_testkit::config::every_scheme("") + GENERIC_SOURCES
 }
 
-/// Generic HMAC sources, one signing a timestamp and one a delivery id, and the sink.
+/// A generic HMAC source signing only a delivery id, and the sink.
 const GENERIC_SOURCES: &str = r#"
-[sources.generic]
-scheme = "hmac"
-paths = ["/hmac"]
-secret_env = "SOURCE_SECRET"
-header = "x-signature"
-prefix = "sha256="
-template = "{timestamp}.{body}"
-timestamp_header = "x-timestamp"
-id_header = "x-delivery"
-
 [sources.generic_id]
 scheme = "hmac"
 paths = ["/hmac-id"]
@@ -1412,7 +1402,7 @@ fn source_rows() -> Vec<SourceRow> {
             "hmac: no timestamp header",
             "/hmac",
             |h| {
-                h.remove("x-timestamp");
+                h.remove("x-acme-timestamp");
             },
             "missing_signed_header",
         ),
@@ -1452,11 +1442,7 @@ fn source_request(row: &SourceRow) -> http::Request<Bytes> {
             None,
         ),
         "/hmac" => {
-            let mut config = relay_core::schemes::hmac::HmacConfig::body_only("x-signature");
-            config.prefix = Some("sha256=".into());
-            config.template = "{timestamp}.{body}".into();
-            config.timestamp_header = Some("x-timestamp".into());
-            config.id_header = Some("x-delivery".into());
+            let config = relay_testkit::config::generic_hmac();
             let scheme = relay_core::schemes::hmac::GenericHmac::new(config).unwrap();
             (Box::new(scheme), SOURCE_SECRET, Some("d-1"))
         }

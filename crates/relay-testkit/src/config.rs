@@ -3,6 +3,8 @@
 
 use relay_core::Config;
 use relay_core::config::ConfigErrors;
+use relay_core::schemes::Window;
+use relay_core::schemes::hmac::{Encoding, HmacConfig};
 
 /// A variable lookup over `pairs` only (the last pair of a name wins), as `Config::from_vars`
 /// takes it.
@@ -25,10 +27,11 @@ pub fn config_errors(pairs: &[(&str, &str)]) -> ConfigErrors {
     Config::from_vars(vars(pairs)).expect_err("an invalid configuration")
 }
 
-/// A `relay.toml` table of sources, one per scheme but the generic HMAC, each on `/<name>`:
-/// `dss`; `github`, `shopify`, `stripe` and `slack` with their secret in `{prefix}SOURCE_SECRET`;
-/// `sw` (Standard Webhooks) with `{prefix}SW_SECRET`; `http` (RFC 9421, on `/rfc9421`) with
-/// its keys in `{prefix}RFC9421_KEYS`.
+/// A `relay.toml` table of sources, one per scheme, each on `/<name>`: `dss`; `github`,
+/// `shopify`, `stripe` and `slack` with their secret in `{prefix}SOURCE_SECRET`; `sw`
+/// (Standard Webhooks) with `{prefix}SW_SECRET`; `http` (RFC 9421, on `/rfc9421`) with its
+/// keys in `{prefix}RFC9421_KEYS`; `generic`, the generic HMAC as [`generic_hmac`] signs, on
+/// `/hmac` with `{prefix}SOURCE_SECRET`.
 pub fn every_scheme(prefix: &str) -> String {
     let mut toml = String::from("[sources.dss]\nscheme = \"dss\"\npaths = [\"/dss\"]\n");
     for (name, scheme, path, secret) in [
@@ -43,7 +46,35 @@ pub fn every_scheme(prefix: &str) -> String {
             "\n[sources.{name}]\nscheme = \"{scheme}\"\npaths = [\"{path}\"]\nsecret_env = \"{prefix}{secret}\"\n"
         );
     }
-    toml
+    toml + &format!(
+        r#"
+[sources.generic]
+scheme = "hmac"
+paths = ["/hmac"]
+secret_env = "{prefix}SOURCE_SECRET"
+header = "x-acme-signature"
+prefix = "v1="
+encoding = "base64"
+template = "{{timestamp}}:{{id}}:{{body}}"
+timestamp_header = "x-acme-timestamp"
+id_header = "x-acme-delivery"
+"#
+    )
+}
+
+/// The generic HMAC source of [`every_scheme`]: `v1=` and the base64 HMAC of
+/// `{timestamp}:{id}:{body}` in `x-acme-signature`, the timestamp in `x-acme-timestamp` and
+/// the delivery id in `x-acme-delivery`.
+pub fn generic_hmac() -> HmacConfig {
+    HmacConfig {
+        header: "x-acme-signature".into(),
+        prefix: Some("v1=".into()),
+        encoding: Encoding::Base64,
+        template: "{timestamp}:{id}:{body}".into(),
+        timestamp_header: Some("x-acme-timestamp".into()),
+        id_header: Some("x-acme-delivery".into()),
+        window: Window::default(),
+    }
 }
 
 /// A `RELAY_CONFIG` file in a temporary folder that lives as long as this value.

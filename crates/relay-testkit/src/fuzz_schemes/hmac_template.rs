@@ -64,27 +64,37 @@ fn pieces(template: &str) -> Result<Vec<Piece<'_>>, HmacConfigError> {
     Ok(pieces)
 }
 
-/// What `GenericHmac::new` answers for `config`, in the order its documentation gives.
+/// What `GenericHmac::new` answers for `config`: the first rule its documentation gives that
+/// `config` breaks, in the documentation's order.
 fn expected_config(config: &HmacConfig) -> Result<(), HmacConfigError> {
-    header_name(&config.header)?;
-    for name in [&config.timestamp_header, &config.id_header]
+    let named = [
+        Some(&config.header),
+        config.timestamp_header.as_ref(),
+        config.id_header.as_ref(),
+    ];
+    named
         .into_iter()
         .flatten()
-    {
-        header_name(name)?;
-    }
+        .try_for_each(|name| header_name(name))?;
     let pieces = pieces(&config.template)?;
-    if !pieces.contains(&Piece::Body) {
-        return Err(HmacConfigError::NoBody);
-    }
-    if pieces.contains(&Piece::Timestamp) && config.timestamp_header.is_none() {
-        return Err(HmacConfigError::NoHeaderFor("timestamp"));
-    }
-    if pieces.contains(&Piece::Id) && config.id_header.is_none() {
-        return Err(HmacConfigError::NoHeaderFor("id"));
-    }
-    if config.timestamp_header.is_some() && !pieces.contains(&Piece::Timestamp) {
-        return Err(HmacConfigError::UnsignedTimestamp);
+    let (ts, id) = (&config.timestamp_header, &config.id_header);
+    let rules = [
+        (!pieces.contains(&Piece::Body), HmacConfigError::NoBody),
+        (
+            pieces.contains(&Piece::Timestamp) && ts.is_none(),
+            HmacConfigError::NoHeaderFor("timestamp"),
+        ),
+        (
+            pieces.contains(&Piece::Id) && id.is_none(),
+            HmacConfigError::NoHeaderFor("id"),
+        ),
+        (
+            ts.is_some() && !pieces.contains(&Piece::Timestamp),
+            HmacConfigError::UnsignedTimestamp,
+        ),
+    ];
+    if let Some((_, broken)) = rules.into_iter().find(|(broken, _)| *broken) {
+        return Err(broken);
     }
     // Literal text between two placeholders, a brace included, keeps them apart.
     let named = |p: &Piece<'_>| match p {
