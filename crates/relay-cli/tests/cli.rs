@@ -640,42 +640,7 @@ fn routes_put_keeps_the_splits_and_remove_takes_the_sinks_no_route_names() {
     ]));
 
     let file = dir.path().join("sinks.toml");
-    std::fs::write(
-        &file,
-        r#"
-[sinks.audit]
-type = "file"
-path = "/tmp/audit.jsonl"
-
-[sinks.fifo]
-type = "sqs"
-queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss.fifo"
-message_group_id = "{match.bundle_uuid}"
-attributes = ["dss.event_type"]
-extra_attributes = { team = "data" }
-
-[sinks.topic]
-type = "sns"
-topic_arn = "arn:aws:sns:us-east-1:123456789012:dss"
-max_message_bytes = 1000
-
-[sinks.gcp]
-type = "pubsub"
-topic = "projects/p/topics/dss"
-
-[[routes]]
-name = "deletions"
-match = { event_type = ["DELETE"] }
-to = ["audit", "fifo"]
-stop = true
-
-[[routes]]
-name = "rest"
-to = ["topic", "gcp"]
-fallback = true
-"#,
-    )
-    .unwrap();
+    std::fs::write(&file, relay_testkit::config::EVERY_SINK_TYPE).unwrap();
     succeeded(&run(&["routes", "put", file.to_str().unwrap()]));
     let document = &shown()["document"];
     assert_eq!(document["splits"][0]["name"], "alice", "{document}");
@@ -691,9 +656,11 @@ fallback = true
         serde_json::json!({
             "type": "sqs",
             "queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/dss.fifo",
+            "max_message_bytes": 4096,
             "message_group_id": "{match.bundle_uuid}",
-            "attributes": ["dss.event_type"],
-            "extra_attributes": {"team": "data"},
+            "message_deduplication_id": "{$dedup_key}",
+            "attributes": ["dss.event_type", "dss.subscription_id"],
+            "extra_attributes": {"team": "data", "env": "prod"},
         }),
         "{document}"
     );

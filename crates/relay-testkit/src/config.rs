@@ -119,6 +119,44 @@ pub fn file_route(sink: &str, path: &str, route: &str, pattern: Option<&str>) ->
     text
 }
 
+/// A routes document (or the `[sinks]` and `[[routes]]` of a `relay.toml`) with every sink
+/// type, each with its options, and routes with and without a pattern, `stop` and `fallback`.
+pub const EVERY_SINK_TYPE: &str = r#"
+[sinks.audit]
+type = "file"
+path = "/tmp/audit.jsonl"
+
+[sinks.fifo]
+type = "sqs"
+queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss.fifo"
+max_message_bytes = 4096
+message_group_id = "{match.bundle_uuid}"
+message_deduplication_id = "{$dedup_key}"
+attributes = ["dss.event_type", "dss.subscription_id"]
+extra_attributes = { team = "data", env = "prod" }
+
+[sinks.topic]
+type = "sns"
+topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-events"
+max_message_bytes = 1000
+
+[sinks.gcp]
+type = "pubsub"
+topic = "projects/p/topics/dss-events"
+ordering_key = "{match.bundle_uuid}"
+
+[[routes]]
+name = "deletions"
+match = { event_type = ["DELETE", "TOMBSTONE"], match = { bundle_version = [{ prefix = "2" }] } }
+to = ["audit", "fifo"]
+stop = true
+
+[[routes]]
+name = "rest"
+to = ["topic", "gcp"]
+fallback = true
+"#;
+
 /// Configuration files with an error on a line that holds the secret `s3cret-…`: whatever
 /// reports the error must give its place and must not repeat the line.
 pub const FILES_WITH_A_BROKEN_SECRET_LINE: [&str; 5] = [

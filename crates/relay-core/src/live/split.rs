@@ -161,41 +161,8 @@ impl SplitSpec {
 mod tests {
     use super::super::StoredRoutes;
 
-    /// A document with every sink type, routes with and without a pattern, and splits.
-    const DOCUMENT: &str = r#"
-[sinks.audit]
-type = "file"
-path = "/tmp/audit.jsonl"
-
-[sinks.fifo]
-type = "sqs"
-queue_url = "https://sqs.us-east-1.amazonaws.com/123456789012/dss.fifo"
-max_message_bytes = 4096
-message_group_id = "{match.bundle_uuid}"
-message_deduplication_id = "{$dedup_key}"
-attributes = ["dss.event_type", "dss.subscription_id"]
-extra_attributes = { team = "data", env = "prod" }
-
-[sinks.topic]
-type = "sns"
-topic_arn = "arn:aws:sns:us-east-1:123456789012:dss-events"
-
-[sinks.gcp]
-type = "pubsub"
-topic = "projects/p/topics/dss-events"
-ordering_key = "{match.bundle_uuid}"
-
-[[routes]]
-name = "deletions"
-match = { event_type = ["DELETE", "TOMBSTONE"], match = { bundle_version = [{ prefix = "2" }] } }
-to = ["audit", "fifo"]
-stop = true
-
-[[routes]]
-name = "rest"
-to = ["topic", "gcp"]
-fallback = true
-
+    /// Splits, with and without `copy`, to a created queue and to a file.
+    const SPLITS: &str = r#"
 [[splits]]
 name = "alice"
 match = { match = { bundle_uuid = [{ prefix = "aa" }] }, size = [{ numeric = [">", 1.5] }] }
@@ -215,7 +182,9 @@ expires_at = "2026-12-01T10:00:00Z"
 
     #[test]
     fn a_stored_document_serializes_to_what_parses_back_equal() {
-        let parsed = StoredRoutes::parse(DOCUMENT).unwrap();
+        // A document with every sink type, routes with and without a pattern, and splits.
+        let document = format!("{}\n{SPLITS}", relay_testkit::config::EVERY_SINK_TYPE);
+        let parsed = StoredRoutes::parse(&document).unwrap();
         assert_eq!(
             (parsed.sinks.len(), parsed.routes.len(), parsed.splits.len()),
             (4, 2, 2)
