@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hcl::{Block, Body, Expression};
 
 use crate::eval::{Scope, as_text};
-use crate::model::{self, attr, label, literal_string, nested, walk};
+use crate::model::{self, Config, attr, label, literal_string, nested, walk};
 use crate::platform::{cloud_run_environment, lambda_environment, plain_when};
 use crate::policy::{
     self, assert_sources, assert_texts, document, find, only_block, output_source, resource_with,
@@ -505,34 +505,38 @@ fn aws_keys_are_used_only_through_the_services_that_use_them() {
     );
     let managed = find(&statements, "UseCustomerManagedKeys").conditions_as_written();
     assert_eq!(managed[0].2, "local.kms_via_services");
-    let services = aws.locals()["kms_via_services"].to_string();
-    for service in [
+    let services = [
         "\"secretsmanager\"",
         "\"s3\"",
         "\"dynamodb\"",
         "\"lambda\"",
         "sqs.",
         "sns.",
-    ] {
-        assert!(
-            services.contains(service),
-            "aws-relay: kms_via_services lacks {service}: {services}"
-        );
-    }
-    let regions = aws.locals()["destination_regions"].to_string();
-    for arns in [
+    ];
+    assert_local_mentions(&aws, "kms_via_services", &services);
+    // A destination named by any of these may be in another region than the relay's.
+    let arns = [
         "existing_queue",
         "sns_topic_arn",
         "stored_sink_queue_arns",
         "stored_sink_topic_arns",
-    ] {
-        assert!(
-            regions.contains(arns),
-            "aws-relay: a destination named by {arns} may be in another region: {regions}"
-        );
-    }
+    ];
+    assert_local_mentions(&aws, "destination_regions", &arns);
     let archive = find(&statements, "EncryptArchive").conditions_as_written();
     assert_eq!(archive[0].2, "[\"s3.${local.region}.amazonaws.com\"]");
+}
+
+/// Asserts that local `name` of `config`, as written, mentions each of `needles`.
+#[track_caller]
+fn assert_local_mentions(config: &Config, name: &str, needles: &[&str]) {
+    let written = config.locals()[name].to_string();
+    for needle in needles {
+        assert!(
+            written.contains(needle),
+            "{}: local {name} lacks {needle}: {written}",
+            config.name
+        );
+    }
 }
 
 /// The buckets aws-relay creates refuse requests without TLS and with TLS older than 1.2; the
