@@ -12,7 +12,7 @@ use hcl::{Block, Body, Expression};
 use relay_core::archive::ArchiveUrl;
 use serde_json::Value;
 
-use crate::eval::{Scope, as_text};
+use crate::eval::Scope;
 use crate::model::{self, Config, attr, label, nested};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment, plain_when, set_by};
 use crate::policy::{
@@ -734,11 +734,8 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
     );
     let env = lambda_environment(&aws);
     let expr = plain_when(&env, "aws-relay", "RELAY_ARCHIVE_URL", SWITCH);
-    let buckets = texts(
-        &scope,
-        aws.resource_attr("aws_s3_bucket", "archive", "bucket"),
-    );
-    assert_names(&aws, &texts(&scope, expr), &buckets, true);
+    let buckets = scope.texts(aws.resource_attr("aws_s3_bucket", "archive", "bucket"));
+    assert_names(&aws, &scope.texts(expr), &buckets, true);
 
     // The default name: <name, cut>-archive-<account id>-<region>, at most 63 characters.
     let name = aws.locals()["archive_bucket"].to_string();
@@ -766,11 +763,8 @@ fn archive_url_names_the_bucket_and_prefix_on_both_clouds() {
         .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()))
         .with_sample("project_id", Value::String(longest_project))
         .with_sample("name", Value::String(longest_name));
-    let buckets = texts(
-        &scope,
-        gcp.resource_attr("google_storage_bucket", "archive", "name"),
-    );
-    assert_names(&gcp, &texts(&scope, expr), &buckets, false);
+    let buckets = scope.texts(gcp.resource_attr("google_storage_bucket", "archive", "name"));
+    assert_names(&gcp, &scope.texts(expr), &buckets, false);
 
     for config in [&aws, &gcp] {
         assert_eq!(
@@ -904,15 +898,9 @@ fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
     }
     let scope = Scope::module(&config, &model::examples())
         .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
-    let buckets = texts(
-        &scope,
-        config.resource_attr("google_storage_bucket", "archive", "name"),
-    );
-    let expressions = texts(&scope, config.locals()["archive_prefix_condition"]);
-    assert!(
-        !expressions.is_empty(),
-        "gcp-relay: cannot evaluate the condition"
-    );
+    let buckets = scope.texts(config.resource_attr("google_storage_bucket", "archive", "name"));
+    let condition = config.locals()["archive_prefix_condition"];
+    let expressions = scope.evaluated(condition, "gcp-relay: the condition");
     let allowed: BTreeSet<String> = buckets
         .iter()
         .map(|b| {
@@ -1429,9 +1417,4 @@ fn gated_count() -> String {
 /// A variable's default as written.
 fn variable_default(config: &Config, name: &str) -> Option<String> {
     source(config.variable(name).body(), "default")
-}
-
-/// Every text `expr` can take in `scope`.
-fn texts(scope: &Scope<'_>, expr: &Expression) -> BTreeSet<String> {
-    scope.samples(expr).iter().filter_map(as_text).collect()
 }

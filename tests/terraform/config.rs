@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hcl::{Block, Body, Expression};
 
-use crate::eval::{Scope, as_text};
+use crate::eval::Scope;
 use crate::model::{self, Config, attr, label, literal_string, nested, walk};
 use crate::platform::{cloud_run_environment, lambda_environment, plain_when};
 use crate::policy::{
@@ -115,8 +115,8 @@ fn relay_config_names_the_modules_own_secret() {
         "local.relay_config_enabled",
     );
     assert_eq!(
-        texts(&scope, expr),
-        [CONFIG_PATH],
+        scope.texts(expr),
+        BTreeSet::from([CONFIG_PATH.to_owned()]),
         "gcp-relay: RELAY_CONFIG"
     );
     assert_eq!(
@@ -174,7 +174,7 @@ fn relay_config_names_the_modules_own_secret() {
         Some("volumes.value"),
         "gcp-relay: the volume holds the version this apply wrote"
     );
-    let files = texts(&scope, attr(items, "path").expect("path"));
+    let files = scope.texts(attr(items, "path").expect("path"));
 
     // The mount: the volume's directory, in which the file is RELAY_CONFIG.
     let container = only_block(template, "containers", "gcp-relay: the template");
@@ -187,7 +187,7 @@ fn relay_config_names_the_modules_own_secret() {
     );
     let mount = only_block(mounts.body(), "content", "gcp-relay: the mount");
     assert_sources(mount, &[("name", "volume_mounts.value")]);
-    let directories = texts(&scope, attr(mount, "mount_path").expect("mount_path"));
+    let directories = scope.texts(attr(mount, "mount_path").expect("mount_path"));
     let mounted: Vec<String> = directories
         .iter()
         .flat_map(|d| files.iter().map(move |f| format!("{d}/{f}")))
@@ -927,11 +927,6 @@ fn field<'a>(expr: &'a Expression, key: &str) -> Option<&'a Expression> {
         .iter()
         .find(|(k, _)| model::object_key(k) == key)
         .map(|(_, v)| v)
-}
-
-/// Every text `expr` takes in `scope`.
-fn texts(scope: &Scope<'_>, expr: &Expression) -> Vec<String> {
-    scope.samples(expr).iter().filter_map(as_text).collect()
 }
 
 /// Text without its spaces (an empty object as written, `{}` or `{ }`).

@@ -7,7 +7,7 @@
 //! URL, a topic's ID), a sample in the format the provider documents. An expression that depends
 //! on anything else evaluates to no sample at all.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hcl::Expression;
 use hcl::expr::TraversalOperator;
@@ -88,6 +88,20 @@ impl<'a> Scope<'a> {
                 (name.to_owned(), samples)
             })
             .collect()
+    }
+
+    /// Every text `expr` can take (as [`as_text`] writes it), as far as the configuration shows.
+    pub(crate) fn texts(&self, expr: &Expression) -> BTreeSet<String> {
+        self.samples(expr).iter().filter_map(as_text).collect()
+    }
+
+    /// [`texts`](Self::texts), asserting there is one: `what` names the expression in the
+    /// failure (`aws-relay: the table's name`).
+    #[track_caller]
+    pub(crate) fn evaluated(&self, expr: &Expression, what: &str) -> BTreeSet<String> {
+        let texts = self.texts(expr);
+        assert!(!texts.is_empty(), "{what}: cannot be evaluated");
+        texts
     }
 
     /// Every value `expr` can take, as far as the configuration shows.

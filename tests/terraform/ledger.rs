@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use hcl::{Body, Expression};
 use serde_json::Value;
 
-use crate::eval::{Scope, as_text};
+use crate::eval::Scope;
 use crate::model::{self, Config, attr, nested};
 use crate::platform::{
     EnvVar, cloud_run_environment, lambda_environment, only_statement_on, plain_when,
@@ -226,14 +226,8 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
     let env = lambda_environment(&aws);
     let urls = ledger_env(&aws, &env, &scope);
     relay_core_accepts(&aws, &urls);
-    let tables: BTreeSet<String> = texts(
-        &scope,
-        aws.resource_attr("aws_dynamodb_table", "ledger", "name"),
-    );
-    assert!(
-        !tables.is_empty(),
-        "aws-relay: cannot evaluate the table's name"
-    );
+    let table = aws.resource_attr("aws_dynamodb_table", "ledger", "name");
+    let tables = scope.evaluated(table, "aws-relay: the table's name");
     let named: BTreeSet<String> = urls
         .iter()
         .map(|url| {
@@ -261,12 +255,9 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
     let field = gcp
         .resource("google_firestore_field", "ledger_expires_at")
         .body();
-    let sampled = |key: &str| texts(&scope, attr(field, key).expect(key));
+    let sampled = |key: &str| scope.texts(attr(field, key).expect(key));
     let (databases, collections) = (sampled("database"), sampled("collection"));
-    let created = texts(
-        &scope,
-        gcp.resource_attr("google_firestore_database", "ledger", "name"),
-    );
+    let created = scope.texts(gcp.resource_attr("google_firestore_database", "ledger", "name"));
     assert!(
         !databases.is_empty() && !collections.is_empty() && created.is_subset(&databases),
         "gcp-relay: cannot evaluate the TTL policy's database {databases:?} (created: {created:?}) and collection {collections:?}"
@@ -398,15 +389,13 @@ fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
     let examples = model::examples();
     let scope = Scope::module(&config, &examples)
         .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
-    let expressions = texts(&scope, config.locals()["ledger_database_condition"]);
-    let databases = texts(
-        &scope,
-        config.resource_attr("google_firestore_field", "ledger_expires_at", "database"),
-    );
-    assert!(
-        !expressions.is_empty(),
-        "gcp-relay: cannot evaluate the condition"
-    );
+    let condition = config.locals()["ledger_database_condition"];
+    let expressions = scope.evaluated(condition, "gcp-relay: the condition");
+    let databases = scope.texts(config.resource_attr(
+        "google_firestore_field",
+        "ledger_expires_at",
+        "database",
+    ));
     let allowed: BTreeSet<String> = databases
         .iter()
         .map(|d| {
@@ -464,12 +453,7 @@ fn ledger_env(config: &Config, env: &[EnvVar<'_>], scope: &Scope<'_>) -> BTreeSe
         ("RELAY_LEDGER_RETENTION_SECS", Some("691200")),
     ] {
         let expr = plain_when(env, &config.name, name, SWITCH);
-        let samples = texts(scope, expr);
-        assert!(
-            !samples.is_empty(),
-            "{}: cannot evaluate {name}",
-            config.name
-        );
+        let samples = scope.evaluated(expr, &format!("{}: {name}", config.name));
         match expected {
             Some(default) => assert!(
                 samples.contains(default),
@@ -519,11 +503,6 @@ fn relay_core_accepts(config: &Config, urls: &BTreeSet<String>) {
             config.name
         );
     }
-}
-
-/// Every text `expr` can take in `scope`.
-fn texts(scope: &Scope<'_>, expr: &Expression) -> BTreeSet<String> {
-    scope.samples(expr).iter().filter_map(as_text).collect()
 }
 
 /// An attribute as written.
