@@ -16,8 +16,8 @@ use crate::eval::Scope;
 use crate::model::{self, Config, attr, label, nested};
 use crate::platform::{EnvValue, cloud_run_environment, lambda_environment, plain_when, set_by};
 use crate::policy::{
-    Stmt, assert_sources, assert_texts, document, find, only_block, output_source,
-    relay_metric_alarm, resource_with, source, text,
+    Stmt, assert_condition_on, assert_sources, assert_texts, document, find, only_block,
+    output_source, relay_metric_alarm, resource_with, source, text,
 };
 
 /// The variable that turns the archive on, in both relay modules.
@@ -899,20 +899,14 @@ fn gcp_relay_may_only_create_and_read_archive_objects_under_the_prefix() {
     let scope = Scope::module(&config, &model::examples())
         .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
     let buckets = scope.texts(config.resource_attr("google_storage_bucket", "archive", "name"));
+    let on_prefix = |bucket: &str| {
+        format!(
+            "resource.name.startsWith(\"projects/_/buckets/{bucket}/objects/{DEFAULT_PREFIX}\")"
+        )
+    };
     let condition = config.locals()["archive_prefix_condition"];
-    let expressions = scope.evaluated(condition, "gcp-relay: the condition");
-    let allowed: BTreeSet<String> = buckets
-        .iter()
-        .map(|b| {
-            format!("resource.name.startsWith(\"projects/_/buckets/{b}/objects/{DEFAULT_PREFIX}\")")
-        })
-        .collect();
-    for expression in &expressions {
-        assert!(
-            allowed.contains(expression),
-            "gcp-relay: the archive grant's condition {expression:?} is none of {allowed:?}"
-        );
-    }
+    let grant = "gcp-relay: the archive grant";
+    assert_condition_on(&scope, condition, &buckets, on_prefix, grant);
 
     let readers: Vec<&(&str, &Body)> = on_archive
         .iter()
@@ -1318,14 +1312,9 @@ fn assert_names(config: &Config, urls: &BTreeSet<String>, buckets: &BTreeSet<Str
         "{}: cannot evaluate the bucket's name",
         config.name
     );
+    crate::assert_relay_core_accepts(&config.name, "RELAY_ARCHIVE_URL", urls);
     let mut named = BTreeSet::new();
     for url in urls {
-        let problems = crate::relay_core_problems("RELAY_ARCHIVE_URL", url);
-        assert!(
-            problems.is_empty(),
-            "{}: relay-core refuses RELAY_ARCHIVE_URL={url:?}: {problems:?}",
-            config.name
-        );
         let parsed: ArchiveUrl = url
             .parse()
             .unwrap_or_else(|e| panic!("{}: {url:?} is no archive URL: {e}", config.name));

@@ -14,7 +14,10 @@ use crate::platform::{
     EnvVar, cloud_run_environment, lambda_environment, only_statement_on, plain_when,
     policy_statements,
 };
-use crate::policy::{assert_sources, assert_texts, only_block, output_source, resource_with, text};
+use crate::policy::{
+    assert_condition_on, assert_sources, assert_texts, only_block, output_source, resource_with,
+    text,
+};
 
 /// The table's partition key (S): the bundle (or another sender's event id), which
 /// `relay trace BUNDLE_UUID` queries.
@@ -225,7 +228,7 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
     let scope = Scope::module(&aws, &examples);
     let env = lambda_environment(&aws);
     let urls = ledger_env(&aws, &env, &scope);
-    relay_core_accepts(&aws, &urls);
+    crate::assert_relay_core_accepts(&aws.name, "RELAY_LEDGER_URL", &urls);
     let table = aws.resource_attr("aws_dynamodb_table", "ledger", "name");
     let tables = scope.evaluated(table, "aws-relay: the table's name");
     let named: BTreeSet<String> = urls
@@ -251,7 +254,7 @@ fn ledger_url_names_the_ledger_on_both_clouds() {
         .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
     let env = cloud_run_environment(&gcp);
     let urls = ledger_env(&gcp, &env, &scope);
-    relay_core_accepts(&gcp, &urls);
+    crate::assert_relay_core_accepts(&gcp.name, "RELAY_LEDGER_URL", &urls);
     let field = gcp
         .resource("google_firestore_field", "ledger_expires_at")
         .body();
@@ -389,26 +392,18 @@ fn gcp_ledger_grant_is_limited_to_the_ledger_database() {
     let examples = model::examples();
     let scope = Scope::module(&config, &examples)
         .with_sample("project_id", Value::String(SAMPLE_PROJECT.to_owned()));
-    let condition = config.locals()["ledger_database_condition"];
-    let expressions = scope.evaluated(condition, "gcp-relay: the condition");
     let databases = scope.texts(config.resource_attr(
         "google_firestore_field",
         "ledger_expires_at",
         "database",
     ));
-    let allowed: BTreeSet<String> = databases
-        .iter()
-        .map(|d| {
-            let name = format!("projects/{SAMPLE_PROJECT}/databases/{d}");
-            format!("resource.name == \"{name}\" || resource.name.startsWith(\"{name}/\")")
-        })
-        .collect();
-    for expression in &expressions {
-        assert!(
-            allowed.contains(expression),
-            "gcp-relay: the ledger grant's condition {expression:?} is none of {allowed:?}"
-        );
-    }
+    let in_database = |database: &str| {
+        let name = format!("projects/{SAMPLE_PROJECT}/databases/{database}");
+        format!("resource.name == \"{name}\" || resource.name.startsWith(\"{name}/\")")
+    };
+    let condition = config.locals()["ledger_database_condition"];
+    let grant = "gcp-relay: the ledger grant";
+    assert_condition_on(&scope, condition, &databases, in_database, grant);
 }
 
 /// Every example runs its relay with the ledger: the module's default is on and no example
@@ -491,18 +486,6 @@ fn resolve<'a>(config: &'a Config, expr: &'a Expression) -> &'a Expression {
         }
     }
     current
-}
-
-/// That relay-core's configuration parser takes each of `urls` as `RELAY_LEDGER_URL`.
-fn relay_core_accepts(config: &Config, urls: &BTreeSet<String>) {
-    for url in urls {
-        let problems = crate::relay_core_problems("RELAY_LEDGER_URL", url);
-        assert!(
-            problems.is_empty(),
-            "{}: relay-core refuses RELAY_LEDGER_URL={url:?}: {problems:?}",
-            config.name
-        );
-    }
 }
 
 /// An attribute as written.

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hcl::Expression;
 use relay_core::config::{Config as RelayConfig, SETTINGS};
 
-use eval::{Scope, as_text};
+use eval::Scope;
 use model::{Config, attr, label, literal_string, literal_strings, nested, root_attribute, walk};
 use platform::{
     EnvValue, EnvVar, cloud_run_environment, lambda_environment, policy_statements,
@@ -349,15 +349,8 @@ fn environment_values_have_the_form_relay_core_accepts() {
             if var.name == "RELAY_CONFIG" {
                 continue;
             }
-            let samples: Vec<String> = scope.samples(expr).iter().filter_map(as_text).collect();
-            for sample in &samples {
-                let problems = relay_core_problems(&var.name, sample);
-                assert!(
-                    problems.is_empty(),
-                    "{name}: {}={sample:?} is rejected by relay-core: {problems:?}",
-                    var.name
-                );
-            }
+            let samples = scope.texts(expr);
+            assert_relay_core_accepts(&name, &var.name, &samples);
             for input in feeding_variables(&config, expr) {
                 let block = variables
                     .get(input.as_str())
@@ -454,23 +447,10 @@ fn stored_secrets_are_relay_hmac_keys_objects() {
         let scope = Scope::module(&config, &examples);
         let stored = attr(config.resource(ty, "hmac").body(), field)
             .unwrap_or_else(|| panic!("{name}: {ty}.hmac.{field}"));
-        let samples: Vec<String> = scope.samples(stored).iter().filter_map(as_text).collect();
-        assert!(
-            !samples.is_empty(),
-            "{name}: cannot evaluate {ty}.hmac.{field}"
-        );
-        let locals = config.locals();
-        let key_ids: Vec<String> = scope
-            .samples(locals["hmac_key_id"])
-            .iter()
-            .filter_map(as_text)
-            .collect();
+        let samples = scope.evaluated(stored, &format!("{name}: {ty}.hmac.{field}"));
+        let key_ids = scope.texts(config.locals()["hmac_key_id"]);
+        assert_relay_core_accepts(name, "RELAY_HMAC_KEYS", &samples);
         for sample in samples {
-            let problems = relay_core_problems("RELAY_HMAC_KEYS", &sample);
-            assert!(
-                problems.is_empty(),
-                "{name}: the stored secret is no RELAY_HMAC_KEYS value: {problems:?}"
-            );
             let object: serde_json::Map<String, serde_json::Value> =
                 serde_json::from_str(&sample).expect("a JSON object");
             assert_eq!(object.len(), 1, "{name}: one keyId per relay");
@@ -956,12 +936,7 @@ fn examples_output_the_endpoint_and_the_dss_subscription() {
         );
 
         let scope = Scope::module(&config, &examples);
-        let urls: Vec<String> = scope
-            .samples(fields["callback_url"])
-            .iter()
-            .filter_map(as_text)
-            .collect();
-        assert!(!urls.is_empty(), "{name}: cannot evaluate callback_url");
+        let urls = scope.evaluated(fields["callback_url"], &format!("{name}: callback_url"));
         for url in urls {
             assert!(
                 url.starts_with("https://") && !url.contains("//?") && !url[8..].contains("//"),
@@ -1130,6 +1105,19 @@ fn environment(config: &Config) -> Vec<EnvVar<'_>> {
         cloud_run_environment(config)
     } else {
         panic!("{}: runs no relay", config.name)
+    }
+}
+
+/// Asserts that relay-core's configuration parser takes each of `values` as variable `name`,
+/// as the module or example `config` sets it.
+#[track_caller]
+fn assert_relay_core_accepts(config: &str, name: &str, values: &BTreeSet<String>) {
+    for value in values {
+        let problems = relay_core_problems(name, value);
+        assert!(
+            problems.is_empty(),
+            "{config}: relay-core refuses {name}={value:?}: {problems:?}"
+        );
     }
 }
 

@@ -2,8 +2,11 @@
 //! each statement with its block and, for a dynamic one, its `for_each`; and the helpers that
 //! read an attribute as the tests compare it.
 
+use std::collections::BTreeSet;
+
 use hcl::{Block, Body, Expression};
 
+use crate::eval::Scope;
 use crate::model::{Config, attr, label, literal_string, literal_strings, nested};
 
 /// One statement of an `aws_iam_policy_document`, with its block.
@@ -138,6 +141,27 @@ pub(crate) fn output_source(config: &Config, name: &str) -> String {
 #[track_caller]
 pub(crate) fn assert_sources(body: &Body, expected: &[(&str, &str)]) {
     assert_sources_of(body, expected, "attribute");
+}
+
+/// Asserts that `condition` (an IAM condition's expression) evaluates in `scope` only to
+/// conditions `condition_of` writes for one of `names`: the grant (`what`) is on those
+/// resources and no other.
+#[track_caller]
+pub(crate) fn assert_condition_on(
+    scope: &Scope<'_>,
+    condition: &Expression,
+    names: &BTreeSet<String>,
+    condition_of: impl Fn(&str) -> String,
+    what: &str,
+) {
+    let expressions = scope.evaluated(condition, &format!("{what}'s condition"));
+    let allowed: BTreeSet<String> = names.iter().map(|name| condition_of(name)).collect();
+    for expression in &expressions {
+        assert!(
+            allowed.contains(expression),
+            "{what}'s condition {expression:?} is none of {allowed:?}"
+        );
+    }
 }
 
 /// Asserts the literal string of each attribute in `expected` (key, text as `text` gives it).
