@@ -350,7 +350,7 @@ fn environment_values_have_the_form_relay_core_accepts() {
                 continue;
             }
             let samples = scope.texts(expr);
-            assert_relay_core_accepts(&name, &var.name, &samples);
+            assert_relay_core_accepts(name, &var.name, &samples);
             for input in feeding_variables(&config, expr) {
                 let block = variables
                     .get(input.as_str())
