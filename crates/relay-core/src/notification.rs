@@ -161,7 +161,7 @@ struct DssFields {
 }
 
 /// The source the DSS is when no `[sources]` are configured, as routes see it under `$source`.
-pub const DEFAULT_SOURCE: &str = "dss";
+pub(crate) const DEFAULT_SOURCE: &str = "dss";
 
 impl Notification<Unverified> {
     /// Parses payload bytes. The result can be inspected but not published: only a verified
@@ -307,7 +307,7 @@ impl Notification<Verified> {
     }
 
     /// Where its proof came from: a request checked now, or the archive (a replay).
-    pub fn origin(&self) -> Origin {
+    pub(crate) fn origin(&self) -> Origin {
         self.state.origin()
     }
 }
@@ -331,12 +331,12 @@ impl<S> Notification<S> {
     }
 
     /// True when it came through a configured source (`[sources]`), which its attributes name.
-    pub fn has_configured_source(&self) -> bool {
+    pub(crate) fn has_configured_source(&self) -> bool {
         self.source.is_some()
     }
 
     /// True for a DSS notification, which has the DSS fields.
-    pub fn is_dss(&self) -> bool {
+    pub(crate) fn is_dss(&self) -> bool {
         self.dss.is_some()
     }
 
@@ -379,7 +379,7 @@ impl<S> Notification<S> {
     /// What identifies another source's event across its retries (its delivery id, the
     /// configured field's or header's value, or the body's SHA-256); `None` for the DSS, whose
     /// fields do.
-    pub fn event_id(&self) -> Option<&str> {
+    pub(crate) fn event_id(&self) -> Option<&str> {
         self.event_id.as_deref()
     }
 
