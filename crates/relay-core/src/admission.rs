@@ -21,11 +21,27 @@ use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use crate::config::ServerLimits;
 use crate::error::Error;
 
 /// How long after its head a body's first bytes may take, on top of the minimum rate.
 pub(crate) const GRACE: Duration = Duration::from_secs(1);
+
+/// What relay-gcf allows a client: how long it may take, and how much may be in flight
+/// (`[relay]` settings, read into [`Config::server`](crate::config::Config::server)). Bodies are
+/// read within these limits here; relay-gcf's server applies the header timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Headers must arrive within this; also the longest idle wait of a kept-alive connection.
+    pub header_timeout: Duration,
+    /// A body must arrive within this after its headers.
+    pub body_timeout: Duration,
+    /// A body must arrive at this rate or faster, after a grace of a second.
+    pub body_min_bytes_per_sec: usize,
+    /// Requests in flight at once.
+    pub max_concurrent_requests: usize,
+    /// Bytes of large bodies buffered at once.
+    pub max_buffered_bytes: usize,
+}
 
 /// The limits, shared by every connection.
 #[derive(Debug, Clone)]

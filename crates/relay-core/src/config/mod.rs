@@ -25,6 +25,8 @@ pub(crate) use remote::keep as keep_fetched_file;
 pub use settings::{SETTINGS, Setting, Settings, markdown_table};
 pub use values::{HmacKeys, LogFormat, MetricsFormat, Show};
 
+pub use crate::admission::ServerLimits;
+
 use crate::live::{Routes, RoutesUrl};
 use crate::route::{RouteSpec, Router};
 use crate::sink::SinkConfig;
@@ -124,21 +126,6 @@ fn settings_of(
         return Err(ConfigErrors(errors));
     }
     Ok(vars.or(file.relay).or_defaults())
-}
-
-/// What relay-gcf allows a client: how long it may take, and how much may be in flight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServerLimits {
-    /// Headers must arrive within this; also the longest idle wait of a kept-alive connection.
-    pub header_timeout: Duration,
-    /// A body must arrive within this after its headers.
-    pub body_timeout: Duration,
-    /// A body must arrive at this rate or faster, after a grace of a second.
-    pub body_min_bytes_per_sec: usize,
-    /// Requests in flight at once.
-    pub max_concurrent_requests: usize,
-    /// Bytes of large bodies buffered at once.
-    pub max_buffered_bytes: usize,
 }
 
 /// One invalid setting.
