@@ -155,16 +155,15 @@ fn checked(
     now: SystemTime,
     bound: bool,
 ) -> Option<Proof> {
-    let name = format!("{scheme:?}");
     let result = verify(scheme, headers, body, secrets, now);
     let again = verify(scheme, headers, body, secrets, now);
-    assert_eq!(result, again, "{name} answers twice differently");
+    assert_eq!(result, again, "{scheme:?} answers twice differently");
     let proof = match result {
         Ok(proof) => proof,
         Err(error) => {
             assert!(
                 VERIFY_CODES.split(' ').any(|c| c == error.code()),
-                "{name}: {error:?}"
+                "{scheme:?}: {error:?}"
             );
             return None;
         }
@@ -173,22 +172,22 @@ fn checked(
         let changed = verify(scheme, headers, &tampered(body), secrets, now);
         assert!(
             changed.is_err(),
-            "{name} accepts a changed body: {changed:?}"
+            "{scheme:?} accepts a changed body: {changed:?}"
         );
     }
     match proof.signed_at {
         Some(t) => {
             assert!(
                 scheme.has_timestamp(),
-                "{name} proves a time it does not sign"
+                "{scheme:?} proves a time it does not sign"
             );
             let distance = now.duration_since(t).unwrap_or_else(|e| e.duration());
             assert!(
                 distance <= DEFAULT_WINDOW,
-                "{name} accepts {t:?} at {now:?}"
+                "{scheme:?} accepts {t:?} at {now:?}"
             );
         }
-        None => assert!(!scheme.has_timestamp(), "{name} proves no signed time"),
+        None => assert!(!scheme.has_timestamp(), "{scheme:?} proves no signed time"),
     }
     Some(proof)
 }
@@ -227,18 +226,17 @@ fn round_trip(
     now: SystemTime,
     key_id: &str,
 ) -> HeaderMap {
-    let name = format!("{scheme:?}");
     let mut headers = HeaderMap::new();
-    for (header, value) in signed.unwrap_or_else(|e| panic!("{name} cannot sign: {e}")) {
+    for (header, value) in signed.unwrap_or_else(|e| panic!("{scheme:?} cannot sign: {e}")) {
         headers.append(header, value);
     }
     let proof = verify(scheme, &headers, body, secrets, now);
-    let proof = proof.unwrap_or_else(|e| panic!("{name} refuses its own signature: {e}"));
-    assert_eq!(proof.key_id.as_deref(), Some(key_id), "{name}");
+    let proof = proof.unwrap_or_else(|e| panic!("{scheme:?} refuses its own signature: {e}"));
+    assert_eq!(proof.key_id.as_deref(), Some(key_id), "{scheme:?}");
     let changed = verify(scheme, &headers, &tampered(body), secrets, now);
     assert!(
         changed.is_err(),
-        "{name} accepts its signature on another body"
+        "{scheme:?} accepts its signature on another body"
     );
     headers
 }
